@@ -1,0 +1,67 @@
+//! Prints the scheduler benchmarks as one table: marcel's median beside the OS-thread baseline
+//! measured in the same `cargo bench` run, and their ratio. Reads criterion's estimates from
+//! `target/criterion` (or the directory given as the first argument).
+
+use std::path::{Path, PathBuf};
+
+/// (group, marcel bench, baseline bench, what it measures)
+const ROWS: &[(&str, &str, &str, &str)] = &[
+    ("spawn_join", "marcel_1lwp", "std_thread", "spawn + join, 1 LWP"),
+    ("spawn_join", "marcel_2lwp", "std_thread", "spawn + join, 2 LWPs"),
+    ("yield_pingpong_one_core", "marcel", "os_sched_yield", "yield switch, one core"),
+    ("pingpong_two_cores", "marcel_park_unpark", "os_condvar", "ping-pong round trip, two cores"),
+    ("mutex_condvar_handoff", "marcel_1lwp", "os_1core", "mutex+condvar hand-off, one core"),
+    ("mutex_condvar_handoff", "marcel_2lwp", "os_2cores", "mutex+condvar hand-off, two cores"),
+    (
+        "blocking_call_not_blocking",
+        "marcel_blocking_getppid",
+        "bare_getppid_in_user_thread",
+        "blocking(getppid) vs getppid",
+    ),
+    ("resume_after_block", "marcel_spare_rescue", "os_switch_on_block", "others resume after a block"),
+];
+
+fn median_ns(dir: &Path, group: &str, bench: &str) -> Option<f64> {
+    let p = dir.join(group).join(bench).join("new").join("estimates.json");
+    let text = std::fs::read_to_string(p).ok()?;
+    // {"mean":{...},"median":{"confidence_interval":{...},"point_estimate":123.4,...},...}
+    let m = text.find("\"median\"")?;
+    let rest = &text[m..];
+    let k = rest.find("\"point_estimate\":")? + "\"point_estimate\":".len();
+    let end = rest[k..].find([',', '}'])?;
+    rest[k..k + end].trim().parse().ok()
+}
+
+fn human(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.1} ns")
+    }
+}
+
+fn main() {
+    let dir = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        root.join("target").join("criterion")
+    });
+    println!("{:<36} {:>12} {:>12} {:>10}   baseline", "measurement (median)", "marcel", "baseline", "ratio");
+    let mut missing = 0;
+    for (group, ours, base, what) in ROWS {
+        match (median_ns(&dir, group, ours), median_ns(&dir, group, base)) {
+            (Some(a), Some(b)) => {
+                println!("{:<36} {:>12} {:>12} {:>9.3}x   {}", what, human(a), human(b), a / b, base)
+            }
+            _ => {
+                missing += 1;
+                println!("{what:<36} {:>12}", "(not measured)");
+            }
+        }
+    }
+    println!("ratio = marcel / baseline; below 1 means marcel is faster. Raw data: {}", dir.display());
+    if missing == ROWS.len() {
+        std::process::exit(1);
+    }
+}
