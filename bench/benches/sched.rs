@@ -254,6 +254,44 @@ fn blocking_overhead(c: &mut Criterion) {
             })
         })
     });
+    drop(rt);
+    // The paper's design for comparison: wake a parked SCHED_IDLE spare on the same core before
+    // every possibly-blocking call (only the caller's time is measured; between calls the caller
+    // sleeps so that the spare goes back to sleep).
+    let (cpu, _) = two_cpus();
+    let word = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w2, s2) = (word.clone(), stop.clone());
+    let spare = std::thread::spawn(move || {
+        pin_to(cpu);
+        bench::set_sched_idle();
+        while !s2.load(Acquire) {
+            if w2.swap(0, AcqRel) == 0 {
+                bench::futex_wait(&w2, 0, Some(Duration::from_millis(50)));
+            }
+        }
+    });
+    pin_to(cpu);
+    g.bench_function("eager_wake_idle_spare_then_getppid", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                std::thread::sleep(Duration::from_micros(50));
+                let t = Instant::now();
+                word.store(1, Release);
+                bench::futex_wake(&word);
+                // SAFETY: getppid has no preconditions.
+                black_box(unsafe { libc::getppid() });
+                total += t.elapsed();
+            }
+            total
+        })
+    });
+    stop.store(true, Release);
+    bench::futex_wake(&word);
+    spare.join().unwrap();
+    pin_to_all();
+    let rt = runtime(1);
     g.bench_function("bare_getppid_in_user_thread", |b| {
         b.iter_custom(|iters| {
             rt.block_on(|| {

@@ -49,6 +49,27 @@ pub fn read_byte(fd: i32) {
     assert_eq!(unsafe { libc::read(fd, b.as_mut_ptr().cast(), 1) }, 1);
 }
 
+/// Puts the calling thread in the SCHED_IDLE class (it runs only when its core is otherwise idle).
+pub fn set_sched_idle() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 = calling thread; `p` is a valid sched_param.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &p) };
+}
+
+/// futex(FUTEX_WAIT_PRIVATE) on `w` while it holds `v`.
+pub fn futex_wait(w: &std::sync::atomic::AtomicU32, v: u32, timeout: Option<Duration>) {
+    let ts = timeout.map(|d| libc::timespec { tv_sec: d.as_secs() as _, tv_nsec: d.subsec_nanos() as _ });
+    let p = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `w` is a live AtomicU32; the kernel reads it and the optional timespec only.
+    unsafe { libc::syscall(libc::SYS_futex, w.as_ptr(), libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, v, p) };
+}
+
+/// futex(FUTEX_WAKE_PRIVATE) of one waiter on `w`.
+pub fn futex_wake(w: &std::sync::atomic::AtomicU32) {
+    // SAFETY: `w` is a live AtomicU32; FUTEX_WAKE dereferences nothing else.
+    unsafe { libc::syscall(libc::SYS_futex, w.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1) };
+}
+
 pub fn close(fd: i32) {
     // SAFETY: closes a descriptor this process opened and no longer uses.
     unsafe { libc::close(fd) };

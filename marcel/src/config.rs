@@ -8,7 +8,9 @@
 //!   LWP's queue is handed to a spare kernel thread (default 10000);
 //! - `MARCEL_SPIN_US`: how long an idle LWP looks for work before sleeping (default 50);
 //! - `MARCEL_PIN`: `0` to leave LWPs unpinned (default `1`);
-//! - `MARCEL_SENTINEL`: `0` to disable the SCHED_IDLE blocking-call sentinels (default `1`).
+//! - `MARCEL_SENTINEL`: `0` to disable the SCHED_IDLE blocking-call sentinels (default `1`; they
+//!   need pinned LWPs, so `MARCEL_PIN=0` disables them too: blocking calls are then rescued by the
+//!   monitor, within two quanta).
 
 use std::io::{Error, ErrorKind};
 use std::time::Duration;
@@ -104,7 +106,8 @@ impl Requested {
             quantum,
             idle_spin,
             pin: flag("MARCEL_PIN", self.pin)?,
-            sentinel: flag("MARCEL_SENTINEL", self.sentinel)?,
+            // An unpinned sentinel would watch from another core and rescue calls that run fine.
+            sentinel: flag("MARCEL_SENTINEL", self.sentinel)? && flag("MARCEL_PIN", self.pin)?,
             max_idle_spares: self.max_idle_spares.unwrap_or(8),
             thread_name: self.thread_name.clone().unwrap_or_else(|| "marcel".into()),
         })

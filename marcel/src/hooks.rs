@@ -6,7 +6,8 @@
 //! ([`SchedHooks::switch`], must stay cheap: it is on the switch path), and a periodic tick
 //! ([`SchedHooks::tick`], run by the runtime's monitor thread, so it runs even when every core
 //! computes). Hooks run on marcel's kernel threads, outside any user thread: they must not call
-//! blocking marcel primitives (use `try_lock`-style calls) and must not panic.
+//! blocking marcel primitives (use `try_lock`-style calls). A hook that panics is reported and
+//! unregistered.
 //!
 //! Registration is copy-on-write: the switch path reads one atomic flag, and a snapshot only when
 //! some hook wants switches.
@@ -17,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What an idle hook found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IdleVerdict {
     /// Something progressed (e.g. a request completed and threads were woken): the LWP looks at
     /// its queues again and keeps calling the hook while idle.
@@ -25,6 +26,7 @@ pub enum IdleVerdict {
     /// Nothing yet, but keep polling: the LWP must not go to sleep.
     KeepPolling,
     /// Nothing to poll: the LWP may sleep (after its configured spin time) until woken.
+    #[default]
     Sleep,
     /// The LWP may sleep, but for at most this long before calling the hook again.
     SleepFor(Duration),
@@ -134,7 +136,22 @@ impl Hooks {
 
     pub(crate) fn run_switch(&self, vp: usize) {
         for h in self.snapshot.load().switch.iter() {
-            h.switch(vp);
+            self.guarded(h, || h.switch(vp));
+        }
+    }
+
+    /// Runs one hook; a panicking hook is reported and unregistered, so that it cannot take an LWP
+    /// (and every user thread queued on it) down with it.
+    fn guarded<R: Default>(&self, h: &Arc<dyn SchedHooks>, f: impl FnOnce() -> R) -> R {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(r) => r,
+            Err(_) => {
+                eprintln!("marcel: a scheduler hook panicked; it is unregistered");
+                let mut reg = self.registered.lock().unwrap();
+                reg.retain(|(_, r, _)| !Arc::ptr_eq(r, h));
+                self.publish(&reg);
+                R::default()
+            }
         }
     }
 
@@ -142,7 +159,7 @@ impl Hooks {
     pub(crate) fn run_idle(&self, vp: usize) -> IdleVerdict {
         let mut out = IdleVerdict::Sleep;
         for h in self.snapshot.load().idle.iter() {
-            out = match (out, h.idle(vp)) {
+            out = match (out, self.guarded(h, || h.idle(vp))) {
                 (IdleVerdict::Progress, _) | (_, IdleVerdict::Progress) => IdleVerdict::Progress,
                 (IdleVerdict::KeepPolling, _) | (_, IdleVerdict::KeepPolling) => IdleVerdict::KeepPolling,
                 (IdleVerdict::SleepFor(a), IdleVerdict::SleepFor(b)) => IdleVerdict::SleepFor(a.min(b)),
@@ -159,7 +176,7 @@ impl Hooks {
 
     pub(crate) fn run_tick(&self) {
         for h in self.snapshot.load().tick.iter() {
-            h.tick();
+            self.guarded(h, || h.tick());
         }
     }
 }

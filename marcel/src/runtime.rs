@@ -109,6 +109,7 @@ impl Builder {
             config,
             shutdown: AtomicBool::new(false),
             stack_pressure: AtomicBool::new(false),
+            sentinel_refused: AtomicBool::new(false),
             live: AtomicUsize::new(0),
             spawned: AtomicU64::new(0),
             kernel_threads: Mutex::new(Vec::new()),
@@ -301,6 +302,13 @@ impl Runtime {
         }
         while let Steal::Success(t) = rt.global.steal() {
             take(t);
+        }
+        // Sleeping threads hold their task through a timer; dropping them breaks the reference
+        // cycle task -> runtime (they are counted as blocked below).
+        for w in rt.monitor.take_timers() {
+            if let crate::sync::waiter::Waiter::User(t) = w {
+                t.hdr.abandon();
+            }
         }
         let live = rt.live.load(SeqCst);
         if live > 0 {

@@ -107,3 +107,25 @@ fn scheduler_state_queries() {
     assert_eq!(h.total_ready(), 0);
     assert!(!h.topology().cores().is_empty());
 }
+
+struct Panicky(AtomicU64);
+impl SchedHooks for Panicky {
+    fn switch(&self, _vp: usize) {
+        if self.0.fetch_add(1, Relaxed) == 3 {
+            panic!("hook bug");
+        }
+    }
+}
+
+#[test]
+fn a_panicking_hook_is_unregistered_and_the_runtime_goes_on() {
+    let rt = Runtime::builder().lwps(1).ignore_env().build().unwrap();
+    let p = Arc::new(Panicky(AtomicU64::new(0)));
+    rt.handle().add_hooks(p.clone(), HookMask { switch: true, ..Default::default() });
+    let n = rt.block_on(|| {
+        let hs: Vec<_> = (0..50).map(|i| marcel::spawn(move || i)).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum::<i32>()
+    });
+    assert_eq!(n, (0..50).sum());
+    assert_eq!(p.0.load(Relaxed), 4, "called until it panicked, then never again");
+}

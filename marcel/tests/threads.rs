@@ -282,3 +282,29 @@ fn more_lwps_than_cores_is_allowed() {
     });
     assert_eq!(done, n);
 }
+
+#[test]
+fn self_join_is_a_clear_panic_not_a_deadlock() {
+    let rt = rt(1);
+    let panicked = rt.block_on(|| {
+        let slot: Arc<Mutex<Option<marcel::JoinHandle<()>>>> = Arc::new(Mutex::new(None));
+        let verdict = Arc::new(AtomicUsize::new(0));
+        let (s2, v2) = (slot.clone(), verdict.clone());
+        let h = marcel::spawn(move || {
+            let me = loop {
+                if let Some(me) = s2.lock().take() {
+                    break me;
+                }
+                marcel::yield_now();
+            };
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| me.join()));
+            v2.store(if r.is_err() { 1 } else { 2 }, SeqCst);
+        });
+        *slot.lock() = Some(h);
+        while verdict.load(SeqCst) == 0 {
+            marcel::sleep(Duration::from_millis(1));
+        }
+        verdict.load(SeqCst)
+    });
+    assert_eq!(panicked, 1, "joining itself must panic");
+}

@@ -18,6 +18,12 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "bare_getppid_in_user_thread",
         "blocking(getppid) vs getppid",
     ),
+    (
+        "blocking_call_not_blocking",
+        "marcel_blocking_getppid",
+        "eager_wake_idle_spare_then_getppid",
+        "lazy rescue vs eager spare wake",
+    ),
     ("resume_after_block", "marcel_spare_rescue", "os_switch_on_block", "others resume after a block"),
 ];
 

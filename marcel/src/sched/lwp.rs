@@ -23,7 +23,16 @@ const GLOBAL_CHECK_INTERVAL: u32 = 61;
 /// How often an idle VP holding stack-starved threads looks for freed stacks.
 const STARVED_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
 
-pub(crate) fn kernel_thread_main(rt: Arc<Shared>, mut order: Option<(usize, u64)>) {
+pub(crate) fn kernel_thread_main(rt: Arc<Shared>, order: Option<(usize, u64)>) {
+    // A panic here is a marcel bug: the VP it held would stay taken and its threads stranded, so
+    // fail loudly rather than hang.
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lwp_main(rt, order))).is_err() {
+        eprintln!("marcel: internal error in a kernel thread (see the panic above); aborting");
+        std::process::abort();
+    }
+}
+
+fn lwp_main(rt: Arc<Shared>, mut order: Option<(usize, u64)>) {
     crate::stack::ensure_altstack();
     let lwp = Lwp::new(rt.clone());
     let _registered = context::enter(&lwp);

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) shutdown: AtomicBool,
     /// Some thread could not get a stack (see `lwp::starve`).
     pub(crate) stack_pressure: AtomicBool,
+    /// The kernel refused SCHED_IDLE for sentinels: rescues rely on the monitor.
+    pub(crate) sentinel_refused: AtomicBool,
     /// User threads spawned and not yet finished.
     pub(crate) live: AtomicUsize,
     pub(crate) spawned: AtomicU64,
@@ -50,6 +52,10 @@ pub(crate) struct Shared {
 }
 
 static NEXT_THREAD_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Kernel threads per runtime (holders, spares, sentinels, monitor), as Go caps its Ms: past this,
+/// a blocked call's LWP waits for the call to return instead of getting a spare.
+const MAX_KERNEL_THREADS: usize = 4096;
 
 pub(crate) fn next_thread_id() -> u64 {
     NEXT_THREAD_ID.fetch_add(1, Relaxed)
@@ -81,6 +87,19 @@ impl Shared {
     /// Starts a kernel thread that will adopt `order` (a VP and its orphan sequence) or, with
     /// `None`, wait in the spare pool.
     pub(crate) fn start_kernel_thread(self: &Arc<Self>, order: Option<(usize, u64)>) -> std::io::Result<()> {
+        let mut threads = self.kernel_threads.lock().unwrap();
+        // Reap spares that exited (idle pool full), so the list does not grow without bound.
+        let (done, live): (Vec<_>, Vec<_>) = threads.drain(..).partition(|(_, h)| h.is_finished());
+        *threads = live;
+        for (_, h) in done {
+            let _ = h.join();
+        }
+        if threads.len() >= MAX_KERNEL_THREADS {
+            return Err(std::io::Error::other(format!(
+                "marcel: {MAX_KERNEL_THREADS} kernel threads already; blocking calls now wait for their LWP"
+            )));
+        }
+        drop(threads);
         let rt = self.clone();
         let name = match order {
             Some((v, _)) => format!("{}-lwp{v}", self.config.thread_name),

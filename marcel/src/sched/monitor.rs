@@ -63,6 +63,11 @@ impl Monitor {
         self.state.lock().unwrap().timers.remove(&key);
     }
 
+    /// Shutdown: the sleeping threads' timers will never fire.
+    pub(crate) fn take_timers(&self) -> Vec<Waiter> {
+        std::mem::take(&mut self.state.lock().unwrap().timers).into_values().collect()
+    }
+
     /// Asks for a kernel thread: to adopt `order`, or (None) to wait as an idle spare.
     pub(crate) fn request_spare(&self, order: Option<(usize, u64)>) {
         let mut st = self.state.lock().unwrap();
@@ -94,6 +99,7 @@ pub(crate) fn monitor_main(rt: Arc<Shared>) {
     let mut seen: Vec<Word> = rt.vps.iter().map(|v| v.owner.load()).collect();
     let mut next_check = Instant::now() + quantum;
     let mut next_tick: Option<Instant> = None;
+    let mut spare_error_reported = false;
     loop {
         let mut due = Vec::new();
         let (adoptions, want_spare) = {
@@ -152,7 +158,14 @@ pub(crate) fn monitor_main(rt: Arc<Shared>) {
         }
         for o in adoptions {
             if let Err(e) = rt.start_kernel_thread(Some(o)) {
-                eprintln!("marcel: cannot start a spare kernel thread ({e}); VP {} stays blocked", o.0);
+                // The VP stays orphaned; its former holder takes it back when its call returns.
+                if !spare_error_reported {
+                    eprintln!(
+                        "marcel: cannot start a spare kernel thread ({e}); VP {} waits for its blocked call",
+                        o.0
+                    );
+                    spare_error_reported = true;
+                }
             }
         }
         if want_spare && rt.spares.idle_count() == 0 {
@@ -186,7 +199,7 @@ fn check_vps(rt: &Shared, seen: &mut [Word]) {
                         rt.spares.assign(rt, v, seq);
                     }
                 }
-                Phase::Orphan => {
+                Phase::Orphan if vp.has_waiting_work() => {
                     // The adopter sent last time never came: send another.
                     rt.monitor.state.lock().unwrap().adoptions.push((v, w.seq()));
                 }

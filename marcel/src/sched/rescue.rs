@@ -87,8 +87,10 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
 const SPINNING: u32 = 0;
 const NAPPING: u32 = 1;
 const OFF: u32 = 2;
-/// How long a napping sentinel sleeps before looking again.
+/// How long a napping sentinel first sleeps before looking again; the nap doubles while nothing
+/// changes, up to `MAX_NAP` (a new blocking call or a queued thread wakes it at once anyway).
 const NAP: Duration = Duration::from_micros(200);
+const MAX_NAP: Duration = Duration::from_millis(10);
 /// Observations of an unchanged VP before the sentinel naps.
 const PATIENCE: u32 = 256;
 
@@ -130,7 +132,7 @@ impl Sentinel {
 
 /// Makes sure VP `vp`'s sentinel watches it (after the caller published `Blocking`, SeqCst).
 fn arm(rt: &Arc<Shared>, vp: &Vp) {
-    if !rt.config.sentinel {
+    if !rt.config.sentinel || rt.sentinel_refused.load(Relaxed) {
         return;
     }
     let s = vp.sentinel.get_or_init(|| start_sentinel(rt, vp.index));
@@ -193,13 +195,16 @@ fn sentinel_main(rt: Arc<Shared>, v: usize, s: Arc<Sentinel>) {
         sys::pin_current_to(vp.core.os_cpu);
     }
     if let Err(e) = sys::set_current_sched_idle() {
-        eprintln!(
-            "marcel: SCHED_IDLE refused for the sentinel of VP {v} ({e}); blocking calls there are rescued by the monitor only"
-        );
+        if !rt.sentinel_refused.swap(true, Relaxed) {
+            eprintln!(
+                "marcel: SCHED_IDLE refused for blocking-call sentinels ({e}); blocking calls are rescued by the monitor only, within two quanta"
+            );
+        }
         return;
     }
     let mut last = vp.owner.load();
     let mut unchanged = 0u32;
+    let mut nap = NAP;
     loop {
         if rt.is_shutdown() {
             return;
@@ -210,7 +215,8 @@ fn sentinel_main(rt: Arc<Shared>, v: usize, s: Arc<Sentinel>) {
                 continue;
             }
             NAPPING => {
-                wait(&s.state, NAPPING, Some(NAP));
+                wait(&s.state, NAPPING, Some(nap));
+                nap = (nap * 2).min(MAX_NAP);
                 let _ = s.state.compare_exchange(NAPPING, SPINNING, SeqCst, SeqCst);
                 continue;
             }
@@ -221,6 +227,7 @@ fn sentinel_main(rt: Arc<Shared>, v: usize, s: Arc<Sentinel>) {
             unchanged = unchanged.saturating_add(1);
         } else {
             unchanged = 0;
+            nap = NAP;
             last = w;
         }
         match w.phase() {

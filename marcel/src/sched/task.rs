@@ -94,6 +94,10 @@ impl Header {
         if self.is_done() {
             return;
         }
+        assert!(
+            !std::ptr::eq(super::context::identity_header(), self),
+            "marcel: a user thread cannot join itself (deadlock)"
+        );
         // SAFETY: only the single joiner writes the slot, and only before publishing it below.
         unsafe { *self.joiner.get() = Some(Waiter::current()) };
         if self.join_state.compare_exchange(RUNNING, JOINER_WAITING, AcqRel, Acquire).is_err() {

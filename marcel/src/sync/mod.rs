@@ -2,7 +2,7 @@
 //! other threads meanwhile); called from a plain OS thread, they block that OS thread. User and OS
 //! threads can share them. No poisoning: a panic while holding a lock releases it.
 //!
-//! All are built on one [`wait_queue::WaitQueue`] per object; their wake protocols are loom-checked
+//! All are built on one `wait_queue::WaitQueue` per object; their wake protocols are loom-checked
 //! (`cargo test` with `--cfg loom`, see the README).
 
 mod barrier;
