@@ -473,7 +473,7 @@ impl Handle {
             rt.vps.iter().map(|v| f(&v.stats).load(Relaxed)).sum()
         };
         Stats {
-            spawned: rt.spawned.load(Relaxed),
+            spawned: rt.spawned.load(Relaxed) + sum(|s| &s.spawned),
             live: rt.live.load(Relaxed),
             switches: rt.vps.iter().map(|v| v.owner.load().seq()).sum(),
             steals: sum(|s| &s.steals),

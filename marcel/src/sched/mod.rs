@@ -133,14 +133,19 @@ where
     let result = t.body.result.get();
     let task: Task = t;
     rt.live.fetch_add(1, Relaxed);
-    rt.spawned.fetch_add(1, Relaxed);
-    schedule(task.clone());
+    schedule_inner(task.clone(), true);
     (task, result)
 }
 
 /// Makes a runnable thread wait for an LWP: on the caller's own VP when it holds one of the same
 /// runtime (cheapest, and cache-warm), else in its bound VP's inbox or the global queue.
 pub(crate) fn schedule(task: Task) {
+    schedule_inner(task, false)
+}
+
+/// `new`: a freshly spawned thread (counted in the statistics).
+#[inline]
+fn schedule_inner(task: Task, new: bool) {
     let l = context::lwp_ptr();
     if !l.is_null() {
         // SAFETY: a registered LWP record lives as long as its kernel thread runs marcel code.
@@ -149,35 +154,47 @@ pub(crate) fn schedule(task: Task) {
             && Arc::ptr_eq(&lwp.rt, &task.hdr.rt)
             && task.hdr.bound.is_none_or(|b| b == v)
         {
-            match push_on_held_vp(lwp, v, task) {
+            match push_on_held_vp(lwp, v, task, new) {
                 Ok(()) => return,
-                Err(t) => return push_remote(t),
+                Err(t) => {
+                    if new {
+                        t.hdr.rt.spawned.fetch_add(1, Relaxed);
+                    }
+                    return push_remote(t);
+                }
             }
         }
+    }
+    if new {
+        task.hdr.rt.spawned.fetch_add(1, Relaxed);
     }
     push_remote(task)
 }
 
-fn push_on_held_vp(lwp: &Lwp, v: usize, task: Task) -> Result<(), Task> {
+fn push_on_held_vp(lwp: &Lwp, v: usize, task: Task, new: bool) -> Result<(), Task> {
     let rt = &*lwp.rt;
     let vp = &rt.vps[v];
     let unbound = task.hdr.bound.is_none();
-    if lwp.current.get().is_null() {
-        // Scheduler context (hooks): the holder is in Sched/Idle phase, nobody can take the VP.
-        // SAFETY: we hold the VP and nobody else may touch its owned part in these phases.
-        unsafe { vp.owned().push(vp, task) };
-    } else {
-        // A user thread: lock the queues against a concurrent hog hand-off (User -> Sched).
-        let seq = lwp.seq.get();
-        if vp.owner.lock_queues(seq).is_err() {
-            lwp.vp.set(None); // taken away while this thread ran: we hold nothing now
-            return Err(task);
-        }
-        // SAFETY: the CAS above made us the exclusive user of the owned part (phase Sched).
-        unsafe { vp.owned().push(vp, task) };
+    // From a user thread, lock the queues against a concurrent hog hand-off (User -> Sched). In
+    // scheduler context (hooks) the holder is in Sched or Idle phase: nobody can take the VP.
+    let user_seq = (!lwp.current.get().is_null()).then(|| lwp.seq.get());
+    if let Some(seq) = user_seq
+        && vp.owner.lock_queues(seq).is_err()
+    {
+        lwp.vp.set(None); // taken away while this thread ran: we hold nothing now
+        return Err(task);
+    }
+    // SAFETY: we hold the VP and its queues are ours (phase Sched or Idle).
+    unsafe { vp.owned().push(vp, task) };
+    if new {
+        // Only the holder writes its VP's counter: no read-modify-write needed.
+        vp.stats.spawned.store(vp.stats.spawned.load(Relaxed) + 1, Relaxed);
+    }
+    if let Some(seq) = user_seq {
         vp.owner.set(Phase::User, seq);
     }
-    if unbound {
+    // With a single VP, the caller holds it: nobody else could take the thread.
+    if unbound && rt.vps.len() > 1 {
         rt.notify_idle();
     }
     Ok(())

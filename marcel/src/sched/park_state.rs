@@ -26,7 +26,8 @@ impl ParkState {
     /// The thread itself, before suspending: consumes a pending permit. `true`: do not suspend.
     #[inline]
     pub(crate) fn try_consume_permit(&self) -> bool {
-        self.0.compare_exchange(NOTIFIED, EMPTY, Acquire, Relaxed).is_ok()
+        // Load first: a failing CAS still costs a locked instruction, and usually no permit waits.
+        self.0.load(Relaxed) == NOTIFIED && self.0.compare_exchange(NOTIFIED, EMPTY, Acquire, Relaxed).is_ok()
     }
 
     /// The LWP, after the thread suspended to park. `true`: the thread is parked and only an

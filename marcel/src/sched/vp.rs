@@ -43,6 +43,8 @@ pub(crate) struct VpStats {
     pub(crate) parks: AtomicU64,
     pub(crate) rescues: AtomicU64,
     pub(crate) hog_handoffs: AtomicU64,
+    /// Threads spawned by threads running here (the rest count in `Shared::spawned`).
+    pub(crate) spawned: AtomicU64,
 }
 
 pub(crate) struct Owned {
