@@ -131,38 +131,40 @@ fn handoff_two_cores(c: &mut Criterion) {
     });
     drop(rt);
     let (c0, c1) = two_cpus();
-    g.bench_function("os_condvar", |b| {
-        b.iter_custom(|iters| {
-            let p = Arc::new((std::sync::Mutex::new(0u64), std::sync::Condvar::new()));
-            let p2 = p.clone();
-            let other = std::thread::spawn(move || {
-                pin_to(c1);
-                for i in 0..iters {
-                    let mut g = p2.0.lock().unwrap();
-                    while *g != 2 * i + 1 {
-                        g = p2.1.wait(g).unwrap();
-                    }
-                    *g += 1;
-                    p2.1.notify_one();
-                }
-            });
-            pin_to(c0);
-            let t = Instant::now();
-            for i in 0..iters {
-                let mut g = p.0.lock().unwrap();
-                *g = 2 * i + 1;
-                p.1.notify_one();
-                while *g != 2 * i + 2 {
-                    g = p.1.wait(g).unwrap();
-                }
-            }
-            let e = t.elapsed();
-            other.join().unwrap();
-            pin_to_all();
-            e
-        })
-    });
+    g.bench_function("os_condvar", |b| b.iter_custom(|iters| os_condvar_pingpong(iters, c0, c1)));
     g.finish();
+}
+
+/// `iters` round trips of a token between two OS threads pinned to `c0` and `c1` through a std
+/// Mutex + Condvar (the OS-thread baseline of the hand-off benchmarks).
+fn os_condvar_pingpong(iters: u64, c0: usize, c1: usize) -> Duration {
+    let p = Arc::new((std::sync::Mutex::new(0u64), std::sync::Condvar::new()));
+    let p2 = p.clone();
+    let other = std::thread::spawn(move || {
+        pin_to(c1);
+        for i in 0..iters {
+            let mut g = p2.0.lock().unwrap();
+            while *g != 2 * i + 1 {
+                g = p2.1.wait(g).unwrap();
+            }
+            *g += 1;
+            p2.1.notify_one();
+        }
+    });
+    pin_to(c0);
+    let t = Instant::now();
+    for i in 0..iters {
+        let mut g = p.0.lock().unwrap();
+        *g = 2 * i + 1;
+        p.1.notify_one();
+        while *g != 2 * i + 2 {
+            g = p.1.wait(g).unwrap();
+        }
+    }
+    let e = t.elapsed();
+    other.join().unwrap();
+    pin_to_all();
+    e
 }
 
 /// Token passing through a Mutex + Condvar: marcel's (user threads on one LWP, and on two) and
@@ -203,37 +205,7 @@ fn mutex_handoff(c: &mut Criterion) {
     }
     let (c0, c1) = two_cpus();
     for (label, other_cpu) in [("os_1core", c0), ("os_2cores", c1)] {
-        g.bench_function(label, |b| {
-            b.iter_custom(|iters| {
-                let p = Arc::new((std::sync::Mutex::new(0u64), std::sync::Condvar::new()));
-                let p2 = p.clone();
-                let other = std::thread::spawn(move || {
-                    pin_to(other_cpu);
-                    for i in 0..iters {
-                        let mut g = p2.0.lock().unwrap();
-                        while *g != 2 * i + 1 {
-                            g = p2.1.wait(g).unwrap();
-                        }
-                        *g += 1;
-                        p2.1.notify_one();
-                    }
-                });
-                pin_to(c0);
-                let t = Instant::now();
-                for i in 0..iters {
-                    let mut g = p.0.lock().unwrap();
-                    *g = 2 * i + 1;
-                    p.1.notify_one();
-                    while *g != 2 * i + 2 {
-                        g = p.1.wait(g).unwrap();
-                    }
-                }
-                let e = t.elapsed();
-                other.join().unwrap();
-                pin_to_all();
-                e
-            })
-        });
+        g.bench_function(label, |b| b.iter_custom(|iters| os_condvar_pingpong(iters, c0, other_cpu)));
     }
     g.finish();
 }

@@ -80,32 +80,31 @@ pub(crate) fn current_header() -> *const Header {
     }
 }
 
-/// The user thread whose code is executing, including inside `blocking` (for identity and
-/// user-locals), or None on a plain OS thread.
-pub(crate) fn identity_task() -> Option<Task> {
+/// The Task of the user thread whose code is executing, including inside `blocking` (for
+/// identity and user-locals), or null on a plain OS thread.
+fn identity_ptr() -> *const Task {
     let l = lwp_ptr();
     if l.is_null() {
-        return None;
+        return ptr::null();
     }
     // SAFETY: as in `current_header`; `blocking` points to the Task held by the LWP loop, which
     // is suspended in `resume` under the `blocking` call.
     unsafe {
         let t = (*l).current.get();
-        let t = if t.is_null() { (*l).blocking.get() } else { t };
-        if t.is_null() { None } else { Some((*t).clone()) }
+        if t.is_null() { (*l).blocking.get() } else { t }
     }
 }
 
-/// The header of the user thread whose code is executing (see `identity_task`), or null.
+/// See `identity_ptr`.
+pub(crate) fn identity_task() -> Option<Task> {
+    let t = identity_ptr();
+    // SAFETY: non-null identity pointers refer to a live Task (see `identity_ptr`).
+    if t.is_null() { None } else { Some(unsafe { (*t).clone() }) }
+}
+
+/// The header of the user thread whose code is executing (see `identity_ptr`), or null.
 pub(crate) fn identity_header() -> *const Header {
-    let l = lwp_ptr();
-    if l.is_null() {
-        return ptr::null();
-    }
-    // SAFETY: as in `identity_task`.
-    unsafe {
-        let t = (*l).current.get();
-        let t = if t.is_null() { (*l).blocking.get() } else { t };
-        if t.is_null() { ptr::null() } else { &(&*t).hdr }
-    }
+    let t = identity_ptr();
+    // SAFETY: as above.
+    if t.is_null() { ptr::null() } else { unsafe { &(&*t).hdr } }
 }

@@ -101,6 +101,27 @@ mod loom_tests {
     use loom::sync::Arc;
     use loom::sync::atomic::AtomicUsize;
 
+    /// The parking side: the thread tries its permit, else "suspends" and its LWP commits the park
+    /// (requeueing it if a permit came meanwhile). Returns whether it went on without suspending.
+    fn park_once(st: &ParkState, queued: &AtomicUsize) -> bool {
+        if st.try_consume_permit() {
+            return true;
+        }
+        if !st.commit_park() {
+            queued.fetch_add(1, SeqCst);
+        }
+        false
+    }
+
+    fn unparker(st: &Arc<ParkState>, queued: &Arc<AtomicUsize>) -> loom::thread::JoinHandle<()> {
+        let (s2, q2) = (st.clone(), queued.clone());
+        loom::thread::spawn(move || {
+            if s2.unpark() {
+                q2.fetch_add(1, SeqCst);
+            }
+        })
+    }
+
     /// One parker (thread + its LWP) against one unparker: the thread ends up rescheduled exactly
     /// once (by the LWP or by the unparker), or consumed the permit without suspending.
     #[test]
@@ -108,19 +129,9 @@ mod loom_tests {
         loom::model(|| {
             let st = Arc::new(ParkState::new());
             let queued = Arc::new(AtomicUsize::new(0));
-            let (s2, q2) = (st.clone(), queued.clone());
-            let unparker = loom::thread::spawn(move || {
-                if s2.unpark() {
-                    q2.fetch_add(1, SeqCst);
-                }
-            });
-            let mut ran_on = false;
-            if st.try_consume_permit() {
-                ran_on = true;
-            } else if !st.commit_park() {
-                queued.fetch_add(1, SeqCst);
-            }
-            unparker.join().unwrap();
+            let u = unparker(&st, &queued);
+            let ran_on = park_once(&st, &queued);
+            u.join().unwrap();
             let q = queued.load(SeqCst);
             assert!(ran_on && q == 0 || !ran_on && q == 1, "ran_on={ran_on} queued={q}");
         });
@@ -132,23 +143,10 @@ mod loom_tests {
         loom::model(|| {
             let st = Arc::new(ParkState::new());
             let queued = Arc::new(AtomicUsize::new(0));
-            let mut hs = Vec::new();
-            for _ in 0..2 {
-                let (s2, q2) = (st.clone(), queued.clone());
-                hs.push(loom::thread::spawn(move || {
-                    if s2.unpark() {
-                        q2.fetch_add(1, SeqCst);
-                    }
-                }));
-            }
-            let mut ran_on = false;
-            if st.try_consume_permit() {
-                ran_on = true;
-            } else if !st.commit_park() {
-                queued.fetch_add(1, SeqCst);
-            }
-            for h in hs {
-                h.join().unwrap();
+            let us = [unparker(&st, &queued), unparker(&st, &queued)];
+            let ran_on = park_once(&st, &queued);
+            for u in us {
+                u.join().unwrap();
             }
             let q = queued.load(SeqCst);
             assert!(q <= 1);
