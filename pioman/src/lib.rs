@@ -1,9 +1,415 @@
-//! PIOMan, the I/O event manager (not implemented yet: issue 3).
+//! PIOMan: the I/O event manager. It centralizes the progression of every pending request and
+//! chooses, per CPU load, between polling and interrupt-style blocking waits.
 //!
-//! It will own the progression of every pending communication request: drivers register *ltasks*
-//! (poll, optional blocking wait, options, binding, hints), and pioman runs them from marcel's
-//! scheduler hooks (idle LWP, context switch, periodic tick) or, without marcel, from pinned
-//! progression threads, choosing per CPU load between polling and interrupt-style blocking waits
-//! executed inside `marcel::blocking` so that computation goes on. Policies are a trait.
+//! A *source* (a driver instance: one per NIC, not per request) registers an *ltask* with a
+//! `poll` and, if it has one, a way to wait for its next event without spinning
+//! ([`BlockingWait`]). Pioman then polls it at the right moments:
+//! - **under marcel**: on idle LWPs (an idle core polls as long as the policy allows), at context
+//!   switches (rate-limited), at the scheduler's periodic tick;
+//! - **without marcel** (a plain pthread or C program, e.g. MPI + OpenMP): from progression threads,
+//!   one per NUMA node, pinned, that poll while a core is idle and otherwise sleep in the sources'
+//!   blocking waits or until the next tick;
+//! - **in waiting threads**: [`Pioman::wait`] drives progress itself, then — as the [`Policy`]
+//!   says — sleeps in the sources' blocking waits inside `marcel::blocking` (its LWP's other user
+//!   threads keep running on a spare kernel thread) or parks until someone else completes it.
 //!
-//! It must not know about any network, packet or MPI concept: it sees callbacks and conditions only.
+//! Completion is signalled through [`Cond`], a bit mask whose signaller never touches it after
+//! setting the bits, so a waiter may free it at once.
+//!
+//! ```
+//! use pioman::{Cond, Pioman, Poll, PollCtx, Source};
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//!
+//! /// A source completing a request after three polls.
+//! struct Countdown { left: AtomicU32, done: Arc<Cond> }
+//! impl Source for Countdown {
+//!     fn name(&self) -> &str { "countdown" }
+//!     fn poll(&self, _: &mut PollCtx) -> Poll {
+//!         if self.left.fetch_sub(1, Ordering::Relaxed) == 1 { self.done.signal(1); Poll::Done } else { Poll::Idle }
+//!     }
+//! }
+//!
+//! let pio = Pioman::builder().without_marcel().build().unwrap();
+//! let done = Arc::new(Cond::new());
+//! pio.register(Arc::new(Countdown { left: AtomicU32::new(3), done: done.clone() }), Default::default()).unwrap();
+//! pio.wait(&done, 1);
+//! ```
+//!
+//! Configuration (builder values win): `PIOMAN_POLICY` (`poll`, `block`, `timer`, `adaptive`
+//! (default), or a name registered with [`policy::register`]), `PIOMAN_TICK_US` (default 1000),
+//! `PIOMAN_SPIN_US` (waiters' spin before sleeping, default 100), `PIOMAN_THREADS` (progression
+//! threads without marcel: `0`, or a count; default one per NUMA node), `PIOMAN_STATS=path` (JSON
+//! statistics written when the instance shuts down or the process exits; instance `k > 0` writes
+//! `path.k`).
+
+mod cond;
+mod engine;
+pub mod eventfd;
+mod hooks;
+mod loom;
+mod ltask;
+mod machine;
+pub mod policy;
+mod source;
+pub mod stats;
+mod threads;
+mod waitset;
+
+pub use cond::Cond;
+pub use ltask::{LTASK_CANCELLED, LTASK_DONE};
+pub use policy::{AfterSpin, IdleAction, MachineState, Policy, WaitPlan};
+pub use source::{Binding, BlockingWait, Context, Hints, Kind, Options, Poll, PollCtx, Source};
+pub use stats::{HistogramSnapshot, Snapshot, SourceSnapshot};
+
+use engine::{Inner, PolicyCell};
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// Configures a [`Pioman`].
+#[derive(Default)]
+pub struct Builder {
+    policy: Option<Arc<dyn Policy>>,
+    marcel: Option<Option<marcel::Handle>>,
+    threads: Option<usize>,
+    tick: Option<Duration>,
+    stats_path: Option<Option<PathBuf>>,
+    switch_stride: Option<u64>,
+}
+
+impl Builder {
+    /// The policy (else `PIOMAN_POLICY`, else adaptive).
+    pub fn policy(mut self, p: Arc<dyn Policy>) -> Self {
+        self.policy = Some(p);
+        self
+    }
+    /// Runs under this marcel runtime (default: the caller's, if it runs in one).
+    pub fn marcel(mut self, h: marcel::Handle) -> Self {
+        self.marcel = Some(Some(h));
+        self
+    }
+    /// Runs without marcel even if the caller is in a marcel runtime.
+    pub fn without_marcel(mut self) -> Self {
+        self.marcel = Some(None);
+        self
+    }
+    /// Progression threads (per NUMA node by default; 0 for none). Under marcel they only do
+    /// background blocking waits.
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = Some(n);
+        self
+    }
+    /// Tick period (ticks poll under the `timer` policy and bound every sleep).
+    pub fn tick(mut self, d: Duration) -> Self {
+        self.tick = Some(d);
+        self
+    }
+    /// Where to write the JSON statistics at shutdown (else `PIOMAN_STATS`).
+    pub fn stats_path(mut self, p: Option<PathBuf>) -> Self {
+        self.stats_path = Some(p);
+        self
+    }
+    /// Poll at every n-th context switch when the policy polls at switches (default 16).
+    pub fn switch_stride(mut self, n: u64) -> Self {
+        self.switch_stride = Some(n);
+        self
+    }
+
+    pub fn build(self) -> io::Result<Pioman> {
+        let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+        let policy = match self.policy {
+            Some(p) => p,
+            None => policy::from_env().map_err(invalid)?,
+        };
+        let tick =
+            match self.tick {
+                Some(t) => t,
+                None => match std::env::var("PIOMAN_TICK_US") {
+                    Ok(v) => Duration::from_micros(v.trim().parse().map_err(|_| {
+                        invalid(format!("pioman: PIOMAN_TICK_US={v:?}: expected microseconds"))
+                    })?),
+                    Err(_) => Duration::from_millis(1),
+                },
+            };
+        if tick < Duration::from_micros(50) {
+            return Err(invalid("pioman: the tick must be at least 50 µs".into()));
+        }
+        let threads = match self.threads {
+            Some(n) => n,
+            None => match std::env::var("PIOMAN_THREADS") {
+                Ok(v) => v
+                    .trim()
+                    .parse()
+                    .map_err(|_| invalid(format!("pioman: PIOMAN_THREADS={v:?}: expected a count")))?,
+                Err(_) => machine::topology().numa_nodes().max(1),
+            },
+        };
+        let marcel = match self.marcel {
+            Some(m) => m,
+            None => marcel::Handle::current(),
+        };
+        let id = NEXT_ID.fetch_add(1, Relaxed);
+        let stats_path = match self.stats_path {
+            Some(p) => p,
+            None => std::env::var_os("PIOMAN_STATS").map(PathBuf::from),
+        }
+        .map(|p| if id == 0 { p } else { PathBuf::from(format!("{}.{id}", p.display())) });
+        let inner =
+            Arc::new(Inner::new(id, policy, marcel, tick, self.switch_stride.unwrap_or(16), stats_path)?);
+        let mut background = Vec::new();
+        let nodes = machine::topology().numa_nodes().max(1);
+        for k in 0..threads {
+            let node = k % nodes;
+            let mut cpus = threads::cpus_of_node(node);
+            if cpus.is_empty() {
+                cpus = marcel::topology::allowed_cpus().to_vec();
+            }
+            let scope = machine::Scope { cpu: None, numa: Some(node), any: true };
+            let i2 = inner.clone();
+            background.push(
+                std::thread::Builder::new()
+                    .name(format!("pioman-node{node}"))
+                    .spawn(move || threads::progression_main(i2, scope, cpus))?,
+            );
+        }
+        let hook = inner.marcel.as_ref().map(|h| {
+            h.add_hooks(
+                Arc::new(hooks::Hooks(inner.clone())),
+                marcel::HookMask { idle: true, switch: true, tick: Some(tick) },
+            )
+        });
+        let owner = Arc::new(Owner {
+            inner: inner.clone(),
+            background: Mutex::new(background),
+            hook,
+            core_threads: Mutex::new(Vec::new()),
+        });
+        live().lock().unwrap().push(Arc::downgrade(&owner));
+        register_exit_dump();
+        Ok(Pioman { inner, owner })
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// A running event manager. Clones share it; the last clone dropped shuts it down.
+#[derive(Clone)]
+pub struct Pioman {
+    inner: Arc<Inner>,
+    owner: Arc<Owner>,
+}
+
+/// Shuts the engine down when the last user handle goes (background threads hold only `Inner`).
+struct Owner {
+    inner: Arc<Inner>,
+    background: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    core_threads: Mutex<Vec<(usize, std::thread::JoinHandle<()>)>>,
+    hook: Option<marcel::HookId>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Owner {
+    fn shutdown(&self) {
+        if self.inner.shutdown.swap(true, SeqCst) {
+            return;
+        }
+        if let (Some(h), Some(id)) = (&self.inner.marcel, self.hook) {
+            h.remove_hooks(id);
+        }
+        self.inner.poke();
+        let mut hs: Vec<_> = self.background.lock().unwrap().drain(..).collect();
+        hs.extend(self.core_threads.lock().unwrap().drain(..).map(|(_, h)| h));
+        for h in hs {
+            let _ = h.join();
+        }
+        dump_stats(&self.inner);
+    }
+}
+
+impl Pioman {
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// An instance with the defaults and the environment's settings.
+    pub fn new() -> io::Result<Pioman> {
+        Builder::default().build()
+    }
+
+    /// Registers a progression source. Its blocking wait (if any, and if `opts.may_block`) joins
+    /// the blocking waits of the contexts that may poll it.
+    pub fn register(&self, source: Arc<dyn Source>, opts: Options) -> io::Result<LtaskHandle> {
+        let custom = opts.may_block && source.blocking() == BlockingWait::Custom;
+        let lt = self.inner.register(source, opts)?;
+        if custom {
+            let scope = match opts.binding {
+                Binding::Core(c) => machine::Scope::of_cpu(c),
+                Binding::Numa(n) => machine::Scope { cpu: None, numa: Some(n), any: false },
+                Binding::Anywhere => machine::Scope::ANYWHERE,
+            };
+            let (i2, l2) = (self.inner.clone(), lt.clone());
+            let h = std::thread::Builder::new()
+                .name(format!("pioman-wait{}", lt.id))
+                .spawn(move || threads::custom_wait_main(i2, l2, scope))?;
+            self.owner.background.lock().unwrap().push(h);
+        }
+        if let (Binding::Core(c), None) = (opts.binding, &self.inner.marcel) {
+            self.ensure_core_thread(c)?;
+        }
+        Ok(LtaskHandle { lt, inner: Arc::downgrade(&self.inner) })
+    }
+
+    /// Without marcel, tasks bound to a core get a progression thread pinned there.
+    fn ensure_core_thread(&self, cpu: usize) -> io::Result<()> {
+        let mut cts = self.owner.core_threads.lock().unwrap();
+        if cts.iter().any(|(c, _)| *c == cpu) {
+            return Ok(());
+        }
+        let i2 = self.inner.clone();
+        let scope = machine::Scope { cpu: Some(cpu), numa: None, any: false };
+        let h = std::thread::Builder::new()
+            .name(format!("pioman-cpu{cpu}"))
+            .spawn(move || threads::progression_main(i2, scope, vec![cpu]))?;
+        cts.push((cpu, h));
+        Ok(())
+    }
+
+    /// Polls, once, every task the calling context may poll. Returns how many found something.
+    pub fn progress(&self) -> usize {
+        let scope = match marcel::current_lwp() {
+            Some(v) if v < self.inner.vp_scopes.len() => self.inner.vp_scopes[v],
+            _ => machine::Scope::here(),
+        };
+        self.inner.progress(Context::Explicit, scope, false, None).0
+    }
+
+    /// Waits until some bit of `mask` is set in `cond`, driving progress as the policy says.
+    pub fn wait(&self, cond: &Cond, mask: u32) {
+        self.inner.wait(cond, mask);
+    }
+
+    /// Like [`Pioman::wait`], for at most `timeout`. Returns whether the condition holds.
+    pub fn wait_timeout(&self, cond: &Cond, mask: u32, timeout: Duration) -> bool {
+        self.inner.wait_until(cond, mask, Instant::now().checked_add(timeout))
+    }
+
+    /// Changes the policy at run time.
+    pub fn set_policy(&self, p: Arc<dyn Policy>) {
+        self.inner.policy.store(Arc::new(PolicyCell(p)));
+        self.inner.poke();
+    }
+
+    pub fn policy_name(&self) -> String {
+        self.inner.policy().name().to_string()
+    }
+
+    /// What the policy would see now from the calling thread.
+    pub fn machine_state(&self) -> MachineState {
+        self.inner.machine(marcel::current_lwp())
+    }
+
+    pub fn under_marcel(&self) -> bool {
+        self.inner.marcel.is_some()
+    }
+
+    /// Counters and histograms of every source (finished ones are folded in by name).
+    pub fn stats(&self) -> Snapshot {
+        self.inner.stats()
+    }
+
+    /// Stops the progression threads and marcel hooks, and writes the statistics if asked.
+    /// Idempotent; also done when the last handle is dropped.
+    pub fn shutdown(&self) {
+        self.owner.shutdown();
+    }
+}
+
+/// A registered task.
+pub struct LtaskHandle {
+    lt: Arc<ltask::Ltask>,
+    inner: Weak<Inner>,
+}
+
+impl LtaskHandle {
+    /// Asks for the task to stop; returns at once. See [`LtaskHandle::remove`].
+    pub fn cancel(&self) {
+        if self.lt.state.cancel() == ltask::Cancel::Now {
+            self.lt.finish(ltask::Ended::Cancelled);
+        }
+    }
+
+    /// Cancels the task and returns once no poll of it runs or will run (the source may then be
+    /// freed). Must not be called from the task's own poll.
+    pub fn remove(self) {
+        match self.inner.upgrade() {
+            Some(inner) => inner.remove(&self.lt),
+            None => {
+                let _ = self.lt.state.cancel();
+            }
+        }
+    }
+
+    /// Waits for the task to finish; returns `LTASK_DONE` or `LTASK_CANCELLED`.
+    pub fn wait(&self) -> u32 {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.wait(&self.lt.completion, LTASK_DONE | LTASK_CANCELLED);
+        } else {
+            while !self.lt.state.is_finished() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        self.lt.completion.get()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.lt.state.is_finished()
+    }
+
+    /// The task's completion condition (bits `LTASK_DONE` / `LTASK_CANCELLED`).
+    pub fn completion(&self) -> &Cond {
+        &self.lt.completion
+    }
+
+    pub fn stats(&self) -> SourceSnapshot {
+        self.lt.stats.snapshot(self.lt.source.name())
+    }
+}
+
+fn live() -> &'static Mutex<Vec<Weak<Owner>>> {
+    static L: Mutex<Vec<Weak<Owner>>> = Mutex::new(Vec::new());
+    &L
+}
+
+fn dump_stats(inner: &Inner) {
+    let Some(path) = &inner.stats_path else { return };
+    let json = inner.stats().to_json();
+    if let Err(e) = std::fs::write(path, serde_json::to_vec_pretty(&json).unwrap_or_default()) {
+        eprintln!("pioman: cannot write statistics to {}: {e}", path.display());
+    }
+}
+
+/// Instances still alive at process exit write their statistics then.
+fn register_exit_dump() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn at_exit() {
+        let owners: Vec<_> =
+            live().lock().map(|l| l.iter().filter_map(Weak::upgrade).collect()).unwrap_or_default();
+        for o in owners {
+            dump_stats(&o.inner);
+        }
+    }
+    ONCE.call_once(|| {
+        if std::env::var_os("PIOMAN_STATS").is_some() {
+            // SAFETY: registers a plain extern "C" fn with no captured state.
+            unsafe { libc::atexit(at_exit) };
+        }
+    });
+}

@@ -1,0 +1,404 @@
+//! The engine: the registry of ltasks, `progress` (one pass over the tasks a context may poll),
+//! and the ways a thread waits for a condition.
+//!
+//! It owns no thread itself: marcel's hooks (`hooks.rs`) and progression threads (`threads.rs`)
+//! call in. It must not know what a source does: it sees `Source` and `Policy` only.
+
+use crate::cond::{Cond, Wake};
+use crate::ltask::{Cancel, Ended, LTASK_CANCELLED, LTASK_DONE, Ltask, State};
+use crate::machine::{self, Scope};
+use crate::policy::{AfterSpin, MachineState, Policy};
+use crate::source::{Binding, BlockingWait, Context, Options, Poll, PollCtx, Source};
+use crate::stats::{Snapshot, SourceStats, context_index};
+use crate::waitset::{ScopeSets, WaitSet};
+use arc_swap::ArcSwap;
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The policy in force (a sized wrapper for ArcSwap).
+pub(crate) struct PolicyCell(pub(crate) Arc<dyn Policy>);
+
+pub(crate) struct Inner {
+    pub(crate) id: u64,
+    tasks: ArcSwap<Vec<Arc<Ltask>>>,
+    registry: Mutex<()>,
+    next_task: AtomicU64,
+    pub(crate) policy: ArcSwap<PolicyCell>,
+    pub(crate) marcel: Option<marcel::Handle>,
+    /// Scope of each marcel LWP.
+    pub(crate) vp_scopes: Vec<Scope>,
+    pub(crate) sets: ScopeSets,
+    waitsets: Mutex<HashMap<Scope, Vec<WaitSet>>>,
+    pub(crate) tick: Duration,
+    epoch: Instant,
+    pub(crate) shutdown: AtomicBool,
+    /// Waiters currently sleeping in blocking waits, per NUMA node (progression threads of a node
+    /// rest while one of them covers its sources).
+    blocking_waiters: Vec<AtomicUsize>,
+    /// Cached `poll_at_switch` decision (refreshed at ticks: the switch hook must stay cheap).
+    pub(crate) switch_poll: AtomicBool,
+    /// Per-LWP switch counters (the switch hook polls every `switch_stride` switches).
+    pub(crate) switch_counts: Vec<crossbeam_utils::CachePadded<AtomicU64>>,
+    pub(crate) switch_stride: u64,
+    /// Progression threads to poke when something changes (registration, shutdown).
+    pub(crate) pokes: Mutex<Vec<std::thread::Thread>>,
+    pub(crate) stats_path: Option<std::path::PathBuf>,
+    /// Statistics of finished tasks, folded by source name.
+    retired: Mutex<Vec<crate::stats::SourceSnapshot>>,
+}
+
+impl Inner {
+    pub(crate) fn new(
+        id: u64,
+        policy: Arc<dyn Policy>,
+        marcel: Option<marcel::Handle>,
+        tick: Duration,
+        switch_stride: u64,
+        stats_path: Option<std::path::PathBuf>,
+    ) -> io::Result<Inner> {
+        let vp_scopes: Vec<Scope> = match &marcel {
+            Some(h) => (0..h.num_lwps()).map(|v| Scope::of_cpu(h.vp_state(v).os_cpu)).collect(),
+            None => Vec::new(),
+        };
+        let nodes = machine::topology().numa_nodes().max(1);
+        Ok(Inner {
+            id,
+            tasks: ArcSwap::from_pointee(Vec::new()),
+            registry: Mutex::new(()),
+            next_task: AtomicU64::new(1),
+            policy: ArcSwap::from_pointee(PolicyCell(policy)),
+            switch_counts: (0..vp_scopes.len())
+                .map(|_| crossbeam_utils::CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            marcel,
+            vp_scopes,
+            sets: ScopeSets::new()?,
+            waitsets: Mutex::new(HashMap::new()),
+            tick,
+            epoch: Instant::now(),
+            shutdown: AtomicBool::new(false),
+            blocking_waiters: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
+            switch_poll: AtomicBool::new(false),
+            switch_stride: switch_stride.max(1),
+            pokes: Mutex::new(Vec::new()),
+            stats_path,
+            retired: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub(crate) fn policy(&self) -> Arc<dyn Policy> {
+        self.policy.load().0.clone()
+    }
+
+    /// What the policy sees, from LWP `vp` (marcel) or from the calling thread.
+    pub(crate) fn machine(&self, vp: Option<usize>) -> MachineState {
+        match &self.marcel {
+            Some(h) => machine::marcel_state(h, vp),
+            None => machine::os_state(),
+        }
+    }
+
+    // ---------------------------------------------------------------- registry
+
+    pub(crate) fn register(&self, source: Arc<dyn Source>, opts: Options) -> io::Result<Arc<Ltask>> {
+        match opts.binding {
+            Binding::Core(c) if !marcel::topology::allowed_cpus().contains(&c) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("pioman: CPU {c} is not available"),
+                ));
+            }
+            Binding::Numa(n) if n >= machine::topology().numa_nodes().max(1) => {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("pioman: no NUMA node {n}")));
+            }
+            _ => {}
+        }
+        let lt = Arc::new(Ltask {
+            id: self.next_task.fetch_add(1, Relaxed),
+            source,
+            opts,
+            state: State::new(),
+            completion: Cond::new(),
+            stats: SourceStats::default(),
+        });
+        if let Some(fd) = blocking_fd(&lt) {
+            self.sets.add(opts.binding, fd)?;
+        }
+        let _g = self.registry.lock().unwrap();
+        let mut v: Vec<Arc<Ltask>> = (**self.tasks.load()).clone();
+        v.push(lt.clone());
+        self.tasks.store(Arc::new(v));
+        drop(_g);
+        self.poke();
+        Ok(lt)
+    }
+
+    /// Drops a finished task from the registry.
+    fn retire(&self, lt: &Ltask) {
+        let _g = self.registry.lock().unwrap();
+        let old = self.tasks.load();
+        if !old.iter().any(|t| t.id == lt.id) {
+            return; // already retired
+        }
+        let v: Vec<Arc<Ltask>> = old.iter().filter(|t| t.id != lt.id).cloned().collect();
+        self.tasks.store(Arc::new(v));
+        drop(_g);
+        if let Some(fd) = blocking_fd(lt) {
+            self.sets.remove(lt.opts.binding, fd);
+        }
+        let snap = lt.stats.snapshot(lt.source.name());
+        let mut r = self.retired.lock().unwrap();
+        match r.iter_mut().find(|s| s.name == snap.name) {
+            Some(s) => s.merge(&snap),
+            None => r.push(snap),
+        }
+    }
+
+    /// Cancels `lt` and returns once no poll of it runs or will run.
+    pub(crate) fn remove(&self, lt: &Arc<Ltask>) {
+        match lt.state.cancel() {
+            Cancel::Now => {
+                lt.finish(Ended::Cancelled);
+                self.retire(lt);
+            }
+            Cancel::Requested => self.wait(&lt.completion, LTASK_DONE | LTASK_CANCELLED),
+            Cancel::AlreadyFinished => {}
+        }
+    }
+
+    /// Wakes the progression threads so that they look at the registry and policy again.
+    pub(crate) fn poke(&self) {
+        for t in self.pokes.lock().unwrap().iter() {
+            t.unpark();
+        }
+    }
+
+    /// Whether a source of `scope` can be waited for in a blocking call.
+    pub(crate) fn has_blocking_sources(&self, scope: Scope) -> bool {
+        self.tasks.load().iter().any(|t| scope.allows(t.opts.binding) && blocking_fd(t).is_some())
+    }
+
+    // ---------------------------------------------------------------- progress
+
+    /// One pass over the tasks `scope` may poll. `busy`: the context is a busy-poll (idle loop,
+    /// context switch), which skips inactive sources and those the policy keeps off busy polling.
+    /// Returns (useful polls, tasks that were candidates).
+    pub(crate) fn progress(
+        &self,
+        ctx: Context,
+        scope: Scope,
+        busy: bool,
+        m: Option<&MachineState>,
+    ) -> (usize, usize) {
+        let tasks = self.tasks.load();
+        let policy = if busy { Some(self.policy()) } else { None };
+        let mut useful = 0;
+        let mut candidates = 0;
+        for lt in tasks.iter() {
+            if !scope.allows(lt.opts.binding) {
+                continue;
+            }
+            if let (Some(p), Some(m)) = (&policy, m)
+                && (!lt.source.is_active() || !p.busy_poll_allowed(lt.opts.hints, m))
+            {
+                continue;
+            }
+            candidates += 1;
+            useful += self.run_one(lt, ctx) as usize;
+        }
+        (useful, candidates)
+    }
+
+    /// Polls one task if nobody else does. Returns whether the poll found something.
+    fn run_one(&self, lt: &Arc<Ltask>, ctx: Context) -> bool {
+        if !lt.state.try_begin_run() {
+            return false;
+        }
+        let now_ns = self.epoch.elapsed().as_nanos() as u64;
+        let mut pctx = PollCtx { event_at: None, kind: ctx };
+        // A panicking source must not take a marcel LWP or a progression thread down with it.
+        let p = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt.source.poll(&mut pctx))) {
+            Ok(p) => p,
+            Err(_) => {
+                eprintln!("pioman: source {:?} panicked in poll; its task is cancelled", lt.source.name());
+                let _ = lt.state.cancel();
+                Poll::Idle
+            }
+        };
+        let st = &lt.stats;
+        st.polls.fetch_add(1, Relaxed);
+        let prev = st.last_poll_ns.swap(now_ns, Relaxed);
+        if p != Poll::Idle {
+            st.useful_polls.fetch_add(1, Relaxed);
+            st.by_context[context_index(ctx)].fetch_add(1, Relaxed);
+            if prev != 0 {
+                st.poll_gap.record(Duration::from_nanos(now_ns.saturating_sub(prev)));
+            }
+            if let Some(t) = pctx.event_at {
+                st.detect.record(t.elapsed());
+            }
+        }
+        let ended = lt.state.end_run(lt.finished_by(p));
+        if ended != Ended::Again {
+            lt.finish(ended);
+            self.retire(lt);
+        }
+        p != Poll::Idle
+    }
+
+    // ---------------------------------------------------------------- waiting
+
+    /// The scope of the calling context: its marcel LWP, or the CPU it runs on.
+    fn caller_scope(&self) -> (Scope, Option<usize>) {
+        match marcel::current_lwp() {
+            Some(v) if self.marcel.is_some() && v < self.vp_scopes.len() => (self.vp_scopes[v], Some(v)),
+            _ => (Scope::here(), None),
+        }
+    }
+
+    /// Waits until some bit of `mask` is set in `cond`, as the policy says: spin while driving
+    /// progress, then sleep in the sources' blocking waits or park.
+    pub(crate) fn wait(&self, cond: &Cond, mask: u32) {
+        self.wait_until(cond, mask, None);
+    }
+
+    /// Like `wait`, giving up at `deadline`. Returns whether the condition holds.
+    pub(crate) fn wait_until(&self, cond: &Cond, mask: u32, deadline: Option<Instant>) -> bool {
+        if cond.test(mask) {
+            return true;
+        }
+        let (scope, vp) = self.caller_scope();
+        let m = self.machine(vp);
+        let plan = self.policy().wait(&m);
+        let in_user_thread = marcel::current_lwp().is_some();
+        let spin_end = Instant::now() + plan.spin;
+        loop {
+            self.progress(Context::Waiter, scope, false, None);
+            if cond.test(mask) {
+                return true;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return false;
+            }
+            if now >= spin_end {
+                break;
+            }
+            if plan.yield_while_spinning && in_user_thread {
+                marcel::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        match plan.then {
+            AfterSpin::Block if self.has_blocking_sources(scope) => {
+                self.wait_blocking(cond, mask, scope, deadline)
+            }
+            _ => self.wait_parked(cond, mask, scope, deadline),
+        }
+    }
+
+    /// Sleeps in the sources' blocking waits (inside `marcel::blocking` for a user thread, so its
+    /// LWP's other threads go on), polling after each wake-up; a doorbell wakes it when another
+    /// context completes the request.
+    fn wait_blocking(&self, cond: &Cond, mask: u32, scope: Scope, deadline: Option<Instant>) -> bool {
+        let ws = match self.take_waitset(scope) {
+            Ok(ws) => ws,
+            Err(e) => {
+                eprintln!("pioman: cannot build a wait set ({e}); parking instead");
+                return self.wait_parked(cond, mask, scope, deadline);
+            }
+        };
+        let node = scope.numa.unwrap_or(0).min(self.blocking_waiters.len() - 1);
+        self.blocking_waiters[node].fetch_add(1, AcqRel);
+        let done = marcel::blocking(|| {
+            loop {
+                if cond.test(mask) {
+                    return true;
+                }
+                let now = Instant::now();
+                if deadline.is_some_and(|d| now >= d) || self.shutdown.load(Relaxed) {
+                    return cond.test(mask);
+                }
+                let timeout = deadline.map_or(self.tick, |d| d.saturating_duration_since(now).min(self.tick));
+                cond.sleep_until(mask, Wake::Doorbell(ws.doorbell.clone()), || {
+                    self.note_blocking_wait(scope, ws.wait(Some(timeout)));
+                });
+                self.progress(Context::Blocking, scope, false, None);
+            }
+        });
+        self.blocking_waiters[node].fetch_sub(1, AcqRel);
+        self.put_waitset(ws);
+        done
+    }
+
+    /// Counts a blocking wait (and whether an event ended it) on the blocking-capable sources of
+    /// `scope`.
+    pub(crate) fn note_blocking_wait(&self, scope: Scope, woke: bool) {
+        for t in self.tasks.load().iter() {
+            if scope.allows(t.opts.binding) && blocking_fd(t).is_some() {
+                t.stats.blocking_waits.fetch_add(1, Relaxed);
+                if woke {
+                    t.stats.wakeups.fetch_add(1, Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Parks until someone else completes the request, re-polling at each tick as a safety net.
+    fn wait_parked(&self, cond: &Cond, mask: u32, scope: Scope, deadline: Option<Instant>) -> bool {
+        loop {
+            if cond.test(mask) {
+                return true;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) || self.shutdown.load(Relaxed) {
+                return cond.test(mask);
+            }
+            let timeout = deadline.map_or(self.tick, |d| d.saturating_duration_since(now).min(self.tick));
+            cond.sleep_until(mask, Wake::Thread(marcel::current()), || marcel::park_timeout(timeout));
+            self.progress(Context::Waiter, scope, false, None);
+        }
+    }
+
+    pub(crate) fn take_waitset(&self, scope: Scope) -> io::Result<WaitSet> {
+        if let Some(ws) = self.waitsets.lock().unwrap().get_mut(&scope).and_then(|v| v.pop()) {
+            return Ok(ws);
+        }
+        WaitSet::new(&self.sets, scope)
+    }
+
+    pub(crate) fn put_waitset(&self, ws: WaitSet) {
+        self.waitsets.lock().unwrap().entry(ws.scope).or_default().push(ws);
+    }
+
+    /// Whether a waiter covers the blocking-capable sources of NUMA node `node` right now.
+    pub(crate) fn waiter_blocks_on(&self, node: usize) -> bool {
+        self.blocking_waiters.get(node).is_some_and(|c| c.load(Acquire) > 0)
+    }
+
+    // ---------------------------------------------------------------- stats
+
+    pub(crate) fn stats(&self) -> Snapshot {
+        let mut sources: Vec<crate::stats::SourceSnapshot> = self.retired.lock().unwrap().clone();
+        for t in self.tasks.load().iter() {
+            let snap = t.stats.snapshot(t.source.name());
+            match sources.iter_mut().find(|s| s.name == snap.name) {
+                Some(s) => s.merge(&snap),
+                None => sources.push(snap),
+            }
+        }
+        Snapshot { instance: self.id, policy: self.policy().name().to_string(), sources }
+    }
+}
+
+/// The fd pioman may wait on for this task, if any.
+fn blocking_fd(lt: &Ltask) -> Option<std::os::fd::RawFd> {
+    match (lt.opts.may_block, lt.source.blocking()) {
+        (true, BlockingWait::Fd(fd)) => Some(fd),
+        _ => None,
+    }
+}

@@ -1,0 +1,108 @@
+//! The machine state policies decide on, and the *scope* of a context (which bound tasks it may
+//! poll). Under marcel both come from the scheduler (idle LWPs, ready queues, the LWP's core);
+//! without it, idle cores are estimated from the kernel's count of runnable threads
+//! (`/proc/loadavg`, read at most once per millisecond).
+
+use crate::policy::MachineState;
+use crate::source::Binding;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+/// Which bound tasks a context may poll.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Scope {
+    pub(crate) cpu: Option<usize>,
+    pub(crate) numa: Option<usize>,
+    /// May poll tasks bound to nothing.
+    pub(crate) any: bool,
+}
+
+impl Scope {
+    pub(crate) const ANYWHERE: Scope = Scope { cpu: None, numa: None, any: true };
+
+    pub(crate) fn allows(&self, b: Binding) -> bool {
+        match b {
+            Binding::Anywhere => self.any,
+            Binding::Core(c) => self.cpu == Some(c),
+            Binding::Numa(n) => self.numa == Some(n),
+        }
+    }
+
+    /// The scope of code running on OS CPU `cpu` (NUMA node from the topology).
+    pub(crate) fn of_cpu(cpu: usize) -> Scope {
+        Scope { cpu: Some(cpu), numa: Some(numa_of_cpu(cpu)), any: true }
+    }
+
+    /// The scope of the calling thread: its current CPU.
+    pub(crate) fn here() -> Scope {
+        // SAFETY: sched_getcpu has no preconditions.
+        let c = unsafe { libc::sched_getcpu() };
+        if c < 0 { Scope::ANYWHERE } else { Scope::of_cpu(c as usize) }
+    }
+}
+
+pub(crate) fn topology() -> &'static marcel::topology::Topology {
+    static T: std::sync::OnceLock<marcel::topology::Topology> = std::sync::OnceLock::new();
+    T.get_or_init(marcel::topology::Topology::detect)
+}
+
+pub(crate) fn numa_of_cpu(cpu: usize) -> usize {
+    topology().cores().iter().find(|c| c.pus.contains(&cpu)).map_or(0, |c| c.numa_node)
+}
+
+/// Machine state without marcel: cores allowed, and idle cores from the kernel's runnable count
+/// (system-wide, minus the caller itself).
+pub(crate) fn os_state() -> MachineState {
+    let cores = marcel::topology::allowed_cpus().len().max(1);
+    let runnable = runnable_threads();
+    let others = runnable.saturating_sub(1);
+    MachineState { cores, idle_cores: cores.saturating_sub(others), local_ready: 0, under_marcel: false }
+}
+
+/// The first number of `/proc/loadavg`'s fourth field ("running/total"), cached for 1 ms.
+fn runnable_threads() -> usize {
+    static LAST_NS: AtomicU64 = AtomicU64::new(0);
+    static VALUE: AtomicU64 = AtomicU64::new(1);
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let now = EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64;
+    let last = LAST_NS.load(Relaxed);
+    if last != 0 && now.saturating_sub(last) < 1_000_000 {
+        return VALUE.load(Relaxed) as usize;
+    }
+    LAST_NS.store(now.max(1), Relaxed);
+    let v = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace().nth(3).and_then(|f| f.split('/').next()).and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(1u64);
+    VALUE.store(v, Relaxed);
+    v as usize
+}
+
+/// Machine state under marcel, seen from LWP `vp` (or from outside any LWP).
+pub(crate) fn marcel_state(h: &marcel::Handle, vp: Option<usize>) -> MachineState {
+    MachineState {
+        cores: h.num_lwps(),
+        idle_cores: h.idle_lwps(),
+        local_ready: vp.map_or(0, |v| h.ready_len(v)),
+        under_marcel: true,
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes() {
+        let s = Scope { cpu: Some(1), numa: Some(0), any: true };
+        assert!(s.allows(Binding::Anywhere));
+        assert!(s.allows(Binding::Core(1)));
+        assert!(!s.allows(Binding::Core(0)));
+        assert!(s.allows(Binding::Numa(0)));
+        assert!(!Scope { any: false, ..s }.allows(Binding::Anywhere));
+        let m = os_state();
+        assert!(m.cores >= 1 && m.idle_cores <= m.cores);
+    }
+}

@@ -1,0 +1,266 @@
+//! Progression policies: when to poll, when to wait in a blocking call, how a waiting thread
+//! waits. The seam for research: implement [`Policy`] and pass it to
+//! [`crate::Builder::policy`], or [`register`] it under a name that `PIOMAN_POLICY` can select.
+//!
+//! Built in (`PIOMAN_POLICY=poll|block|timer|adaptive`, default `adaptive`):
+//! - `poll`: idle contexts poll busily, context switches and ticks poll, waiters spin-poll (yielding
+//!   to other user threads) for up to a tick before parking. Fastest when a core is free; when all
+//!   cores compute, detection waits for a switch or a tick.
+//! - `block`: nobody spins; waiters and the background blocker sleep in the sources' blocking
+//!   waits (inside `marcel::blocking`, so the core's other threads go on); ticks poll the sources
+//!   that cannot block.
+//! - `timer`: poll only at ticks.
+//! - `adaptive`: `poll` while a core is idle, `block` when every core computes; sources hinted
+//!   `prefers_blocking` are never polled busily.
+
+use crate::source::Hints;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// What a policy sees of the machine when it decides.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MachineState {
+    /// Cores the process may use.
+    pub cores: usize,
+    /// Cores with nothing to run right now (idle marcel LWPs; without marcel, an estimate from the
+    /// kernel's runnable count).
+    pub idle_cores: usize,
+    /// Threads ready to run on the deciding context's core besides itself (marcel: its LWP's queue).
+    pub local_ready: usize,
+    /// Whether pioman runs under marcel.
+    pub under_marcel: bool,
+}
+
+/// What an idle context (an idle marcel LWP, a progression thread) does now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleAction {
+    /// Poll the sources busily (the core has nothing better to do).
+    Poll,
+    /// Wait in the sources' blocking waits (the background blocker does it under marcel; idle LWPs
+    /// sleep).
+    Block,
+    /// Do nothing until the next tick.
+    Sleep,
+}
+
+/// What a waiting thread does after its spin phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterSpin {
+    /// Sleep in the sources' blocking waits (inside `marcel::blocking` for user threads), woken by an
+    /// event or by whoever completes the request.
+    Block,
+    /// Park until the request completes (someone else detects it) or the next tick.
+    Park,
+}
+
+/// How a thread waiting for a request waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitPlan {
+    /// How long to spin, driving progress itself, before `then`.
+    pub spin: Duration,
+    /// While spinning, let the other ready user threads of the core run between polls.
+    pub yield_while_spinning: bool,
+    pub then: AfterSpin,
+}
+
+/// A progression policy. Methods are called often (each idle iteration, each wait): keep them
+/// cheap and non-blocking.
+pub trait Policy: Send + Sync + 'static {
+    fn name(&self) -> &str;
+    fn idle(&self, m: &MachineState) -> IdleAction;
+    /// Poll at marcel context switches (rate-limited by the engine).
+    fn poll_at_switch(&self, m: &MachineState) -> bool;
+    /// Poll at periodic ticks.
+    fn poll_at_tick(&self, m: &MachineState) -> bool;
+    fn wait(&self, m: &MachineState) -> WaitPlan;
+    /// May a source with these hints be polled busily (idle loops, context switches) now?
+    fn busy_poll_allowed(&self, hints: Hints, m: &MachineState) -> bool {
+        let _ = m;
+        !hints.prefers_blocking || hints.latency_critical
+    }
+}
+
+/// Spin time of built-in policies before a waiter blocks or parks (`PIOMAN_SPIN_US`).
+pub fn default_spin() -> Duration {
+    static S: OnceLock<Duration> = OnceLock::new();
+    *S.get_or_init(|| {
+        std::env::var("PIOMAN_SPIN_US")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .map(Duration::from_micros)
+            .unwrap_or(Duration::from_micros(100))
+    })
+}
+
+pub struct PollPolicy;
+pub struct BlockPolicy;
+pub struct TimerPolicy;
+pub struct AdaptivePolicy;
+
+impl Policy for PollPolicy {
+    fn name(&self) -> &str {
+        "poll"
+    }
+    fn idle(&self, _: &MachineState) -> IdleAction {
+        IdleAction::Poll
+    }
+    fn poll_at_switch(&self, _: &MachineState) -> bool {
+        true
+    }
+    fn poll_at_tick(&self, _: &MachineState) -> bool {
+        true
+    }
+    fn wait(&self, _: &MachineState) -> WaitPlan {
+        WaitPlan { spin: Duration::from_millis(1), yield_while_spinning: true, then: AfterSpin::Park }
+    }
+}
+
+impl Policy for BlockPolicy {
+    fn name(&self) -> &str {
+        "block"
+    }
+    fn idle(&self, _: &MachineState) -> IdleAction {
+        IdleAction::Block
+    }
+    fn poll_at_switch(&self, _: &MachineState) -> bool {
+        false
+    }
+    fn poll_at_tick(&self, _: &MachineState) -> bool {
+        true
+    }
+    fn wait(&self, _: &MachineState) -> WaitPlan {
+        WaitPlan { spin: Duration::ZERO, yield_while_spinning: false, then: AfterSpin::Block }
+    }
+    fn busy_poll_allowed(&self, _: Hints, _: &MachineState) -> bool {
+        false
+    }
+}
+
+impl Policy for TimerPolicy {
+    fn name(&self) -> &str {
+        "timer"
+    }
+    fn idle(&self, _: &MachineState) -> IdleAction {
+        IdleAction::Sleep
+    }
+    fn poll_at_switch(&self, _: &MachineState) -> bool {
+        false
+    }
+    fn poll_at_tick(&self, _: &MachineState) -> bool {
+        true
+    }
+    fn wait(&self, _: &MachineState) -> WaitPlan {
+        WaitPlan { spin: Duration::ZERO, yield_while_spinning: false, then: AfterSpin::Park }
+    }
+    fn busy_poll_allowed(&self, _: Hints, _: &MachineState) -> bool {
+        false
+    }
+}
+
+impl Policy for AdaptivePolicy {
+    fn name(&self) -> &str {
+        "adaptive"
+    }
+    fn idle(&self, m: &MachineState) -> IdleAction {
+        if m.idle_cores > 0 { IdleAction::Poll } else { IdleAction::Block }
+    }
+    fn poll_at_switch(&self, _: &MachineState) -> bool {
+        false // idle cores poll; busy ones are covered by blocking waits
+    }
+    fn poll_at_tick(&self, _: &MachineState) -> bool {
+        true
+    }
+    fn wait(&self, m: &MachineState) -> WaitPlan {
+        // Spin only if it costs nobody anything: a core is idle and no thread waits for ours.
+        let spin = if m.idle_cores > 0 && m.local_ready == 0 { default_spin() } else { Duration::ZERO };
+        WaitPlan { spin, yield_while_spinning: false, then: AfterSpin::Block }
+    }
+}
+
+type Factory = Arc<dyn Fn() -> Arc<dyn Policy> + Send + Sync>;
+
+fn registry() -> &'static Mutex<HashMap<String, Factory>> {
+    static R: OnceLock<Mutex<HashMap<String, Factory>>> = OnceLock::new();
+    R.get_or_init(|| {
+        let mut m: HashMap<String, Factory> = HashMap::new();
+        m.insert("poll".into(), Arc::new(|| Arc::new(PollPolicy) as Arc<dyn Policy>));
+        m.insert("block".into(), Arc::new(|| Arc::new(BlockPolicy) as Arc<dyn Policy>));
+        m.insert("timer".into(), Arc::new(|| Arc::new(TimerPolicy) as Arc<dyn Policy>));
+        m.insert("adaptive".into(), Arc::new(|| Arc::new(AdaptivePolicy) as Arc<dyn Policy>));
+        Mutex::new(m)
+    })
+}
+
+/// Makes a policy selectable by name (`PIOMAN_POLICY=name`, [`by_name`]).
+pub fn register(name: &str, factory: impl Fn() -> Arc<dyn Policy> + Send + Sync + 'static) {
+    registry().lock().unwrap().insert(name.to_string(), Arc::new(factory));
+}
+
+/// The policy registered under `name`, or an error listing the known names.
+pub fn by_name(name: &str) -> Result<Arc<dyn Policy>, String> {
+    let r = registry().lock().unwrap();
+    match r.get(name) {
+        Some(f) => Ok(f()),
+        None => {
+            let mut known: Vec<&str> = r.keys().map(|s| s.as_str()).collect();
+            known.sort();
+            Err(format!("pioman: unknown policy {name:?} (known: {})", known.join(", ")))
+        }
+    }
+}
+
+/// `PIOMAN_POLICY`, or `adaptive`.
+pub fn from_env() -> Result<Arc<dyn Policy>, String> {
+    match std::env::var("PIOMAN_POLICY") {
+        Ok(n) if !n.trim().is_empty() => by_name(n.trim()),
+        _ => Ok(Arc::new(AdaptivePolicy)),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_registration() {
+        for n in ["poll", "block", "timer", "adaptive"] {
+            assert_eq!(by_name(n).unwrap().name(), n);
+        }
+        let e = by_name("nope").err().unwrap();
+        assert!(e.contains("adaptive") && e.contains("nope"), "{e}");
+        struct Mine;
+        impl Policy for Mine {
+            fn name(&self) -> &str {
+                "mine"
+            }
+            fn idle(&self, _: &MachineState) -> IdleAction {
+                IdleAction::Sleep
+            }
+            fn poll_at_switch(&self, _: &MachineState) -> bool {
+                false
+            }
+            fn poll_at_tick(&self, _: &MachineState) -> bool {
+                true
+            }
+            fn wait(&self, _: &MachineState) -> WaitPlan {
+                WaitPlan { spin: Duration::ZERO, yield_while_spinning: false, then: AfterSpin::Park }
+            }
+        }
+        register("mine", || Arc::new(Mine));
+        assert_eq!(by_name("mine").unwrap().name(), "mine");
+    }
+
+    #[test]
+    fn adaptive_switches_on_idle_cores() {
+        let a = AdaptivePolicy;
+        let busy = MachineState { cores: 2, idle_cores: 0, local_ready: 3, under_marcel: true };
+        let idle = MachineState { cores: 2, idle_cores: 1, local_ready: 0, under_marcel: true };
+        assert_eq!(a.idle(&busy), IdleAction::Block);
+        assert_eq!(a.idle(&idle), IdleAction::Poll);
+        assert_eq!(a.wait(&busy).spin, Duration::ZERO);
+        assert!(a.wait(&idle).spin > Duration::ZERO);
+        let control = Hints { prefers_blocking: true, latency_critical: false };
+        assert!(!a.busy_poll_allowed(control, &idle));
+    }
+}

@@ -1,0 +1,119 @@
+//! Progression threads: pioman's own kernel threads.
+//!
+//! - One per NUMA node (pinned to the node's CPUs) by default. Without marcel they are the whole
+//!   progression engine: they poll while a core is idle, otherwise sleep in the sources' blocking
+//!   waits (or until the next tick), as the policy says, and run the tick. Under marcel they only
+//!   do background blocking waits, when the policy says block and no waiting thread already sleeps
+//!   on the node's sources (idle LWPs, switches and ticks do the rest).
+//! - One per core that has tasks bound to it, without marcel (pinned there).
+//! - One per source with a custom blocking wait (it cannot be multiplexed in epoll).
+
+use crate::engine::Inner;
+use crate::ltask::Ltask;
+use crate::machine::Scope;
+use crate::policy::IdleAction;
+use crate::source::Context;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::*;
+use std::time::{Duration, Instant};
+
+/// How long a polling progression thread spins before looking at the machine state again.
+const POLL_SLICE: Duration = Duration::from_micros(200);
+
+pub(crate) fn pin_to(cpus: &[usize]) {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity(0) targets the
+    // calling thread and only reads the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// CPUs of NUMA node `n` that the process may use.
+pub(crate) fn cpus_of_node(n: usize) -> Vec<usize> {
+    crate::machine::topology()
+        .cores()
+        .iter()
+        .filter(|c| c.numa_node == n)
+        .flat_map(|c| c.pus.clone())
+        .collect()
+}
+
+/// The loop of a node or core progression thread.
+pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>) {
+    pin_to(&cpus);
+    inner.pokes.lock().unwrap().push(std::thread::current());
+    let node = scope.numa.unwrap_or(0);
+    let ws = match inner.take_waitset(scope) {
+        Ok(ws) => ws,
+        Err(e) => {
+            eprintln!("pioman: progression thread cannot build its wait set ({e}); it polls at ticks only");
+            return tick_only(inner, scope);
+        }
+    };
+    let under_marcel = inner.marcel.is_some();
+    let mut next_tick = Instant::now() + inner.tick;
+    while !inner.shutdown.load(Relaxed) {
+        let m = inner.machine(None);
+        let p = inner.policy();
+        let action = match p.idle(&m) {
+            IdleAction::Poll if under_marcel => IdleAction::Sleep, // idle LWPs poll
+            a => a,
+        };
+        match action {
+            IdleAction::Poll => {
+                let end = Instant::now() + POLL_SLICE;
+                while Instant::now() < end && !inner.shutdown.load(Relaxed) {
+                    let (_, candidates) = inner.progress(Context::Idle, scope, true, Some(&m));
+                    if candidates == 0 {
+                        std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now()));
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+            IdleAction::Block if !inner.waiter_blocks_on(node) && inner.has_blocking_sources(scope) => {
+                let woke = ws.wait(Some(next_tick.saturating_duration_since(Instant::now())));
+                inner.note_blocking_wait(scope, woke);
+                inner.progress(Context::Blocking, scope, false, None);
+            }
+            _ => std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now())),
+        }
+        if !under_marcel && Instant::now() >= next_tick {
+            if p.poll_at_tick(&m) {
+                inner.progress(Context::Tick, scope, false, None);
+            }
+            next_tick = Instant::now() + inner.tick;
+        } else if under_marcel && Instant::now() >= next_tick {
+            next_tick = Instant::now() + inner.tick;
+        }
+    }
+    inner.put_waitset(ws);
+}
+
+fn tick_only(inner: Arc<Inner>, scope: Scope) {
+    while !inner.shutdown.load(Relaxed) {
+        std::thread::park_timeout(inner.tick);
+        inner.progress(Context::Tick, scope, false, None);
+    }
+}
+
+/// Waits in one source's own blocking call while the policy says block, then polls; ends with
+/// the task.
+pub(crate) fn custom_wait_main(inner: Arc<Inner>, lt: Arc<Ltask>, scope: Scope) {
+    inner.pokes.lock().unwrap().push(std::thread::current());
+    while !inner.shutdown.load(Relaxed) && !lt.state.is_finished() {
+        let m = inner.machine(None);
+        if inner.policy().idle(&m) == IdleAction::Block && lt.state.try_begin_block() {
+            lt.stats.blocking_waits.fetch_add(1, Relaxed);
+            lt.source.wait(Some(inner.tick));
+            lt.state.end_block();
+            inner.progress(Context::Blocking, scope, false, None);
+        } else {
+            std::thread::park_timeout(inner.tick);
+        }
+    }
+}
