@@ -74,3 +74,72 @@ pub fn close(fd: i32) {
     // SAFETY: closes a descriptor this process opened and no longer uses.
     unsafe { libc::close(fd) };
 }
+
+/// The median (ns) criterion estimated for `group/bench`, from `target/criterion` (or `dir`).
+pub fn criterion_median_ns(dir: Option<&std::path::Path>, group: &str, bench: &str) -> Option<f64> {
+    let root = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.join("target").join("criterion"),
+    };
+    let p = root.join(group).join(bench).join("new").join("estimates.json");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+    v["median"]["point_estimate"].as_f64()
+}
+
+/// Formats nanoseconds for tables.
+pub fn human_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.1} ns")
+    }
+}
+
+/// CPU time (user + system) the calling process used so far.
+pub fn process_cpu_time() -> Duration {
+    // SAFETY: getrusage fills a plain struct we own.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// A non-blocking eventfd that child processes inherit.
+pub fn eventfd() -> i32 {
+    // SAFETY: eventfd takes an initial value and flags.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK) };
+    assert!(fd >= 0, "eventfd: {}", std::io::Error::last_os_error());
+    fd
+}
+
+/// Reads an eventfd, busy-polling until it is non-zero (the way a polling MPI library waits).
+pub fn spin_read(fd: i32) -> u64 {
+    loop {
+        let mut v = 0u64;
+        // SAFETY: reads 8 bytes into a local u64 from an open non-blocking eventfd.
+        if unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) } == 8 {
+            return v;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// Reads an eventfd, sleeping in poll(2) until it is readable (the way an interrupt-driven
+/// library waits).
+pub fn blocking_read(fd: i32) -> u64 {
+    loop {
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut p, 1, -1) };
+        let mut v = 0u64;
+        // SAFETY: as in `spin_read`.
+        if unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) } == 8 {
+            return v;
+        }
+    }
+}

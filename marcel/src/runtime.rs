@@ -355,6 +355,9 @@ pub struct VpState {
     pub switches: u64,
     /// OS CPU it runs on.
     pub os_cpu: usize,
+    /// Kernel threads running user threads on this core without holding the VP (hogs handed off,
+    /// rescued callers finishing their run): competition for the core that `ready` does not show.
+    pub detached: usize,
 }
 
 /// Counters since the runtime started.
@@ -464,7 +467,13 @@ impl Handle {
     pub fn vp_state(&self, vp: usize) -> VpState {
         let v = &self.shared.vps[vp];
         let w = v.owner.load();
-        VpState { phase: w.phase(), ready: v.ready_len(), switches: w.seq(), os_cpu: v.core.os_cpu }
+        VpState {
+            phase: w.phase(),
+            ready: v.ready_len(),
+            switches: w.seq(),
+            os_cpu: v.core.os_cpu,
+            detached: v.stats.detached.load(Relaxed).max(0) as usize,
+        }
     }
 
     pub fn stats(&self) -> Stats {

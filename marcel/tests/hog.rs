@@ -20,7 +20,7 @@ fn hog_run(bound: bool) {
     let spawn = move |f: Box<dyn FnOnce() -> Duration + Send>| {
         if bound { marcel::spawn_on(0, f) } else { marcel::spawn(f) }
     };
-    let (first_start, all_done, work) = rt.block_on(move || {
+    let (first_start, all_done, work, detached_during) = rt.block_on(move || {
         let hog = spawn(Box::new(move || {
             let t = Instant::now();
             while !s2.load(Relaxed) {
@@ -43,10 +43,17 @@ fn hog_run(bound: bool) {
             .collect();
         let starts: Vec<Duration> = others.into_iter().map(|h| h.join().unwrap()).collect();
         let all_done = t0.elapsed();
+        let detached = marcel::Handle::current().unwrap().vp_state(0).detached;
         stop.store(true, Relaxed);
         hog.join().unwrap();
-        (*starts.iter().min().unwrap(), all_done, work * 100)
+        (*starts.iter().min().unwrap(), all_done, work * 100, detached)
     });
+    assert_eq!(detached_during, 1, "the handed-off hog competes for the core");
+    let t = Instant::now();
+    while rt.handle().vp_state(0).detached != 0 {
+        assert!(t.elapsed() < Duration::from_secs(2), "gauge back to 0 once the hog ended");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let st = rt.handle().stats();
     assert!(st.hog_handoffs >= 1, "{st:?}");
     assert!(first_start <= quantum * 2 + SLACK, "first waiting thread started after {first_start:?}");

@@ -129,3 +129,45 @@ fn a_panicking_hook_is_unregistered_and_the_runtime_goes_on() {
     assert_eq!(n, (0..50).sum());
     assert_eq!(p.0.load(Relaxed), 4, "called until it panicked, then never again");
 }
+
+/// The pattern of an event manager: a user thread parks waiting for an event; the idle hook of its
+/// (otherwise idle) LWP detects the event and unparks it; the thread must run at once.
+struct Waker {
+    parked: std::sync::Mutex<Option<marcel::Thread>>,
+    event: std::sync::atomic::AtomicBool,
+}
+
+impl SchedHooks for Waker {
+    fn idle(&self, _vp: usize) -> IdleVerdict {
+        if self.event.swap(false, SeqCst)
+            && let Some(t) = self.parked.lock().unwrap().take()
+        {
+            t.unpark();
+            return IdleVerdict::Progress;
+        }
+        IdleVerdict::KeepPolling
+    }
+}
+
+#[test]
+fn a_thread_unparked_by_the_idle_hook_runs() {
+    let rt = Runtime::builder().lwps(1).ignore_env().build().unwrap();
+    let w = Arc::new(Waker {
+        parked: std::sync::Mutex::new(None),
+        event: std::sync::atomic::AtomicBool::new(false),
+    });
+    rt.handle().add_hooks(w.clone(), HookMask { idle: true, ..Default::default() });
+    for _ in 0..100 {
+        let w2 = w.clone();
+        let h = rt.spawn(move || {
+            *w2.parked.lock().unwrap() = Some(marcel::current());
+            w2.event.store(true, SeqCst);
+            let t = Instant::now();
+            while w2.parked.lock().unwrap().is_some() {
+                marcel::park();
+            }
+            t.elapsed()
+        });
+        assert!(h.join().unwrap() < Duration::from_secs(2));
+    }
+}

@@ -38,6 +38,13 @@ pub(crate) struct Inner {
     /// Waiters currently sleeping in blocking waits, per NUMA node (progression threads of a node
     /// rest while one of them covers its sources).
     blocking_waiters: Vec<AtomicUsize>,
+    /// Waiters currently spin-polling, per NUMA node (a polling progression thread stands back
+    /// rather than compete with them for the same sources).
+    spinning_waiters: Vec<AtomicUsize>,
+    /// When (ns since `epoch`) a waiter of each node last spun: between two waits of a busy
+    /// ping-pong the count above is briefly zero, and a progression thread starting to spin then
+    /// would steal a core from the application for a whole slice.
+    last_spin_ns: Vec<AtomicU64>,
     /// Cached `poll_at_switch` decision (refreshed at ticks: the switch hook must stay cheap).
     pub(crate) switch_poll: AtomicBool,
     /// Per-LWP switch counters (the switch hook polls every `switch_stride` switches).
@@ -81,6 +88,8 @@ impl Inner {
             epoch: Instant::now(),
             shutdown: AtomicBool::new(false),
             blocking_waiters: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
+            spinning_waiters: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
+            last_spin_ns: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
             switch_poll: AtomicBool::new(false),
             switch_stride: switch_stride.max(1),
             pokes: Mutex::new(Vec::new()),
@@ -266,73 +275,114 @@ impl Inner {
     }
 
     /// Like `wait`, giving up at `deadline`. Returns whether the condition holds.
+    ///
+    /// Each round asks the policy for a plan (the machine changes while we wait): spin while
+    /// driving progress, then sleep for at most a tick, in the sources' blocking waits or parked.
     pub(crate) fn wait_until(&self, cond: &Cond, mask: u32, deadline: Option<Instant>) -> bool {
-        if cond.test(mask) {
-            return true;
-        }
-        let (scope, vp) = self.caller_scope();
-        let m = self.machine(vp);
-        let plan = self.policy().wait(&m);
-        let in_user_thread = marcel::current_lwp().is_some();
-        let spin_end = Instant::now() + plan.spin;
         loop {
-            self.progress(Context::Waiter, scope, false, None);
             if cond.test(mask) {
                 return true;
             }
+            let (scope, vp) = self.caller_scope();
+            let plan = self.policy().wait(&self.machine(vp));
+            if let Some(r) = self.spin(cond, mask, scope, &plan, deadline) {
+                return r;
+            }
+            let slept = match plan.then {
+                AfterSpin::Block if self.has_blocking_sources(scope) => {
+                    self.sleep_blocking(cond, mask, scope, deadline)
+                }
+                _ => self.sleep_parked(cond, mask, scope, deadline),
+            };
+            if let Some(r) = slept {
+                return r;
+            }
+        }
+    }
+
+    /// The spin phase: `Some(result)` if the condition (or the deadline) came.
+    fn spin(
+        &self,
+        cond: &Cond,
+        mask: u32,
+        scope: Scope,
+        plan: &crate::policy::WaitPlan,
+        deadline: Option<Instant>,
+    ) -> Option<bool> {
+        let in_user_thread = marcel::current_lwp().is_some();
+        let spin_end = Instant::now() + plan.spin;
+        let node = self.node_index(scope);
+        let spinning = &self.spinning_waiters[node];
+        spinning.fetch_add(1, AcqRel);
+        let spun = loop {
+            self.progress(Context::Waiter, scope, false, None);
+            if cond.test(mask) {
+                break Some(true);
+            }
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
-                return false;
+                break Some(false);
             }
             if now >= spin_end {
-                break;
+                break None;
             }
             if plan.yield_while_spinning && in_user_thread {
                 marcel::yield_now();
             } else {
                 std::hint::spin_loop();
             }
+        };
+        if plan.spin > Duration::ZERO {
+            self.last_spin_ns[node].store(self.epoch.elapsed().as_nanos() as u64, Relaxed);
         }
-        match plan.then {
-            AfterSpin::Block if self.has_blocking_sources(scope) => {
-                self.wait_blocking(cond, mask, scope, deadline)
-            }
-            _ => self.wait_parked(cond, mask, scope, deadline),
+        if spinning.fetch_sub(1, AcqRel) == 1 && spun.is_none() && plan.spin > Duration::ZERO {
+            self.poke(); // a progression thread that stood back must poll again
         }
+        spun
     }
 
-    /// Sleeps in the sources' blocking waits (inside `marcel::blocking` for a user thread, so its
-    /// LWP's other threads go on), polling after each wake-up; a doorbell wakes it when another
-    /// context completes the request.
-    fn wait_blocking(&self, cond: &Cond, mask: u32, scope: Scope, deadline: Option<Instant>) -> bool {
+    /// Sleeps (for at most a tick) in the sources' blocking waits — inside `marcel::blocking` for a
+    /// user thread, so its LWP's other threads go on — polling after each wake-up; a doorbell wakes
+    /// it when another context completes the request. `Some(result)` if done or past `deadline`.
+    fn sleep_blocking(
+        &self,
+        cond: &Cond,
+        mask: u32,
+        scope: Scope,
+        deadline: Option<Instant>,
+    ) -> Option<bool> {
         let ws = match self.take_waitset(scope) {
             Ok(ws) => ws,
             Err(e) => {
                 eprintln!("pioman: cannot build a wait set ({e}); parking instead");
-                return self.wait_parked(cond, mask, scope, deadline);
+                return self.sleep_parked(cond, mask, scope, deadline);
             }
         };
-        let node = scope.numa.unwrap_or(0).min(self.blocking_waiters.len() - 1);
+        let node = self.node_index(scope);
         self.blocking_waiters[node].fetch_add(1, AcqRel);
-        let done = marcel::blocking(|| {
+        let round_end = Instant::now() + self.tick;
+        let r = marcel::blocking(|| {
             loop {
                 if cond.test(mask) {
-                    return true;
+                    return Some(true);
                 }
                 let now = Instant::now();
                 if deadline.is_some_and(|d| now >= d) || self.shutdown.load(Relaxed) {
-                    return cond.test(mask);
+                    return Some(cond.test(mask));
                 }
-                let timeout = deadline.map_or(self.tick, |d| d.saturating_duration_since(now).min(self.tick));
+                if now >= round_end {
+                    return None; // re-plan
+                }
+                let until = deadline.map_or(round_end, |d| d.min(round_end));
                 cond.sleep_until(mask, Wake::Doorbell(ws.doorbell.clone()), || {
-                    self.note_blocking_wait(scope, ws.wait(Some(timeout)));
+                    self.note_blocking_wait(scope, ws.wait(Some(until.saturating_duration_since(now))));
                 });
                 self.progress(Context::Blocking, scope, false, None);
             }
         });
         self.blocking_waiters[node].fetch_sub(1, AcqRel);
         self.put_waitset(ws);
-        done
+        r
     }
 
     /// Counts a blocking wait (and whether an event ended it) on the blocking-capable sources of
@@ -348,20 +398,17 @@ impl Inner {
         }
     }
 
-    /// Parks until someone else completes the request, re-polling at each tick as a safety net.
-    fn wait_parked(&self, cond: &Cond, mask: u32, scope: Scope, deadline: Option<Instant>) -> bool {
-        loop {
-            if cond.test(mask) {
-                return true;
-            }
-            let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) || self.shutdown.load(Relaxed) {
-                return cond.test(mask);
-            }
-            let timeout = deadline.map_or(self.tick, |d| d.saturating_duration_since(now).min(self.tick));
-            cond.sleep_until(mask, Wake::Thread(marcel::current()), || marcel::park_timeout(timeout));
-            self.progress(Context::Waiter, scope, false, None);
+    /// Parks for at most a tick (someone else completes the request and wakes us), then polls once
+    /// as a safety net. `Some(result)` if done or past `deadline`.
+    fn sleep_parked(&self, cond: &Cond, mask: u32, scope: Scope, deadline: Option<Instant>) -> Option<bool> {
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) || self.shutdown.load(Relaxed) {
+            return Some(cond.test(mask));
         }
+        let timeout = deadline.map_or(self.tick, |d| d.saturating_duration_since(now).min(self.tick));
+        cond.sleep_until(mask, Wake::Thread(marcel::current()), || marcel::park_timeout(timeout));
+        self.progress(Context::Waiter, scope, false, None);
+        cond.test(mask).then_some(true)
     }
 
     pub(crate) fn take_waitset(&self, scope: Scope) -> io::Result<WaitSet> {
@@ -375,9 +422,23 @@ impl Inner {
         self.waitsets.lock().unwrap().entry(ws.scope).or_default().push(ws);
     }
 
+    fn node_index(&self, scope: Scope) -> usize {
+        scope.numa.unwrap_or(0).min(self.blocking_waiters.len() - 1)
+    }
+
     /// Whether a waiter covers the blocking-capable sources of NUMA node `node` right now.
     pub(crate) fn waiter_blocks_on(&self, node: usize) -> bool {
         self.blocking_waiters.get(node).is_some_and(|c| c.load(Acquire) > 0)
+    }
+
+    /// Whether a waiter spin-polls the sources of NUMA node `node` now, or did within a tick.
+    pub(crate) fn waiter_spins_on(&self, node: usize) -> bool {
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        self.spinning_waiters.get(node).is_some_and(|c| c.load(Acquire) > 0)
+            || self.last_spin_ns.get(node).is_some_and(|t| {
+                let t = t.load(Relaxed);
+                t != 0 && now.saturating_sub(t) < self.tick.as_nanos() as u64
+            })
     }
 
     // ---------------------------------------------------------------- stats

@@ -80,14 +80,23 @@ fn runnable_threads() -> usize {
     v as usize
 }
 
-/// Machine state under marcel, seen from LWP `vp` (or from outside any LWP).
+/// Machine state under marcel, seen from LWP `vp` (or from outside any LWP). Kernel threads that
+/// run user threads on a core without holding its LWP (hogs handed off by marcel) compete for that
+/// core like ready threads do, and make it not idle.
 pub(crate) fn marcel_state(h: &marcel::Handle, vp: Option<usize>) -> MachineState {
-    MachineState {
-        cores: h.num_lwps(),
-        idle_cores: h.idle_lwps(),
-        local_ready: vp.map_or(0, |v| h.ready_len(v)),
-        under_marcel: true,
+    let n = h.num_lwps();
+    let mut idle = 0;
+    let mut local_ready = 0;
+    for v in 0..n {
+        let s = h.vp_state(v);
+        if s.phase == marcel::VpPhase::Idle && s.detached == 0 {
+            idle += 1;
+        }
+        if Some(v) == vp {
+            local_ready = s.ready + s.detached;
+        }
     }
+    MachineState { cores: n, idle_cores: idle, local_ready, under_marcel: true }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -11,7 +11,9 @@
 //!   that cannot block.
 //! - `timer`: poll only at ticks.
 //! - `adaptive`: `poll` while a core is idle, `block` when every core computes; sources hinted
-//!   `prefers_blocking` are never polled busily.
+//!   `prefers_blocking` are never polled busily. Under marcel a waiter whose LWP has nothing else to
+//!   run parks (its idle LWP polls and resumes it); one whose core is wanted by other threads
+//!   (ready, or hogs marcel handed off) sleeps in a blocking wait.
 
 use crate::source::Hints;
 use std::collections::HashMap;
@@ -172,8 +174,15 @@ impl Policy for AdaptivePolicy {
         true
     }
     fn wait(&self, m: &MachineState) -> WaitPlan {
-        // Spin only if it costs nobody anything: a core is idle and no thread waits for ours.
-        let spin = if m.idle_cores > 0 && m.local_ready == 0 { default_spin() } else { Duration::ZERO };
+        if m.under_marcel && m.local_ready == 0 {
+            // Nobody wants our core: spin a little, then park — our LWP goes idle and polls, and
+            // runs us as soon as it detects the event (cheaper than a kernel wake-up).
+            return WaitPlan { spin: default_spin(), yield_while_spinning: false, then: AfterSpin::Park };
+        }
+        // Spin only if it costs nobody anything, then sleep in the kernel (under marcel inside
+        // `marcel::blocking`, so the threads waiting for our core get it).
+        let free = m.local_ready == 0 && m.idle_cores > 0;
+        let spin = if free { default_spin() } else { Duration::ZERO };
         WaitPlan { spin, yield_while_spinning: false, then: AfterSpin::Block }
     }
 }
@@ -260,6 +269,11 @@ mod tests {
         assert_eq!(a.idle(&idle), IdleAction::Poll);
         assert_eq!(a.wait(&busy).spin, Duration::ZERO);
         assert!(a.wait(&idle).spin > Duration::ZERO);
+        let alone = MachineState { cores: 2, idle_cores: 0, local_ready: 0, under_marcel: true };
+        assert_eq!(a.wait(&alone).then, AfterSpin::Park, "our LWP will poll when we park");
+        assert_eq!(a.wait(&busy).then, AfterSpin::Block);
+        let os_busy = MachineState { cores: 2, idle_cores: 0, local_ready: 0, under_marcel: false };
+        assert_eq!(a.wait(&os_busy).spin, Duration::ZERO);
         let control = Hints { prefers_blocking: true, latency_critical: false };
         assert!(!a.busy_poll_allowed(control, &idle));
     }

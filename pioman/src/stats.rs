@@ -10,9 +10,32 @@ use crate::source::Context;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-const BUCKETS: usize = 40; // 2^39 ns ≈ 9 min
+/// Sub-buckets per power of two (3 bits of mantissa: ±6 % around a bucket's midpoint).
+const SUB: usize = 8;
+/// Durations up to 2^40 ns (18 minutes); longer ones land in the last bucket.
+const BUCKETS: usize = SUB + (40 - 3) * SUB;
 
-/// A lock-free histogram of durations with power-of-two buckets.
+/// The bucket of `ns`: exact below 8 ns, then 8 buckets per power of two.
+fn bucket_of(ns: u64) -> usize {
+    if ns < SUB as u64 {
+        return ns as usize;
+    }
+    let e = 63 - ns.leading_zeros() as usize; // >= 3
+    let m = ((ns >> (e - 3)) & 7) as usize;
+    (SUB + (e - 3) * SUB + m).min(BUCKETS - 1)
+}
+
+/// The [low, high) range of bucket `i`, in ns.
+fn bucket_range(i: usize) -> (u64, u64) {
+    if i < SUB {
+        return (i as u64, i as u64 + 1);
+    }
+    let e = (i - SUB) / SUB + 3;
+    let m = ((i - SUB) % SUB) as u64;
+    ((8 + m) << (e - 3), (9 + m) << (e - 3))
+}
+
+/// A lock-free histogram of durations (log-linear buckets).
 #[derive(Debug)]
 pub struct Histogram {
     buckets: [AtomicU64; BUCKETS],
@@ -28,8 +51,7 @@ impl Default for Histogram {
 impl Histogram {
     pub fn record(&self, d: Duration) {
         let ns = d.as_nanos().min(u64::MAX as u128) as u64;
-        let b = (64 - ns.leading_zeros() as usize).min(BUCKETS - 1);
-        self.buckets[b].fetch_add(1, Relaxed);
+        self.buckets[bucket_of(ns)].fetch_add(1, Relaxed);
         self.sum_ns.fetch_add(ns, Relaxed);
     }
 
@@ -41,7 +63,7 @@ impl Histogram {
     }
 }
 
-/// Bucket `i` holds durations in [2^(i-1), 2^i) ns (bucket 0: zero).
+/// Counts per bucket: exact below 8 ns, then 8 buckets per power of two.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HistogramSnapshot {
     pub counts: Vec<u64>,
@@ -53,7 +75,8 @@ impl HistogramSnapshot {
         self.counts.iter().sum()
     }
 
-    /// Upper bound of the bucket holding quantile `q` (0..=1), in ns; None when empty.
+    /// Quantile `q` (0..=1), in ns: the midpoint of the bucket holding it (within ±6 %). None when
+    /// empty.
     pub fn quantile_ns(&self, q: f64) -> Option<u64> {
         let n = self.count();
         if n == 0 {
@@ -64,7 +87,8 @@ impl HistogramSnapshot {
         for (i, c) in self.counts.iter().enumerate() {
             seen += c;
             if seen >= target {
-                return Some(if i == 0 { 0 } else { 1u64 << i });
+                let (lo, hi) = bucket_range(i);
+                return Some((lo + hi) / 2);
             }
         }
         None
@@ -76,12 +100,23 @@ impl HistogramSnapshot {
     }
 
     fn to_json(&self) -> serde_json::Value {
+        // Only the non-empty buckets, as [low_ns, high_ns, count].
+        let buckets: Vec<_> = self
+            .counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| {
+                let (lo, hi) = bucket_range(i);
+                serde_json::json!([lo, hi, c])
+            })
+            .collect();
         serde_json::json!({
             "count": self.count(),
             "mean_ns": self.mean_ns(),
-            "p50_ns_upper": self.quantile_ns(0.5),
-            "p99_ns_upper": self.quantile_ns(0.99),
-            "log2_buckets": self.counts,
+            "p50_ns": self.quantile_ns(0.5),
+            "p99_ns": self.quantile_ns(0.99),
+            "buckets": buckets,
         })
     }
 }
@@ -219,7 +254,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn histogram_buckets_and_quantiles() {
+    fn buckets_cover_every_value_within_a_sixteenth() {
+        for ns in (0..5000u64).chain([1 << 20, 123_456_789, 1 << 39]) {
+            let (lo, hi) = bucket_range(bucket_of(ns));
+            assert!(lo <= ns && ns < hi, "{ns} in [{lo}, {hi})");
+            assert!((hi - lo) as f64 <= (lo.max(8) as f64) / 8.0 + 1.0, "bucket too wide at {ns}");
+        }
+        assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn histogram_quantiles() {
         let h = Histogram::default();
         for ns in [0u64, 1, 3, 1000, 1500, 1_000_000] {
             h.record(Duration::from_nanos(ns));
@@ -227,7 +272,10 @@ mod tests {
         let s = h.snapshot();
         assert_eq!(s.count(), 6);
         assert_eq!(s.quantile_ns(0.0001), Some(0));
-        assert_eq!(s.quantile_ns(1.0), Some(1 << 20)); // 1 ms falls in [2^19, 2^20)
+        let p100 = s.quantile_ns(1.0).unwrap() as f64;
+        assert!((p100 - 1e6).abs() / 1e6 < 0.07, "{p100}");
+        let p50 = s.quantile_ns(0.5).unwrap();
+        assert!((3..=4).contains(&p50), "{p50}");
         assert!(s.mean_ns().unwrap() > 160_000.0);
         let j = Snapshot { instance: 0, policy: "poll".into(), sources: vec![] }.to_json();
         assert_eq!(j["policy"], "poll");

@@ -64,6 +64,10 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
             a => a,
         };
         match action {
+            IdleAction::Poll if inner.waiter_spins_on(node) => {
+                // A waiting thread polls these sources itself: do not compete with it.
+                std::thread::park_timeout(POLL_SLICE);
+            }
             IdleAction::Poll => {
                 let end = Instant::now() + POLL_SLICE;
                 while Instant::now() < end && !inner.shutdown.load(Relaxed) {
@@ -75,7 +79,13 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                     std::hint::spin_loop();
                 }
             }
-            IdleAction::Block if !inner.waiter_blocks_on(node) && inner.has_blocking_sources(scope) => {
+            // Background blocking waits only when no waiting thread covers the node's sources
+            // (sleeping in them, or spinning on them): a second sleeper would only add wake-ups.
+            IdleAction::Block
+                if !inner.waiter_blocks_on(node)
+                    && !inner.waiter_spins_on(node)
+                    && inner.has_blocking_sources(scope) =>
+            {
                 let woke = ws.wait(Some(next_tick.saturating_duration_since(Instant::now())));
                 inner.note_blocking_wait(scope, woke);
                 inner.progress(Context::Blocking, scope, false, None);

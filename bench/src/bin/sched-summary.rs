@@ -2,6 +2,7 @@
 //! measured in the same `cargo bench` run, and their ratio. Reads criterion's estimates from
 //! `target/criterion` (or the directory given as the first argument).
 
+use bench::{criterion_median_ns, human_ns};
 use std::path::{Path, PathBuf};
 
 /// (group, marcel bench, baseline bench, what it measures)
@@ -27,27 +28,6 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("resume_after_block", "marcel_spare_rescue", "os_switch_on_block", "others resume after a block"),
 ];
 
-fn median_ns(dir: &Path, group: &str, bench: &str) -> Option<f64> {
-    let p = dir.join(group).join(bench).join("new").join("estimates.json");
-    let text = std::fs::read_to_string(p).ok()?;
-    // {"mean":{...},"median":{"confidence_interval":{...},"point_estimate":123.4,...},...}
-    let m = text.find("\"median\"")?;
-    let rest = &text[m..];
-    let k = rest.find("\"point_estimate\":")? + "\"point_estimate\":".len();
-    let end = rest[k..].find([',', '}'])?;
-    rest[k..k + end].trim().parse().ok()
-}
-
-fn human(ns: f64) -> String {
-    if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.2} µs", ns / 1e3)
-    } else {
-        format!("{ns:.1} ns")
-    }
-}
-
 fn main() {
     let dir = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
@@ -56,9 +36,9 @@ fn main() {
     println!("{:<36} {:>12} {:>12} {:>10}   baseline", "measurement (median)", "marcel", "baseline", "ratio");
     let mut missing = 0;
     for (group, ours, base, what) in ROWS {
-        match (median_ns(&dir, group, ours), median_ns(&dir, group, base)) {
+        match (criterion_median_ns(Some(&dir), group, ours), criterion_median_ns(Some(&dir), group, base)) {
             (Some(a), Some(b)) => {
-                println!("{:<36} {:>12} {:>12} {:>9.3}x   {}", what, human(a), human(b), a / b, base)
+                println!("{:<36} {:>12} {:>12} {:>9.3}x   {}", what, human_ns(a), human_ns(b), a / b, base)
             }
             _ => {
                 missing += 1;

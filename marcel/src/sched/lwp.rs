@@ -110,6 +110,8 @@ fn hold(lwp: &Lwp, v: usize) {
             // SAFETY: end_user_run succeeded: phase Sched, we hold the VP.
             after_run(rt, Some((vp, unsafe { vp.owned() })), task, why, stack);
         } else {
+            // The run ended detached from the VP (counted by whoever took the VP away).
+            vp.stats.detached.fetch_sub(1, Relaxed);
             lwp.vp.set(None);
             after_run(rt, None, task, why, stack);
             return;
@@ -197,8 +199,12 @@ fn steal_global(rt: &Shared, owned: &mut Owned) -> Option<Task> {
     }
 }
 
-/// Inbox, global queue, then stealing from the nearest VPs first.
+/// Own queues (an idle hook may have made threads runnable there), inbox, global queue, then
+/// stealing from the nearest VPs first.
 fn find_more(rt: &Shared, vp: &Vp, owned: &mut Owned) -> Option<Task> {
+    if let Some(t) = owned.pop(vp) {
+        return Some(t);
+    }
     if owned.drain_inbox(vp)
         && let Some(t) = owned.pop(vp)
     {

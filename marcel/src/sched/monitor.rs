@@ -192,11 +192,22 @@ fn check_vps(rt: &Shared, seen: &mut [Word]) {
         if w == seen[v] {
             match w.phase() {
                 Phase::User | Phase::Blocking if vp.has_waiting_work() || starving_global => {
-                    if let Some(seq) = vp.owner.orphan(w) {
-                        let counter =
-                            if w.phase() == Phase::User { &vp.stats.hog_handoffs } else { &vp.stats.rescues };
-                        counter.fetch_add(1, Relaxed);
-                        rt.spares.assign(rt, v, seq);
+                    // A hog keeps running on the core after the hand-off: count it first, so that
+                    // its kernel thread's decrement (at its next switch) never comes before.
+                    let hog = w.phase() == Phase::User;
+                    if hog {
+                        vp.stats.detached.fetch_add(1, Relaxed);
+                    }
+                    match vp.owner.orphan(w) {
+                        Some(seq) => {
+                            let counter = if hog { &vp.stats.hog_handoffs } else { &vp.stats.rescues };
+                            counter.fetch_add(1, Relaxed);
+                            rt.spares.assign(rt, v, seq);
+                        }
+                        None if hog => {
+                            vp.stats.detached.fetch_sub(1, Relaxed);
+                        }
+                        None => {}
                     }
                 }
                 Phase::Orphan if vp.has_waiting_work() => {

@@ -73,9 +73,15 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
     impl Drop for Leave<'_> {
         fn drop(&mut self) {
-            if let Ok(s) = self.vp.owner.leave_blocking(self.seq) {
-                self.lwp.vp.set(Some(self.v));
-                self.lwp.seq.set(s);
+            match self.vp.owner.leave_blocking(self.seq) {
+                Ok(s) => {
+                    self.lwp.vp.set(Some(self.v));
+                    self.lwp.seq.set(s);
+                }
+                // A spare holds the VP now; this thread finishes its run beside it.
+                Err(_) => {
+                    self.vp.stats.detached.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
             }
             self.lwp.current.set(self.lwp.blocking.replace(std::ptr::null()));
         }

@@ -45,6 +45,9 @@ pub(crate) struct VpStats {
     pub(crate) hog_handoffs: AtomicU64,
     /// Threads spawned by threads running here (the rest count in `Shared::spawned`).
     pub(crate) spawned: AtomicU64,
+    /// Kernel threads running a user thread on this VP's core without holding the VP (a hog
+    /// handed off, a rescued caller finishing its run): they compete with the VP for the core.
+    pub(crate) detached: std::sync::atomic::AtomicIsize,
 }
 
 pub(crate) struct Owned {
