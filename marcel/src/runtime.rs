@@ -440,6 +440,14 @@ impl Handle {
         self.shared.hooks.remove(id)
     }
 
+    /// Wakes every sleeping LWP so that it runs its idle hooks again (an event manager got new work
+    /// to poll). Cheap for LWPs that do not sleep.
+    pub fn wake_idle_lwps(&self) {
+        for v in self.shared.vps.iter() {
+            v.parker.unpark();
+        }
+    }
+
     pub fn num_lwps(&self) -> usize {
         self.shared.vps.len()
     }

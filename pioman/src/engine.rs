@@ -123,6 +123,15 @@ impl Inner {
             Binding::Numa(n) if n >= machine::topology().numa_nodes().max(1) => {
                 return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("pioman: no NUMA node {n}")));
             }
+            // Under marcel, bound tasks are polled by the LWPs of their core or node only.
+            Binding::Core(c) if self.marcel.is_some() && !self.vp_scopes.iter().any(|s| s.cpu == Some(c)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "pioman: no marcel LWP runs on CPU {c}, so nothing could poll a task bound there"
+                    ),
+                ));
+            }
             _ => {}
         }
         let lt = Arc::new(Ltask {
@@ -166,23 +175,40 @@ impl Inner {
         }
     }
 
-    /// Cancels `lt` and returns once no poll of it runs or will run.
-    pub(crate) fn remove(&self, lt: &Arc<Ltask>) {
+    /// Asks `lt` to stop; returns at once. Returns whether a poll of it may still be running.
+    pub(crate) fn cancel(&self, lt: &Arc<Ltask>) -> bool {
         match lt.state.cancel() {
             Cancel::Now => {
                 lt.finish(Ended::Cancelled);
-                self.retire(lt);
+                self.retire(lt); // its fd must leave the epoll sets: nobody will read it any more
+                false
             }
-            Cancel::Requested => self.wait(&lt.completion, LTASK_DONE | LTASK_CANCELLED),
-            Cancel::AlreadyFinished => {}
+            Cancel::Requested => true, // the running poll finishes the cancel and retires it
+            Cancel::AlreadyFinished => false,
         }
     }
 
-    /// Wakes the progression threads so that they look at the registry and policy again.
+    /// Cancels `lt` and returns once no poll of it runs or will run.
+    pub(crate) fn remove(&self, lt: &Arc<Ltask>) {
+        if self.cancel(lt) {
+            self.wait(&lt.completion, LTASK_DONE | LTASK_CANCELLED);
+        }
+    }
+
+    /// Wakes the progression threads and idle marcel LWPs so that they look at the registry and
+    /// policy again.
     pub(crate) fn poke(&self) {
         for t in self.pokes.lock().unwrap().iter() {
             t.unpark();
         }
+        if let Some(h) = &self.marcel {
+            h.wake_idle_lwps();
+        }
+    }
+
+    /// Whether any task may be polled from `scope`.
+    pub(crate) fn has_tasks_in(&self, scope: Scope) -> bool {
+        self.tasks.load().iter().any(|t| scope.allows(t.opts.binding))
     }
 
     /// Whether a source of `scope` can be waited for in a blocking call.

@@ -25,8 +25,11 @@ impl SchedHooks for Hooks {
                     IdleVerdict::Progress
                 } else if candidates > 0 {
                     IdleVerdict::KeepPolling
+                } else if inner.has_tasks_in(scope) {
+                    // Inactive sources may become active without telling us: look again each tick.
+                    IdleVerdict::SleepFor(inner.tick)
                 } else {
-                    IdleVerdict::Sleep
+                    IdleVerdict::Sleep // registration wakes idle LWPs
                 }
             }
             // The LWP may sleep: blocking waits and ticks cover the sources.

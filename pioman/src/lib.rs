@@ -152,11 +152,14 @@ impl Builder {
             None => marcel::Handle::current(),
         };
         let id = NEXT_ID.fetch_add(1, Relaxed);
+        // An explicit path is used as is; the environment's is shared by every instance of the
+        // process, so instance k > 0 adds ".k".
         let stats_path = match self.stats_path {
             Some(p) => p,
-            None => std::env::var_os("PIOMAN_STATS").map(PathBuf::from),
-        }
-        .map(|p| if id == 0 { p } else { PathBuf::from(format!("{}.{id}", p.display())) });
+            None => std::env::var_os("PIOMAN_STATS")
+                .map(PathBuf::from)
+                .map(|p| if id == 0 { p } else { PathBuf::from(format!("{}.{id}", p.display())) }),
+        };
         let inner =
             Arc::new(Inner::new(id, policy, marcel, tick, self.switch_stride.unwrap_or(16), stats_path)?);
         let mut background = Vec::new();
@@ -332,7 +335,8 @@ impl Pioman {
     }
 }
 
-/// A registered task.
+/// A registered task. Dropping the handle leaves the task registered (until it reports
+/// [`Poll::Done`], is cancelled or pioman shuts down).
 pub struct LtaskHandle {
     lt: Arc<ltask::Ltask>,
     inner: Weak<Inner>,
@@ -341,8 +345,13 @@ pub struct LtaskHandle {
 impl LtaskHandle {
     /// Asks for the task to stop; returns at once. See [`LtaskHandle::remove`].
     pub fn cancel(&self) {
-        if self.lt.state.cancel() == ltask::Cancel::Now {
-            self.lt.finish(ltask::Ended::Cancelled);
+        match self.inner.upgrade() {
+            Some(inner) => {
+                inner.cancel(&self.lt);
+            }
+            None => {
+                let _ = self.lt.state.cancel();
+            }
         }
     }
 

@@ -247,8 +247,7 @@ fn idle(rt: &Shared, vp: &Vp, seq: u64) -> Option<Task> {
                 if let Some(w) = rt.sleepers.found_work(!rt.global.is_empty() || vp.has_waiting_work()) {
                     rt.vps[w].parker.unpark();
                 }
-                vp.owner.set(Phase::Sched, seq);
-                return Some(t);
+                return Some(leave_idle(rt, vp, seq, t));
             }
             let verdict = if rt.hooks.has_idle() { rt.hooks.run_idle(vp.index) } else { IdleVerdict::Sleep };
             match verdict {
@@ -271,10 +270,11 @@ fn idle(rt: &Shared, vp: &Vp, seq: u64) -> Option<Task> {
         if rt.stack_pressure.load(Relaxed) {
             owned.spill_stacks(&rt.stacks); // others may be starved of stacks
             if !owned.starved.is_empty() {
-                if owned.stack_available(&rt.stacks) {
+                if owned.stack_available(&rt.stacks)
+                    && let Some(t) = owned.starved.pop_front()
+                {
                     let _ = rt.sleepers.found_work(false);
-                    vp.owner.set(Phase::Sched, seq);
-                    return owned.starved.pop_front();
+                    return Some(leave_idle(rt, vp, seq, t));
                 }
                 // Stacks come back when threads exit elsewhere: look again soon.
                 sleep_for = Some(sleep_for.unwrap_or(STARVED_RECHECK).min(STARVED_RECHECK));
@@ -284,8 +284,7 @@ fn idle(rt: &Shared, vp: &Vp, seq: u64) -> Option<Task> {
         // SAFETY: phase Idle, we hold the VP.
         if let Some(t) = find_more(rt, vp, unsafe { vp.owned() }) {
             rt.sleepers.awake(vp.index);
-            vp.owner.set(Phase::Sched, seq);
-            return Some(t);
+            return Some(leave_idle(rt, vp, seq, t));
         }
         if rt.is_shutdown() {
             rt.sleepers.awake(vp.index);
@@ -294,6 +293,14 @@ fn idle(rt: &Shared, vp: &Vp, seq: u64) -> Option<Task> {
         vp.stats.parks.fetch_add(1, Relaxed);
         vp.parker.park(sleep_for);
         rt.sleepers.awake(vp.index);
-        rt.monitor.vp_woke();
     }
+}
+
+/// Leaves the idle phase with a thread to run, and makes sure the monitor (which may have gone to
+/// sleep while every VP was idle) watches this VP again: it bounds hogs and rescues blocked calls.
+#[inline]
+fn leave_idle(rt: &Shared, vp: &Vp, seq: u64, t: Task) -> Task {
+    vp.owner.set(Phase::Sched, seq);
+    rt.monitor.vp_woke();
+    t
 }

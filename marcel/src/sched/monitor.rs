@@ -14,9 +14,9 @@
 
 use super::Shared;
 use super::ownership::{Phase, Word};
+use crate::loom::atomic::{AtomicBool, Ordering::*, fence};
 use crate::sync::waiter::Waiter;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -79,12 +79,32 @@ impl Monitor {
         self.cv.notify_one();
     }
 
-    /// A VP left a sleep: make sure the monitor watches again.
+    /// A VP left its idle phase (its phase word is already updated): make sure the monitor
+    /// watches again. Hand-shake with `may_sleep`: each side publishes, fences, then reads the
+    /// other's word, so either the monitor sees the busy VP or the VP sees the monitor asleep.
     #[inline]
     pub(crate) fn vp_woke(&self) {
-        if self.asleep.load(Relaxed) {
+        if self.vp_must_kick() {
             self.kick();
         }
+    }
+
+    #[inline]
+    fn vp_must_kick(&self) -> bool {
+        fence(SeqCst);
+        self.asleep.load(Relaxed)
+    }
+
+    /// The monitor is about to sleep without a deadline: publishes it, then checks that no VP became
+    /// busy meanwhile (`any_active`). Returns whether it may sleep.
+    fn may_sleep(&self, any_active: impl Fn() -> bool) -> bool {
+        self.asleep.store(true, Relaxed);
+        fence(SeqCst);
+        if any_active() {
+            self.asleep.store(false, Relaxed);
+            return false;
+        }
+        true
     }
 
     pub(crate) fn kick(&self) {
@@ -132,17 +152,16 @@ pub(crate) fn monitor_main(rt: Arc<Shared>) {
                         .into_iter()
                         .flatten()
                         .min();
-                mon.asleep.store(deadline.is_none(), SeqCst);
-                // Re-check after publishing `asleep` (a VP that woke just before must be seen).
-                if deadline.is_none() && rt.vps.iter().any(|v| v.owner.load().phase() != Phase::Idle) {
-                    mon.asleep.store(false, SeqCst);
+                if deadline.is_none()
+                    && !mon.may_sleep(|| rt.vps.iter().any(|v| v.owner.load().phase() != Phase::Idle))
+                {
                     continue;
                 }
                 st = match deadline {
                     Some(d) => mon.cv.wait_timeout(st, d.saturating_duration_since(now)).unwrap().0,
                     None => mon.cv.wait(st).unwrap(),
                 };
-                mon.asleep.store(false, SeqCst);
+                mon.asleep.store(false, Relaxed);
             }
             let now = Instant::now();
             while let Some(e) = st.timers.first_entry() {
@@ -223,3 +242,28 @@ fn check_vps(rt: &Shared, seen: &mut [Word]) {
 
 /// How long the monitor lets a user thread run while others wait, by default.
 pub(crate) const DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::loom::atomic::AtomicU8;
+    use loom::sync::Arc;
+
+    /// The monitor going to sleep without a deadline against a VP leaving its idle phase: never both
+    /// miss (the monitor asleep while a VP runs and nobody kicks it).
+    #[test]
+    fn loom_monitor_sleep_vs_vp_wake() {
+        loom::model(|| {
+            let mon = Arc::new(Monitor::new());
+            let phase = Arc::new(AtomicU8::new(0)); // 0 idle, 1 busy
+            let (m2, p2) = (mon.clone(), phase.clone());
+            let vp = loom::thread::spawn(move || {
+                p2.store(1, Relaxed); // stands for the owner word leaving Idle
+                m2.vp_must_kick()
+            });
+            let slept = mon.may_sleep(|| phase.load(Relaxed) != 0);
+            let kicked = vp.join().unwrap();
+            assert!(!slept || kicked, "monitor asleep, VP busy, nobody kicked it");
+        });
+    }
+}

@@ -1,0 +1,320 @@
+//! Ltask life cycle and options: one-shot tasks, cancel and remove, a panicking source, custom
+//! blocking waits, bindings, hints, policy changes at run time, and the statistics dump.
+
+use pioman::eventfd::{EVENT, EventSource, notify};
+use pioman::{
+    Binding, BlockingWait, Cond, Context, Hints, Kind, Options, Pioman, Poll, PollCtx, Source, policy,
+};
+use pioman::{LTASK_CANCELLED, LTASK_DONE};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn os_pioman(p: &str) -> Pioman {
+    Pioman::builder().policy(policy::by_name(p).unwrap()).without_marcel().build().unwrap()
+}
+
+/// Counts polls, and where they ran.
+#[derive(Default)]
+struct Counter {
+    polls: AtomicU64,
+    inside: AtomicUsize,
+    cpus: Mutex<Vec<i32>>,
+    contexts: Mutex<Vec<Context>>,
+    slow: AtomicBool,
+}
+
+impl Source for Counter {
+    fn name(&self) -> &str {
+        "counter"
+    }
+    fn poll(&self, ctx: &mut PollCtx) -> Poll {
+        assert_eq!(self.inside.fetch_add(1, SeqCst), 0, "poll ran twice at once");
+        self.polls.fetch_add(1, Relaxed);
+        // SAFETY: sched_getcpu has no preconditions.
+        self.cpus.lock().unwrap().push(unsafe { libc::sched_getcpu() });
+        self.contexts.lock().unwrap().push(ctx.context());
+        if self.slow.load(Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.inside.fetch_sub(1, SeqCst);
+        Poll::Idle
+    }
+}
+
+#[test]
+fn one_shot_runs_once_and_completes() {
+    let pio = os_pioman("poll");
+    let c = Arc::new(Counter::default());
+    let h = pio.register(c.clone(), Options { kind: Kind::OneShot, ..Default::default() }).unwrap();
+    assert_eq!(h.wait(), LTASK_DONE);
+    assert!(h.is_finished());
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(c.polls.load(Relaxed), 1);
+}
+
+#[test]
+fn remove_returns_once_no_poll_runs() {
+    let pio = os_pioman("poll");
+    let c = Arc::new(Counter::default());
+    c.slow.store(true, Relaxed); // polls last 20 ms: remove will often find one running
+    let h = pio.register(c.clone(), Options::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    h.remove();
+    assert_eq!(c.inside.load(SeqCst), 0, "a poll still runs after remove returned");
+    let n = c.polls.load(Relaxed);
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(c.polls.load(Relaxed), n, "polled after remove");
+}
+
+#[test]
+fn cancel_reports_cancelled_and_unregisters() {
+    let pio = os_pioman("timer");
+    let c = Arc::new(Counter::default());
+    let h = pio.register(c, Options::default()).unwrap();
+    h.cancel();
+    assert_eq!(h.wait(), LTASK_CANCELLED);
+    // A cancelled eventfd source must stop waking blocking waiters: a waiter blocking on the
+    // remaining sources (none) times out instead of spinning on the dead fd.
+    let src = Arc::new(EventSource::new("dead").unwrap());
+    let h = pio.register(src.clone(), Options::default()).unwrap();
+    h.cancel();
+    notify(src.fd()).unwrap(); // readable forever from now on
+    pio.set_policy(policy::by_name("block").unwrap());
+    let other = Cond::new();
+    let t = Instant::now();
+    assert!(!pio.wait_timeout(&other, 1, Duration::from_millis(30)));
+    assert!(t.elapsed() >= Duration::from_millis(29));
+    assert_eq!(pio.stats().sources.iter().find(|s| s.name == "dead").map_or(0, |s| s.polls), 0);
+}
+
+struct Panicky;
+impl Source for Panicky {
+    fn name(&self) -> &str {
+        "panicky"
+    }
+    fn poll(&self, _: &mut PollCtx) -> Poll {
+        panic!("driver bug")
+    }
+}
+
+#[test]
+fn a_panicking_source_is_cancelled_and_the_rest_goes_on() {
+    let rt = marcel::Runtime::builder().lwps(1).ignore_env().build().unwrap();
+    let pio = Pioman::builder().policy(policy::by_name("poll").unwrap()).marcel(rt.handle()).build().unwrap();
+    let bad = pio.register(Arc::new(Panicky), Options::default()).unwrap();
+    assert_eq!(bad.wait(), LTASK_CANCELLED);
+    let src = Arc::new(EventSource::new("ok").unwrap());
+    pio.register(src.clone(), Options::default()).unwrap();
+    notify(src.fd()).unwrap();
+    let (p2, s2) = (pio.clone(), src.clone());
+    rt.block_on(move || p2.wait(s2.cond(), EVENT));
+    assert_eq!(src.received(), 1);
+}
+
+/// A source waited for through its own blocking call (a futex-like flag).
+struct Flag {
+    word: AtomicU32,
+    waits: AtomicU64,
+    seen: AtomicU64,
+    cond: Arc<Cond>,
+}
+
+impl Source for Flag {
+    fn name(&self) -> &str {
+        "flag"
+    }
+    fn poll(&self, _: &mut PollCtx) -> Poll {
+        if self.word.swap(0, AcqRel) != 0 {
+            self.seen.fetch_add(1, Relaxed);
+            self.cond.signal(1);
+            Poll::Progress
+        } else {
+            Poll::Idle
+        }
+    }
+    fn blocking(&self) -> BlockingWait {
+        BlockingWait::Custom
+    }
+    fn wait(&self, timeout: Option<Duration>) {
+        self.waits.fetch_add(1, Relaxed);
+        let end = Instant::now() + timeout.unwrap_or(Duration::from_secs(1));
+        while self.word.load(Acquire) == 0 && Instant::now() < end {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+}
+
+#[test]
+fn custom_blocking_waits_detect_events_in_the_background() {
+    let pio = os_pioman("block");
+    let f = Arc::new(Flag {
+        word: AtomicU32::new(0),
+        waits: AtomicU64::new(0),
+        seen: AtomicU64::new(0),
+        cond: Arc::new(Cond::new()),
+    });
+    pio.register(f.clone(), Options::default()).unwrap();
+    for i in 1..=5 {
+        f.word.store(1, Release);
+        let t = Instant::now();
+        while f.seen.load(Relaxed) < i {
+            assert!(t.elapsed() < Duration::from_secs(2), "event {i} not detected");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    assert!(f.waits.load(Relaxed) > 0, "its own blocking wait was used");
+}
+
+#[test]
+fn core_binding_is_honoured_without_marcel() {
+    let cpu = *marcel::topology::allowed_cpus().last().unwrap();
+    let pio = os_pioman("poll");
+    let c = Arc::new(Counter::default());
+    pio.register(c.clone(), Options { binding: Binding::Core(cpu), ..Default::default() }).unwrap();
+    let t = Instant::now();
+    while c.polls.load(Relaxed) < 100 {
+        assert!(t.elapsed() < Duration::from_secs(2));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    pio.shutdown();
+    assert!(c.cpus.lock().unwrap().iter().all(|&x| x == cpu as i32), "polled off its core");
+}
+
+#[test]
+fn core_binding_is_honoured_under_marcel_and_checked() {
+    let cpus = marcel::topology::allowed_cpus();
+    let rt = marcel::Runtime::builder().lwps(1).cpus(&cpus[..1]).ignore_env().build().unwrap();
+    let pio = Pioman::builder().policy(policy::by_name("poll").unwrap()).marcel(rt.handle()).build().unwrap();
+    let c = Arc::new(Counter::default());
+    pio.register(c.clone(), Options { binding: Binding::Core(cpus[0]), ..Default::default() }).unwrap();
+    let t = Instant::now();
+    while c.polls.load(Relaxed) < 100 {
+        assert!(t.elapsed() < Duration::from_secs(2));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    pio.shutdown();
+    assert!(c.cpus.lock().unwrap().iter().all(|&x| x == cpus[0] as i32));
+    if cpus.len() > 1 {
+        let pio = Pioman::builder().marcel(rt.handle()).build().unwrap();
+        let e = pio.register(
+            Arc::new(Counter::default()),
+            Options { binding: Binding::Core(cpus[1]), ..Default::default() },
+        );
+        assert!(e.err().unwrap().to_string().contains("no marcel LWP"));
+    }
+    let e = os_pioman("poll").register(
+        Arc::new(Counter::default()),
+        Options { binding: Binding::Core(100_000), ..Default::default() },
+    );
+    assert!(e.is_err());
+}
+
+#[test]
+fn prefers_blocking_sources_are_never_busy_polled() {
+    let rt = marcel::Runtime::builder().lwps(2).ignore_env().build().unwrap();
+    let pio =
+        Pioman::builder().policy(policy::by_name("adaptive").unwrap()).marcel(rt.handle()).build().unwrap();
+    let c = Arc::new(Counter::default());
+    let hints = Hints { prefers_blocking: true, latency_critical: false };
+    pio.register(c.clone(), Options { hints, ..Default::default() }).unwrap();
+    std::thread::sleep(Duration::from_millis(50)); // idle LWPs would poll it busily if allowed
+    pio.shutdown();
+    let ctx = c.contexts.lock().unwrap();
+    assert!(!ctx.is_empty(), "ticks poll it");
+    assert!(ctx.iter().all(|c| *c != Context::Idle && *c != Context::Switch), "busy-polled: {ctx:?}");
+}
+
+#[test]
+fn policy_changes_at_run_time_and_user_policies_register_by_name() {
+    let pio = os_pioman("poll");
+    assert_eq!(pio.policy_name(), "poll");
+    pio.set_policy(policy::by_name("block").unwrap());
+    assert_eq!(pio.policy_name(), "block");
+    struct Lazy;
+    impl pioman::Policy for Lazy {
+        fn name(&self) -> &str {
+            "lazy"
+        }
+        fn idle(&self, _: &pioman::MachineState) -> pioman::IdleAction {
+            pioman::IdleAction::Sleep
+        }
+        fn poll_at_switch(&self, _: &pioman::MachineState) -> bool {
+            false
+        }
+        fn poll_at_tick(&self, _: &pioman::MachineState) -> bool {
+            true
+        }
+        fn wait(&self, _: &pioman::MachineState) -> pioman::WaitPlan {
+            pioman::WaitPlan {
+                spin: Duration::ZERO,
+                yield_while_spinning: false,
+                then: pioman::AfterSpin::Park,
+            }
+        }
+    }
+    policy::register("lazy", || Arc::new(Lazy));
+    let pio = os_pioman("lazy");
+    let src = Arc::new(EventSource::new("e").unwrap());
+    pio.register(src.clone(), Options::default()).unwrap();
+    notify(src.fd()).unwrap();
+    pio.wait(src.cond(), EVENT);
+    assert!(src.stats_context_seen(&pio, Context::Tick) || src.received() == 1);
+}
+
+trait Seen {
+    fn stats_context_seen(&self, pio: &Pioman, c: Context) -> bool;
+}
+impl Seen for EventSource {
+    fn stats_context_seen(&self, pio: &Pioman, c: Context) -> bool {
+        let i = [
+            Context::Idle,
+            Context::Switch,
+            Context::Tick,
+            Context::Waiter,
+            Context::Blocking,
+            Context::Explicit,
+        ]
+        .iter()
+        .position(|x| *x == c)
+        .unwrap();
+        pio.stats().sources.iter().any(|s| s.useful_by_context[i] > 0)
+    }
+}
+
+#[test]
+fn statistics_are_written_as_json_at_shutdown() {
+    let path = std::env::temp_dir().join(format!("pioman-stats-{}.json", std::process::id()));
+    let pio = Pioman::builder()
+        .policy(policy::by_name("poll").unwrap())
+        .without_marcel()
+        .stats_path(Some(path.clone()))
+        .build()
+        .unwrap();
+    let src = Arc::new(EventSource::new("json-src").unwrap());
+    let h = pio.register(src.clone(), Options::default()).unwrap();
+    for _ in 0..10 {
+        notify(src.fd()).unwrap();
+        pio.wait(src.cond(), EVENT);
+        src.cond().clear(EVENT);
+    }
+    h.remove(); // finished tasks still count
+    pio.shutdown();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).ok();
+    let s = &v["sources"][0];
+    assert_eq!(v["policy"], "poll");
+    assert_eq!(s["name"], "json-src");
+    assert!(s["useful_polls"].as_u64().unwrap() >= 10, "{s}");
+    assert!(s["detect_latency"]["count"].as_u64().unwrap() >= 10);
+    assert!(s["detect_latency"]["p50_ns"].as_u64().is_some());
+    assert!(s["polls"].as_u64().unwrap() >= s["useful_polls"].as_u64().unwrap());
+}
+
+#[test]
+fn bad_configuration_is_a_clear_error() {
+    let e = Pioman::builder().tick(Duration::from_micros(1)).without_marcel().build().err().unwrap();
+    assert!(e.to_string().contains("tick"));
+    let e = policy::by_name("fastest").err().unwrap();
+    assert!(e.contains("unknown policy"));
+}
