@@ -95,70 +95,71 @@ pub fn default_spin() -> Duration {
     })
 }
 
-pub struct PollPolicy;
-pub struct BlockPolicy;
-pub struct TimerPolicy;
+/// A policy whose answers do not depend on the machine (`poll`, `block`, `timer`).
+#[derive(Clone, Copy, Debug)]
+pub struct Fixed {
+    pub name: &'static str,
+    pub idle: IdleAction,
+    pub at_switch: bool,
+    pub at_tick: bool,
+    pub plan: WaitPlan,
+    /// Whether sources may be busy-polled at all (hints aside).
+    pub busy_poll: bool,
+}
+
+/// Poll everywhere, always.
+pub const POLL: Fixed = Fixed {
+    name: "poll",
+    idle: IdleAction::Poll,
+    at_switch: true,
+    at_tick: true,
+    plan: WaitPlan { spin: Duration::from_millis(1), yield_while_spinning: true, then: AfterSpin::Park },
+    busy_poll: true,
+};
+
+/// Never spin: wait in the sources' blocking waits; ticks poll what cannot block.
+pub const BLOCK: Fixed = Fixed {
+    name: "block",
+    idle: IdleAction::Block,
+    at_switch: false,
+    at_tick: true,
+    plan: WaitPlan { spin: Duration::ZERO, yield_while_spinning: false, then: AfterSpin::Block },
+    busy_poll: false,
+};
+
+/// Poll at ticks only.
+pub const TIMER: Fixed = Fixed {
+    name: "timer",
+    idle: IdleAction::Sleep,
+    at_switch: false,
+    at_tick: true,
+    plan: WaitPlan { spin: Duration::ZERO, yield_while_spinning: false, then: AfterSpin::Park },
+    busy_poll: false,
+};
+
+impl Policy for Fixed {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn idle(&self, _: &MachineState) -> IdleAction {
+        self.idle
+    }
+    fn poll_at_switch(&self, _: &MachineState) -> bool {
+        self.at_switch
+    }
+    fn poll_at_tick(&self, _: &MachineState) -> bool {
+        self.at_tick
+    }
+    fn wait(&self, _: &MachineState) -> WaitPlan {
+        self.plan
+    }
+    fn busy_poll_allowed(&self, hints: Hints, _: &MachineState) -> bool {
+        self.busy_poll && (!hints.prefers_blocking || hints.latency_critical)
+    }
+}
+
+/// `poll` while a core is idle, `block` when every core computes (see the module docs).
 pub struct AdaptivePolicy;
-
-impl Policy for PollPolicy {
-    fn name(&self) -> &str {
-        "poll"
-    }
-    fn idle(&self, _: &MachineState) -> IdleAction {
-        IdleAction::Poll
-    }
-    fn poll_at_switch(&self, _: &MachineState) -> bool {
-        true
-    }
-    fn poll_at_tick(&self, _: &MachineState) -> bool {
-        true
-    }
-    fn wait(&self, _: &MachineState) -> WaitPlan {
-        WaitPlan { spin: Duration::from_millis(1), yield_while_spinning: true, then: AfterSpin::Park }
-    }
-}
-
-impl Policy for BlockPolicy {
-    fn name(&self) -> &str {
-        "block"
-    }
-    fn idle(&self, _: &MachineState) -> IdleAction {
-        IdleAction::Block
-    }
-    fn poll_at_switch(&self, _: &MachineState) -> bool {
-        false
-    }
-    fn poll_at_tick(&self, _: &MachineState) -> bool {
-        true
-    }
-    fn wait(&self, _: &MachineState) -> WaitPlan {
-        WaitPlan { spin: Duration::ZERO, yield_while_spinning: false, then: AfterSpin::Block }
-    }
-    fn busy_poll_allowed(&self, _: Hints, _: &MachineState) -> bool {
-        false
-    }
-}
-
-impl Policy for TimerPolicy {
-    fn name(&self) -> &str {
-        "timer"
-    }
-    fn idle(&self, _: &MachineState) -> IdleAction {
-        IdleAction::Sleep
-    }
-    fn poll_at_switch(&self, _: &MachineState) -> bool {
-        false
-    }
-    fn poll_at_tick(&self, _: &MachineState) -> bool {
-        true
-    }
-    fn wait(&self, _: &MachineState) -> WaitPlan {
-        WaitPlan { spin: Duration::ZERO, yield_while_spinning: false, then: AfterSpin::Park }
-    }
-    fn busy_poll_allowed(&self, _: Hints, _: &MachineState) -> bool {
-        false
-    }
-}
 
 impl Policy for AdaptivePolicy {
     fn name(&self) -> &str {
@@ -193,9 +194,9 @@ fn registry() -> &'static Mutex<HashMap<String, Factory>> {
     static R: OnceLock<Mutex<HashMap<String, Factory>>> = OnceLock::new();
     R.get_or_init(|| {
         let mut m: HashMap<String, Factory> = HashMap::new();
-        m.insert("poll".into(), Arc::new(|| Arc::new(PollPolicy) as Arc<dyn Policy>));
-        m.insert("block".into(), Arc::new(|| Arc::new(BlockPolicy) as Arc<dyn Policy>));
-        m.insert("timer".into(), Arc::new(|| Arc::new(TimerPolicy) as Arc<dyn Policy>));
+        for f in [POLL, BLOCK, TIMER] {
+            m.insert(f.name.into(), Arc::new(move || Arc::new(f) as Arc<dyn Policy>) as Factory);
+        }
         m.insert("adaptive".into(), Arc::new(|| Arc::new(AdaptivePolicy) as Arc<dyn Policy>));
         Mutex::new(m)
     })
