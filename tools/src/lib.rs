@@ -1,4 +1,15 @@
-//! Tools (not implemented yet: issue 4 and later).
+//! Job tools: how the processes of a job are started and find each other.
 //!
-//! It will own the launcher `madrun` (PMI-1/PMI-2 server, job secret), the PMI client used by
-//! nmad's bootstrap, the `mpicc` wrapper and an info tool.
+//! - [`pmi`]: the PMI client (PMI-1 as MPICH's Hydra serves it, PMI-2 as Slurm's `srun
+//!   --mpi=pmi2` serves it, singleton) and the wire formats it shares with madrun's server;
+//! - [`secret`]: the job key and the handshake every connection between processes of a job proves
+//!   it with;
+//! - [`launcher`]: the `madrun` launcher (local and remote ranks, PMI server, I/O and signal
+//!   forwarding, failure reporting) — `src/bin/madrun.rs` is its command line.
+//!
+//! This crate must not depend on the communication layers: nmad's bootstrap uses it, not the
+//! other way round.
+
+pub mod launcher;
+pub mod pmi;
+pub mod secret;

@@ -1,0 +1,45 @@
+#!/bin/sh
+# Test "hosts" on this machine: network namespaces on a bridge (root only).
+#   netns-hosts.sh up [N]   create pm2h1..pm2hN (10.77.0.11, .12, ...) on bridge pm2br0 (10.77.0.1)
+#   netns-hosts.sh down     remove them
+#   netns-hosts.sh [-x] HOST CMD...  (as mpiexec.hydra -launcher-exec or madrun --launcher-exec
+#                           call ssh) runs CMD inside namespace HOST; `exec [-x] HOST CMD...` too
+set -eu
+case "${1:-}" in
+up)
+    n=${2:-2}
+    "$0" down >/dev/null 2>&1 || true
+    ip link add pm2br0 type bridge
+    ip addr add 10.77.0.1/24 dev pm2br0
+    ip link set pm2br0 up
+    i=1
+    while [ "$i" -le "$n" ]; do
+        h=pm2h$i
+        ip netns add "$h"
+        ip link add "$h-v" type veth peer name eth0 netns "$h"
+        ip link set "$h-v" master pm2br0 up
+        ip -n "$h" addr add "10.77.0.$((10 + i))/24" dev eth0
+        ip -n "$h" link set eth0 up
+        ip -n "$h" link set lo up
+        i=$((i + 1))
+    done
+    ;;
+down)
+    for h in $(ip netns list 2>/dev/null | awk '/^pm2h/ {print $1}'); do
+        ip netns del "$h"
+    done
+    ip link del pm2br0 2>/dev/null || true
+    ;;
+exec | -x | pm2h*)
+    [ "$1" = "exec" ] && shift
+    [ "${1:-}" = "-x" ] && shift
+    host=$1
+    shift
+    # Like ssh: the remaining words form one shell command line.
+    exec ip netns exec "$host" sh -c "$*"
+    ;;
+*)
+    echo "usage: $0 up [N] | down | exec -x HOST CMD..." >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,143 @@
+//! Jobs across "hosts" through the engines sites already run: MPICH's Hydra with an ssh-style
+//! launcher over network namespaces (`scripts/netns-hosts.sh`), and a private one-node Slurm
+//! (`scripts/slurm-local.sh`) with `srun --mpi=pmi2`. They need root (namespaces, daemons), as
+//! `./run test` and CI have; set PM2_SKIP_SYSTEM_TESTS=1 to skip them elsewhere.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn skip() -> bool {
+    if std::env::var_os("PM2_SKIP_SYSTEM_TESTS").is_some() {
+        eprintln!("system tests skipped (PM2_SKIP_SYSTEM_TESTS is set)");
+        return true;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    assert_eq!(euid, 0, "these tests need root: run ./run test as root, or set PM2_SKIP_SYSTEM_TESTS=1");
+    false
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn script(name: &str) -> PathBuf {
+    root().join("tests/scripts").join(name)
+}
+
+fn pmi_check() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pmi_check"))
+}
+
+/// Runs `cmd`, expects success, returns the `rank R/N ok` lines.
+fn run_job(cmd: &mut Command, n: u32) -> Vec<String> {
+    let out = cmd.output().expect("start the job");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{cmd:?} failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    let ok: Vec<String> =
+        stdout.lines().filter(|l| l.contains(&format!("/{n} ok"))).map(String::from).collect();
+    assert_eq!(ok.len(), n as usize, "every rank reports\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    ok
+}
+
+struct Cleanup(PathBuf, &'static str);
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.0).arg(self.1).status();
+    }
+}
+
+#[test]
+fn hydra_runs_jobs_across_namespace_hosts() {
+    if skip() {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let ns = script("netns-hosts.sh");
+    assert!(Command::new(&ns).args(["up", "2"]).status().unwrap().success(), "creating the namespaces");
+    let _down = Cleanup(ns.clone(), "down");
+    for n in [2u32, 4, 8] {
+        let ok = run_job(
+            Command::new("mpiexec.hydra")
+                .args(["-launcher", "ssh", "-launcher-exec"])
+                .arg(&ns)
+                .args(["-iface", "pm2br0", "-hosts", "pm2h1,pm2h2", "-n", &n.to_string()])
+                .arg(pmi_check()),
+            n,
+        );
+        let nets: HashSet<&str> = ok.iter().filter_map(|l| l.split_whitespace().last()).collect();
+        assert_eq!(nets.len(), 2, "ranks ran on both hosts: {ok:?}");
+        assert!(ok.iter().all(|l| l.contains("(Pmi1)")));
+    }
+}
+
+#[test]
+fn slurm_srun_pmi2_runs_jobs() {
+    if skip() {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sl = script("slurm-local.sh");
+    let dir = std::env::temp_dir().join(format!("pm2-slurm-test-{}", std::process::id()));
+    let up = Command::new(&sl).arg("up").env("PM2_SLURM_DIR", &dir).status().unwrap();
+    assert!(up.success(), "starting the private Slurm (logs in {})", dir.display());
+    struct Down(PathBuf, PathBuf);
+    impl Drop for Down {
+        fn drop(&mut self) {
+            let _ = Command::new(&self.0).arg("down").env("PM2_SLURM_DIR", &self.1).status();
+            let _ = std::fs::remove_dir_all(&self.1);
+        }
+    }
+    let _down = Down(sl, dir.clone());
+    for n in [1u32, 2, 4, 8] {
+        let ok = run_job(
+            Command::new("srun")
+                .env("SLURM_CONF", dir.join("slurm.conf"))
+                .args(["--mpi=pmi2", "-O", "-n", &n.to_string()])
+                .arg(pmi_check()),
+            n,
+        );
+        assert!(ok.iter().all(|l| l.contains("(Pmi2)")), "{ok:?}");
+    }
+}
+
+/// madrun itself across the namespace hosts: remote ranks reach its PMI port over TCP and prove
+/// the job key; a stranger connecting there (rank 0 with `--stranger`) is rejected and logged, and
+/// the job carries on.
+#[test]
+fn madrun_runs_jobs_across_namespace_hosts_and_rejects_strangers() {
+    if skip() {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let built =
+        Command::new(env!("CARGO")).args(["build", "-q", "-p", "tools", "--bin", "madrun"]).status().unwrap();
+    assert!(built.success());
+    let madrun = pmi_check().with_file_name("madrun");
+    let ns = script("netns-hosts.sh");
+    assert!(Command::new(&ns).args(["up", "2"]).status().unwrap().success(), "creating the namespaces");
+    let _down = Cleanup(ns.clone(), "down");
+    let job = |n: u32, extra: &[&str]| {
+        let mut c = Command::new(&madrun);
+        c.args(["-n", &n.to_string(), "-hosts", "pm2h1,pm2h2", "--launcher-exec"])
+            .arg(&ns)
+            .args(["--pmi-host", "10.77.0.1", "--timeout", "30"])
+            .arg(pmi_check())
+            .args(extra);
+        c
+    };
+    for n in [2u32, 4] {
+        let ok = run_job(&mut job(n, &[]), n);
+        let nets: HashSet<&str> = ok.iter().filter_map(|l| l.split_whitespace().last()).collect();
+        assert_eq!(nets.len(), 2, "ranks ran on both hosts: {ok:?}");
+    }
+    let out = job(2, &["--stranger"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the job carries on: {stderr}");
+    assert!(stderr.contains("madrun: rejected a connection from 10.77.0."), "{stderr}");
+}

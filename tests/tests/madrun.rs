@@ -1,0 +1,407 @@
+//! madrun end to end, with real processes: `pmi_check` jobs (PMI-1, PMI-2, remote ranks over
+//! TCP through a fake launcher command), the same under MPICH's `mpiexec.hydra`, and every
+//! failure path (exit status, signal, abort, timeout, SIGTERM, malformed PMI request, exit
+//! before finalize). Each job carries a unique marker variable, and every failure test checks
+//! that no process with that marker survives madrun.
+//!
+//! madrun lives in the `tools` crate, so it is built once with `cargo build` (pmi_check is this
+//! crate's own binary, which cargo builds before these tests). Jobs run one at a time.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
+
+const MARKER: &str = "MADRUN_TEST_MARKER";
+/// A failing job must be reported and gone within this.
+const FAILURE_DEADLINE: Duration = Duration::from_secs(5);
+/// Any job taking longer than this is a hang: it is killed and the test fails.
+const HANG: Duration = Duration::from_secs(30);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+static BUILD: Once = Once::new();
+
+/// Serializes jobs (2 cores) and survives a previous test's panic.
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// target/debug (the test binary is in target/debug/deps).
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_path_buf()
+}
+
+fn madrun_path() -> PathBuf {
+    let dir = bin_dir();
+    BUILD.call_once(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let target_dir = dir.parent().expect("target dir");
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-q", "-p", "tools", "--bin", "madrun", "--target-dir"]).arg(target_dir);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let st = cmd.status().expect("run cargo build");
+        assert!(st.success(), "cargo build -p tools --bin madrun failed");
+    });
+    dir.join("madrun")
+}
+
+fn pmi_check() -> &'static str {
+    env!("CARGO_BIN_EXE_pmi_check")
+}
+
+fn unique_marker() -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("t{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+struct Done {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl std::fmt::Debug for Done {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?} after {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A madrun command whose ranks carry `marker`.
+fn madrun(marker: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(madrun_path());
+    cmd.args(["-genv", MARKER, marker]).args(args).env_remove("PM2_PMI");
+    cmd
+}
+
+/// Runs to completion (killed and failed after `HANG`), feeding `input` to stdin; `during`
+/// runs with the child's pid once it started.
+fn run_with(mut cmd: Command, input: Option<&[u8]>, during: impl FnOnce(u32)) -> Done {
+    let start = Instant::now();
+    cmd.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start the job");
+    let mut stdin = child.stdin.take();
+    if let (Some(s), Some(data)) = (&mut stdin, input) {
+        s.write_all(data).expect("write stdin");
+    }
+    drop(stdin);
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    during(child.id());
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("job hung for {HANG:?}: {cmd:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let elapsed = start.elapsed();
+    let done =
+        Done { code: status.code(), stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap(), elapsed };
+    eprintln!("{:?}: {done:?}", cmd.get_args().collect::<Vec<_>>());
+    done
+}
+
+fn run(cmd: Command) -> Done {
+    run_with(cmd, None, |_| {})
+}
+
+/// Pids of live processes whose environment has `MARKER=marker`.
+fn marked(marker: &str) -> Vec<u32> {
+    let needle = format!("{MARKER}={marker}");
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&c| c == 0).any(|v| v == needle.as_bytes()))
+        })
+        .collect()
+}
+
+fn assert_nothing_left(marker: &str) {
+    let deadline = Instant::now() + Duration::from_millis(500);
+    loop {
+        let left = marked(marker);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "processes of the job survived madrun: {left:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every rank printed its success line (after its `[R] ` tag if `tagged`).
+fn assert_all_ok(d: &Done, n: u32, tagged: bool) {
+    assert_eq!(d.code, Some(0), "{d:?}");
+    for r in 0..n {
+        let tag = if tagged { format!("[{r}] ") } else { String::new() };
+        let want = format!("{tag}rank {r}/{n} ok");
+        assert!(d.stdout.lines().any(|l| l.starts_with(&want)), "missing {want:?}: {d:?}");
+    }
+}
+
+/// A failed job: reported with `report`, exit `code`, quickly, nothing left.
+fn assert_failed(d: &Done, marker: &str, code: i32, report: &[&str]) {
+    assert_eq!(d.code, Some(code), "{d:?}");
+    let line =
+        d.stderr.lines().find(|l| l.starts_with("madrun: ")).unwrap_or_else(|| panic!("no report: {d:?}"));
+    for r in report {
+        assert!(line.contains(r), "report {line:?} lacks {r:?}: {d:?}");
+    }
+    assert!(d.elapsed < FAILURE_DEADLINE, "took {:?}", d.elapsed);
+    assert_nothing_left(marker);
+}
+
+fn have(program: &str) -> bool {
+    let found =
+        Command::new(program).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if !found {
+        eprintln!("NOTICE: {program} is not installed; skipping this test");
+    }
+    found
+}
+
+#[test]
+fn pmi1_jobs_of_1_2_4_8_ranks() {
+    let _g = serial();
+    for n in [1u32, 2, 4, 8] {
+        let m = unique_marker();
+        let d = run(madrun(&m, &["-n", &n.to_string(), pmi_check()]));
+        assert_all_ok(&d, n, false);
+        assert!(d.stdout.contains("(Pmi1)"), "{d:?}");
+    }
+}
+
+#[test]
+fn pmi2_jobs_of_1_2_4_8_ranks() {
+    let _g = serial();
+    for n in [1u32, 2, 4, 8] {
+        let mut cmd = madrun(&unique_marker(), &["-np", &n.to_string(), pmi_check()]);
+        cmd.env("PM2_PMI", "2");
+        let d = run(cmd);
+        assert_all_ok(&d, n, false);
+        assert!(d.stdout.contains("(Pmi2)"), "{d:?}");
+    }
+}
+
+#[test]
+fn pmi_check_under_hydra() {
+    let _g = serial();
+    if !have("mpiexec.hydra") {
+        return;
+    }
+    for n in [1u32, 2, 4, 8] {
+        let mut cmd = Command::new("mpiexec.hydra");
+        cmd.args(["-n", &n.to_string(), pmi_check()]).env_remove("PM2_PMI");
+        assert_all_ok(&run(cmd), n, false);
+    }
+}
+
+#[test]
+fn non_pmi_programs_just_run() {
+    let _g = serial();
+    let d = run(madrun(&unique_marker(), &["-n", "3", "sh", "-c", "echo $PMI_RANK/$PMI_SIZE"]));
+    assert_eq!(d.code, Some(0), "{d:?}");
+    let mut lines: Vec<&str> = d.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["0/3", "1/3", "2/3"]);
+}
+
+#[test]
+fn a_rank_exit_status_is_reported_and_the_job_killed() {
+    let _g = serial();
+    let m = unique_marker();
+    let d = run(madrun(&m, &["-n", "4", pmi_check(), "--exit", "2", "3"]));
+    assert_failed(&d, &m, 3, &["rank 2 (pid ", "exited with status 3", "killing the job"]);
+}
+
+#[test]
+fn a_rank_killed_by_a_signal_is_reported() {
+    let _g = serial();
+    let m = unique_marker();
+    let d = run(madrun(&m, &["-n", "3", pmi_check(), "--kill", "1"]));
+    assert_failed(&d, &m, 128 + 9, &["rank 1 (pid ", "was killed by signal 9 (SIGKILL)"]);
+}
+
+#[test]
+fn pmi_abort_is_reported_with_its_exit_code() {
+    let _g = serial();
+    let m = unique_marker();
+    let d = run(madrun(&m, &["-n", "3", pmi_check(), "--abort", "0"]));
+    assert_failed(
+        &d,
+        &m,
+        7,
+        &["rank 0 (pid ", "called PMI abort (exit code 7): pmi_check_aborts_on_purpose"],
+    );
+}
+
+#[test]
+fn the_timeout_kills_a_hanging_job() {
+    let _g = serial();
+    let m = unique_marker();
+    let d = run(madrun(&m, &["--timeout", "2", "-n", "3", pmi_check(), "--hang", "1"]));
+    assert_failed(&d, &m, 124, &["job timed out after 2 s"]);
+    assert!(d.elapsed >= Duration::from_secs(2), "{d:?}");
+}
+
+#[test]
+fn sigterm_to_madrun_kills_the_job() {
+    let _g = serial();
+    let m = unique_marker();
+    let d = run_with(madrun(&m, &["-n", "3", pmi_check(), "--hang", "1"]), None, |pid| {
+        // Wait until the 3 ranks run, then a little more for them to reach PMI.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while marked(&m).len() < 3 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: kill has no memory-safety preconditions; `pid` is our child, not yet waited.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    });
+    assert_failed(&d, &m, 128 + 15, &["received SIGTERM"]);
+}
+
+#[test]
+fn stdin_goes_to_rank_0_and_tagging_prefixes_lines() {
+    let _g = serial();
+    let d = run_with(
+        madrun(&unique_marker(), &["-n", "2", pmi_check(), "--echo"]),
+        Some(b"hello\nworld\n"),
+        |_| {},
+    );
+    assert_all_ok(&d, 2, false);
+    assert!(d.stdout.contains("echo:hello\nworld\n"), "{d:?}");
+    let tagged = madrun(&unique_marker(), &["-n", "2", "--tag-output", pmi_check(), "--echo"]);
+    let d = run_with(tagged, Some(b"hello\nworld\n"), |_| {});
+    assert_all_ok(&d, 2, true);
+    for want in ["[0] echo:hello\n", "[0] world\n", "[0] rank 0/2 ok", "[1] rank 1/2 ok"] {
+        assert!(d.stdout.contains(want), "missing {want:?}: {d:?}");
+    }
+    assert!(d.stdout.lines().all(|l| l.starts_with("[0] ") || l.starts_with("[1] ")), "{d:?}");
+}
+
+/// A launcher command that runs the command here (it drops the host argument).
+fn fake_launcher() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("madrun-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("fake-ssh");
+    let tmp = dir.join(format!("fake-ssh.{}", unique_marker()));
+    std::fs::write(&tmp, "#!/bin/sh\nshift\nexec \"$@\"\n").unwrap();
+    std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    path
+}
+
+fn remote_job(marker: &str, n: &str, extra: &[&str]) -> Command {
+    let launcher = fake_launcher();
+    let mut args =
+        vec!["-n", n, "-hosts", "localhost,fake-a,fake-b", "--pmi-host", "127.0.0.1", "--launcher-exec"];
+    let launcher = launcher.to_str().unwrap().to_string();
+    args.push(&launcher);
+    args.extend_from_slice(extra);
+    madrun(marker, &args)
+}
+
+#[test]
+fn remote_ranks_use_the_tcp_port_and_the_job_key() {
+    let _g = serial();
+    let d = run(remote_job(&unique_marker(), "4", &["--tag-output", pmi_check()]));
+    assert_all_ok(&d, 4, true);
+    assert!(!d.stderr.contains("rejected"), "{d:?}");
+    let mut cmd = remote_job(&unique_marker(), "3", &["-genv", "PM2_PMI", "2", pmi_check()]);
+    cmd.env("PM2_PMI", "2");
+    let d = run(cmd);
+    assert_all_ok(&d, 3, false);
+    assert!(d.stdout.contains("(Pmi2)"), "{d:?}");
+}
+
+#[test]
+fn a_stranger_on_the_pmi_port_is_rejected_and_the_job_goes_on() {
+    let _g = serial();
+    // Rank 0 must be remote to know PMI_PORT: put it on a fake host.
+    let launcher = fake_launcher();
+    let args = ["-n", "3", "-hosts", "fake-a,localhost", "--pmi-host", "127.0.0.1", "--launcher-exec"];
+    let mut cmd = madrun(&unique_marker(), &args);
+    cmd.arg(&launcher).args([pmi_check(), "--stranger"]);
+    let d = run(cmd);
+    assert_all_ok(&d, 3, false);
+    assert!(d.stderr.contains("madrun: rejected a connection from 127.0.0.1:"), "{d:?}");
+    assert!(d.stdout.contains("stranger got 0 bytes"), "{d:?}");
+}
+
+#[test]
+fn a_failing_remote_rank_kills_its_launcher_and_the_job() {
+    let _g = serial();
+    let m = unique_marker();
+    let d = run(remote_job(&m, "3", &[pmi_check(), "--exit", "1", "5"]));
+    assert_failed(&d, &m, 5, &["rank 1 (pid ", "exited with status 5"]);
+}
+
+#[test]
+fn a_malformed_pmi_request_is_quoted_and_fails_the_job() {
+    let _g = serial();
+    if !have("python3") {
+        return;
+    }
+    let m = unique_marker();
+    let script = "import os, time\nos.write(int(os.environ['PMI_FD']), b'hello world\\n')\ntime.sleep(5)";
+    let d = run(madrun(&m, &["-n", "2", "python3", "-c", script]));
+    assert_failed(&d, &m, 1, &["rank ", "malformed PMI request", r#""hello world\n""#]);
+}
+
+#[test]
+fn exiting_0_between_init_and_finalize_fails_the_job() {
+    let _g = serial();
+    if !have("python3") {
+        return;
+    }
+    let m = unique_marker();
+    let script = "import os, sys, time\n\
+        fd = int(os.environ['PMI_FD'])\n\
+        os.write(fd, b'cmd=init pmi_version=1 pmi_subversion=1\\n')\n\
+        os.read(fd, 100)\n\
+        if os.environ['PMI_RANK'] == '1': sys.exit(0)\n\
+        time.sleep(10)";
+    let d = run(madrun(&m, &["-n", "2", "python3", "-c", script]));
+    assert_failed(&d, &m, 1, &["rank 1 (pid ", "status 0", "before PMI finalize"]);
+}
+
+#[test]
+fn bad_command_lines_exit_2_with_usage() {
+    let _g = serial();
+    for args in [&["-n", "0", "x"][..], &["--bogus", "x"], &["-n", "2"], &["-genv", "X"]] {
+        let d = run(madrun(&unique_marker(), args));
+        assert_eq!(d.code, Some(2), "{d:?}");
+        assert!(d.stderr.starts_with("madrun: ") && d.stderr.contains("usage: madrun"), "{d:?}");
+    }
+    let d = run(madrun(&unique_marker(), &["--help"]));
+    assert_eq!(d.code, Some(0), "{d:?}");
+    assert!(d.stdout.contains("usage: madrun"), "{d:?}");
+    let d = run(madrun(&unique_marker(), &["-n", "2", "/nonexistent/program"]));
+    assert_eq!(d.code, Some(127), "{d:?}");
+    assert!(d.stderr.contains("cannot start rank 0 (/nonexistent/program)"), "{d:?}");
+}
