@@ -125,14 +125,7 @@ impl Conn {
     /// Sends a request and returns the reply, which must be `expect` with rc 0.
     pub(crate) fn call(&mut self, m: Message, expect: &str) -> Result<Message, PmiError> {
         let doing = format!("{} (expecting {expect})", m.cmd);
-        self.send(&m, &doing)?;
-        let r = self.recv(&doing)?;
-        if r.cmd != expect {
-            return Err(PmiError::Protocol {
-                doing,
-                err: WireError { reason: format!("unexpected reply {:?}", r.cmd), quoted: r.encode_v1() },
-            });
-        }
+        let r = self.call_any_rc(m, expect)?;
         let rc = r.rc().map_err(|err| PmiError::Protocol { doing: doing.clone(), err })?;
         if rc != 0 {
             let msg = r.get("msg").or(r.get("errmsg")).unwrap_or("").to_string();
@@ -141,7 +134,8 @@ impl Conn {
         Ok(r)
     }
 
-    /// Like `call`, but returns replies with a non-zero rc instead of failing (PMI-1 get).
+    /// Sends a request and returns the reply, which must be `expect`, whatever its rc (PMI-1 get
+    /// answers a missing key with rc=-1).
     pub(crate) fn call_any_rc(&mut self, m: Message, expect: &str) -> Result<Message, PmiError> {
         let doing = format!("{} (expecting {expect})", m.cmd);
         self.send(&m, &doing)?;
