@@ -1,8 +1,12 @@
-//! NewMadeleine, the communication core (not implemented yet: issue 5).
+//! NewMadeleine, the communication core.
 //!
-//! It will own sessions, gates (peers), drivers (self, shared memory, TCP; later reliable UDP and
-//! ibverbs) behind a `Driver` trait, eager and rendezvous protocols, tag matching with MPI's
-//! ordering, and optimizing strategies behind a `Strategy` trait (default, aggregation,
-//! multi-rail split). Progression goes through pioman ltasks.
+//! Layout (the tree shows the architecture):
+//! - [`drivers`] move bytes: `self`, `shm`, `tcp` behind the [`drivers::Driver`] trait (seam 1);
+//! - `strategies` decide what goes on the wire for each peer (seam 2);
+//! - `core` owns gates (peers), sessions, matching, the eager and rendezvous protocols;
+//! - `interfaces` are what upper layers use (`sendrecv`, data descriptions).
 //!
 //! It must not know about MPI objects (communicators, datatypes): those belong to madmpi.
+
+pub mod drivers;
+mod loom;

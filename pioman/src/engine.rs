@@ -52,6 +52,8 @@ pub(crate) struct Inner {
     pub(crate) switch_stride: u64,
     /// Progression threads to poke when something changes (registration, shutdown).
     pub(crate) pokes: Mutex<Vec<std::thread::Thread>>,
+    /// Doorbells of progression threads' wait sets (poked too: they may sleep in epoll).
+    pub(crate) poke_bells: Mutex<Vec<Arc<crate::waitset::Doorbell>>>,
     pub(crate) stats_path: Option<std::path::PathBuf>,
     /// Statistics of finished tasks, folded by source name.
     retired: Mutex<Vec<crate::stats::SourceSnapshot>>,
@@ -93,6 +95,7 @@ impl Inner {
             switch_poll: AtomicBool::new(false),
             switch_stride: switch_stride.max(1),
             pokes: Mutex::new(Vec::new()),
+            poke_bells: Mutex::new(Vec::new()),
             stats_path,
             retired: Mutex::new(Vec::new()),
         })
@@ -201,6 +204,9 @@ impl Inner {
         for t in self.pokes.lock().unwrap().iter() {
             t.unpark();
         }
+        for b in self.poke_bells.lock().unwrap().iter() {
+            b.ring();
+        }
         if let Some(h) = &self.marcel {
             h.wake_idle_lwps();
         }
@@ -214,6 +220,28 @@ impl Inner {
     /// Whether a source of `scope` can be waited for in a blocking call.
     pub(crate) fn has_blocking_sources(&self, scope: Scope) -> bool {
         self.tasks.load().iter().any(|t| scope.allows(t.opts.binding) && blocking_fd(t).is_some())
+    }
+
+    /// Arms the blocking-fd sources of `scope` before a sleep in their fds, then sleeps with
+    /// `sleep` unless one of them already has an event. Returns `sleep`'s result, or `true`
+    /// (an event is there) without sleeping.
+    pub(crate) fn sleep_armed(&self, scope: Scope, sleep: impl FnOnce() -> bool) -> bool {
+        let tasks = self.tasks.load();
+        let mut armed = 0;
+        let mut ready = false;
+        for t in tasks.iter().filter(|t| scope.allows(t.opts.binding) && blocking_fd(t).is_some()) {
+            armed += 1;
+            if !t.source.arm() {
+                ready = true;
+                break;
+            }
+        }
+        let woke = ready || sleep();
+        for t in tasks.iter().filter(|t| scope.allows(t.opts.binding) && blocking_fd(t).is_some()).take(armed)
+        {
+            t.source.disarm();
+        }
+        woke
     }
 
     // ---------------------------------------------------------------- progress
@@ -401,7 +429,9 @@ impl Inner {
                 }
                 let until = deadline.map_or(round_end, |d| d.min(round_end));
                 cond.sleep_until(mask, Wake::Doorbell(ws.doorbell.clone()), || {
-                    self.note_blocking_wait(scope, ws.wait(Some(until.saturating_duration_since(now))));
+                    let woke =
+                        self.sleep_armed(scope, || ws.wait(Some(until.saturating_duration_since(now))));
+                    self.note_blocking_wait(scope, woke);
                 });
                 self.progress(Context::Blocking, scope, false, None);
             }

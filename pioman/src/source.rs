@@ -88,6 +88,17 @@ pub trait Source: Send + Sync + 'static {
         BlockingWait::None
     }
 
+    /// Called before a context sleeps in this source's [`BlockingWait::Fd`]: the source arms its
+    /// wake-up (e.g. tells its peers that a signal on the fd is now needed) and returns `false` if
+    /// it already has an event (the context then polls instead of sleeping). Every `arm` is
+    /// followed by one [`Source::disarm`] once the context is awake again. Default: nothing to arm.
+    fn arm(&self) -> bool {
+        true
+    }
+
+    /// Ends what one [`Source::arm`] started.
+    fn disarm(&self) {}
+
     /// For [`BlockingWait::Custom`]: blocks until the source probably has an event or `timeout`
     /// passes (spurious returns are fine: pioman polls afterwards).
     fn wait(&self, timeout: Option<Duration>) {

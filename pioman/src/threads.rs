@@ -54,6 +54,7 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
             return tick_only(inner, scope);
         }
     };
+    inner.poke_bells.lock().unwrap().push(ws.doorbell.clone());
     let under_marcel = inner.marcel.is_some();
     let mut next_tick = Instant::now() + inner.tick;
     while !inner.shutdown.load(Relaxed) {
@@ -86,7 +87,9 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                     && !inner.waiter_spins_on(node)
                     && inner.has_blocking_sources(scope) =>
             {
-                let woke = ws.wait(Some(next_tick.saturating_duration_since(Instant::now())));
+                let woke = inner.sleep_armed(scope, || {
+                    ws.wait(Some(next_tick.saturating_duration_since(Instant::now())))
+                });
                 inner.note_blocking_wait(scope, woke);
                 inner.progress(Context::Blocking, scope, false, None);
             }

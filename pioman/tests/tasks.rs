@@ -318,3 +318,85 @@ fn bad_configuration_is_a_clear_error() {
     let e = policy::by_name("fastest").err().unwrap();
     assert!(e.contains("unknown policy"));
 }
+
+/// A source whose producer signals the fd only while someone sleeps on it (like a shared-memory
+/// ring): `arm` publishes "a signal is needed", `disarm` withdraws it.
+struct Armed {
+    word: AtomicU32,
+    sleepers: AtomicU32,
+    arms: AtomicU64,
+    disarms: AtomicU64,
+    seen: AtomicU64,
+    fd: EventSource,
+}
+
+impl Armed {
+    /// The producer: publish, then signal only if a context sleeps.
+    fn produce(&self) {
+        self.word.store(1, SeqCst);
+        if self.sleepers.load(SeqCst) > 0 {
+            notify(self.fd.fd()).unwrap();
+        }
+    }
+}
+
+impl Source for Armed {
+    fn name(&self) -> &str {
+        "armed"
+    }
+    fn poll(&self, _: &mut PollCtx) -> Poll {
+        let mut b = [0u8; 8];
+        // SAFETY: reading 8 bytes from our nonblocking eventfd into an 8-byte buffer.
+        unsafe { libc::read(self.fd.fd(), b.as_mut_ptr().cast(), 8) };
+        if self.word.swap(0, AcqRel) != 0 {
+            self.seen.fetch_add(1, Relaxed);
+            Poll::Progress
+        } else {
+            Poll::Idle
+        }
+    }
+    fn blocking(&self) -> BlockingWait {
+        BlockingWait::Fd(self.fd.fd())
+    }
+    fn arm(&self) -> bool {
+        self.arms.fetch_add(1, Relaxed);
+        self.sleepers.fetch_add(1, SeqCst);
+        self.word.load(SeqCst) == 0
+    }
+    fn disarm(&self) {
+        self.disarms.fetch_add(1, Relaxed);
+        self.sleepers.fetch_sub(1, SeqCst);
+    }
+}
+
+#[test]
+fn sources_arm_their_wake_up_before_a_blocking_wait() {
+    // A long tick: detection must come from the armed fd, not from the tick's poll.
+    let pio = Pioman::builder()
+        .policy(policy::by_name("block").unwrap())
+        .without_marcel()
+        .tick(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let a = Arc::new(Armed {
+        word: AtomicU32::new(0),
+        sleepers: AtomicU32::new(0),
+        arms: AtomicU64::new(0),
+        disarms: AtomicU64::new(0),
+        seen: AtomicU64::new(0),
+        fd: EventSource::new("armed").unwrap(),
+    });
+    pio.register(a.clone(), Options::default()).unwrap();
+    for i in 1..=5 {
+        std::thread::sleep(Duration::from_millis(20)); // let the progression thread fall asleep
+        let t = Instant::now();
+        a.produce();
+        while a.seen.load(Relaxed) < i {
+            assert!(t.elapsed() < Duration::from_secs(2), "event {i} not detected");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    pio.shutdown();
+    assert!(a.arms.load(Relaxed) >= 5, "every sleep was armed");
+    assert_eq!(a.arms.load(Relaxed), a.disarms.load(Relaxed), "every arm was disarmed");
+}

@@ -1,0 +1,258 @@
+//! Drivers move bytes between processes; they know nothing of tags, matching or requests.
+//!
+//! A [`Driver`] is one *driver context* per process (one NIC, one shared-memory domain): it
+//! publishes a business card, connects to peers from their cards (giving a [`Link`] per peer),
+//! and is polled — by one pioman ltask — for everything that arrives or progresses, which it hands
+//! to a [`Sink`] (the core). Several drivers reaching the same peer are *rails*.
+//!
+//! Two kinds of traffic:
+//! - **packets** (`Link::try_send`): at most [`Caps::max_packet`] bytes built by the core
+//!   (headers and small data, aggregated); delivered whole and in order per link, or refused as
+//!   [`Sent::Busy`] when the link is full (the strategy then accumulates more to aggregate);
+//! - **bulk** data of rendezvous messages, streamed from the sender's memory
+//!   (`Link::send_bulk`) straight into the memory the receiver's core names
+//!   (`Sink::bulk_dest`), or read by the receiver from the sender's memory
+//!   (`Link::read_remote`, [`LargePath::ReadRemote`]).
+//!
+//! Rules every driver keeps:
+//! - Everything read from a peer is untrusted: every length and offset is bounds-checked, a
+//!   malformed frame fails the link ([`Sink::link_failed`]) instead of panicking.
+//! - A dead peer is detected (EOF, hang-up) and reported through `Sink::link_failed`; later
+//!   calls on its link return errors. Nothing hangs.
+//! - Connections prove the job secret (`tools::secret`) both ways; a stranger is rejected and
+//!   logged, and the driver carries on.
+//! - `poll` may call any `Sink` method, and the sink may call `try_send`/`send_bulk` on any link of
+//!   the same driver from inside that call: a driver holds no lock across sink calls that its send
+//!   side needs.
+//! - Drivers never see tags, sessions or requests: `BulkHeader::cookie` is opaque to them.
+
+pub mod conformance;
+pub mod self_driver;
+pub mod shm;
+pub mod tcp;
+
+use std::io::{self, IoSlice};
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use tools::secret::JobKey;
+
+/// A process of the job (its PMI rank).
+pub type PeerId = u32;
+
+/// What a driver can do; the core and the strategies adapt to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// Largest packet [`Link::try_send`] accepts (all segments together).
+    pub max_packet: usize,
+    /// Messages up to this many bytes go eagerly through this driver (unless credits run out);
+    /// larger ones use the rendezvous. At most `max_packet` minus the core's headers.
+    pub eager_limit: usize,
+    /// `try_send` and `send_bulk` take scattered segments without gathering them first.
+    pub iovec: bool,
+    /// The driver's best path for rendezvous data.
+    pub large: LargePath,
+    /// [`Driver::wait_fd`] gives an fd pioman can sleep on (interrupt-style waits).
+    pub blocking: bool,
+}
+
+/// How rendezvous data travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LargePath {
+    /// The sender streams it with [`Link::send_bulk`]; the receiving driver writes it where the
+    /// receiver's core says ([`Sink::bulk_dest`]).
+    Bulk,
+    /// The receiver copies it out of the sender's memory with [`Link::read_remote`] (one copy);
+    /// `Bulk` remains available as the fallback when the system refuses.
+    ReadRemote,
+}
+
+/// Nominal performance, for strategies (small messages on the lowest latency, large ones split
+/// in proportion to bandwidth).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Profile {
+    pub latency_ns: u64,
+    pub bandwidth_mbps: u64,
+}
+
+/// A piece of the sender's memory (valid in the sender's address space).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub ptr: *const u8,
+    pub len: usize,
+}
+
+/// A piece of memory the receiver writes into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentMut {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+
+// SAFETY: segments are plain descriptions of memory; whoever dereferences them answers for the
+// memory's validity (the core keeps it alive until the driver reports completion).
+unsafe impl Send for Segment {}
+// SAFETY: as above.
+unsafe impl Sync for Segment {}
+// SAFETY: as above.
+unsafe impl Send for SegmentMut {}
+// SAFETY: as above.
+unsafe impl Sync for SegmentMut {}
+
+/// Which bytes of which rendezvous a bulk transfer carries. The cookie is the receiver's
+/// (opaque to drivers); the driver may split one `send_bulk` into several frames, each with its
+/// own `offset` and `len`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BulkHeader {
+    pub cookie: u64,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// The outcome of a packet send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// The packet is on its way; its memory may be reused.
+    Done,
+    /// Nothing was sent: the link is full. Retry after the driver's next poll.
+    Busy,
+}
+
+/// What a process needs to start its drivers.
+#[derive(Clone, Debug)]
+pub struct DriverEnv {
+    pub rank: PeerId,
+    pub size: u32,
+    /// Proved by both sides of every connection.
+    pub job_key: JobKey,
+    /// Identifies this node (same value ⇔ shared memory and cross-memory attach work): boot id
+    /// and network namespace, so network namespaces count as hosts.
+    pub node: String,
+}
+
+/// One driver context (one per network per process).
+pub trait Driver: Send + Sync {
+    /// The instance's name, which is also its key in business cards (`self`, `shm`, `tcp`,
+    /// `tcp:eth1`). Two processes use a driver together if both have one by that name.
+    fn name(&self) -> &str;
+    fn caps(&self) -> Caps;
+    fn profile(&self) -> Profile;
+    /// How a peer reaches this process through this driver (published through PMI; no `;`,
+    /// no `=`, no spaces).
+    fn card(&self) -> String;
+    /// Whether this driver can reach the process that published `card` (for `shm`: same node).
+    fn reaches(&self, card: &str) -> bool;
+    /// Connects to `peer` from its card and proves the job secret. May block for the handshake
+    /// (bounded by a timeout); the peer's driver reports the connection as [`Sink::link_up`].
+    fn connect(&self, peer: PeerId, card: &str) -> io::Result<Arc<dyn Link>>;
+    /// Makes progress on everything: accepts connections, receives, continues bulk sends,
+    /// detects failures. Returns how many events it handled (0: nothing happened). Never blocks.
+    fn poll(&self, sink: &mut dyn Sink) -> usize;
+    /// An fd that becomes readable when `poll` has something to do (after [`Driver::arm`]).
+    fn wait_fd(&self) -> Option<RawFd> {
+        None
+    }
+    /// A context is about to sleep on `wait_fd`: make sure peers signal it. Returns `false` if
+    /// something already arrived (do not sleep). Each `arm` is paired with one `disarm`.
+    fn arm(&self) -> bool {
+        true
+    }
+    fn disarm(&self) {}
+    /// Closes every link and stops accepting. Idempotent.
+    fn shutdown(&self) {}
+}
+
+/// A connection to one peer through one driver.
+pub trait Link: Send + Sync {
+    fn peer(&self) -> PeerId;
+    /// Sends one packet made of `packet`'s segments (at most `Caps::max_packet` bytes in all),
+    /// whole, or nothing ([`Sent::Busy`]). On `Done` the bytes were copied or written: the caller
+    /// may reuse them. Errors mean the link failed.
+    fn try_send(&self, packet: &[IoSlice<'_>]) -> io::Result<Sent>;
+    /// Starts sending `src` (`hdr.len` bytes in all) as bulk data; the receiving driver asks its
+    /// sink where to put it. Completion is reported as [`Sink::bulk_sent`] with `token`.
+    ///
+    /// # Safety
+    /// The memory of `src` must stay valid and unchanged until `bulk_sent(token)` or a
+    /// `link_failed` for this peer has been reported.
+    unsafe fn send_bulk(&self, hdr: BulkHeader, src: &[Segment], token: u64) -> io::Result<()>;
+    /// Copies the peer's memory `remote` into `local` (same total length) — one copy, for
+    /// [`LargePath::ReadRemote`]. `ErrorKind::PermissionDenied` or `Unsupported` mean the system
+    /// refuses: the core falls back to bulk sends.
+    ///
+    /// # Safety
+    /// `local` must be valid for writes. `remote` comes from the peer and is checked by the
+    /// system, not trusted.
+    unsafe fn read_remote(&self, remote: &[Segment], local: &[SegmentMut]) -> io::Result<()> {
+        let _ = (remote, local);
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this driver cannot read remote memory"))
+    }
+    /// The process id to announce in rendezvous requests when [`Link::read_remote`] is possible.
+    fn pid_for_remote_reads(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// What a driver's poll hands its events to: the core (or a test).
+pub trait Sink {
+    /// A peer connected to us and proved the secret.
+    fn link_up(&mut self, link: Arc<dyn Link>);
+    /// A packet from `from` (valid only during the call).
+    fn packet(&mut self, from: PeerId, bytes: &[u8]);
+    /// Where the bulk bytes `hdr` from `from` go: fills `dest` with segments of `hdr.len` bytes
+    /// in all and returns `true`, or returns `false` and the driver discards the bytes. The
+    /// memory stays valid until `bulk_done(hdr)` or a link failure is reported.
+    fn bulk_dest(&mut self, from: PeerId, hdr: &BulkHeader, dest: &mut Vec<SegmentMut>) -> bool;
+    /// Every byte of `hdr` (for which `bulk_dest` returned `true`) has been written.
+    fn bulk_done(&mut self, from: PeerId, hdr: &BulkHeader);
+    /// A `send_bulk` finished: its memory is free.
+    fn bulk_sent(&mut self, to: PeerId, token: u64);
+    /// The link to `peer` failed (dead peer, malformed data): pending transfers are lost.
+    fn link_failed(&mut self, peer: PeerId, error: io::Error);
+}
+
+/// This machine's node identity: boot id and network namespace (see [`DriverEnv::node`]).
+pub fn node_id() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let net = std::fs::read_link("/proc/self/ns/net").map(|p| p.display().to_string()).unwrap_or_default();
+    let net: String = net.chars().filter(char::is_ascii_digit).collect();
+    format!("{}-{}", boot.trim().replace('-', ""), net)
+}
+
+/// Copies `src` segments into `dst` segments (same total length), for drivers that move bulk
+/// data through their own buffers and for the self driver.
+///
+/// # Safety
+/// Every segment must be valid (reads for `src`, writes for `dst`) and they must not overlap.
+pub unsafe fn copy_segments(src: &[Segment], dst: &[SegmentMut]) {
+    let (mut si, mut so, mut di, mut dof) = (0, 0, 0, 0);
+    while si < src.len() && di < dst.len() {
+        let n = (src[si].len - so).min(dst[di].len - dof);
+        // SAFETY: both ranges lie inside valid, non-overlapping segments (caller's contract).
+        unsafe { std::ptr::copy_nonoverlapping(src[si].ptr.add(so), dst[di].ptr.add(dof), n) };
+        so += n;
+        dof += n;
+        if so == src[si].len {
+            si += 1;
+            so = 0;
+        }
+        if dof == dst[di].len {
+            di += 1;
+            dof = 0;
+        }
+    }
+}
+
+/// A driver by name and options: `self`, `shm`, `tcp`, `tcp:IFACE` or `tcp:ADDRESS` (the address
+/// or interface it listens on; several are rails).
+pub fn by_spec(spec: &str, env: &DriverEnv) -> io::Result<Arc<dyn Driver>> {
+    let (kind, arg) = spec.split_once(':').map_or((spec, None), |(k, a)| (k, Some(a)));
+    match kind {
+        "self" => Ok(Arc::new(self_driver::SelfDriver::new(env)?)),
+        "shm" => shm::ShmDriver::create(env),
+        "tcp" => tcp::TcpDriver::create(env, arg),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("unknown driver `{spec}` (known: self, shm, tcp, tcp:IFACE)"),
+        )),
+    }
+}
