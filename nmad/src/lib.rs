@@ -2,11 +2,153 @@
 //!
 //! Layout (the tree shows the architecture):
 //! - [`drivers`] move bytes: `self`, `shm`, `tcp` behind the [`drivers::Driver`] trait (seam 1);
-//! - `strategies` decide what goes on the wire for each peer (seam 2);
-//! - `core` owns gates (peers), sessions, matching, the eager and rendezvous protocols;
-//! - `interfaces` are what upper layers use (`sendrecv`, data descriptions).
+//! - [`strategies`] decide what goes on the wire for each peer (seam 2);
+//! - `core` owns gates (peers), sessions, tag matching, the eager and rendezvous protocols and
+//!   flow control, and runs each driver from a pioman progression task;
+//! - [`interfaces`] are what upper layers use (`sendrecv`, data descriptions);
+//! - [`bootstrap`] finds the other processes (PMI) and exchanges business cards.
 //!
 //! It must not know about MPI objects (communicators, datatypes): those belong to madmpi.
+//!
+//! ```no_run
+//! use nmad::{Nmad, Source};
+//! let nm = Nmad::init().unwrap(); // under madrun, Hydra or srun --mpi=pmi2; alone: 1 rank
+//! let s = nm.session(0);
+//! let peer = (nm.rank() + 1) % nm.size();
+//! s.send(peer, 7, b"hello").unwrap();
+//! let mut buf = [0u8; 5];
+//! let st = s.recv(Source::Any, 7, &mut buf).unwrap();
+//! assert_eq!(st.len, 5);
+//! nm.finalize().unwrap();
+//! ```
 
+pub mod bootstrap;
+mod core;
 pub mod drivers;
+pub mod interfaces;
 mod loom;
+pub mod strategies;
+
+pub use crate::core::request::{COMPLETED, Error, Event, MATCHED, Monitor, Request, Status};
+pub use crate::core::session::SessionMonitor;
+pub use crate::core::wire;
+pub use crate::core::{Config, Stats};
+pub use interfaces::data::{Blocks, Data, Layout, Strided};
+pub use interfaces::sendrecv::{Scope, SendMode, Source, TagMatch, scope};
+
+use bootstrap::Bootstrap;
+use std::io;
+use std::sync::Arc;
+
+/// One process's communication core. Cheap to clone; the last handle shuts it down.
+#[derive(Clone)]
+pub struct Nmad(Arc<Handle>);
+
+struct Handle {
+    core: Arc<crate::core::Core>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.core.shutdown();
+    }
+}
+
+/// A session: an independent matching space (madmpi maps a communicator to one). Cheap to clone.
+#[derive(Clone)]
+pub struct Session(pub(crate) Arc<crate::core::session::SessionInner>);
+
+/// Configures an [`Nmad`].
+#[derive(Default)]
+pub struct Builder {
+    bootstrap: Option<Arc<dyn Bootstrap>>,
+    pioman: Option<pioman::Pioman>,
+    config: Option<Config>,
+}
+
+impl Builder {
+    /// How to find the other processes (default: PMI from the environment).
+    pub fn bootstrap(mut self, b: Arc<dyn Bootstrap>) -> Self {
+        self.bootstrap = Some(b);
+        self
+    }
+
+    /// The progression engine to use (default: a new one configured from the environment).
+    pub fn pioman(mut self, p: pioman::Pioman) -> Self {
+        self.pioman = Some(p);
+        self
+    }
+
+    /// Settings (default: [`Config::from_env`]).
+    pub fn config(mut self, c: Config) -> Self {
+        self.config = Some(c);
+        self
+    }
+
+    /// Starts the core. Collective: every process of the job calls it.
+    pub fn build(self) -> io::Result<Nmad> {
+        let config = match self.config {
+            Some(c) => c,
+            None => Config::from_env().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+        };
+        let bootstrap = match self.bootstrap {
+            Some(b) => b,
+            None => Arc::new(bootstrap::PmiBootstrap::init()?),
+        };
+        let core = crate::core::Core::start(bootstrap, self.pioman, config)?;
+        Ok(Nmad(Arc::new(Handle { core })))
+    }
+}
+
+impl Nmad {
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Starts with the environment's settings, under the launcher's PMI (or as a singleton).
+    pub fn init() -> io::Result<Nmad> {
+        Builder::default().build()
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.0.core.rank
+    }
+
+    pub fn size(&self) -> u32 {
+        self.0.core.size
+    }
+
+    /// The session `id` (created on first use; the same id on every rank talks together).
+    pub fn session(&self, id: u32) -> Session {
+        Session(self.0.core.session(id))
+    }
+
+    /// Closes session `id`: its posted receives complete as cancelled, its unexpected messages
+    /// are dropped.
+    pub fn close_session(&self, id: u32) {
+        self.0.core.close_session(id);
+    }
+
+    /// The progression engine (to wait on several requests, change the policy...).
+    pub fn pioman(&self) -> &pioman::Pioman {
+        &self.0.core.pioman
+    }
+
+    /// Names of the rails to `peer`, lowest latency first (creates the gate; connects nothing).
+    pub fn rails_to(&self, peer: u32) -> Result<Vec<String>, Error> {
+        self.0.core.rails_to(peer)
+    }
+
+    pub fn strategy(&self) -> &str {
+        self.0.core.strategy.name()
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.0.core.stats()
+    }
+
+    /// Collective end: waits until every rank got here, then closes links quietly.
+    pub fn finalize(self) -> io::Result<()> {
+        self.0.core.finalize()
+    }
+}

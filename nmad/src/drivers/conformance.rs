@@ -149,8 +149,8 @@ pub fn check_cards_and_caps(p: &Pair) {
         let card = d.card();
         assert!(!d.name().is_empty());
         assert!(
-            !card.is_empty() && !card.contains([';', '=', ' ', '\n']),
-            "card `{card}` must be non-empty, without ; = or spaces"
+            !card.is_empty() && card.bytes().all(|b| b.is_ascii_graphic() && !b";=\\#|".contains(&b)),
+            "card `{card}` must be printable ASCII without space ; = \\ # |"
         );
         let c = d.caps();
         assert!(c.max_packet >= 4096, "max_packet {} too small", c.max_packet);

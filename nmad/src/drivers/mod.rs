@@ -136,8 +136,8 @@ pub trait Driver: Send + Sync {
     fn name(&self) -> &str;
     fn caps(&self) -> Caps;
     fn profile(&self) -> Profile;
-    /// How a peer reaches this process through this driver (published through PMI; no `;`,
-    /// no `=`, no spaces).
+    /// How a peer reaches this process through this driver (published through PMI: printable
+    /// ASCII without space, `=`, `;`, `\\`, `#` or `|`).
     fn card(&self) -> String;
     /// Whether this driver can reach the process that published `card` (for `shm`: same node).
     fn reaches(&self, card: &str) -> bool;

@@ -1,0 +1,118 @@
+//! How processes of a job find each other: ranks, the job secret, and a key/value store with a
+//! fence, where each process publishes its drivers' business cards. Connections are then made
+//! lazily, on first use, from the cards (no n² connections at start-up).
+//!
+//! [`PmiBootstrap`] speaks PMI to the launcher (madrun, Hydra, Slurm; or a 1-process singleton).
+//! [`LocalJob`] runs several ranks inside one process (threads as ranks), for tests and tools.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::{Arc, Barrier, Mutex};
+use tools::pmi::Pmi;
+use tools::secret::JobKey;
+
+pub trait Bootstrap: Send + Sync {
+    fn rank(&self) -> u32;
+    fn size(&self) -> u32;
+    fn job_key(&self) -> &JobKey;
+    fn put(&self, key: &str, value: &str) -> io::Result<()>;
+    /// Collective: everything put before is visible to every `get` after.
+    fn fence(&self) -> io::Result<()>;
+    fn get(&self, key: &str) -> io::Result<Option<String>>;
+}
+
+/// The launcher's PMI.
+pub struct PmiBootstrap {
+    pmi: Mutex<Pmi>,
+    rank: u32,
+    size: u32,
+    key: JobKey,
+}
+
+fn pmi_err(e: tools::pmi::PmiError) -> io::Error {
+    io::Error::other(format!("PMI: {e}"))
+}
+
+impl PmiBootstrap {
+    /// Connects to the launcher (collective: reads or creates the job key).
+    pub fn init() -> io::Result<PmiBootstrap> {
+        let mut pmi = Pmi::init().map_err(pmi_err)?;
+        let key = tools::pmi::job_key(&mut pmi).map_err(pmi_err)?;
+        Ok(PmiBootstrap { rank: pmi.rank(), size: pmi.size(), pmi: Mutex::new(pmi), key })
+    }
+
+    /// Gives the PMI connection back (to finalize it).
+    pub fn into_pmi(self) -> Pmi {
+        self.pmi.into_inner().unwrap()
+    }
+}
+
+impl Bootstrap for PmiBootstrap {
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn job_key(&self) -> &JobKey {
+        &self.key
+    }
+    fn put(&self, key: &str, value: &str) -> io::Result<()> {
+        self.pmi.lock().unwrap().put(key, value).map_err(pmi_err)
+    }
+    fn fence(&self) -> io::Result<()> {
+        self.pmi.lock().unwrap().fence().map_err(pmi_err)
+    }
+    fn get(&self, key: &str) -> io::Result<Option<String>> {
+        self.pmi.lock().unwrap().get(key).map_err(pmi_err)
+    }
+}
+
+/// A job whose ranks are in this process.
+pub struct LocalJob {
+    kv: Mutex<HashMap<String, String>>,
+    barrier: Barrier,
+    size: u32,
+    key: JobKey,
+}
+
+impl LocalJob {
+    /// The bootstraps of ranks `0..size`.
+    pub fn ranks(size: u32) -> io::Result<Vec<LocalBootstrap>> {
+        let job = Arc::new(LocalJob {
+            kv: Mutex::new(HashMap::new()),
+            barrier: Barrier::new(size as usize),
+            size,
+            key: JobKey::generate()?,
+        });
+        Ok((0..size).map(|rank| LocalBootstrap { job: job.clone(), rank }).collect())
+    }
+}
+
+pub struct LocalBootstrap {
+    job: Arc<LocalJob>,
+    rank: u32,
+}
+
+impl Bootstrap for LocalBootstrap {
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.job.size
+    }
+    fn job_key(&self) -> &JobKey {
+        &self.job.key
+    }
+    fn put(&self, key: &str, value: &str) -> io::Result<()> {
+        self.job.kv.lock().unwrap().insert(key.to_string(), value.to_string());
+        Ok(())
+    }
+    fn fence(&self) -> io::Result<()> {
+        self.job.barrier.wait();
+        Ok(())
+    }
+    fn get(&self, key: &str) -> io::Result<Option<String>> {
+        Ok(self.job.kv.lock().unwrap().get(key).cloned())
+    }
+}

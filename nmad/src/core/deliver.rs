@@ -1,0 +1,293 @@
+//! What happens once a receive has its message: eager data is copied into the receive buffer
+//! (straight from the packet when it was posted in time), a rendezvous starts the large
+//! transfer — a direct read of the sender's memory where the driver can, otherwise a
+//! ready-to-receive naming the rails (the strategy splits the data) and bulk data written by
+//! the drivers straight into the buffer.
+//!
+//! Receives posted without a buffer stop at "matched": the message is *claimed* by the request
+//! (its owner may peek at it) until the owner provides the buffer with `unpack`.
+
+use super::Core;
+use super::gate::{Control, EAGER_OVERHEAD, Gate, LargeRecv};
+use super::matching::{Body, Remote, Unexpected};
+use super::request::{Error, Kind, ReqPtr};
+use super::session::{InBody, Incoming};
+use super::wire::FLAG_SYNC;
+use crate::drivers::{BulkHeader, LargePath, PeerId, Segment, SegmentMut};
+use std::io;
+use std::sync::atomic::Ordering::*;
+
+/// A direct read of the sender's memory, done by the next driver poll (progression), not by the
+/// thread that matched.
+pub(crate) struct ReadJob {
+    peer: PeerId,
+    req: ReqPtr,
+    accepted: u64,
+    sender_cookie: u64,
+    remote: Remote,
+}
+
+fn is_deferred(req: ReqPtr) -> bool {
+    // SAFETY: callers hold `req`.
+    matches!(unsafe { &req.state().kind }, Kind::Recv { deferred: true, .. })
+}
+
+/// A posted receive matched an arriving message.
+///
+/// # Safety
+/// The caller holds `req` (taken out of the posted list).
+pub(crate) unsafe fn matched(core: &Core, gate: &Gate, req: ReqPtr, inc: Incoming<'_>) {
+    let (from, tag) = (inc.from, inc.h.tag);
+    match inc.body {
+        InBody::Data { cookie, payload } => {
+            let sync = (inc.h.flags & FLAG_SYNC != 0).then_some(cookie);
+            gate.owe(core, payload.len() as u64 + EAGER_OVERHEAD, 0);
+            // SAFETY: we hold it.
+            unsafe { req.set_matched(from, tag, payload.len() as u64) };
+            if is_deferred(req) {
+                let body = Body::Eager { data: payload.into_owned(), sync_cookie: sync };
+                // SAFETY: we hold it; signal_matched is our last access.
+                unsafe { claim(req, Unexpected { source: from, tag, arrival: 0, body }) };
+            } else {
+                // SAFETY: we hold it.
+                unsafe { finish_eager(core, gate, req, &payload, sync) };
+            }
+        }
+        InBody::Rdv { total, cookie, header, remote } => {
+            gate.owe(core, 0, 1);
+            // SAFETY: we hold it.
+            unsafe { req.set_matched(from, tag, total) };
+            if is_deferred(req) {
+                let body = Body::Rdv { total, cookie, header: header.into_owned(), remote };
+                // SAFETY: as above.
+                unsafe { claim(req, Unexpected { source: from, tag, arrival: 0, body }) };
+            } else {
+                // SAFETY: we hold it.
+                unsafe { start_large(core, gate, req, total, cookie, remote) };
+            }
+        }
+    }
+}
+
+/// A receive being posted found its message among the unexpected ones.
+///
+/// # Safety
+/// The caller holds `req` (it was not posted).
+pub(crate) unsafe fn unexpected(core: &Core, gate: &Gate, req: ReqPtr, u: Unexpected) {
+    match &u.body {
+        Body::Eager { data, .. } => gate.owe(core, data.len() as u64 + EAGER_OVERHEAD, 0),
+        Body::Rdv { .. } => gate.owe(core, 0, 1),
+    }
+    // SAFETY: we hold it.
+    unsafe { req.set_matched(u.source, u.tag, u.len()) };
+    if is_deferred(req) {
+        // SAFETY: we hold it.
+        unsafe { claim(req, u) };
+    } else {
+        // SAFETY: we hold it.
+        unsafe { consume(core, gate, req, u) };
+    }
+}
+
+/// Gives a matched message to a receive that has no buffer yet; the owner takes the request
+/// back at the signal.
+unsafe fn claim(req: ReqPtr, u: Unexpected) {
+    // SAFETY: the caller holds `req`.
+    unsafe {
+        req.state().claimed = Some(Box::new(u));
+        req.signal_matched();
+    }
+}
+
+/// Receives a matched message (from the unexpected list or a claim) into the request's buffer.
+///
+/// # Safety
+/// The caller holds `req`, whose data is set.
+pub(crate) unsafe fn consume(core: &Core, gate: &Gate, req: ReqPtr, u: Unexpected) {
+    match u.body {
+        // SAFETY: we hold it.
+        Body::Eager { data, sync_cookie } => unsafe { finish_eager(core, gate, req, &data, sync_cookie) },
+        Body::Rdv { total, cookie, remote, .. } => {
+            // SAFETY: we hold it.
+            unsafe { start_large(core, gate, req, total, cookie, remote) }
+        }
+    }
+}
+
+unsafe fn finish_eager(core: &Core, gate: &Gate, req: ReqPtr, payload: &[u8], sync: Option<u64>) {
+    // SAFETY: the caller holds `req`.
+    let st = unsafe { req.state() };
+    let cap = st.data.len();
+    // SAFETY: the receive buffer is writable until completion (Data contract).
+    st.received = unsafe { st.data.unpack(0, payload) } as u64;
+    if payload.len() > cap {
+        st.error = Some(Error::Truncated { len: payload.len() as u64, capacity: cap as u64 });
+    }
+    if let Some(c) = sync {
+        gate.control(core, Control::Ack(c));
+    }
+    // SAFETY: we hold it; last access.
+    unsafe { req.complete(None) };
+}
+
+/// Starts receiving the data of a rendezvous into the request's buffer.
+unsafe fn start_large(
+    core: &Core,
+    gate: &Gate,
+    req: ReqPtr,
+    total: u64,
+    sender_cookie: u64,
+    remote: Option<Remote>,
+) {
+    // SAFETY: the caller holds `req`.
+    let st = unsafe { req.state() };
+    let cap = st.data.len() as u64;
+    let accepted = total.min(cap);
+    if total > cap {
+        st.error = Some(Error::Truncated { len: total, capacity: cap });
+    }
+    if accepted == 0 {
+        gate.control(
+            core,
+            Control::Rtr { cookie: sender_cookie, recv_cookie: 0, accepted: 0, pieces: Vec::new() },
+        );
+        // SAFETY: we hold it; last access.
+        unsafe { req.complete(None) };
+        return;
+    }
+    let can_read = !gate.no_remote_read.load(Relaxed)
+        && gate.rails.iter().any(|r| r.info.caps.large == LargePath::ReadRemote);
+    match remote {
+        Some(remote) if can_read => {
+            core.reads.lock().unwrap().push_back(ReadJob {
+                peer: gate.peer,
+                req,
+                accepted,
+                sender_cookie,
+                remote,
+            });
+        }
+        // SAFETY: we hold it.
+        _ => unsafe { bulk(core, gate, req, accepted, sender_cookie) },
+    }
+}
+
+/// The bulk path: register the receive, tell the sender which rails carry which bytes.
+unsafe fn bulk(core: &Core, gate: &Gate, req: ReqPtr, accepted: u64, sender_cookie: u64) {
+    let infos: Vec<_> = gate.rails.iter().map(|r| r.info.clone()).collect();
+    let mut pieces: Vec<(usize, u64, u64)> = core
+        .strategy
+        .split(accepted, &infos)
+        .into_iter()
+        .filter(|p| p.len > 0)
+        .map(|p| (p.rail.min(infos.len() - 1), p.offset, p.len))
+        .collect();
+    let covered = pieces.iter().try_fold(0u64, |at, &(_, off, len)| (off == at).then_some(at + len));
+    if covered != Some(accepted) || pieces.len() > super::wire::MAX_PIECES {
+        pieces = vec![(0, 0, accepted)]; // a strategy bug must not lose data
+    }
+    let recv_cookie = gate.large_in.lock().unwrap().insert(LargeRecv { req, accepted, received: 0 });
+    gate.control(core, Control::Rtr { cookie: sender_cookie, recv_cookie, accepted, pieces });
+}
+
+/// Runs the pending direct reads. Returns how many ran.
+pub(crate) fn run_reads(core: &Core) -> usize {
+    let mut n = 0;
+    loop {
+        let Some(job) = core.reads.lock().unwrap().pop_front() else { return n };
+        n += 1;
+        let Ok(gate) = core.gate(job.peer) else { continue };
+        if gate.failed.get().is_some() {
+            continue; // the failure completed the request
+        }
+        // SAFETY: the job holds the request.
+        match unsafe { read(core, &gate, &job) } {
+            Ok(()) => {
+                // SAFETY: as above.
+                unsafe { job.req.state().received = job.accepted };
+                gate.control(core, Control::Fin(job.sender_cookie));
+                // SAFETY: as above; last access.
+                unsafe { job.req.complete(None) };
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::PermissionDenied | io::ErrorKind::Unsupported) => {
+                if !gate.no_remote_read.swap(true, Relaxed) {
+                    eprintln!(
+                        "nmad: rank {}: direct reads from peer {} refused ({e}); using copies",
+                        core.rank, gate.peer
+                    );
+                }
+                // SAFETY: the job held the request.
+                unsafe { bulk(core, &gate, job.req, job.accepted, job.sender_cookie) };
+            }
+            Err(e) => {
+                // SAFETY: as above.
+                unsafe {
+                    job.req.state().error = Some(Error::Protocol(format!("reading the sender's memory: {e}")))
+                };
+                gate.control(core, Control::Fin(job.sender_cookie));
+                // SAFETY: as above; last access.
+                unsafe { job.req.complete(None) };
+            }
+        }
+    }
+}
+
+unsafe fn read(core: &Core, gate: &Gate, job: &ReadJob) -> io::Result<()> {
+    let rail = gate
+        .rails
+        .iter()
+        .find(|r| r.info.caps.large == LargePath::ReadRemote)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "no rail reads remote memory"))?;
+    let link = rail.link(core)?;
+    let mut local: Vec<SegmentMut> = Vec::new();
+    // SAFETY: the caller holds the request.
+    unsafe { job.req.state() }.data.segments_mut(0..job.accepted as usize, &mut local);
+    let mut remote: Vec<Segment> = Vec::new();
+    let mut left = job.accepted;
+    for (addr, len) in job.remote.segments.iter().copied() {
+        if left == 0 {
+            break;
+        }
+        let n = len.min(left);
+        remote.push(Segment { ptr: addr as usize as *const u8, len: n as usize });
+        left -= n;
+    }
+    // SAFETY: `local` is the receive buffer (writable until completion); the kernel checks
+    // `remote` against the peer's address space.
+    unsafe { link.read_remote(&remote, &local) }
+}
+
+/// Where bulk bytes for receive `hdr.cookie` go.
+pub(crate) fn bulk_dest(gate: &Gate, hdr: &BulkHeader, dest: &mut Vec<SegmentMut>) -> bool {
+    let mut l = gate.large_in.lock().unwrap();
+    let Some(e) = l.get_mut(hdr.cookie) else { return false };
+    match hdr.offset.checked_add(hdr.len) {
+        Some(end) if end <= e.accepted => {
+            // SAFETY: the table holds the request; we hold the table's lock.
+            let st = unsafe { e.req.state() };
+            st.data.segments_mut(hdr.offset as usize..end as usize, dest);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Bulk bytes arrived; completes the receive when all did.
+pub(crate) fn bulk_done(gate: &Gate, hdr: &BulkHeader) {
+    let done = {
+        let mut l = gate.large_in.lock().unwrap();
+        let Some(e) = l.get_mut(hdr.cookie) else { return };
+        e.received += hdr.len;
+        if e.received < e.accepted {
+            return;
+        }
+        l.remove(hdr.cookie)
+    };
+    if let Some(e) = done {
+        // SAFETY: removed from the table: we hold it.
+        unsafe {
+            e.req.state().received = e.accepted;
+            e.req.complete(None);
+        }
+    }
+}

@@ -1,0 +1,631 @@
+//! A gate: everything about one peer — its rails, what waits to be sent to it, the sends waiting
+//! for its answers, the large receives it feeds, and the flow-control credit both ways.
+//!
+//! Sending: messages wait in order in `Out::msgs` (sequence numbers per session assigned when
+//! queued), control chunks in `Out::control`. [`Gate::flush`] asks the strategy for a packet
+//! plan, builds the packet (headers in a reused buffer, payloads as iovec segments pointing at
+//! user memory), and offers it to the rail's link; only when the link takes it are the chunks
+//! committed (so a busy link changes nothing). The gate lock is per peer: no lock is global.
+//!
+//! Flow control: an eager message costs the sender `len + 64` bytes of the credit the receiver
+//! granted; without enough credit a message goes as a rendezvous request (which costs one slot);
+//! without a slot it waits. The receiver returns credit as messages are consumed, piggy-backed
+//! on any packet to the peer or, past a threshold, in a packet of its own.
+
+use super::Core;
+use super::request::{Error, Kind, ReqPtr};
+use super::slab::Slab;
+use super::wire::{self, Encoder, FLAG_READ, FLAG_SYNC, MsgHeader, Piece};
+use crate::drivers::{BulkHeader, LargePath, Link, PeerId, Segment, Sent};
+use crate::strategies::{Plan, RailInfo};
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, IoSlice};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Credit an eager message costs beyond its payload (its share of headers and bookkeeping).
+pub(crate) const EAGER_OVERHEAD: u64 = 64;
+
+/// One way to the peer: a driver, and the link once connected.
+pub(crate) struct Rail {
+    pub(crate) driver: usize,
+    pub(crate) info: RailInfo,
+    card: String,
+    peer: PeerId,
+    link: Mutex<Option<Arc<dyn Link>>>,
+}
+
+impl Rail {
+    pub(crate) fn new(driver: usize, info: RailInfo, card: String, peer: PeerId) -> Rail {
+        Rail { driver, info, card, peer, link: Mutex::new(None) }
+    }
+
+    /// The link, connecting on first use (lazily: no n² connections at start-up).
+    pub(crate) fn link(&self, core: &Core) -> io::Result<Arc<dyn Link>> {
+        let mut l = self.link.lock().unwrap();
+        if let Some(l) = &*l {
+            return Ok(l.clone());
+        }
+        let d = &core.drivers[self.driver];
+        let new = marcel::blocking(|| d.connect(self.peer, &self.card))?;
+        *l = Some(new.clone());
+        Ok(new)
+    }
+
+    /// Uses a link the peer opened, unless we have one already.
+    pub(crate) fn adopt(&self, link: Arc<dyn Link>) {
+        let mut l = self.link.lock().unwrap();
+        if l.is_none() {
+            *l = Some(link);
+        }
+    }
+}
+
+/// Control chunks waiting to go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Control {
+    Rtr { cookie: u64, recv_cookie: u64, accepted: u64, pieces: Vec<(usize, u64, u64)> },
+    Fin(u64),
+    Ack(u64),
+}
+
+impl Control {
+    fn wire_size(&self) -> usize {
+        match self {
+            Control::Rtr { pieces, .. } => 1 + 40 + pieces.len() * (1 + wire::MAX_RAIL_NAME + 20),
+            Control::Fin(_) | Control::Ack(_) => 11,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Proto {
+    Eager,
+    Rdv,
+}
+
+/// A piece of the packet being built: header bytes (a range of `Out::hdr`) or user memory.
+#[derive(Clone, Copy)]
+enum Part {
+    Hdr(usize, usize),
+    Mem(Segment),
+}
+
+/// The send side of a gate (under the gate lock).
+pub(crate) struct Out {
+    control: VecDeque<Control>,
+    msgs: VecDeque<ReqPtr>,
+    next_seq: HashMap<u32, u32>,
+    /// Eager credit (bytes) and rendezvous slots the peer granted us.
+    credit: u64,
+    slots: u64,
+    /// Sends waiting for an answer (RTR, FIN, ACK) or for their bulk data to leave, by cookie.
+    sends: Slab<ReqPtr>,
+    // Scratch space reused by every packet.
+    hdr: Vec<u8>,
+    parts: Vec<Part>,
+    segs: Vec<Segment>,
+    iov: Vec<IoSlice<'static>>,
+    flat: Vec<u8>,
+    cookies: Vec<u64>,
+    ctrl_sizes: Vec<usize>,
+    msg_sizes: Vec<usize>,
+    protos: Vec<Proto>,
+    rails: Vec<RailInfo>,
+}
+
+/// A large message being received into a posted buffer, by receive cookie.
+pub(crate) struct LargeRecv {
+    pub(crate) req: ReqPtr,
+    pub(crate) accepted: u64,
+    pub(crate) received: u64,
+}
+
+pub(crate) struct Gate {
+    pub(crate) peer: PeerId,
+    /// Sorted by latency (rail 0 is the lowest).
+    pub(crate) rails: Vec<Rail>,
+    pub(crate) out: Mutex<Out>,
+    pub(crate) large_in: Mutex<Slab<LargeRecv>>,
+    /// Credit to give back to the peer (bytes, slots).
+    pub(crate) owed_bytes: AtomicU64,
+    pub(crate) owed_slots: AtomicU64,
+    /// Owed credit past which it goes back in a packet of its own.
+    pub(crate) owed_threshold: u64,
+    pub(crate) eager_limit: usize,
+    pub(crate) failed: OnceLock<String>,
+    /// The system refused a remote read from this peer: use bulk transfers.
+    pub(crate) no_remote_read: AtomicBool,
+    pub(crate) backlogged: AtomicBool,
+}
+
+impl Gate {
+    /// `credit`/`slots`: what the peer grants us (from its card); `grant`: what we grant it.
+    pub(crate) fn new(
+        peer: PeerId,
+        rails: Vec<Rail>,
+        credit: u64,
+        slots: u64,
+        grant: u64,
+        eager_cap: usize,
+    ) -> Gate {
+        let eager_limit = rails
+            .iter()
+            .map(|r| r.info.caps.eager_limit.min(r.info.room().saturating_sub(wire::MAX_HEADER + 16)))
+            .min()
+            .unwrap_or(0)
+            .min(eager_cap);
+        let infos = rails.iter().map(|r| r.info.clone()).collect();
+        Gate {
+            peer,
+            rails,
+            out: Mutex::new(Out {
+                control: VecDeque::new(),
+                msgs: VecDeque::new(),
+                next_seq: HashMap::new(),
+                credit,
+                slots,
+                sends: Slab::default(),
+                hdr: Vec::with_capacity(4096),
+                parts: Vec::new(),
+                segs: Vec::new(),
+                iov: Vec::new(),
+                flat: Vec::new(),
+                cookies: Vec::new(),
+                ctrl_sizes: Vec::new(),
+                msg_sizes: Vec::new(),
+                protos: Vec::new(),
+                rails: infos,
+            }),
+            large_in: Mutex::new(Slab::default()),
+            owed_bytes: AtomicU64::new(0),
+            owed_slots: AtomicU64::new(0),
+            owed_threshold: (grant / 4).max(1),
+            eager_limit,
+            failed: OnceLock::new(),
+            no_remote_read: AtomicBool::new(false),
+            backlogged: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn rail_by_driver(&self, driver: usize) -> Option<&Rail> {
+        self.rails.iter().find(|r| r.driver == driver)
+    }
+
+    fn rail_by_name(&self, name: &[u8]) -> Option<usize> {
+        self.rails.iter().position(|r| r.info.name.as_bytes() == name)
+    }
+
+    pub(crate) fn failure(&self) -> Option<Error> {
+        self.failed.get().map(|r| Error::PeerFailed { peer: self.peer, reason: r.clone() })
+    }
+
+    /// Queues a send (its state is set up by the caller) and assigns its sequence number.
+    ///
+    /// # Safety
+    /// `req` is an active send request the caller holds; it passes to the gate.
+    pub(crate) unsafe fn enqueue(&self, core: &Core, req: ReqPtr) -> Result<(), Error> {
+        {
+            let mut out = self.out.lock().unwrap();
+            if let Some(e) = self.failure() {
+                return Err(e);
+            }
+            // SAFETY: we hold the request (caller's contract).
+            let st = unsafe { req.state() };
+            let Kind::Send { session, .. } = st.kind else { unreachable!("enqueue of a receive") };
+            let seq = out.next_seq.entry(session).or_insert(0);
+            st.seq = *seq;
+            *seq = seq.wrapping_add(1);
+            out.msgs.push_back(req);
+        }
+        self.flush(core);
+        Ok(())
+    }
+
+    /// Queues a control chunk and sends what can go.
+    pub(crate) fn control(&self, core: &Core, c: Control) {
+        self.out.lock().unwrap().control.push_back(c);
+        self.flush(core);
+    }
+
+    /// Sends as many packets as the links take.
+    pub(crate) fn flush(&self, core: &Core) {
+        let mut completed: Vec<ReqPtr> = Vec::new();
+        {
+            let mut out = self.out.lock().unwrap();
+            if self.failed.get().is_some() {
+                return;
+            }
+            for r in out.rails.iter_mut() {
+                r.busy = false;
+            }
+            loop {
+                match self.send_one(core, &mut out, &mut completed) {
+                    Ok(true) => continue,
+                    Ok(false) => break,
+                    Err(e) => {
+                        drop(out);
+                        self.fail(core, &format!("sending failed: {e}"));
+                        completed.clear(); // `fail` completed them with the error
+                        return;
+                    }
+                }
+            }
+        }
+        for r in completed {
+            // SAFETY: taken out of the queue by `send_one`: we hold it.
+            unsafe { r.complete(None) };
+        }
+    }
+
+    /// Builds and offers one packet. `Ok(false)`: nothing (more) can go now.
+    fn send_one(&self, core: &Core, out: &mut Out, completed: &mut Vec<ReqPtr>) -> io::Result<bool> {
+        let o = &mut *out;
+        o.ctrl_sizes.clear();
+        o.ctrl_sizes.extend(o.control.iter().map(Control::wire_size));
+        self.plan_messages(o);
+        let owed = (self.owed_bytes.load(Relaxed), self.owed_slots.load(Relaxed));
+        let credit_due = owed.0 >= self.owed_threshold || owed.1 >= 16;
+        let plan = if o.ctrl_sizes.is_empty() && o.msg_sizes.is_empty() {
+            if !credit_due {
+                return Ok(false);
+            }
+            match crate::strategies::first_free(&o.rails) {
+                Some(rail) => Plan { rail, control: 0, messages: 0 },
+                None => return Ok(false),
+            }
+        } else {
+            match core.strategy.pack(&o.ctrl_sizes, &o.msg_sizes, &o.rails) {
+                Some(p) => self.sanitize(p, o),
+                None => return Ok(false),
+            }
+        };
+        let link = self.rails[plan.rail].link(core)?;
+        let taken = self.build(core, o, &plan)?;
+        let sent = if self.rails[plan.rail].info.caps.iovec {
+            link.try_send(&o.iov)
+        } else {
+            o.flat.clear();
+            for s in &o.iov {
+                o.flat.extend_from_slice(s);
+            }
+            link.try_send(&[IoSlice::new(&o.flat)])
+        };
+        o.iov.clear(); // the slices borrowed `hdr` and user memory only for the send
+        match sent {
+            Ok(Sent::Done) => {
+                core.packets.fetch_add(1, Relaxed);
+                core.chunks.fetch_add((plan.control + plan.messages) as u64, Relaxed);
+                self.commit(o, &plan, completed);
+                Ok(true)
+            }
+            Ok(Sent::Busy) => {
+                for c in o.cookies.drain(..) {
+                    o.sends.remove(c);
+                }
+                self.owed_bytes.fetch_add(taken.0, Relaxed);
+                self.owed_slots.fetch_add(taken.1, Relaxed);
+                o.rails[plan.rail].busy = true;
+                if !self.backlogged.swap(true, AcqRel) {
+                    core.backlog.lock().unwrap().push(self.peer);
+                }
+                Ok(o.rails.iter().any(|r| !r.busy))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Decides, in order, how each waiting message goes (eager or rendezvous) with the credit
+    /// left, stopping at the first that cannot go yet (later ones must not overtake it).
+    fn plan_messages(&self, o: &mut Out) {
+        o.msg_sizes.clear();
+        o.protos.clear();
+        let (mut credit, mut slots) = (o.credit, o.slots);
+        // No packet holds more than the largest room: looking further is wasted work.
+        let horizon = o.rails.iter().map(RailInfo::room).max().unwrap_or(0);
+        let mut planned = 0;
+        for &req in &o.msgs {
+            if planned > horizon {
+                break;
+            }
+            // SAFETY: queued requests are held by the gate; we hold the gate lock.
+            let st = unsafe { req.state() };
+            let len = st.data.len();
+            let cost = len as u64 + EAGER_OVERHEAD;
+            if len <= self.eager_limit && credit >= cost {
+                credit -= cost;
+                o.protos.push(Proto::Eager);
+                o.msg_sizes.push(wire::MAX_HEADER + 10 + len);
+                planned += wire::MAX_HEADER + 10 + len;
+            } else if slots > 0 {
+                slots -= 1;
+                o.protos.push(Proto::Rdv);
+                let hl = st.header_len.min(len).min(wire::MAX_RDV_HEADER);
+                let size = wire::MAX_HEADER + 30 + hl + 20 * (wire::MAX_REMOTE_SEGMENTS + 1);
+                o.msg_sizes.push(size);
+                planned += size;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Keeps a strategy's plan within what is waiting and non-empty.
+    fn sanitize(&self, mut p: Plan, o: &Out) -> Plan {
+        p.rail = p.rail.min(self.rails.len() - 1);
+        p.control = p.control.min(o.ctrl_sizes.len());
+        p.messages = p.messages.min(o.msg_sizes.len());
+        if p.control + p.messages == 0 {
+            if o.ctrl_sizes.is_empty() {
+                p.messages = 1;
+            } else {
+                p.control = 1;
+            }
+        }
+        let room = o.rails[p.rail].room();
+        while p.control + p.messages > 1
+            && o.ctrl_sizes[..p.control].iter().chain(&o.msg_sizes[..p.messages]).sum::<usize>() > room
+        {
+            if p.messages > 0 {
+                p.messages -= 1;
+            } else {
+                p.control -= 1;
+            }
+        }
+        p
+    }
+
+    /// The rail through which the peer may read our memory, and the pid to announce.
+    fn remote_read_pid(&self, core: &Core) -> Option<u32> {
+        if self.no_remote_read.load(Relaxed) {
+            return None;
+        }
+        let r = self.rails.iter().find(|r| r.info.caps.large == LargePath::ReadRemote)?;
+        r.link(core).ok()?.pid_for_remote_reads()
+    }
+
+    /// Encodes the packet of `plan` into `o.hdr`/`o.iov`. Returns the credit it carries back.
+    fn build(&self, core: &Core, o: &mut Out, plan: &Plan) -> io::Result<(u64, u64)> {
+        o.hdr.clear();
+        o.parts.clear();
+        o.cookies.clear();
+        o.hdr.push(wire::VERSION);
+        let mut mark = 0;
+        for c in o.control.iter().take(plan.control) {
+            let mut e = Encoder(&mut o.hdr);
+            match c {
+                Control::Rtr { cookie, recv_cookie, accepted, pieces } => {
+                    let pieces: Vec<Piece<'_>> = pieces
+                        .iter()
+                        .map(|&(rail, offset, len)| Piece {
+                            rail: self.rails[rail].info.name.as_bytes(),
+                            offset,
+                            len,
+                        })
+                        .collect();
+                    e.rtr(*cookie, *recv_cookie, *accepted, &pieces);
+                }
+                Control::Fin(c) => e.fin(*c),
+                Control::Ack(c) => e.ack(*c),
+            }
+        }
+        for i in 0..plan.messages {
+            let req = o.msgs[i];
+            // SAFETY: queued: the gate holds it, and we hold the gate lock.
+            let st = unsafe { req.state() };
+            let Kind::Send { session, tag, flags, .. } = st.kind else {
+                unreachable!("a receive in the send queue")
+            };
+            let len = st.data.len();
+            match o.protos[i] {
+                Proto::Eager => {
+                    let flags = flags & FLAG_SYNC;
+                    let cookie = if flags != 0 { o.sends.insert(req) } else { 0 };
+                    if flags != 0 {
+                        o.cookies.push(cookie);
+                    }
+                    Encoder(&mut o.hdr).data(&MsgHeader { flags, session, tag, seq: st.seq }, len, cookie);
+                    o.parts.push(Part::Hdr(mark, o.hdr.len()));
+                    mark = o.hdr.len();
+                    o.segs.clear();
+                    st.data.segments(0..len, &mut o.segs);
+                    o.parts.extend(o.segs.iter().map(|&s| Part::Mem(s)));
+                }
+                Proto::Rdv => {
+                    let cookie = o.sends.insert(req);
+                    o.cookies.push(cookie);
+                    let mut head = [0u8; wire::MAX_RDV_HEADER];
+                    let hl = st.header_len.min(len).min(wire::MAX_RDV_HEADER);
+                    // SAFETY: the send's memory is readable until it completes (Data contract).
+                    unsafe { st.data.pack(0, &mut head[..hl]) };
+                    let mut remote: Vec<(u64, u64)> = Vec::new();
+                    let pid = if st.data.block_count(0..len) <= wire::MAX_REMOTE_SEGMENTS {
+                        self.remote_read_pid(core)
+                    } else {
+                        None
+                    };
+                    if pid.is_some() {
+                        o.segs.clear();
+                        st.data.segments(0..len, &mut o.segs);
+                        remote.extend(o.segs.iter().map(|s| (s.ptr as u64, s.len as u64)));
+                    }
+                    let flags = (flags & FLAG_SYNC) | if pid.is_some() { FLAG_READ } else { 0 };
+                    let h = MsgHeader { flags, session, tag, seq: st.seq };
+                    Encoder(&mut o.hdr).rdv(&h, len as u64, cookie, &head[..hl], pid.map(|_| &remote[..]));
+                }
+            }
+        }
+        let taken = (self.owed_bytes.swap(0, Relaxed), self.owed_slots.swap(0, Relaxed));
+        if taken != (0, 0) {
+            Encoder(&mut o.hdr).credit(taken.0, taken.1);
+        }
+        if o.hdr.len() > mark {
+            o.parts.push(Part::Hdr(mark, o.hdr.len()));
+        }
+        let total: usize =
+            o.parts.iter().map(|p| if let Part::Hdr(a, b) = p { b - a } else { 0 }).sum::<usize>()
+                + o.parts.iter().map(|p| if let Part::Mem(s) = p { s.len } else { 0 }).sum::<usize>();
+        if total > self.rails[plan.rail].info.caps.max_packet {
+            return Err(io::Error::other(format!(
+                "packet of {total} bytes exceeds the rail's maximum (a bug)"
+            )));
+        }
+        debug_assert!(o.iov.is_empty());
+        for p in &o.parts {
+            let slice: &[u8] = match *p {
+                Part::Hdr(a, b) => &o.hdr[a..b],
+                // SAFETY: user memory of a queued send, readable until it completes (Data contract).
+                Part::Mem(s) => unsafe { std::slice::from_raw_parts(s.ptr, s.len) },
+            };
+            // SAFETY: the 'static lifetime is a lie confined to this packet: `iov` is cleared
+            // right after the send, before `hdr` changes or the send can complete.
+            o.iov.push(IoSlice::new(unsafe { std::mem::transmute::<&[u8], &'static [u8]>(slice) }));
+        }
+        Ok(taken)
+    }
+
+    /// The link took the packet: the chunks in it leave the queues.
+    fn commit(&self, o: &mut Out, plan: &Plan, completed: &mut Vec<ReqPtr>) {
+        o.control.drain(..plan.control);
+        for i in 0..plan.messages {
+            let req = o.msgs.pop_front().expect("planned message");
+            // SAFETY: the gate holds it; we hold the gate lock.
+            let st = unsafe { req.state() };
+            match o.protos[i] {
+                Proto::Eager => {
+                    o.credit -= st.data.len() as u64 + EAGER_OVERHEAD;
+                    let Kind::Send { flags, .. } = st.kind else { unreachable!() };
+                    if flags & FLAG_SYNC == 0 {
+                        completed.push(req);
+                    }
+                }
+                Proto::Rdv => o.slots -= 1,
+            }
+        }
+        o.cookies.clear();
+    }
+
+    // ------------------------------------------------------------ answers from the peer
+
+    /// The peer is ready for the data of send `cookie`: `pieces` say which bytes go on which
+    /// rail, to its receive `recv_cookie`.
+    pub(crate) fn on_rtr(
+        &self,
+        core: &Core,
+        cookie: u64,
+        recv_cookie: u64,
+        accepted: u64,
+        pieces: &[Piece<'_>],
+    ) -> Result<(), String> {
+        let mut done = None;
+        {
+            let mut out = self.out.lock().unwrap();
+            let o = &mut *out;
+            let Some(&mut req) = o.sends.get_mut(cookie) else {
+                return Err(format!("ready-to-receive for unknown send {cookie:#x}"));
+            };
+            // SAFETY: registered sends are held by the gate; we hold its lock.
+            let st = unsafe { req.state() };
+            if accepted > st.data.len() as u64 {
+                return Err(format!(
+                    "ready-to-receive accepts {accepted} bytes of a {}-byte message",
+                    st.data.len()
+                ));
+            }
+            for p in pieces {
+                let rail = self.rail_by_name(p.rail).unwrap_or(0);
+                let link = self.rails[rail]
+                    .link(core)
+                    .map_err(|e| format!("rail {}: {e}", self.rails[rail].info.name))?;
+                o.segs.clear();
+                st.data.segments(p.offset as usize..(p.offset + p.len) as usize, &mut o.segs);
+                let hdr = BulkHeader { cookie: recv_cookie, offset: p.offset, len: p.len };
+                // SAFETY: the send's memory stays valid until it completes, which waits for
+                // every bulk_sent (or a failure).
+                unsafe { link.send_bulk(hdr, &o.segs, cookie) }.map_err(|e| format!("bulk send: {e}"))?;
+                st.pending += 1;
+            }
+            if st.pending == 0 {
+                done = o.sends.remove(cookie);
+            }
+        }
+        if let Some(r) = done {
+            // SAFETY: removed from the table: we hold it.
+            unsafe { r.complete(None) };
+        }
+        Ok(())
+    }
+
+    /// A bulk piece of send `cookie` left.
+    pub(crate) fn on_bulk_sent(&self, cookie: u64) {
+        let done = {
+            let mut out = self.out.lock().unwrap();
+            let Some(&mut req) = out.sends.get_mut(cookie) else { return };
+            // SAFETY: registered: held by the gate, under its lock.
+            let st = unsafe { req.state() };
+            st.pending = st.pending.saturating_sub(1);
+            if st.pending > 0 {
+                return;
+            }
+            out.sends.remove(cookie)
+        };
+        if let Some(r) = done {
+            // SAFETY: removed: we hold it.
+            unsafe { r.complete(None) };
+        }
+    }
+
+    /// FIN (the peer read the data) or ACK (a synchronous eager send matched).
+    pub(crate) fn on_answer(&self, cookie: u64) -> Result<(), String> {
+        let r = self.out.lock().unwrap().sends.remove(cookie);
+        match r {
+            // SAFETY: removed: we hold it.
+            Some(r) => unsafe { r.complete(None) },
+            None => return Err(format!("answer for unknown send {cookie:#x}")),
+        }
+        Ok(())
+    }
+
+    /// Credit returned by the peer.
+    pub(crate) fn add_credit(&self, core: &Core, bytes: u64, slots: u64) {
+        {
+            let mut out = self.out.lock().unwrap();
+            out.credit = out.credit.saturating_add(bytes);
+            out.slots = out.slots.saturating_add(slots);
+        }
+        self.flush(core);
+    }
+
+    /// Credit we owe the peer (a message it sent was consumed); sent back when due.
+    pub(crate) fn owe(&self, core: &Core, bytes: u64, slots: u64) {
+        let b = self.owed_bytes.fetch_add(bytes, Relaxed) + bytes;
+        let s = self.owed_slots.fetch_add(slots, Relaxed) + slots;
+        if b >= self.owed_threshold || s >= 16 {
+            self.flush(core);
+        }
+    }
+
+    /// The peer is gone: every request involving it fails.
+    pub(crate) fn fail(&self, core: &Core, reason: &str) {
+        if self.failed.set(reason.to_string()).is_err() {
+            return;
+        }
+        if !core.finalizing.load(Relaxed) {
+            eprintln!("nmad: rank {}: lost peer {}: {reason}", core.rank, self.peer);
+        }
+        let mut reqs: Vec<ReqPtr> = Vec::new();
+        {
+            let mut out = self.out.lock().unwrap();
+            reqs.extend(out.msgs.drain(..));
+            reqs.extend(out.sends.drain());
+            out.control.clear();
+        }
+        reqs.extend(self.large_in.lock().unwrap().drain().into_iter().map(|l| l.req));
+        let err = self.failure().expect("just set");
+        for r in reqs {
+            // SAFETY: taken out of the gate's structures: we hold them.
+            unsafe { r.complete(Some(err.clone())) };
+        }
+        core.fail_posted_for(self.peer, &err);
+    }
+}

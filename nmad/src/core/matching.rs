@@ -1,0 +1,292 @@
+//! Tag matching for one session: posted receives and unexpected messages, with MPI's order.
+//!
+//! Posted receives sit in a per-source list or in the any-source list; a posting counter orders
+//! the two, so a message takes the *earliest posted* receive that matches it. Unexpected messages
+//! sit in per-source lists in arrival order (which is the senders' order: the session restores
+//! sequence order before matching); an any-source receive takes the earliest arrival. Matching
+//! is `(message tag ^ tag) & mask == 0`.
+//!
+//! Pure data structures: no locks, no I/O (the session holds the lock; the core moves data).
+
+use crate::drivers::PeerId;
+use std::collections::VecDeque;
+
+/// What arrived before a receive was posted.
+#[derive(Debug)]
+pub(crate) struct Unexpected {
+    pub(crate) source: PeerId,
+    pub(crate) tag: u64,
+    pub(crate) arrival: u64,
+    pub(crate) body: Body,
+}
+
+#[derive(Debug)]
+pub(crate) enum Body {
+    /// The whole message (copied out of the packet), and the cookie to ACK for a synchronous send.
+    Eager { data: Vec<u8>, sync_cookie: Option<u64> },
+    /// A rendezvous request: the data is still at the sender.
+    Rdv { total: u64, cookie: u64, header: Vec<u8>, remote: Option<Remote> },
+}
+
+/// Sender memory announced for a direct read.
+#[derive(Clone, Debug)]
+pub(crate) struct Remote {
+    pub(crate) segments: Vec<(u64, u64)>,
+}
+
+impl Unexpected {
+    /// The message's length.
+    pub(crate) fn len(&self) -> u64 {
+        match &self.body {
+            Body::Eager { data, .. } => data.len() as u64,
+            Body::Rdv { total, .. } => *total,
+        }
+    }
+
+    /// Bytes it holds in memory (counted against the unexpected budget).
+    pub(crate) fn footprint(&self) -> u64 {
+        64 + match &self.body {
+            Body::Eager { data, .. } => data.len() as u64,
+            Body::Rdv { header, remote, .. } => {
+                header.len() as u64 + remote.as_ref().map_or(0, |r| 16 * r.segments.len() as u64)
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Posted<R> {
+    req: R,
+    tag: u64,
+    mask: u64,
+    order: u64,
+}
+
+impl<R> Posted<R> {
+    fn accepts(&self, tag: u64) -> bool {
+        (tag ^ self.tag) & self.mask == 0
+    }
+}
+
+fn tag_matches(msg_tag: u64, tag: u64, mask: u64) -> bool {
+    (msg_tag ^ tag) & mask == 0
+}
+
+#[derive(Debug)]
+struct PerSource<R> {
+    posted: VecDeque<Posted<R>>,
+    unexpected: VecDeque<Unexpected>,
+}
+
+impl<R> Default for PerSource<R> {
+    fn default() -> Self {
+        PerSource { posted: VecDeque::new(), unexpected: VecDeque::new() }
+    }
+}
+
+/// Posted receives (handles `R`) and unexpected messages of one session.
+#[derive(Debug)]
+pub(crate) struct Matching<R> {
+    any: VecDeque<Posted<R>>,
+    sources: Vec<PerSource<R>>,
+    next_order: u64,
+    next_arrival: u64,
+    unexpected_count: usize,
+}
+
+impl<R: Copy + PartialEq> Matching<R> {
+    pub(crate) fn new() -> Matching<R> {
+        Matching {
+            any: VecDeque::new(),
+            sources: Vec::new(),
+            next_order: 0,
+            next_arrival: 0,
+            unexpected_count: 0,
+        }
+    }
+
+    fn source(&mut self, p: PeerId) -> &mut PerSource<R> {
+        let i = p as usize;
+        if i >= self.sources.len() {
+            self.sources.resize_with(i + 1, PerSource::default);
+        }
+        &mut self.sources[i]
+    }
+
+    /// Number of unexpected messages held.
+    pub(crate) fn unexpected_len(&self) -> usize {
+        self.unexpected_count
+    }
+
+    /// Posts a receive, unless an unexpected message matches: then that message is taken out
+    /// and returned (and the receive is not posted).
+    pub(crate) fn post(&mut self, req: R, source: Option<PeerId>, tag: u64, mask: u64) -> Option<Unexpected> {
+        if let Some(u) = self.take_unexpected(source, tag, mask) {
+            return Some(u);
+        }
+        let p = Posted { req, tag, mask, order: self.next_order };
+        self.next_order += 1;
+        match source {
+            Some(s) => self.source(s).posted.push_back(p),
+            None => self.any.push_back(p),
+        }
+        None
+    }
+
+    /// Where the earliest matching unexpected message is: (source, index).
+    fn find_unexpected(&self, source: Option<PeerId>, tag: u64, mask: u64) -> Option<(usize, usize)> {
+        let first = |s: &PerSource<R>| s.unexpected.iter().position(|u| tag_matches(u.tag, tag, mask));
+        match source {
+            Some(s) => {
+                let i = s as usize;
+                self.sources.get(i).and_then(first).map(|k| (i, k))
+            }
+            None => self
+                .sources
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| first(s).map(|k| (i, k)))
+                .min_by_key(|&(i, k)| self.sources[i].unexpected[k].arrival),
+        }
+    }
+
+    /// Takes the earliest matching unexpected message (matched probe, or posting).
+    pub(crate) fn take_unexpected(
+        &mut self,
+        source: Option<PeerId>,
+        tag: u64,
+        mask: u64,
+    ) -> Option<Unexpected> {
+        let (i, k) = self.find_unexpected(source, tag, mask)?;
+        self.unexpected_count -= 1;
+        self.sources[i].unexpected.remove(k)
+    }
+
+    /// Looks at the earliest matching unexpected message without taking it.
+    pub(crate) fn probe(&self, source: Option<PeerId>, tag: u64, mask: u64) -> Option<&Unexpected> {
+        let (i, k) = self.find_unexpected(source, tag, mask)?;
+        self.sources[i].unexpected.get(k)
+    }
+
+    /// A message from `source` with `tag` arrives (in sequence order): takes the earliest posted
+    /// receive that matches it.
+    pub(crate) fn arrive(&mut self, source: PeerId, tag: u64) -> Option<R> {
+        let any = self.any.iter().position(|p| p.accepts(tag));
+        let own =
+            self.sources.get(source as usize).and_then(|s| s.posted.iter().position(|p| p.accepts(tag)));
+        match (own, any) {
+            (Some(o), Some(a)) if self.any[a].order < self.sources[source as usize].posted[o].order => {
+                self.any.remove(a).map(|p| p.req)
+            }
+            (Some(o), _) => self.sources[source as usize].posted.remove(o).map(|p| p.req),
+            (None, Some(a)) => self.any.remove(a).map(|p| p.req),
+            (None, None) => None,
+        }
+    }
+
+    /// Keeps a message nobody was waiting for (after `arrive` returned `None`).
+    pub(crate) fn store(&mut self, mut u: Unexpected) {
+        u.arrival = self.next_arrival;
+        self.next_arrival += 1;
+        self.unexpected_count += 1;
+        self.source(u.source).unexpected.push_back(u);
+    }
+
+    /// Removes a posted receive. Returns whether it was still posted.
+    pub(crate) fn cancel(&mut self, req: R) -> bool {
+        for list in std::iter::once(&mut self.any).chain(self.sources.iter_mut().map(|s| &mut s.posted)) {
+            if let Some(i) = list.iter().position(|p| p.req == req) {
+                list.remove(i);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Removes every receive posted for `source` specifically (it failed).
+    pub(crate) fn drain_posted_for(&mut self, source: PeerId) -> Vec<R> {
+        match self.sources.get_mut(source as usize) {
+            Some(s) => s.posted.drain(..).map(|p| p.req).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Removes every posted receive (the session closes).
+    pub(crate) fn drain_all_posted(&mut self) -> Vec<R> {
+        let mut v: Vec<R> = self.any.drain(..).map(|p| p.req).collect();
+        for s in &mut self.sources {
+            v.extend(s.posted.drain(..).map(|p| p.req));
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(source: PeerId, tag: u64, data: &[u8]) -> Unexpected {
+        Unexpected { source, tag, arrival: 0, body: Body::Eager { data: data.to_vec(), sync_cookie: None } }
+    }
+
+    const ALL: u64 = u64::MAX;
+
+    #[test]
+    fn the_earliest_posted_receive_wins_between_specific_and_any_source() {
+        let mut m = Matching::new();
+        assert!(m.post(1, None, 5, ALL).is_none());
+        assert!(m.post(2, Some(3), 5, ALL).is_none());
+        assert_eq!(m.arrive(3, 5), Some(1), "posted first, any source");
+        assert_eq!(m.arrive(3, 5), Some(2));
+        assert_eq!(m.arrive(3, 5), None);
+        assert!(m.post(3, Some(3), 5, ALL).is_none());
+        assert!(m.post(4, None, 5, ALL).is_none());
+        assert_eq!(m.arrive(3, 5), Some(3), "posted first, specific source");
+        assert_eq!(m.arrive(0, 5), Some(4), "another source only matches the any-source receive");
+    }
+
+    #[test]
+    fn masks_select_tag_bits() {
+        let mut m = Matching::new();
+        assert!(m.post(1, Some(0), 0x1200, 0xff00).is_none());
+        assert_eq!(m.arrive(0, 0x1300), None);
+        assert_eq!(m.arrive(0, 0x12ab), Some(1));
+        m.store(msg(0, 0xabcd_0001, b"x"));
+        assert!(m.probe(Some(0), 0, 0xffff).is_none());
+        assert_eq!(m.probe(None, 1, 0xffff).map(|u| u.tag), Some(0xabcd_0001));
+        assert!(m.post(2, None, 0, 0).is_some(), "mask 0 matches every tag");
+    }
+
+    #[test]
+    fn unexpected_messages_are_taken_in_order_per_source_and_by_arrival_for_any() {
+        let mut m: Matching<u32> = Matching::new();
+        m.store(msg(1, 7, b"a"));
+        m.store(msg(0, 7, b"b"));
+        m.store(msg(1, 7, b"c"));
+        let body = |u: Option<Unexpected>| match u.map(|u| u.body) {
+            Some(Body::Eager { data, .. }) => data,
+            _ => panic!("no message"),
+        };
+        assert_eq!(m.probe(None, 7, ALL).map(|u| u.source), Some(1), "probe does not consume");
+        assert_eq!(body(m.post(9, Some(0), 7, ALL)), b"b");
+        assert_eq!(body(m.post(9, None, 7, ALL)), b"a", "earliest arrival");
+        assert_eq!(body(m.post(9, None, 7, ALL)), b"c");
+        assert!(m.post(9, None, 7, ALL).is_none(), "posted now");
+        assert_eq!(m.unexpected_len(), 0);
+    }
+
+    #[test]
+    fn cancel_removes_only_posted_receives() {
+        let mut m: Matching<u32> = Matching::new();
+        m.post(1, Some(2), 0, ALL);
+        m.post(2, None, 0, ALL);
+        assert!(m.cancel(1));
+        assert!(!m.cancel(1), "already cancelled");
+        assert_eq!(m.arrive(2, 0), Some(2));
+        assert!(!m.cancel(2), "already matched");
+        m.post(3, Some(4), 0, ALL);
+        m.post(4, None, 0, ALL);
+        assert_eq!(m.drain_posted_for(4), vec![3]);
+        assert_eq!(m.drain_all_posted(), vec![4]);
+    }
+}

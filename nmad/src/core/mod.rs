@@ -1,0 +1,534 @@
+//! The core: gates (peers), sessions, the eager and rendezvous protocols, flow control, and the
+//! glue to drivers (as their [`Sink`]) and to pioman (one progression task per driver).
+//!
+//! Locks are per object — a gate's send side, a gate's large receives, a session's matching —
+//! and none is held across a driver call that could call back into the core, nor while a
+//! request completes. The core never sees MPI objects: madmpi maps communicators to sessions.
+
+pub(crate) mod deliver;
+mod gate;
+pub(crate) mod matching;
+pub(crate) mod request;
+pub(crate) mod session;
+mod slab;
+pub mod wire;
+
+use crate::bootstrap::Bootstrap;
+use crate::drivers::{self, BulkHeader, Driver, DriverEnv, Link, PeerId, SegmentMut, Sink};
+use crate::strategies::{RailInfo, Strategy};
+use gate::{Gate, Rail};
+use pioman::{BlockingWait, LtaskHandle, Options, Pioman, Poll, PollCtx, Source};
+use request::Error;
+use session::{InBody, Incoming, SessionInner};
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+
+/// Settings (environment variables in brackets; builder values win).
+#[derive(Clone)]
+pub struct Config {
+    /// Drivers to start, in order [`NMAD_DRIVERS`, comma-separated: `self`, `shm`, `tcp`,
+    /// `tcp:IFACE`]. `None`: automatic — `self` for oneself, `shm` within a node, `tcp` between
+    /// nodes. When given, every listed driver that reaches a peer is a rail to it.
+    pub drivers: Option<Vec<String>>,
+    /// [`NMAD_STRATEGY`: `default`, `aggreg` (default), `split_balance`]
+    pub strategy: Arc<dyn Strategy>,
+    /// Caps the drivers' eager thresholds [`NMAD_EAGER_LIMIT`, bytes].
+    pub eager_limit: usize,
+    /// Memory for unexpected messages, shared evenly by the peers as the credit each may use
+    /// [`NMAD_UNEXPECTED_BUDGET`, bytes, default 64 MiB; at least 16 KiB per peer].
+    pub unexpected_budget: u64,
+    /// Unmatched rendezvous requests a peer may have outstanding [`NMAD_RDV_SLOTS`, default 1024].
+    pub rdv_slots: u64,
+}
+
+fn env_num(name: &str) -> Result<Option<u64>, String> {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse::<u64>().map(Some).map_err(|_| format!("{name}={v:?}: expected a number")),
+        Err(_) => Ok(None),
+    }
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, String> {
+        let drivers = std::env::var("NMAD_DRIVERS")
+            .ok()
+            .map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect::<Vec<_>>())
+            .filter(|v| !v.is_empty());
+        Ok(Config {
+            drivers,
+            strategy: crate::strategies::from_env()?,
+            eager_limit: env_num("NMAD_EAGER_LIMIT")?.map_or(usize::MAX, |v| v as usize),
+            unexpected_budget: env_num("NMAD_UNEXPECTED_BUDGET")?.unwrap_or(64 << 20),
+            rdv_slots: env_num("NMAD_RDV_SLOTS")?.unwrap_or(1024).max(1),
+        })
+    }
+}
+
+/// Counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Memory held by unexpected (and early) messages now, and at most so far.
+    pub unexpected_bytes: u64,
+    pub peak_unexpected_bytes: u64,
+    /// What the budget allows in all (credit granted to peers, plus rendezvous descriptors).
+    pub budget: u64,
+    /// Packets sent, and the chunks they carried (aggregation = chunks / packets).
+    pub packets: u64,
+    pub chunks: u64,
+}
+
+/// A peer's business cards, as published through the bootstrap.
+#[derive(Clone, Debug, Default)]
+struct Cards {
+    credit: u64,
+    slots: u64,
+    by_driver: Vec<(String, String)>,
+}
+
+const CARD_KEY: &str = "nmad-cards";
+
+impl Cards {
+    fn parse(v: &str) -> Result<Cards, String> {
+        let mut c = Cards::default();
+        for entry in v.split('|') {
+            let (name, card) =
+                entry.split_once('/').ok_or_else(|| format!("malformed card entry {entry:?}"))?;
+            if name == "credit" {
+                let (b, s) = card.split_once('/').ok_or("malformed credit entry")?;
+                c.credit = b.parse().map_err(|_| "malformed credit")?;
+                c.slots = s.parse().map_err(|_| "malformed slots")?;
+            } else {
+                c.by_driver.push((name.to_string(), card.to_string()));
+            }
+        }
+        Ok(c)
+    }
+}
+
+pub(crate) struct Core {
+    pub(crate) rank: PeerId,
+    pub(crate) size: u32,
+    pub(crate) drivers: Vec<Arc<dyn Driver>>,
+    explicit_drivers: bool,
+    pub(crate) strategy: Arc<dyn Strategy>,
+    pub(crate) pioman: Pioman,
+    owns_pioman: bool,
+    bootstrap: Arc<dyn Bootstrap>,
+    config: Config,
+    /// Credit we grant each peer.
+    grant: u64,
+    gates: Box<[OnceLock<Arc<Gate>>]>,
+    gate_creation: Mutex<()>,
+    sessions: RwLock<HashMap<u32, Arc<SessionInner>>>,
+    /// Messages for sessions not created here yet (another rank created its communicator first).
+    early: Mutex<HashMap<u32, Vec<Incoming<'static>>>>,
+    pub(crate) reads: Mutex<VecDeque<deliver::ReadJob>>,
+    pub(crate) backlog: Mutex<Vec<PeerId>>,
+    tasks: Mutex<Vec<LtaskHandle>>,
+    pub(crate) finalizing: AtomicBool,
+    unexpected: AtomicU64,
+    peak: AtomicU64,
+    pub(crate) packets: AtomicU64,
+    pub(crate) chunks: AtomicU64,
+}
+
+impl Core {
+    /// Starts the drivers, publishes the cards and registers the progression tasks. Collective:
+    /// every process of the job calls it (it fences).
+    pub(crate) fn start(
+        bootstrap: Arc<dyn Bootstrap>,
+        pioman: Option<Pioman>,
+        config: Config,
+    ) -> io::Result<Arc<Core>> {
+        let (rank, size) = (bootstrap.rank(), bootstrap.size());
+        let env = DriverEnv { rank, size, job_key: bootstrap.job_key().clone(), node: drivers::node_id() };
+        let explicit = config.drivers.is_some();
+        let mut specs = config.drivers.clone().unwrap_or_else(|| vec!["shm".into(), "tcp".into()]);
+        if !specs.iter().any(|s| s == "self") {
+            specs.insert(0, "self".into());
+        }
+        let mut drivers: Vec<Arc<dyn Driver>> = Vec::new();
+        for spec in &specs {
+            match drivers::by_spec(spec, &env) {
+                Ok(d) => drivers.push(d),
+                Err(e) if explicit => {
+                    return Err(io::Error::new(e.kind(), format!("NMAD_DRIVERS: driver `{spec}`: {e}")));
+                }
+                Err(e) if size > 1 => eprintln!("nmad: rank {rank}: driver `{spec}` unavailable: {e}"),
+                Err(_) => {}
+            }
+        }
+        let peers = u64::from(size.saturating_sub(1).max(1));
+        let grant = (config.unexpected_budget / peers).max(16 << 10);
+        let mut card = format!("credit/{grant}/{}", config.rdv_slots);
+        for d in &drivers {
+            card.push_str(&format!("|{}/{}", d.name(), d.card()));
+        }
+        bootstrap.put(&format!("{CARD_KEY}-{rank}"), &card)?;
+        bootstrap.fence()?;
+        let (pioman, owns_pioman) = match pioman {
+            Some(p) => (p, false),
+            None => (Pioman::new()?, true),
+        };
+        let core = Arc::new(Core {
+            rank,
+            size,
+            drivers,
+            explicit_drivers: explicit,
+            strategy: config.strategy.clone(),
+            pioman,
+            owns_pioman,
+            bootstrap,
+            config,
+            grant,
+            gates: (0..size).map(|_| OnceLock::new()).collect(),
+            gate_creation: Mutex::new(()),
+            sessions: RwLock::new(HashMap::new()),
+            early: Mutex::new(HashMap::new()),
+            reads: Mutex::new(VecDeque::new()),
+            backlog: Mutex::new(Vec::new()),
+            tasks: Mutex::new(Vec::new()),
+            finalizing: AtomicBool::new(false),
+            unexpected: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+            packets: AtomicU64::new(0),
+            chunks: AtomicU64::new(0),
+        });
+        for (i, d) in core.drivers.iter().enumerate() {
+            let task =
+                DriverTask { core: Arc::downgrade(&core), driver: i, name: format!("nmad-{}", d.name()) };
+            let opts = Options { may_block: d.caps().blocking, ..Options::default() };
+            let h = core.pioman.register(Arc::new(task), opts)?;
+            core.tasks.lock().unwrap().push(h);
+        }
+        Ok(core)
+    }
+
+    // ------------------------------------------------------------ gates
+
+    /// The gate to `peer`, created on first use from its published cards.
+    pub(crate) fn gate(&self, peer: PeerId) -> Result<Arc<Gate>, Error> {
+        let slot = self.gates.get(peer as usize).ok_or_else(|| {
+            Error::InvalidArgument(format!("rank {peer} is not in this job of {}", self.size))
+        })?;
+        if let Some(g) = slot.get() {
+            return Ok(g.clone());
+        }
+        let _guard = self.gate_creation.lock().unwrap();
+        if let Some(g) = slot.get() {
+            return Ok(g.clone());
+        }
+        let g = Arc::new(self.new_gate(peer)?);
+        let _ = slot.set(g.clone());
+        Ok(g)
+    }
+
+    fn new_gate(&self, peer: PeerId) -> Result<Gate, Error> {
+        let key = format!("{CARD_KEY}-{peer}");
+        let fail = |m: String| Error::PeerFailed { peer, reason: m };
+        let v = marcel::blocking(|| self.bootstrap.get(&key))
+            .map_err(|e| fail(format!("reading its business card: {e}")))?
+            .ok_or_else(|| fail("it published no business card".into()))?;
+        let cards = Cards::parse(&v).map_err(|e| fail(format!("its business card: {e}")))?;
+        let mut rails: Vec<Rail> = Vec::new();
+        for (i, d) in self.drivers.iter().enumerate() {
+            let is_self = d.name() == "self";
+            if is_self != (peer == self.rank) {
+                continue;
+            }
+            let Some((_, card)) = cards.by_driver.iter().find(|(n, _)| n == d.name()) else { continue };
+            if !d.reaches(card) {
+                continue;
+            }
+            let info =
+                RailInfo { name: d.name().to_string(), caps: d.caps(), profile: d.profile(), busy: false };
+            rails.push(Rail::new(i, info, card.clone(), peer));
+        }
+        if !self.explicit_drivers && rails.iter().any(|r| r.info.name == "shm") {
+            rails.retain(|r| r.info.name == "shm"); // same node: shared memory only
+        }
+        rails.sort_by(|a, b| {
+            (a.info.profile.latency_ns, &a.info.name).cmp(&(b.info.profile.latency_ns, &b.info.name))
+        });
+        if rails.is_empty() {
+            let ours: Vec<&str> = self.drivers.iter().map(|d| d.name()).collect();
+            let theirs: Vec<&str> = cards.by_driver.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(fail(format!("no driver reaches it (ours: {ours:?}, its: {theirs:?})")));
+        }
+        let credit = if cards.credit == 0 { self.grant } else { cards.credit };
+        let slots = if cards.slots == 0 { self.config.rdv_slots } else { cards.slots };
+        Ok(Gate::new(peer, rails, credit, slots, self.grant, self.config.eager_limit))
+    }
+
+    fn existing_gate(&self, peer: PeerId) -> Option<Arc<Gate>> {
+        self.gates.get(peer as usize).and_then(|g| g.get().cloned())
+    }
+
+    /// Rails to `peer` (names, in latency order), connecting nothing.
+    pub(crate) fn rails_to(&self, peer: PeerId) -> Result<Vec<String>, Error> {
+        Ok(self.gate(peer)?.rails.iter().map(|r| r.info.name.clone()).collect())
+    }
+
+    /// Retries gates whose link was busy.
+    fn flush_backlog(&self) -> usize {
+        let peers = std::mem::take(&mut *self.backlog.lock().unwrap());
+        for &p in &peers {
+            if let Some(g) = self.existing_gate(p) {
+                g.backlogged.store(false, Release);
+                g.flush(self);
+            }
+        }
+        peers.len()
+    }
+
+    pub(crate) fn fail_posted_for(&self, peer: PeerId, err: &Error) {
+        let sessions: Vec<_> = self.sessions.read().unwrap().values().cloned().collect();
+        for s in sessions {
+            s.fail_posted_for(peer, err);
+        }
+    }
+
+    // ------------------------------------------------------------ sessions
+
+    pub(crate) fn session(self: &Arc<Self>, id: u32) -> Arc<SessionInner> {
+        if let Some(s) = self.sessions.read().unwrap().get(&id) {
+            return s.clone();
+        }
+        let (s, early) = {
+            let mut early = self.early.lock().unwrap();
+            let mut map = self.sessions.write().unwrap();
+            if let Some(s) = map.get(&id) {
+                return s.clone();
+            }
+            let s = Arc::new(SessionInner::new(id, self.clone()));
+            map.insert(id, s.clone());
+            (s, early.remove(&id).unwrap_or_default())
+        };
+        for inc in early {
+            self.budget_sub(inc.footprint());
+            if let Ok(g) = self.gate(inc.from) {
+                s.deliver(&g, inc);
+            }
+        }
+        s
+    }
+
+    pub(crate) fn close_session(&self, id: u32) {
+        let s = self.sessions.write().unwrap().remove(&id);
+        if let Some(s) = s {
+            s.close();
+        }
+    }
+
+    /// A message for a session: deliver it, or keep it until the session exists.
+    fn incoming(&self, gate: &Gate, inc: Incoming<'_>) {
+        let id = inc.h.session;
+        let s = self.sessions.read().unwrap().get(&id).cloned();
+        let s = match s {
+            Some(s) => s,
+            None => {
+                let mut early = self.early.lock().unwrap();
+                match self.sessions.read().unwrap().get(&id).cloned() {
+                    Some(s) => s,
+                    None => {
+                        self.budget_add(inc.footprint());
+                        early.entry(id).or_default().push(inc.into_owned());
+                        return;
+                    }
+                }
+            }
+        };
+        s.deliver(gate, inc);
+    }
+
+    // ------------------------------------------------------------ arrivals
+
+    fn on_packet(&self, from: PeerId, bytes: &[u8]) {
+        let gate = match self.gate(from) {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("nmad: rank {}: packet from rank {from} dropped: {e}", self.rank);
+                return;
+            }
+        };
+        let chunks = match wire::Decoder::new(bytes) {
+            Ok(d) => d,
+            Err(e) => return gate.fail(self, &format!("{e}")),
+        };
+        for c in chunks {
+            let c = match c {
+                Ok(c) => c,
+                Err(e) => return gate.fail(self, &format!("{e}")),
+            };
+            let r = match c {
+                wire::Chunk::Data { h, cookie, payload } => {
+                    let body = InBody::Data { cookie, payload: Cow::Borrowed(payload) };
+                    self.incoming(&gate, Incoming { from, h, body });
+                    Ok(())
+                }
+                wire::Chunk::Rdv { h, total, cookie, header, remote } => {
+                    let remote = remote.map(|r| matching::Remote { segments: r.segments().collect() });
+                    let body = InBody::Rdv { total, cookie, header: Cow::Borrowed(header), remote };
+                    self.incoming(&gate, Incoming { from, h, body });
+                    Ok(())
+                }
+                wire::Chunk::Rtr { cookie, recv_cookie, accepted, pieces } => {
+                    gate.on_rtr(self, cookie, recv_cookie, accepted, &pieces)
+                }
+                wire::Chunk::Fin { cookie } | wire::Chunk::Ack { cookie } => gate.on_answer(cookie),
+                wire::Chunk::Credit { bytes, slots } => {
+                    gate.add_credit(self, bytes, slots);
+                    Ok(())
+                }
+            };
+            if let Err(e) = r {
+                eprintln!("nmad: rank {}: from rank {from}: {e} (ignored)", self.rank);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ budget and stats
+
+    pub(crate) fn budget_add(&self, n: u64) {
+        let now = self.unexpected.fetch_add(n, Relaxed) + n;
+        self.peak.fetch_max(now, Relaxed);
+    }
+
+    pub(crate) fn budget_sub(&self, n: u64) {
+        self.unexpected.fetch_sub(n, Relaxed);
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let peers = u64::from(self.size.saturating_sub(1).max(1));
+        Stats {
+            unexpected_bytes: self.unexpected.load(Relaxed),
+            peak_unexpected_bytes: self.peak.load(Relaxed),
+            budget: peers * (self.grant + self.config.rdv_slots * (64 + wire::MAX_RDV_HEADER as u64)),
+            packets: self.packets.load(Relaxed),
+            chunks: self.chunks.load(Relaxed),
+        }
+    }
+
+    // ------------------------------------------------------------ end
+
+    /// Collective end: every rank stops sending, then links close quietly.
+    pub(crate) fn finalize(&self) -> io::Result<()> {
+        self.finalizing.store(true, Relaxed);
+        let r = if self.size > 1 { marcel::blocking(|| self.bootstrap.fence()) } else { Ok(()) };
+        self.shutdown();
+        r
+    }
+
+    pub(crate) fn shutdown(&self) {
+        self.finalizing.store(true, Relaxed);
+        for t in self.tasks.lock().unwrap().drain(..) {
+            t.remove();
+        }
+        for d in &self.drivers {
+            d.shutdown();
+        }
+        let sessions: Vec<_> = self.sessions.write().unwrap().drain().map(|(_, s)| s).collect();
+        for s in sessions {
+            s.close();
+        }
+        if self.owns_pioman {
+            self.pioman.shutdown();
+        }
+    }
+}
+
+/// What a driver's poll reports to.
+struct CoreSink<'a> {
+    core: &'a Core,
+    driver: usize,
+}
+
+impl Sink for CoreSink<'_> {
+    fn link_up(&mut self, link: Arc<dyn Link>) {
+        match self.core.gate(link.peer()) {
+            Ok(g) => {
+                if let Some(r) = g.rail_by_driver(self.driver) {
+                    r.adopt(link);
+                }
+            }
+            Err(e) => eprintln!("nmad: rank {}: connection from rank {}: {e}", self.core.rank, link.peer()),
+        }
+    }
+
+    fn packet(&mut self, from: PeerId, bytes: &[u8]) {
+        self.core.on_packet(from, bytes);
+    }
+
+    fn bulk_dest(&mut self, from: PeerId, hdr: &BulkHeader, dest: &mut Vec<SegmentMut>) -> bool {
+        self.core.existing_gate(from).is_some_and(|g| deliver::bulk_dest(&g, hdr, dest))
+    }
+
+    fn bulk_done(&mut self, from: PeerId, hdr: &BulkHeader) {
+        if let Some(g) = self.core.existing_gate(from) {
+            deliver::bulk_done(&g, hdr);
+        }
+    }
+
+    fn bulk_sent(&mut self, to: PeerId, token: u64) {
+        if let Some(g) = self.core.existing_gate(to) {
+            g.on_bulk_sent(token);
+        }
+    }
+
+    fn link_failed(&mut self, peer: PeerId, error: io::Error) {
+        if let Some(g) = self.core.existing_gate(peer) {
+            let name = self.core.drivers[self.driver].name();
+            g.fail(self.core, &format!("{name}: {error}"));
+        }
+    }
+}
+
+/// The progression task of one driver: polls it, runs the direct reads and retries busy gates.
+struct DriverTask {
+    core: Weak<Core>,
+    driver: usize,
+    name: String,
+}
+
+impl Source for DriverTask {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn poll(&self, _: &mut PollCtx) -> Poll {
+        let Some(core) = self.core.upgrade() else { return Poll::Done };
+        let mut sink = CoreSink { core: &core, driver: self.driver };
+        let mut n = core.drivers[self.driver].poll(&mut sink);
+        if !core.reads.lock().unwrap().is_empty() {
+            n += deliver::run_reads(&core);
+        }
+        if !core.backlog.lock().unwrap().is_empty() {
+            n += core.flush_backlog();
+        }
+        if n > 0 { Poll::Progress } else { Poll::Idle }
+    }
+
+    fn blocking(&self) -> BlockingWait {
+        match self.core.upgrade().and_then(|c| c.drivers[self.driver].wait_fd()) {
+            Some(fd) => BlockingWait::Fd(fd),
+            None => BlockingWait::None,
+        }
+    }
+
+    fn arm(&self) -> bool {
+        let Some(core) = self.core.upgrade() else { return true };
+        // Always arm the driver (each arm is paired with a disarm); then: pending reads or busy
+        // gates are work to do, not reasons to sleep.
+        let quiet = core.drivers[self.driver].arm();
+        quiet && core.reads.lock().unwrap().is_empty() && core.backlog.lock().unwrap().is_empty()
+    }
+
+    fn disarm(&self) {
+        if let Some(core) = self.core.upgrade() {
+            core.drivers[self.driver].disarm();
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! A session: an independent matching space (madmpi maps each communicator to one). It owns the
+//! posted receives, the unexpected messages and the per-peer sequence order of its messages, and
+//! the session monitors. It does not move data: matched messages go to `deliver`.
+//!
+//! Order: every message carries its sequence number on (peer, session). A message that arrives
+//! early (multi-rail) waits in a reorder buffer; matching happens strictly in sequence order, so
+//! MPI's non-overtaking rule holds whatever the rails do.
+
+use super::Core;
+use super::deliver;
+use super::gate::Gate;
+use super::matching::{Body, Matching, Remote, Unexpected};
+use super::request::{Error, ReqPtr, Status};
+use super::wire::{FLAG_SYNC, MsgHeader};
+use crate::drivers::PeerId;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// A DATA or RDV chunk on its way to matching (borrowing the packet, or owned when it must wait).
+#[derive(Debug)]
+pub(crate) struct Incoming<'a> {
+    pub(crate) from: PeerId,
+    pub(crate) h: MsgHeader,
+    pub(crate) body: InBody<'a>,
+}
+
+#[derive(Debug)]
+pub(crate) enum InBody<'a> {
+    Data { cookie: u64, payload: Cow<'a, [u8]> },
+    Rdv { total: u64, cookie: u64, header: Cow<'a, [u8]>, remote: Option<Remote> },
+}
+
+impl Incoming<'_> {
+    pub(crate) fn into_owned(self) -> Incoming<'static> {
+        let body = match self.body {
+            InBody::Data { cookie, payload } => {
+                InBody::Data { cookie, payload: Cow::Owned(payload.into_owned()) }
+            }
+            InBody::Rdv { total, cookie, header, remote } => {
+                InBody::Rdv { total, cookie, header: Cow::Owned(header.into_owned()), remote }
+            }
+        };
+        Incoming { from: self.from, h: self.h, body }
+    }
+
+    fn into_unexpected(self) -> Unexpected {
+        let body = match self.body {
+            InBody::Data { cookie, payload } => Body::Eager {
+                data: payload.into_owned(),
+                sync_cookie: (self.h.flags & FLAG_SYNC != 0).then_some(cookie),
+            },
+            InBody::Rdv { total, cookie, header, remote } => {
+                Body::Rdv { total, cookie, header: header.into_owned(), remote }
+            }
+        };
+        Unexpected { source: self.from, tag: self.h.tag, arrival: 0, body }
+    }
+
+    /// Memory it takes while waiting (for the budget).
+    pub(crate) fn footprint(&self) -> u64 {
+        64 + match &self.body {
+            InBody::Data { payload, .. } => payload.len() as u64,
+            InBody::Rdv { header, .. } => header.len() as u64,
+        }
+    }
+}
+
+/// Called on unexpected messages matching a filter (after they are stored: the callback may post
+/// the receive for it).
+pub type SessionMonitor = Arc<dyn Fn(&crate::Session, &Status) + Send + Sync>;
+
+struct MonitorEntry {
+    id: u64,
+    source: Option<PeerId>,
+    tag: u64,
+    mask: u64,
+    cb: SessionMonitor,
+}
+
+#[derive(Default)]
+struct Order {
+    expected: u32,
+    early: BTreeMap<u32, Incoming<'static>>,
+}
+
+struct State {
+    m: Matching<ReqPtr>,
+    order: Vec<Order>,
+    closed: bool,
+}
+
+pub(crate) struct SessionInner {
+    pub(crate) id: u32,
+    pub(crate) core: Arc<Core>,
+    state: Mutex<State>,
+    monitors: RwLock<Vec<MonitorEntry>>,
+    next_monitor: AtomicU64,
+}
+
+impl SessionInner {
+    pub(crate) fn new(id: u32, core: Arc<Core>) -> SessionInner {
+        SessionInner {
+            id,
+            core,
+            state: Mutex::new(State { m: Matching::new(), order: Vec::new(), closed: false }),
+            monitors: RwLock::new(Vec::new()),
+            next_monitor: AtomicU64::new(1),
+        }
+    }
+
+    /// A message arrives from its gate: match it in sequence order or keep it.
+    pub(crate) fn deliver(self: &Arc<Self>, gate: &Gate, inc: Incoming<'_>) {
+        let core = &*self.core;
+        let from = inc.from;
+        let mut matched: Vec<(ReqPtr, Incoming<'_>)> = Vec::new();
+        let mut stored: Vec<Status> = Vec::new();
+        {
+            let mut st = self.state.lock().unwrap();
+            let st = &mut *st;
+            if st.order.len() <= from as usize {
+                st.order.resize_with(from as usize + 1, Order::default);
+            }
+            let ord = &mut st.order[from as usize];
+            let ahead = inc.h.seq.wrapping_sub(ord.expected);
+            if ahead != 0 {
+                if ahead < 1 << 31 {
+                    core.budget_add(inc.footprint());
+                    ord.early.insert(inc.h.seq, inc.into_owned());
+                } // else: a duplicate of something already matched
+                return;
+            }
+            let mut cur = inc;
+            loop {
+                let ord = &mut st.order[from as usize];
+                ord.expected = ord.expected.wrapping_add(1);
+                match st.m.arrive(from, cur.h.tag) {
+                    Some(req) => matched.push((req, cur)),
+                    None => {
+                        let u = cur.into_unexpected();
+                        core.budget_add(u.footprint());
+                        stored.push(Status { source: from, tag: u.tag, len: u.len(), received: 0 });
+                        st.m.store(u);
+                    }
+                }
+                let ord = &mut st.order[from as usize];
+                match ord.early.remove(&ord.expected) {
+                    Some(next) => {
+                        core.budget_sub(next.footprint());
+                        cur = next;
+                    }
+                    None => break,
+                }
+            }
+        }
+        for (req, inc) in matched {
+            // SAFETY: taken out of the posted list: we hold it.
+            unsafe { deliver::matched(core, gate, req, inc) };
+        }
+        if !stored.is_empty() {
+            self.fire_monitors(&stored);
+        }
+    }
+
+    fn fire_monitors(self: &Arc<Self>, stored: &[Status]) {
+        let mons = self.monitors.read().unwrap();
+        if mons.is_empty() {
+            return;
+        }
+        let cbs: Vec<(SessionMonitor, Status)> = stored
+            .iter()
+            .flat_map(|s| {
+                mons.iter()
+                    .filter(|m| m.source.is_none_or(|p| p == s.source) && (s.tag ^ m.tag) & m.mask == 0)
+                    .map(|m| (m.cb.clone(), *s))
+            })
+            .collect();
+        drop(mons);
+        let handle = crate::Session(self.clone());
+        for (cb, s) in cbs {
+            cb(&handle, &s);
+        }
+    }
+
+    /// Posts a receive (its state set up by the caller), or matches it with an unexpected message.
+    ///
+    /// # Safety
+    /// `req` is an active receive request the caller holds.
+    pub(crate) unsafe fn post(
+        self: &Arc<Self>,
+        req: ReqPtr,
+        source: Option<PeerId>,
+        tag: u64,
+        mask: u64,
+    ) -> Result<(), Error> {
+        let core = &*self.core;
+        let gate = match source {
+            Some(p) => Some(core.gate(p)?),
+            None => None,
+        };
+        if let Some(e) = gate.as_ref().and_then(|g| g.failure()) {
+            return Err(e);
+        }
+        let u = {
+            let mut st = self.state.lock().unwrap();
+            if st.closed {
+                return Err(Error::InvalidArgument(format!("session {} is closed", self.id)));
+            }
+            st.m.post(req, source, tag, mask)
+        };
+        if let Some(u) = u {
+            core.budget_sub(u.footprint());
+            let gate = match gate {
+                Some(g) => g,
+                None => core.gate(u.source)?,
+            };
+            // SAFETY: not posted: we still hold it.
+            unsafe { deliver::unexpected(core, &gate, req, u) };
+        }
+        Ok(())
+    }
+
+    /// Takes the earliest matching unexpected message (matched probe).
+    pub(crate) fn take_unexpected(&self, source: Option<PeerId>, tag: u64, mask: u64) -> Option<Unexpected> {
+        let u = self.state.lock().unwrap().m.take_unexpected(source, tag, mask)?;
+        self.core.budget_sub(u.footprint());
+        Some(u)
+    }
+
+    pub(crate) fn probe(&self, source: Option<PeerId>, tag: u64, mask: u64) -> Option<Status> {
+        let st = self.state.lock().unwrap();
+        st.m.probe(source, tag, mask).map(|u| Status {
+            source: u.source,
+            tag: u.tag,
+            len: u.len(),
+            received: 0,
+        })
+    }
+
+    /// Cancels a posted receive. Returns whether it was still posted (it completes as cancelled).
+    ///
+    /// # Safety
+    /// `req` is a live request of this session.
+    pub(crate) unsafe fn cancel_ptr(&self, req: ReqPtr) -> bool {
+        let removed = self.state.lock().unwrap().m.cancel(req);
+        if removed {
+            // SAFETY: removed from the posted list: we hold it.
+            unsafe { req.complete(Some(Error::Cancelled)) };
+        }
+        removed
+    }
+
+    /// Fails the receives posted for `peer` specifically.
+    pub(crate) fn fail_posted_for(&self, peer: PeerId, err: &Error) {
+        let reqs = self.state.lock().unwrap().m.drain_posted_for(peer);
+        for r in reqs {
+            // SAFETY: drained from the posted list: we hold them.
+            unsafe { r.complete(Some(err.clone())) };
+        }
+    }
+
+    /// Closes the session: posted receives complete as cancelled, unexpected messages are dropped.
+    pub(crate) fn close(&self) {
+        let (reqs, dropped) = {
+            let mut st = self.state.lock().unwrap();
+            st.closed = true;
+            let reqs = st.m.drain_all_posted();
+            let mut bytes = 0;
+            while let Some(u) = st.m.take_unexpected(None, 0, 0) {
+                bytes += u.footprint();
+            }
+            for o in &mut st.order {
+                bytes += o.early.values().map(Incoming::footprint).sum::<u64>();
+                o.early.clear();
+            }
+            (reqs, bytes)
+        };
+        self.core.budget_sub(dropped);
+        for r in reqs {
+            // SAFETY: drained: we hold them.
+            unsafe { r.complete(Some(Error::Cancelled)) };
+        }
+    }
+
+    pub(crate) fn add_monitor(&self, source: Option<PeerId>, tag: u64, mask: u64, cb: SessionMonitor) -> u64 {
+        let id = self.next_monitor.fetch_add(1, Relaxed);
+        self.monitors.write().unwrap().push(MonitorEntry { id, source, tag, mask, cb });
+        id
+    }
+
+    pub(crate) fn remove_monitor(&self, id: u64) -> bool {
+        let mut m = self.monitors.write().unwrap();
+        let n = m.len();
+        m.retain(|e| e.id != id);
+        m.len() != n
+    }
+
+    pub(crate) fn unexpected_len(&self) -> usize {
+        self.state.lock().unwrap().m.unexpected_len()
+    }
+}

@@ -1,0 +1,449 @@
+//! The packet format: a version byte, then chunks, each a kind byte and LEB128 fields.
+//!
+//! ```text
+//! packet := VERSION chunk*
+//! DATA   := 1 flags session tag seq len [cookie if SYNC] payload[len]
+//! RDV    := 2 flags session tag seq total cookie hlen header[hlen] [nseg (addr len)* if READ]
+//!           (header: a copy of the message's first bytes, for peeking; segments: all `total` bytes)
+//! RTR    := 3 cookie recv_cookie accepted npieces (namelen name offset len)*
+//! FIN    := 4 cookie            (the receiver has read everything it wanted: send complete)
+//! ACK    := 5 cookie            (a synchronous eager send was matched)
+//! CREDIT := 6 bytes slots       (unexpected-message credit returned to the sender)
+//! ```
+//! A small message costs one packet: about 7 bytes of headers, then its data. The decoder treats
+//! every byte as hostile: lengths are checked against what remains, counts are capped, varints
+//! may not overflow; it returns an error and never panics or reads out of bounds.
+
+use std::fmt;
+
+pub const VERSION: u8 = 0xA1;
+
+/// A DATA or RDV chunk asks for an ACK when matched (synchronous send).
+pub const FLAG_SYNC: u8 = 1;
+/// An RDV chunk carries the sender's memory for a direct read.
+pub const FLAG_READ: u8 = 2;
+
+/// Bytes of user header an RDV may carry for the receiver to peek at.
+pub const MAX_RDV_HEADER: usize = 1024;
+/// Segments of sender memory an RDV may describe.
+pub const MAX_REMOTE_SEGMENTS: usize = 64;
+/// Pieces in an RTR (rails × splits).
+pub const MAX_PIECES: usize = 16;
+/// Longest rail name in an RTR.
+pub const MAX_RAIL_NAME: usize = 64;
+/// An upper bound of a chunk header (without payload, user header or segments), for sizing.
+pub const MAX_HEADER: usize = 2 + 5 + 10 + 5 + 10 + 10;
+
+const DATA: u8 = 1;
+const RDV: u8 = 2;
+const RTR: u8 = 3;
+const FIN: u8 = 4;
+const ACK: u8 = 5;
+const CREDIT: u8 = 6;
+
+/// Where a message belongs: session, tag and its sequence number on (gate, session).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsgHeader {
+    pub flags: u8,
+    pub session: u32,
+    pub tag: u64,
+    pub seq: u32,
+}
+
+/// A piece of the rendezvous data: which rail carries which bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece<'a> {
+    pub rail: &'a [u8],
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// One decoded chunk (borrowing the packet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Chunk<'a> {
+    Data { h: MsgHeader, cookie: u64, payload: &'a [u8] },
+    Rdv { h: MsgHeader, total: u64, cookie: u64, header: &'a [u8], remote: Option<RemoteMem<'a>> },
+    Rtr { cookie: u64, recv_cookie: u64, accepted: u64, pieces: Vec<Piece<'a>> },
+    Fin { cookie: u64 },
+    Ack { cookie: u64 },
+    Credit { bytes: u64, slots: u64 },
+}
+
+/// The sender's memory announced in an RDV ((address, length) pairs; the receiver's driver
+/// knows which process it belongs to from the authenticated connection, never from the packet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteMem<'a> {
+    pub nseg: usize,
+    raw: &'a [u8],
+}
+
+impl<'a> RemoteMem<'a> {
+    /// The (address, length) pairs (validated when the chunk was decoded).
+    pub fn segments(&self) -> impl Iterator<Item = (u64, u64)> + 'a {
+        let mut d = Decoder { b: self.raw, at: 0 };
+        let n = self.nseg;
+        (0..n).map(move |_| (d.varint().unwrap_or(0), d.varint().unwrap_or(0)))
+    }
+}
+
+/// What is wrong with a packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    pub at: usize,
+    pub what: &'static str,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed packet at byte {}: {}", self.at, self.what)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Iterates over the chunks of a packet.
+pub struct Decoder<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Decoder<'a> {
+    /// Checks the version byte.
+    pub fn new(packet: &'a [u8]) -> Result<Decoder<'a>, DecodeError> {
+        match packet.first() {
+            Some(&VERSION) => Ok(Decoder { b: packet, at: 1 }),
+            Some(_) => Err(DecodeError { at: 0, what: "unknown packet version" }),
+            None => Err(DecodeError { at: 0, what: "empty packet" }),
+        }
+    }
+
+    fn err<T>(&self, what: &'static str) -> Result<T, DecodeError> {
+        Err(DecodeError { at: self.at, what })
+    }
+
+    fn byte(&mut self) -> Result<u8, DecodeError> {
+        let Some(&v) = self.b.get(self.at) else { return self.err("truncated") };
+        self.at += 1;
+        Ok(v)
+    }
+
+    fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let byte = self.byte()?;
+            let bits = u64::from(byte & 0x7f);
+            if i == 9 && byte > 1 {
+                return self.err("varint overflows 64 bits");
+            }
+            v |= bits << (7 * i);
+            if byte & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        self.err("varint too long")
+    }
+
+    fn varint_u32(&mut self) -> Result<u32, DecodeError> {
+        let v = self.varint()?;
+        u32::try_from(v).or_else(|_| self.err("field exceeds 32 bits"))
+    }
+
+    fn bytes(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
+        let rest = (self.b.len() - self.at) as u64;
+        if n > rest {
+            return self.err("length beyond the end of the packet");
+        }
+        let s = &self.b[self.at..self.at + n as usize];
+        self.at += n as usize;
+        Ok(s)
+    }
+
+    fn msg_header(&mut self) -> Result<MsgHeader, DecodeError> {
+        let flags = self.byte()?;
+        if flags & !(FLAG_SYNC | FLAG_READ) != 0 {
+            return self.err("unknown flags");
+        }
+        Ok(MsgHeader { flags, session: self.varint_u32()?, tag: self.varint()?, seq: self.varint_u32()? })
+    }
+
+    fn chunk(&mut self) -> Result<Chunk<'a>, DecodeError> {
+        match self.byte()? {
+            DATA => {
+                let h = self.msg_header()?;
+                if h.flags & FLAG_READ != 0 {
+                    return self.err("READ flag on a DATA chunk");
+                }
+                let len = self.varint()?;
+                let cookie = if h.flags & FLAG_SYNC != 0 { self.varint()? } else { 0 };
+                Ok(Chunk::Data { h, cookie, payload: self.bytes(len)? })
+            }
+            RDV => {
+                let h = self.msg_header()?;
+                let total = self.varint()?;
+                let cookie = self.varint()?;
+                let hlen = self.varint()?;
+                if hlen > MAX_RDV_HEADER as u64 || hlen > total {
+                    return self.err("rendezvous header too long");
+                }
+                let header = self.bytes(hlen)?;
+                let remote = if h.flags & FLAG_READ != 0 {
+                    let nseg = self.varint()?;
+                    if nseg == 0 || nseg > MAX_REMOTE_SEGMENTS as u64 {
+                        return self.err("bad number of remote segments");
+                    }
+                    let start = self.at;
+                    let mut sum = 0u64;
+                    for _ in 0..nseg {
+                        let addr = self.varint()?;
+                        let len = self.varint()?;
+                        if addr.checked_add(len).is_none() {
+                            return self.err("remote segment wraps around");
+                        }
+                        sum = sum.checked_add(len).ok_or(DecodeError { at: self.at, what: "overflow" })?;
+                    }
+                    if sum != total {
+                        return self.err("remote segments do not add up to the message");
+                    }
+                    Some(RemoteMem { nseg: nseg as usize, raw: &self.b[start..self.at] })
+                } else {
+                    None
+                };
+                Ok(Chunk::Rdv { h, total, cookie, header, remote })
+            }
+            RTR => {
+                let cookie = self.varint()?;
+                let recv_cookie = self.varint()?;
+                let accepted = self.varint()?;
+                let n = self.varint()?;
+                if n > MAX_PIECES as u64 {
+                    return self.err("too many pieces");
+                }
+                let mut pieces = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    let nl = self.varint()?;
+                    if nl > MAX_RAIL_NAME as u64 {
+                        return self.err("rail name too long");
+                    }
+                    let rail = self.bytes(nl)?;
+                    let (offset, len) = (self.varint()?, self.varint()?);
+                    if offset.checked_add(len).is_none_or(|end| end > accepted) {
+                        return self.err("piece beyond the accepted length");
+                    }
+                    pieces.push(Piece { rail, offset, len });
+                }
+                Ok(Chunk::Rtr { cookie, recv_cookie, accepted, pieces })
+            }
+            FIN => Ok(Chunk::Fin { cookie: self.varint()? }),
+            ACK => Ok(Chunk::Ack { cookie: self.varint()? }),
+            CREDIT => Ok(Chunk::Credit { bytes: self.varint()?, slots: self.varint()? }),
+            _ => {
+                self.at -= 1;
+                self.err("unknown chunk kind")
+            }
+        }
+    }
+}
+
+impl<'a> Iterator for Decoder<'a> {
+    type Item = Result<Chunk<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.b.len() {
+            return None;
+        }
+        let r = self.chunk();
+        if r.is_err() {
+            self.at = self.b.len(); // stop after the first error
+        }
+        Some(r)
+    }
+}
+
+// ------------------------------------------------------------------ encoding
+
+/// Appends encoded chunk headers to a buffer (payloads go separately, as iovec segments).
+pub struct Encoder<'b>(pub &'b mut Vec<u8>);
+
+impl Encoder<'_> {
+    pub fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+
+    fn msg_header(&mut self, kind: u8, h: &MsgHeader) {
+        self.0.push(kind);
+        self.0.push(h.flags);
+        self.varint(u64::from(h.session));
+        self.varint(h.tag);
+        self.varint(u64::from(h.seq));
+    }
+
+    /// A DATA header; `len` payload bytes must follow it in the packet.
+    pub fn data(&mut self, h: &MsgHeader, len: usize, cookie: u64) {
+        self.msg_header(DATA, h);
+        self.varint(len as u64);
+        if h.flags & FLAG_SYNC != 0 {
+            self.varint(cookie);
+        }
+    }
+
+    /// An RDV chunk (complete: its user header is copied in). `remote`: the sender's memory
+    /// when `h.flags` has [`FLAG_READ`].
+    pub fn rdv(
+        &mut self,
+        h: &MsgHeader,
+        total: u64,
+        cookie: u64,
+        header: &[u8],
+        remote: Option<&[(u64, u64)]>,
+    ) {
+        self.msg_header(RDV, h);
+        self.varint(total);
+        self.varint(cookie);
+        self.varint(header.len() as u64);
+        self.0.extend_from_slice(header);
+        if let Some(segs) = remote {
+            self.varint(segs.len() as u64);
+            for &(a, l) in segs {
+                self.varint(a);
+                self.varint(l);
+            }
+        }
+    }
+
+    pub fn rtr(&mut self, cookie: u64, recv_cookie: u64, accepted: u64, pieces: &[Piece<'_>]) {
+        self.0.push(RTR);
+        self.varint(cookie);
+        self.varint(recv_cookie);
+        self.varint(accepted);
+        self.varint(pieces.len() as u64);
+        for p in pieces {
+            self.varint(p.rail.len() as u64);
+            self.0.extend_from_slice(p.rail);
+            self.varint(p.offset);
+            self.varint(p.len);
+        }
+    }
+
+    pub fn fin(&mut self, cookie: u64) {
+        self.0.push(FIN);
+        self.varint(cookie);
+    }
+
+    pub fn ack(&mut self, cookie: u64) {
+        self.0.push(ACK);
+        self.varint(cookie);
+    }
+
+    pub fn credit(&mut self, bytes: u64, slots: u64) {
+        self.0.push(CREDIT);
+        self.varint(bytes);
+        self.varint(slots);
+    }
+}
+
+/// Bytes `v` takes as a varint.
+pub fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(build: impl FnOnce(&mut Encoder<'_>)) -> Vec<u8> {
+        let mut b = vec![VERSION];
+        build(&mut Encoder(&mut b));
+        b
+    }
+
+    #[test]
+    fn varints_round_trip_and_their_length_is_known() {
+        for v in [0, 1, 127, 128, 300, u32::MAX as u64, u64::MAX - 1, u64::MAX] {
+            let mut b = vec![VERSION, 6];
+            Encoder(&mut b).varint(v);
+            assert_eq!(b.len() - 2, varint_len(v), "{v}");
+            Encoder(&mut b).varint(0);
+            let c = Decoder::new(&b).unwrap().next().unwrap().unwrap();
+            assert_eq!(c, Chunk::Credit { bytes: v, slots: 0 });
+        }
+    }
+
+    #[test]
+    fn every_chunk_round_trips() {
+        let h = MsgHeader { flags: FLAG_SYNC, session: 7, tag: u64::MAX, seq: 99_999 };
+        let hr = MsgHeader { flags: FLAG_READ, session: 0, tag: 3, seq: 0 };
+        let segs = [(0x7fff_0000_1000u64, 4000u64), (0x1000, 96)];
+        let mut b = packet(|e| {
+            e.data(&h, 3, 42);
+        });
+        b.extend_from_slice(b"abc");
+        Encoder(&mut b).rdv(&hr, 4096, 9, b"hdr!", Some(&segs));
+        Encoder(&mut b).rtr(
+            9,
+            10,
+            100,
+            &[Piece { rail: b"shm", offset: 0, len: 60 }, Piece { rail: b"tcp:eth1", offset: 60, len: 40 }],
+        );
+        Encoder(&mut b).fin(5);
+        Encoder(&mut b).ack(6);
+        Encoder(&mut b).credit(1 << 40, 3);
+        let got: Vec<_> = Decoder::new(&b).unwrap().map(Result::unwrap).collect();
+        assert_eq!(got[0], Chunk::Data { h, cookie: 42, payload: b"abc" });
+        match &got[1] {
+            Chunk::Rdv { h: g, total: 4096, cookie: 9, header, remote: Some(r) } => {
+                assert_eq!((g, *header), (&hr, &b"hdr!"[..]));
+                assert_eq!(r.segments().collect::<Vec<_>>(), segs);
+            }
+            c => panic!("{c:?}"),
+        }
+        assert!(
+            matches!(&got[2], Chunk::Rtr { cookie: 9, recv_cookie: 10, accepted: 100, pieces } if pieces.len() == 2 && pieces[1].rail == b"tcp:eth1")
+        );
+        assert_eq!(
+            got[3..],
+            [Chunk::Fin { cookie: 5 }, Chunk::Ack { cookie: 6 }, Chunk::Credit { bytes: 1 << 40, slots: 3 }]
+        );
+    }
+
+    #[test]
+    fn a_small_message_header_is_a_few_bytes() {
+        let b = packet(|e| e.data(&MsgHeader { flags: 0, session: 1, tag: 5, seq: 10 }, 8, 0));
+        assert_eq!(b.len(), 1 + 6);
+    }
+
+    #[test]
+    fn hostile_packets_are_errors() {
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (vec![], "empty packet"),
+            (vec![0x42], "unknown packet version"),
+            (vec![VERSION, 99], "unknown chunk kind"),
+            (vec![VERSION, DATA, 0, 1, 1, 1, 200], "truncated"),
+            (vec![VERSION, DATA, 0, 1, 1, 1, 5, b'a'], "length beyond the end of the packet"),
+            (vec![VERSION, DATA, 0x80, 1, 1, 1, 0], "unknown flags"),
+            (
+                vec![VERSION, CREDIT, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0],
+                "varint overflows 64 bits",
+            ),
+            (vec![VERSION, DATA, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 1, 0], "field exceeds 32 bits"),
+            (vec![VERSION, RTR, 1, 1, 10, 17], "too many pieces"),
+            (vec![VERSION, RTR, 1, 1, 10, 1, 3, b's', b'h', b'm', 5, 6], "piece beyond the accepted length"),
+            (vec![VERSION, RDV, 0, 1, 1, 1, 10, 1, 11], "rendezvous header too long"),
+            (
+                vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 1, 1, 9],
+                "remote segments do not add up to the message",
+            ),
+            (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 0], "bad number of remote segments"),
+        ];
+        for (p, want) in cases {
+            let r = Decoder::new(&p).and_then(|mut d| d.next().unwrap());
+            match r {
+                Err(e) => assert_eq!(e.what, want, "{p:?}"),
+                Ok(c) => panic!("{p:?} decoded as {c:?}"),
+            }
+        }
+    }
+}
