@@ -17,7 +17,7 @@ use super::request::{Error, Kind, ReqPtr};
 use super::slab::Slab;
 use super::wire::{self, Encoder, FLAG_READ, FLAG_SYNC, MsgHeader, Piece};
 use crate::drivers::{BulkHeader, LargePath, Link, PeerId, Segment, Sent};
-use crate::strategies::{Plan, RailInfo};
+use crate::strategies::{Plan, RailInfo, Strategy};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, IoSlice};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
@@ -230,6 +230,11 @@ impl Gate {
 
     /// Sends as many packets as the links take.
     pub(crate) fn flush(&self, core: &Core) {
+        self.flush_with(core, &*core.strategy);
+    }
+
+    /// `flush` with a given strategy.
+    pub(crate) fn flush_with(&self, core: &Core, strategy: &dyn Strategy) {
         let mut completed: Vec<ReqPtr> = Vec::new();
         {
             let mut out = self.out.lock().unwrap();
@@ -240,7 +245,7 @@ impl Gate {
                 r.busy = false;
             }
             loop {
-                match self.send_one(core, &mut out, &mut completed) {
+                match self.send_one(core, strategy, &mut out, &mut completed) {
                     Ok(true) => continue,
                     Ok(false) => break,
                     Err(e) => {
@@ -259,7 +264,13 @@ impl Gate {
     }
 
     /// Builds and offers one packet. `Ok(false)`: nothing (more) can go now.
-    fn send_one(&self, core: &Core, out: &mut Out, completed: &mut Vec<ReqPtr>) -> io::Result<bool> {
+    fn send_one(
+        &self,
+        core: &Core,
+        strategy: &dyn Strategy,
+        out: &mut Out,
+        completed: &mut Vec<ReqPtr>,
+    ) -> io::Result<bool> {
         let o = &mut *out;
         o.ctrl_sizes.clear();
         o.ctrl_sizes.extend(o.control.iter().map(Control::wire_size));
@@ -275,7 +286,7 @@ impl Gate {
                 None => return Ok(false),
             }
         } else {
-            match core.strategy.pack(&o.ctrl_sizes, &o.msg_sizes, &o.rails) {
+            match strategy.pack(&o.ctrl_sizes, &o.msg_sizes, &o.rails) {
                 Some(p) => self.sanitize(p, o),
                 None => return Ok(false),
             }
@@ -629,3 +640,7 @@ impl Gate {
         core.fail_posted_for(self.peer, &err);
     }
 }
+
+#[cfg(test)]
+#[path = "strategy_golden.rs"]
+mod golden;

@@ -289,4 +289,78 @@ mod tests {
         assert_eq!(m.drain_posted_for(4), vec![3]);
         assert_eq!(m.drain_all_posted(), vec![4]);
     }
+
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Post(Option<PeerId>, u64, u64),
+        Arrive(PeerId, u64),
+        Cancel(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let src = 0u32..3;
+        prop_oneof![
+            (prop::option::of(src.clone()), 0u64..4, prop_oneof![Just(u64::MAX), Just(0u64), Just(2u64)])
+                .prop_map(|(s, t, m)| Op::Post(s, t, m)),
+            (src, 0u64..4).prop_map(|(s, t)| Op::Arrive(s, t)),
+            (0usize..50).prop_map(Op::Cancel),
+        ]
+    }
+
+    proptest! {
+        /// Against a naive model: a message takes the earliest posted matching receive; a receive
+        /// takes the earliest arrived matching message; cancel removes only posted receives.
+        #[test]
+        fn matching_agrees_with_the_naive_model(ops in prop::collection::vec(op(), 0..200)) {
+            let mut m: Matching<usize> = Matching::new();
+            let mut posted: Vec<(usize, Option<PeerId>, u64, u64)> = Vec::new();
+            let mut unexpected: Vec<(PeerId, u64, usize)> = Vec::new();
+            let (mut next_req, mut next_msg) = (0usize, 0usize);
+            for o in ops {
+                match o {
+                    Op::Post(src, tag, mask) => {
+                        let id = next_req;
+                        next_req += 1;
+                        let want = unexpected.iter().position(|&(s, t, _)| src.is_none_or(|x| x == s) && (t ^ tag) & mask == 0);
+                        let got = m.post(id, src, tag, mask);
+                        match want {
+                            Some(i) => {
+                                let (s, t, msg) = unexpected.remove(i);
+                                let u = got.expect("model found an unexpected message");
+                                prop_assert_eq!((u.source, u.tag, u.len() as usize), (s, t, msg));
+                            }
+                            None => {
+                                prop_assert!(got.is_none());
+                                posted.push((id, src, tag, mask));
+                            }
+                        }
+                    }
+                    Op::Arrive(src, tag) => {
+                        let msg = next_msg;
+                        next_msg += 1;
+                        let want = posted.iter().position(|&(_, s, t, mk)| s.is_none_or(|x| x == src) && (t ^ tag) & mk == 0);
+                        let got = m.arrive(src, tag);
+                        match want {
+                            Some(i) => prop_assert_eq!(got, Some(posted.remove(i).0)),
+                            None => {
+                                prop_assert_eq!(got, None);
+                                m.store(Unexpected { source: src, tag, arrival: 0, body: Body::Eager { data: vec![0; msg], sync_cookie: None } });
+                                unexpected.push((src, tag, msg));
+                            }
+                        }
+                    }
+                    Op::Cancel(id) => {
+                        let want = posted.iter().position(|p| p.0 == id);
+                        prop_assert_eq!(m.cancel(id), want.is_some());
+                        if let Some(i) = want {
+                            posted.remove(i);
+                        }
+                    }
+                }
+                prop_assert_eq!(m.unexpected_len(), unexpected.len());
+            }
+        }
+    }
 }
