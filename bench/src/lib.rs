@@ -3,6 +3,8 @@
 //! The scheduler benches (`benches/sched.rs`) measure marcel against OS threads in the same run.
 //! Later issues add the `madbench` suite (MPI latency, bandwidth, overlap, reactivity) here.
 
+pub mod limits;
+
 use std::time::Duration;
 
 /// Pins the calling OS thread to one CPU (benchmarks compare like with like).
