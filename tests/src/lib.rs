@@ -1,6 +1,8 @@
 //! Cross-crate and multi-process integration tests live in `tests/tests/`; the programs they start
 //! live in `src/bin/`. This library holds what those programs share: deterministic random
-//! schedules and self-checking payloads.
+//! schedules and self-checking payloads, and running jobs from tests.
+
+pub mod jobs;
 
 /// A small, fast, seedable generator (xorshift64*), so every rank derives the same schedule.
 #[derive(Clone, Debug)]

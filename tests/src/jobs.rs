@@ -1,0 +1,137 @@
+//! Running jobs from tests: madrun (built on demand), a hang limit, output capture, and finding
+//! a job's processes by a marker variable in their environment.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
+
+pub const MARKER: &str = "MADRUN_TEST_MARKER";
+/// A failing job must be reported and gone within this.
+pub const FAILURE_DEADLINE: Duration = Duration::from_secs(5);
+/// Any job taking longer than this is a hang: it is killed and the test fails.
+pub const HANG: Duration = Duration::from_secs(30);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+static BUILD: Once = Once::new();
+
+/// Serializes jobs (2 cores) and survives a previous test's panic.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// target/debug (the test binary is in target/debug/deps).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_path_buf()
+}
+
+pub fn madrun_path() -> PathBuf {
+    let dir = bin_dir();
+    BUILD.call_once(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let target_dir = dir.parent().expect("target dir");
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-q", "-p", "tools", "--bin", "madrun", "--target-dir"]).arg(target_dir);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let st = cmd.status().expect("run cargo build");
+        assert!(st.success(), "cargo build -p tools --bin madrun failed");
+    });
+    dir.join("madrun")
+}
+
+pub fn unique_marker() -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("t{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+pub struct Done {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl std::fmt::Debug for Done {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?} after {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A madrun command whose ranks carry `marker`.
+pub fn madrun(marker: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(madrun_path());
+    cmd.args(["-genv", MARKER, marker]).args(args).env_remove("PM2_PMI");
+    cmd
+}
+
+/// Runs to completion (killed and failed after `HANG`), feeding `input` to stdin; `during`
+/// runs with the child's pid once it started.
+pub fn run_with(cmd: Command, input: Option<&[u8]>, during: impl FnOnce(u32)) -> Done {
+    run_limited(cmd, input, HANG, during)
+}
+
+/// `run_with`, with its own hang limit.
+pub fn run_limited(mut cmd: Command, input: Option<&[u8]>, hang: Duration, during: impl FnOnce(u32)) -> Done {
+    let start = Instant::now();
+    cmd.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start the job");
+    let mut stdin = child.stdin.take();
+    if let (Some(s), Some(data)) = (&mut stdin, input) {
+        s.write_all(data).expect("write stdin");
+    }
+    drop(stdin);
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    during(child.id());
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if start.elapsed() > hang {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("job hung for {hang:?}: {cmd:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let elapsed = start.elapsed();
+    let done =
+        Done { code: status.code(), stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap(), elapsed };
+    eprintln!("{:?}: {done:?}", cmd.get_args().collect::<Vec<_>>());
+    done
+}
+
+pub fn run(cmd: Command) -> Done {
+    run_with(cmd, None, |_| {})
+}
+
+/// Pids of live processes whose environment has `MARKER=marker`.
+pub fn marked(marker: &str) -> Vec<u32> {
+    let needle = format!("{MARKER}={marker}");
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&c| c == 0).any(|v| v == needle.as_bytes()))
+        })
+        .collect()
+}
