@@ -159,13 +159,7 @@ unsafe fn start_large(
         && gate.rails.iter().any(|r| r.info.caps.large == LargePath::ReadRemote);
     match remote {
         Some(remote) if can_read => {
-            core.reads.lock().unwrap().push_back(ReadJob {
-                peer: gate.peer,
-                req,
-                accepted,
-                sender_cookie,
-                remote,
-            });
+            core.reads.push(ReadJob { peer: gate.peer, req, accepted, sender_cookie, remote });
         }
         // SAFETY: we hold it.
         _ => unsafe { bulk(core, gate, req, accepted, sender_cookie) },
@@ -194,7 +188,7 @@ unsafe fn bulk(core: &Core, gate: &Gate, req: ReqPtr, accepted: u64, sender_cook
 pub(crate) fn run_reads(core: &Core) -> usize {
     let mut n = 0;
     loop {
-        let Some(job) = core.reads.lock().unwrap().pop_front() else { return n };
+        let Some(job) = core.reads.pop() else { return n };
         n += 1;
         let Ok(gate) = core.gate(job.peer) else { continue };
         if gate.failed.get().is_some() {

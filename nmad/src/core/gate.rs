@@ -318,7 +318,7 @@ impl Gate {
                 self.owed_slots.fetch_add(taken.1, Relaxed);
                 o.rails[plan.rail].busy = true;
                 if !self.backlogged.swap(true, AcqRel) {
-                    core.backlog.lock().unwrap().push(self.peer);
+                    core.backlog.push(self.peer);
                 }
                 Ok(o.rails.iter().any(|r| !r.busy))
             }

@@ -12,6 +12,7 @@ pub(crate) mod request;
 pub(crate) mod session;
 mod slab;
 pub mod wire;
+mod work_queue;
 
 use crate::bootstrap::Bootstrap;
 use crate::drivers::{self, BulkHeader, Driver, DriverEnv, Link, PeerId, SegmentMut, Sink};
@@ -21,10 +22,11 @@ use pioman::{BlockingWait, LtaskHandle, Options, Pioman, Poll, PollCtx, Source};
 use request::Error;
 use session::{InBody, Incoming, SessionInner};
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use work_queue::WorkQueue;
 
 /// Settings (environment variables in brackets; builder values win).
 #[derive(Clone)]
@@ -125,8 +127,8 @@ pub(crate) struct Core {
     sessions: RwLock<HashMap<u32, Arc<SessionInner>>>,
     /// Messages for sessions not created here yet (another rank created its communicator first).
     early: Mutex<HashMap<u32, Vec<Incoming<'static>>>>,
-    pub(crate) reads: Mutex<VecDeque<deliver::ReadJob>>,
-    pub(crate) backlog: Mutex<Vec<PeerId>>,
+    pub(crate) reads: WorkQueue<deliver::ReadJob>,
+    pub(crate) backlog: WorkQueue<PeerId>,
     tasks: Mutex<Vec<LtaskHandle>>,
     pub(crate) finalizing: AtomicBool,
     unexpected: AtomicU64,
@@ -188,8 +190,8 @@ impl Core {
             gate_creation: Mutex::new(()),
             sessions: RwLock::new(HashMap::new()),
             early: Mutex::new(HashMap::new()),
-            reads: Mutex::new(VecDeque::new()),
-            backlog: Mutex::new(Vec::new()),
+            reads: WorkQueue::default(),
+            backlog: WorkQueue::default(),
             tasks: Mutex::new(Vec::new()),
             finalizing: AtomicBool::new(false),
             unexpected: AtomicU64::new(0),
@@ -274,14 +276,15 @@ impl Core {
 
     /// Retries gates whose link was busy.
     fn flush_backlog(&self) -> usize {
-        let peers = std::mem::take(&mut *self.backlog.lock().unwrap());
-        for &p in &peers {
+        let peers = self.backlog.take_all();
+        let n = peers.len();
+        for p in peers {
             if let Some(g) = self.existing_gate(p) {
                 g.backlogged.store(false, Release);
                 g.flush(self);
             }
         }
-        peers.len()
+        n
     }
 
     pub(crate) fn fail_posted_for(&self, peer: PeerId, err: &Error) {
@@ -502,10 +505,10 @@ impl Source for DriverTask {
         let Some(core) = self.core.upgrade() else { return Poll::Done };
         let mut sink = CoreSink { core: &core, driver: self.driver };
         let mut n = core.drivers[self.driver].poll(&mut sink);
-        if !core.reads.lock().unwrap().is_empty() {
+        if !core.reads.is_empty() {
             n += deliver::run_reads(&core);
         }
-        if !core.backlog.lock().unwrap().is_empty() {
+        if !core.backlog.is_empty() {
             n += core.flush_backlog();
         }
         if n > 0 { Poll::Progress } else { Poll::Idle }
@@ -523,7 +526,7 @@ impl Source for DriverTask {
         // Always arm the driver (each arm is paired with a disarm); then: pending reads or busy
         // gates are work to do, not reasons to sleep.
         let quiet = core.drivers[self.driver].arm();
-        quiet && core.reads.lock().unwrap().is_empty() && core.backlog.lock().unwrap().is_empty()
+        quiet && core.reads.is_empty() && core.backlog.is_empty()
     }
 
     fn disarm(&self) {
