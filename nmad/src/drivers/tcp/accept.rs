@@ -1,0 +1,95 @@
+//! The acceptor: a background thread that accepts connections on the listening socket, so that
+//! `connect` never needs the peer to poll. Each handshake runs on its own short-lived thread
+//! (bounded in number): a stranger that connects and says nothing holds only that thread, until
+//! its timeout.
+//!
+//! It owns the listening socket and its threads; authenticated connections go to the driver
+//! through `Shared::adopt`.
+
+use super::handshake::Setup;
+use super::sys::EventFd;
+use std::net::TcpListener;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::*};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Handshakes in progress at once; connections beyond are turned away.
+const MAX_HANDSHAKES: usize = 64;
+
+pub struct Acceptor {
+    stop: Arc<EventFd>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Acceptor {
+    /// Starts accepting on `listener` (nonblocking).
+    pub fn spawn(listener: TcpListener, setup: Arc<Setup>) -> std::io::Result<Acceptor> {
+        let stop = Arc::new(EventFd::new()?);
+        let s = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("nmad-{}-accept", setup.rail))
+            .spawn(move || run(listener, &s, setup))?;
+        Ok(Acceptor { stop, thread: Some(thread) })
+    }
+
+    /// Stops accepting and closes the listening socket (new connections are refused).
+    pub fn stop(&mut self) {
+        self.stop.ring();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Acceptor {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn run(listener: TcpListener, stop: &EventFd, setup: Arc<Setup>) {
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    loop {
+        let mut fds = [
+            libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: stop.fd(), events: libc::POLLIN, revents: 0 },
+        ];
+        // SAFETY: two valid pollfds.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if fds[1].revents != 0 {
+            return;
+        }
+        if r <= 0 {
+            continue; // EINTR
+        }
+        let (s, addr) = match listener.accept() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => {
+                eprintln!("nmad {}: accept failed: {e}", setup.rail);
+                std::thread::sleep(Duration::from_millis(10)); // e.g. out of fds: do not spin
+                continue;
+            }
+        };
+        if in_flight.fetch_add(1, AcqRel) >= MAX_HANDSHAKES {
+            in_flight.fetch_sub(1, AcqRel);
+            setup.shared.rejected.fetch_add(1, Relaxed);
+            eprintln!(
+                "nmad {}: rejected a connection from {addr}: too many handshakes in progress",
+                setup.rail
+            );
+            continue;
+        }
+        let (setup2, in_flight2) = (setup.clone(), in_flight.clone());
+        let spawned = std::thread::Builder::new().name(format!("nmad-{}-hs", setup.rail)).spawn(move || {
+            setup2.admit(s, addr);
+            in_flight2.fetch_sub(1, AcqRel);
+        });
+        if let Err(e) = spawned {
+            in_flight.fetch_sub(1, AcqRel);
+            eprintln!("nmad {}: cannot start a handshake thread for {addr}: {e}", setup.rail);
+        }
+    }
+}
