@@ -19,11 +19,16 @@ pub trait Bootstrap: Send + Sync {
     /// Collective: everything put before is visible to every `get` after.
     fn fence(&self) -> io::Result<()>;
     fn get(&self, key: &str) -> io::Result<Option<String>>;
+    /// The process is done with the job (after the last fence). Default: nothing to do.
+    fn finalize(&self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The launcher's PMI.
 pub struct PmiBootstrap {
-    pmi: Mutex<Pmi>,
+    /// `None` once finalized.
+    pmi: Mutex<Option<Pmi>>,
     rank: u32,
     size: u32,
     key: JobKey,
@@ -38,12 +43,14 @@ impl PmiBootstrap {
     pub fn init() -> io::Result<PmiBootstrap> {
         let mut pmi = Pmi::init().map_err(pmi_err)?;
         let key = tools::pmi::job_key(&mut pmi).map_err(pmi_err)?;
-        Ok(PmiBootstrap { rank: pmi.rank(), size: pmi.size(), pmi: Mutex::new(pmi), key })
+        Ok(PmiBootstrap { rank: pmi.rank(), size: pmi.size(), pmi: Mutex::new(Some(pmi)), key })
     }
 
-    /// Gives the PMI connection back (to finalize it).
-    pub fn into_pmi(self) -> Pmi {
-        self.pmi.into_inner().unwrap()
+    fn with<T>(&self, f: impl FnOnce(&mut Pmi) -> Result<T, tools::pmi::PmiError>) -> io::Result<T> {
+        match self.pmi.lock().unwrap().as_mut() {
+            Some(p) => f(p).map_err(pmi_err),
+            None => Err(io::Error::new(io::ErrorKind::NotConnected, "PMI already finalized")),
+        }
     }
 }
 
@@ -58,13 +65,19 @@ impl Bootstrap for PmiBootstrap {
         &self.key
     }
     fn put(&self, key: &str, value: &str) -> io::Result<()> {
-        self.pmi.lock().unwrap().put(key, value).map_err(pmi_err)
+        self.with(|p| p.put(key, value))
     }
     fn fence(&self) -> io::Result<()> {
-        self.pmi.lock().unwrap().fence().map_err(pmi_err)
+        self.with(|p| p.fence())
     }
     fn get(&self, key: &str) -> io::Result<Option<String>> {
-        self.pmi.lock().unwrap().get(key).map_err(pmi_err)
+        self.with(|p| p.get(key))
+    }
+    fn finalize(&self) -> io::Result<()> {
+        match self.pmi.lock().unwrap().take() {
+            Some(p) => p.finalize().map_err(pmi_err),
+            None => Ok(()),
+        }
     }
 }
 

@@ -422,7 +422,7 @@ impl Core {
         self.finalizing.store(true, Relaxed);
         let r = if self.size > 1 { marcel::blocking(|| self.bootstrap.fence()) } else { Ok(()) };
         self.shutdown();
-        r
+        r.and_then(|()| self.bootstrap.finalize())
     }
 
     pub(crate) fn shutdown(&self) {
