@@ -1,0 +1,155 @@
+//! Several ranks inside one process (threads as ranks, `LocalJob` bootstrap) over real drivers:
+//! exchanges of every size, multi-rail splitting, many threads per rank at once
+//! (MPI_THREAD_MULTIPLE), and a peer that disappears.
+
+use nmad::bootstrap::LocalJob;
+use nmad::{Config, Error, Nmad, SendMode, Source, TagMatch, scope};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn ranks(n: u32, drivers: &str, strategy: &str) -> Vec<Nmad> {
+    let boots = LocalJob::ranks(n).unwrap();
+    let handles: Vec<_> = boots
+        .into_iter()
+        .map(|b| {
+            let (drivers, strategy) = (drivers.to_string(), strategy.to_string());
+            std::thread::spawn(move || {
+                let config = Config {
+                    drivers: Some(drivers.split(',').map(String::from).collect()),
+                    strategy: nmad::strategies::by_name(&strategy).unwrap(),
+                    eager_limit: usize::MAX,
+                    unexpected_budget: 8 << 20,
+                    rdv_slots: 256,
+                };
+                let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
+                Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (seed as usize * 131 + i * 7 + (i >> 9)) as u8).collect()
+}
+
+/// Rank 0 and rank 1 swap messages of many sizes.
+fn swap_all_sizes(nms: &[Nmad]) {
+    const SIZES: [usize; 9] = [0, 1, 64, 4096, 32 << 10, (32 << 10) + 1, 300_000, 1 << 20, 9 << 20];
+    std::thread::scope(|t| {
+        for (me, nm) in nms.iter().enumerate().take(2) {
+            t.spawn(move || {
+                let s = nm.session(1);
+                let peer = 1 - me as u32;
+                for (i, &len) in SIZES.iter().enumerate() {
+                    let out = pattern(me as u64 * 100 + i as u64, len);
+                    let mut inp = vec![0u8; len];
+                    scope(|sc| {
+                        let r = sc.irecv(&s, Source::Rank(peer), i as u64, &mut inp).unwrap();
+                        s.send(peer, i as u64, &out).unwrap();
+                        r.wait();
+                        assert_eq!(r.result().unwrap().unwrap().len, len as u64);
+                    });
+                    assert!(inp == pattern(u64::from(peer) * 100 + i as u64, len), "{len} bytes from {peer}");
+                }
+            });
+        }
+    });
+}
+
+fn finalize_all(nms: Vec<Nmad>) {
+    let hs: Vec<_> = nms.into_iter().map(|n| std::thread::spawn(move || n.finalize().unwrap())).collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn two_ranks_over_tcp_swap_every_size() {
+    for strategy in ["default", "aggreg"] {
+        let nms = ranks(2, "tcp", strategy);
+        assert_eq!(nms[0].rails_to(1).unwrap(), ["tcp"]);
+        swap_all_sizes(&nms);
+        finalize_all(nms);
+    }
+}
+
+#[test]
+fn split_balance_spreads_large_messages_over_two_tcp_rails() {
+    let nms = ranks(2, "tcp:127.0.0.1,tcp:127.0.0.2", "split_balance");
+    assert_eq!(nms[0].rails_to(1).unwrap().len(), 2);
+    swap_all_sizes(&nms);
+    finalize_all(nms);
+}
+
+#[test]
+fn many_threads_per_rank_send_and_receive_at_once() {
+    const THREADS: u64 = 4;
+    const EACH: u64 = 500;
+    let nms = ranks(2, "tcp", "aggreg");
+    std::thread::scope(|t| {
+        for (me, nm) in nms.iter().enumerate() {
+            for th in 0..THREADS {
+                t.spawn(move || {
+                    let s = nm.session(9);
+                    let peer = 1 - me as u32;
+                    for i in 0..EACH {
+                        let len = [8usize, 1000, 70_000][(i % 3) as usize];
+                        let out = pattern(th * 10_000 + i, len);
+                        let mut inp = vec![0u8; len];
+                        scope(|sc| {
+                            let r = sc.irecv(&s, Source::Rank(peer), th, &mut inp).unwrap();
+                            let w = sc.isend(&s, peer, th, &out, SendMode { sync: i % 5 == 0, header_len: 0 }).unwrap();
+                            r.wait();
+                            w.wait();
+                            r.result().unwrap().unwrap();
+                        });
+                        assert!(inp == out, "thread {th} message {i}");
+                    }
+                });
+            }
+        }
+    });
+    // Any-source, any-tag receives see every message exactly once.
+    std::thread::scope(|t| {
+        let (a, b) = (&nms[0], &nms[1]);
+        t.spawn(move || {
+            let s = a.session(10);
+            for i in 0..200u64 {
+                s.send(1, i % 7, &i.to_le_bytes()).unwrap();
+            }
+        });
+        t.spawn(move || {
+            let s = b.session(10);
+            let mut seen = vec![false; 200];
+            for _ in 0..200 {
+                let mut buf = [0u8; 8];
+                let st = s.recv(Source::Any, TagMatch::ANY, &mut buf).unwrap();
+                let i = u64::from_le_bytes(buf);
+                assert_eq!(st.tag, i % 7);
+                assert!(!std::mem::replace(&mut seen[i as usize], true), "message {i} twice");
+            }
+        });
+    });
+    finalize_all(nms);
+}
+
+#[test]
+fn a_vanished_peer_fails_pending_requests_instead_of_hanging() {
+    let mut nms = ranks(2, "tcp", "aggreg");
+    let s = nms[0].session(1);
+    s.send(1, 0, b"hello").unwrap(); // connects
+    let gone = nms.pop().unwrap();
+    let mut buf = [0u8; 8];
+    let t = Instant::now();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        drop(gone); // shuts its drivers down without finalizing
+    });
+    match s.recv(Source::Rank(1), 5, &mut buf) {
+        Err(Error::PeerFailed { peer: 1, .. }) => {}
+        r => panic!("expected a peer failure, got {r:?}"),
+    }
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert!(matches!(s.send(1, 0, b"again"), Err(Error::PeerFailed { .. })), "later sends fail at once");
+}
