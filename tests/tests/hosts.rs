@@ -141,3 +141,50 @@ fn madrun_runs_jobs_across_namespace_hosts_and_rejects_strangers() {
     assert!(out.status.success(), "the job carries on: {stderr}");
     assert!(stderr.contains("madrun: rejected a connection from 10.77.0."), "{stderr}");
 }
+
+/// nmad picks its drivers per peer: shared memory within a host, tcp between hosts (network
+/// namespaces are hosts: their node ids differ), under Hydra and under madrun alike.
+#[test]
+fn nmad_uses_shm_within_a_host_and_tcp_between_hosts() {
+    if skip() {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let built =
+        Command::new(env!("CARGO")).args(["build", "-q", "-p", "tools", "--bin", "madrun"]).status().unwrap();
+    assert!(built.success());
+    let madrun = pmi_check().with_file_name("madrun");
+    let check = PathBuf::from(env!("CARGO_BIN_EXE_nmad_check"));
+    let ns = script("netns-hosts.sh");
+    assert!(Command::new(&ns).args(["up", "2"]).status().unwrap().success(), "creating the namespaces");
+    let _down = Cleanup(ns.clone(), "down");
+    let hydra = || {
+        let mut c = Command::new("mpiexec.hydra");
+        c.args(["-launcher", "ssh", "-launcher-exec"]).arg(&ns);
+        c.args(["-iface", "pm2br0", "-hosts", "pm2h1,pm2h2", "-n", "4"]).arg(&check);
+        c
+    };
+    let ours = || {
+        let mut c = Command::new(&madrun);
+        c.args(["-n", "4", "-hosts", "pm2h1,pm2h2", "--launcher-exec"]).arg(&ns);
+        c.args(["--pmi-host", "10.77.0.1", "--timeout", "60"]).arg(&check);
+        c
+    };
+    for mut cmd in [hydra(), ours()] {
+        let ok = run_job(&mut cmd, 4);
+        // Round-robin placement: ranks 0 and 2 on one host, 1 and 3 on the other.
+        for line in &ok {
+            let me: u32 = line.split_whitespace().nth(1).unwrap().split('/').next().unwrap().parse().unwrap();
+            for p in 0..4u32 {
+                let want = if p == me {
+                    "self"
+                } else if p % 2 == me % 2 {
+                    "shm"
+                } else {
+                    "tcp"
+                };
+                assert!(line.contains(&format!(" {p}={want}")), "rank {me} to {p}: want {want}: {line}");
+            }
+        }
+    }
+}
