@@ -99,7 +99,9 @@ fn many_threads_per_rank_send_and_receive_at_once() {
                         let mut inp = vec![0u8; len];
                         scope(|sc| {
                             let r = sc.irecv(&s, Source::Rank(peer), th, &mut inp).unwrap();
-                            let w = sc.isend(&s, peer, th, &out, SendMode { sync: i % 5 == 0, header_len: 0 }).unwrap();
+                            let w = sc
+                                .isend(&s, peer, th, &out, SendMode { sync: i % 5 == 0, header_len: 0 })
+                                .unwrap();
                             r.wait();
                             w.wait();
                             r.result().unwrap().unwrap();
