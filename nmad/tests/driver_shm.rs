@@ -33,3 +33,258 @@ mod without_cma {
     }
     nmad::driver_conformance_tests!(make);
 }
+
+use nmad::drivers::conformance::{Recorder, pattern};
+use nmad::drivers::{BulkHeader, Link, PeerId, Segment, SegmentMut, Sent, Sink};
+use std::io::{self, BufRead, BufReader, IoSlice, Read, Write};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn driver(rank: u32, key: &JobKey) -> Arc<ShmDriver> {
+    ShmDriver::with_options(&env(rank, key), ShmOptions::default()).unwrap()
+}
+
+fn poll_until(
+    d: &ShmDriver,
+    r: &mut Recorder,
+    limit: Duration,
+    what: &str,
+    done: impl Fn(&Recorder) -> bool,
+) {
+    let end = Instant::now() + limit;
+    while !done(r) {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        d.poll(r);
+    }
+}
+
+fn send(d: &ShmDriver, r: &mut Recorder, link: &Arc<dyn Link>, data: &[u8]) {
+    while link.try_send(&[IoSlice::new(data)]).expect("try_send") == Sent::Busy {
+        d.poll(r);
+    }
+}
+
+fn socket_of(card: &str) -> SocketAddr {
+    SocketAddr::from_abstract_name(card.rsplit_once(',').unwrap().1.as_bytes()).unwrap()
+}
+
+/// Whether the driver hangs up on a stranger (EOF, or a reset when our bytes were left unread).
+fn hung_up(mut s: UnixStream) -> bool {
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut rest = Vec::new();
+    match s.read_to_end(&mut rest) {
+        Ok(_) => true,
+        Err(e) => e.kind() == io::ErrorKind::ConnectionReset,
+    }
+}
+
+#[test]
+fn strangers_are_rejected_and_the_driver_carries_on() {
+    let key = JobKey::generate().unwrap();
+    let b = driver(1, &key);
+    let addr = socket_of(&b.card());
+    // Garbage instead of the handshake.
+    let mut s = UnixStream::connect_addr(&addr).unwrap();
+    let _ = s.write_all(b"GET / HTTP/1.1\r\nHost: nmad\r\n\r\n");
+    assert!(hung_up(s), "a stranger speaking HTTP is hung up on");
+    // The wrong job key.
+    let mut s = UnixStream::connect_addr(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(tools::secret::client_handshake(&mut s, &JobKey::generate().unwrap()).is_err());
+    // The right key, then a setup message without the segment.
+    let mut s = UnixStream::connect_addr(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    tools::secret::client_handshake(&mut s, &key).unwrap();
+    let _ = s.write_all(&[0x55; 32]);
+    assert!(hung_up(s), "a malformed setup is hung up on");
+    // A silent stranger holds its own setup thread, nobody else.
+    let _silent = UnixStream::connect_addr(&addr).unwrap();
+    let a = driver(0, &key);
+    let start = Instant::now();
+    let ab = a.connect(1, &b.card()).expect("a job member still connects");
+    assert!(start.elapsed() < Duration::from_secs(5), "the silent stranger delayed a legitimate connect");
+    let mut rb = Recorder::default();
+    send(&a, &mut Recorder::default(), &ab, b"hello");
+    poll_until(&b, &mut rb, Duration::from_secs(10), "the legitimate packet", |r| !r.packets.is_empty());
+    assert_eq!(rb.packets, [(0, b"hello".to_vec())]);
+    assert_eq!(rb.links.len(), 1, "strangers never become links");
+    assert!(rb.failed.is_empty());
+}
+
+fn dev_shm_entries() -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn segments_are_memfds_never_in_dev_shm() {
+    let key = JobKey::generate().unwrap();
+    let (a, b) = (driver(0, &key), driver(1, &key));
+    let ab = a.connect(1, &b.card()).unwrap();
+    let mut rb = Recorder::default();
+    send(&a, &mut Recorder::default(), &ab, b"x");
+    poll_until(&b, &mut rb, Duration::from_secs(10), "the packet", |r| !r.packets.is_empty());
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    assert!(maps.contains("/memfd:nmad-shm"), "the segment is a mapped memfd");
+    let leftovers: Vec<_> = dev_shm_entries().into_iter().filter(|n| n.contains("nmad")).collect();
+    assert!(leftovers.is_empty(), "segments left in /dev/shm: {leftovers:?}");
+}
+
+// ---- Real peer processes: this test binary, started again as rank 1 -------------------------
+
+const CHILD_ENV: &str = "NMAD_SHM_TEST_CHILD";
+const CHILD_BUF: usize = (1 << 20) + 3;
+
+/// Echoes every packet back; `exit` ends the process.
+#[derive(Default)]
+struct Echo {
+    link: Option<Arc<dyn Link>>,
+    got: Vec<Vec<u8>>,
+}
+
+impl Sink for Echo {
+    fn link_up(&mut self, link: Arc<dyn Link>) {
+        self.link = Some(link);
+    }
+    fn packet(&mut self, _from: PeerId, bytes: &[u8]) {
+        self.got.push(bytes.to_vec());
+    }
+    fn bulk_dest(&mut self, _: PeerId, _: &BulkHeader, _: &mut Vec<SegmentMut>) -> bool {
+        false
+    }
+    fn bulk_done(&mut self, _: PeerId, _: &BulkHeader) {}
+    fn bulk_sent(&mut self, _: PeerId, _: u64) {}
+    fn link_failed(&mut self, _: PeerId, _: io::Error) {
+        std::process::exit(2);
+    }
+}
+
+/// Not a test: the peer process of the tests below (does nothing unless started by them).
+#[test]
+fn child_peer() {
+    let Ok(key) = std::env::var(CHILD_ENV) else { return };
+    let key = JobKey::from_hex(&key).unwrap();
+    let d = driver(1, &key);
+    let buf = pattern(42, CHILD_BUF);
+    println!("CARD {}", d.card());
+    println!("BUF {}", buf.as_ptr() as usize);
+    io::stdout().flush().unwrap();
+    let mut sink = Echo::default();
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end {
+        d.poll(&mut sink);
+        for p in std::mem::take(&mut sink.got) {
+            if p == b"exit" {
+                std::process::exit(0);
+            }
+            let link = sink.link.clone().unwrap();
+            while link.try_send(&[IoSlice::new(&p)]).unwrap() == Sent::Busy {
+                d.poll(&mut sink);
+            }
+        }
+    }
+    std::process::exit(1);
+}
+
+/// The peer process; killed when dropped.
+struct Peer {
+    child: std::process::Child,
+    card: String,
+    buf: usize,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_peer(key: &JobKey) -> Peer {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_peer", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, key.to_hex())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut field = |tag: &str| loop {
+        let line = lines.next().expect("the peer process died before its card").unwrap();
+        // The harness prints `test child_peer ... ` without a newline before our first line.
+        if let Some(i) = line.find(tag) {
+            return line[i + tag.len()..].to_string();
+        }
+    };
+    let card = field("CARD ");
+    let buf = field("BUF ").parse().unwrap();
+    Peer { child, card, buf }
+}
+
+#[test]
+fn a_peer_process_is_read_and_echoes_then_leaves_cleanly() {
+    let key = JobKey::generate().unwrap();
+    let peer = spawn_peer(&key);
+    let a = driver(0, &key);
+    let link = a.connect(1, &peer.card).unwrap();
+    assert_eq!(link.pid_for_remote_reads(), Some(std::process::id()), "same pid namespace");
+    let mut dst = vec![0u8; CHILD_BUF];
+    let remote = [
+        Segment { ptr: peer.buf as *const u8, len: 1000 },
+        Segment { ptr: (peer.buf + 1000) as *const u8, len: CHILD_BUF - 1000 },
+    ];
+    // SAFETY: `dst` is writable; the remote addresses are checked by the kernel.
+    match unsafe { link.read_remote(&remote, &[SegmentMut { ptr: dst.as_mut_ptr(), len: dst.len() }]) } {
+        Ok(()) => assert!(dst == pattern(42, CHILD_BUF), "read_remote copied the wrong bytes"),
+        Err(e) if matches!(e.kind(), io::ErrorKind::PermissionDenied | io::ErrorKind::Unsupported) => {
+            eprintln!("cross-memory attach refused here: {e}")
+        }
+        Err(e) => panic!("read_remote from the peer process: {e}"),
+    }
+    let mut r = Recorder::default();
+    let sizes: Vec<usize> = (0..200).map(|i| (i * 331) % 65536).collect();
+    for (i, &n) in sizes.iter().enumerate() {
+        send(&a, &mut r, &link, &pattern(i as u64, n));
+    }
+    poll_until(&a, &mut r, Duration::from_secs(20), "the echoes", |r| r.packets.len() == sizes.len());
+    for (i, (&n, (from, p))) in sizes.iter().zip(&r.packets).enumerate() {
+        assert!(*from == 1 && *p == pattern(i as u64, n), "echo {i} corrupted");
+    }
+    // A rough round trip (meaningful in release builds only; printed, not asserted).
+    let rounds = 2000;
+    let start = Instant::now();
+    for _ in 0..rounds {
+        let before = r.packets.len();
+        send(&a, &mut r, &link, &[7; 8]);
+        while r.packets.len() == before {
+            a.poll(&mut r);
+        }
+    }
+    eprintln!("shm 8-byte one-way latency between processes: {:?}", start.elapsed() / (2 * rounds));
+    send(&a, &mut r, &link, b"exit");
+    poll_until(&a, &mut r, Duration::from_secs(10), "the peer's departure", |r| !r.failed.is_empty());
+    assert_eq!(r.failed, [(1, io::ErrorKind::ConnectionReset)]);
+    assert!(link.try_send(&[IoSlice::new(b"late")]).is_err(), "sends to a gone peer fail");
+}
+
+#[test]
+fn a_peer_killed_with_sigkill_is_reported() {
+    let key = JobKey::generate().unwrap();
+    let mut peer = spawn_peer(&key);
+    let a = driver(0, &key);
+    let link = a.connect(1, &peer.card).unwrap();
+    let mut r = Recorder::default();
+    send(&a, &mut r, &link, b"ping");
+    poll_until(&a, &mut r, Duration::from_secs(10), "the echo", |r| !r.packets.is_empty());
+    peer.child.kill().unwrap();
+    peer.child.wait().unwrap();
+    let killed = Instant::now();
+    poll_until(&a, &mut r, Duration::from_secs(5), "the dead peer's report", |r| !r.failed.is_empty());
+    eprintln!("SIGKILLed peer reported after {:?}", killed.elapsed());
+    assert_eq!(r.failed, [(1, io::ErrorKind::ConnectionReset)]);
+    assert!(link.try_send(&[IoSlice::new(b"ping")]).is_err());
+    let leftovers: Vec<_> = dev_shm_entries().into_iter().filter(|n| n.contains("nmad")).collect();
+    assert!(leftovers.is_empty(), "segments left in /dev/shm: {leftovers:?}");
+}

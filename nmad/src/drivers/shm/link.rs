@@ -11,6 +11,7 @@ use super::ring::{
     self, BULK_HEADER, Body, MAX_PAYLOAD, Malformed, PACKET_HEADER, Producer, RingMem, record_size,
 };
 use super::socket::signal;
+use super::spin::{Guard, SpinLock};
 use super::wake::Sleeper;
 use crate::drivers::{BulkHeader, Link, PeerId, Segment, SegmentMut, Sent};
 use std::collections::VecDeque;
@@ -19,7 +20,7 @@ use std::net::Shutdown;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Bulk pieces taken by `send_bulk` itself (the rest is pushed from `poll`).
 const BULK_PIECES_AT_START: usize = 4;
@@ -99,7 +100,7 @@ pub(crate) struct ShmLink {
     out: ShmRing,
     /// The ring we read.
     pub(crate) inc: ShmRing,
-    tx: Mutex<Tx>,
+    tx: SpinLock<Tx>,
     /// Bulk data waits or finished transfers await reporting: `poll` must visit the send side.
     tx_pending: AtomicBool,
     /// The last attempt found no room; `tx_seen_head` is the consumer index it saw.
@@ -107,6 +108,8 @@ pub(crate) struct ShmLink {
     tx_seen_head: AtomicU64,
     /// The consumer position in `inc` (written by the poller only).
     pub(crate) rx_head: AtomicU64,
+    /// Where the poller last looked at the producer's `waiting` flag.
+    pub(crate) rx_checked: AtomicU64,
     pub(crate) peer_wake: OwnedFd,
     own_wake: Arc<OwnedFd>,
     pub(crate) sock: UnixStream,
@@ -118,7 +121,7 @@ pub(crate) struct ShmLink {
     announce_pid: Option<u32>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -132,11 +135,12 @@ impl ShmLink {
             peer: p.peer,
             out: ShmRing::new(&p.map, p.cap, out),
             inc: ShmRing::new(&p.map, p.cap, inc),
-            tx: Mutex::new(Tx { prod: Producer::new(p.cap), bulk: VecDeque::new(), sent: Vec::new() }),
+            tx: SpinLock::new(Tx { prod: Producer::new(p.cap), bulk: VecDeque::new(), sent: Vec::new() }),
             tx_pending: AtomicBool::new(false),
             tx_stalled: AtomicBool::new(false),
             tx_seen_head: AtomicU64::new(0),
             rx_head: AtomicU64::new(0),
+            rx_checked: AtomicU64::new(0),
             peer_wake: p.peer_wake,
             own_wake: p.own_wake,
             sock: p.sock,
@@ -149,7 +153,7 @@ impl ShmLink {
     }
 
     /// The ring we write (tests play a hostile peer through it).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn out_ring(&self) -> &ShmRing {
         &self.out
     }
@@ -240,7 +244,7 @@ impl ShmLink {
             self.unstall();
             return Ok(0);
         }
-        let mut guard = lock(&self.tx);
+        let mut guard = self.tx.lock();
         let tx = &mut *guard;
         if self.failed() {
             return Ok(0);
@@ -260,7 +264,7 @@ impl ShmLink {
 
     /// Bulk tokens finished outside `poll` get a wake-up of our own driver, so a sleeping context
     /// reports them.
-    fn after_send(&self, tx: MutexGuard<'_, Tx>) {
+    fn after_send(&self, tx: Guard<'_, Tx>) {
         let finished = !tx.sent.is_empty();
         drop(tx);
         self.wake_peer();
@@ -280,7 +284,7 @@ impl Link for ShmLink {
         if len as u64 > MAX_PAYLOAD {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "packet larger than max_packet"));
         }
-        let mut guard = lock(&self.tx);
+        let mut guard = self.tx.lock();
         let tx = &mut *guard;
         self.check()?;
         let pos = match tx.prod.reserve(&self.out, record_size(PACKET_HEADER, len as u64), 0) {
@@ -315,7 +319,7 @@ impl Link for ShmLink {
                 "bulk segments do not add up to hdr.len",
             ));
         }
-        let mut guard = lock(&self.tx);
+        let mut guard = self.tx.lock();
         let tx = &mut *guard;
         self.check()?;
         tx.bulk.push_back(BulkJob { hdr, src: src.to_vec(), index: 0, offset: 0, done: 0, token });

@@ -112,6 +112,40 @@ impl Mapping {
     }
 }
 
+/// Copies `n` bytes; short copies inline (small packets are the latency path, and a libc call
+/// costs more than copying them), longer ones with `memcpy`.
+///
+/// # Safety
+/// As `ptr::copy_nonoverlapping`.
+#[inline]
+unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: every access below lies within the first `n` bytes of `src` and `dst` (the two
+    // overlapping words cover [0, n) when n is between one and two words).
+    unsafe {
+        match n {
+            0 => {}
+            1..=3 => {
+                *dst = *src;
+                *dst.add(n / 2) = *src.add(n / 2);
+                *dst.add(n - 1) = *src.add(n - 1);
+            }
+            4..=7 => {
+                let (a, b) =
+                    (src.cast::<u32>().read_unaligned(), src.add(n - 4).cast::<u32>().read_unaligned());
+                dst.cast::<u32>().write_unaligned(a);
+                dst.add(n - 4).cast::<u32>().write_unaligned(b);
+            }
+            8..=16 => {
+                let (a, b) =
+                    (src.cast::<u64>().read_unaligned(), src.add(n - 8).cast::<u64>().read_unaligned());
+                dst.cast::<u64>().write_unaligned(a);
+                dst.add(n - 8).cast::<u64>().write_unaligned(b);
+            }
+            _ => std::ptr::copy_nonoverlapping(src, dst, n),
+        }
+    }
+}
+
 /// One ring of a segment: `which` 0 carries connector → acceptor, 1 the other way.
 pub(crate) struct ShmRing {
     /// Keeps `base` valid.
@@ -177,8 +211,8 @@ impl RingMem for ShmRing {
         // private memory, so the ranges do not overlap. The ring protocol gives this producer
         // exclusive use of the bytes until it publishes them.
         unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(off), first);
-            std::ptr::copy_nonoverlapping(src.as_ptr().add(first), self.data(0), rest);
+            copy(src.as_ptr(), self.data(off), first);
+            copy(src.as_ptr().add(first), self.data(0), rest);
         }
     }
 
@@ -189,8 +223,8 @@ impl RingMem for ShmRing {
         // does not write published bytes until we release them; a hostile one can only change
         // which bytes we copy (we treat them as opaque data, never as lengths or offsets).
         unsafe {
-            std::ptr::copy_nonoverlapping(self.data(off), dst.as_mut_ptr(), first);
-            std::ptr::copy_nonoverlapping(self.data(0), dst.as_mut_ptr().add(first), rest);
+            copy(self.data(off), dst.as_mut_ptr(), first);
+            copy(self.data(0), dst.as_mut_ptr().add(first), rest);
         }
     }
 }
@@ -236,6 +270,18 @@ mod tests {
         drop(m);
         assert!(!mapped(&probe), "unmapped with its last user");
         std::mem::forget(probe);
+    }
+
+    #[test]
+    fn short_and_long_copies_are_exact() {
+        let src: Vec<u8> = (1..=40).collect();
+        for n in 0..=40 {
+            let mut dst = [0u8; 41];
+            // SAFETY: both buffers hold at least `n` bytes.
+            unsafe { copy(src.as_ptr(), dst.as_mut_ptr(), n) };
+            assert_eq!(&dst[..n], &src[..n], "{n} bytes");
+            assert!(dst[n..].iter().all(|&b| b == 0), "{n} bytes: nothing beyond");
+        }
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod ring;
 mod setup;
 mod shared;
 mod socket;
+mod spin;
 #[cfg(all(test, not(loom)))]
 mod tests;
 mod wake;
@@ -47,7 +48,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixListener;
 use std::sync::atomic::Ordering::*;
-use std::sync::{Arc, Mutex, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 /// Records taken from one link per poll, so that one busy peer does not starve the others.
@@ -67,7 +68,7 @@ struct PollState {
 pub struct ShmDriver {
     shared: Arc<Shared>,
     card: String,
-    poll: Mutex<PollState>,
+    poll: spin::SpinLock<PollState>,
     monitor: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -113,7 +114,7 @@ impl ShmDriver {
         Ok(Arc::new(ShmDriver {
             shared,
             card: format!("{},{name}", env.node),
-            poll: Mutex::new(PollState {
+            poll: spin::SpinLock::new(PollState {
                 links: Vec::new(),
                 generation: 0,
                 scratch: Scratch::new(),
@@ -198,11 +199,7 @@ impl Driver for ShmDriver {
 
     fn poll(&self, sink: &mut dyn Sink) -> usize {
         let sh = &*self.shared;
-        let mut guard = match self.poll.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return 0,
-        };
+        let Some(mut guard) = self.poll.try_lock() else { return 0 };
         let st = &mut *guard;
         if sh.closed.load(Relaxed) {
             return 0;

@@ -161,6 +161,7 @@ fn loom_wake_a_producer_waiting_for_space_is_signalled() {
         let consumer = loom::thread::spawn(move || {
             let r = ring::peek(&*cm, 0).unwrap().unwrap();
             ring::release(&*cm, r.end);
+            assert!(ring::space_check_due(&*cm, r.end, 0));
             if ring::producer_waiting(&*cm) {
                 cs.store(true, Relaxed);
             }

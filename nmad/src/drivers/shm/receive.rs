@@ -71,8 +71,12 @@ pub(crate) fn receive(
         }
         n += 1;
     }
-    if n > 0 && ring::producer_waiting(&link.inc) {
-        signal(&link.peer_wake);
+    let checked = link.rx_checked.load(Relaxed);
+    if ring::space_check_due(&link.inc, head, checked) {
+        link.rx_checked.store(head, Relaxed);
+        if ring::producer_waiting(&link.inc) {
+            signal(&link.peer_wake);
+        }
     }
     Ok(n)
 }

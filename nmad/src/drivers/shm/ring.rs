@@ -150,7 +150,7 @@ impl Producer {
         let need = self.tail + size + SLOT + keep;
         if need > self.head + self.cap {
             let head = m.load(Word::Head, Ordering::Acquire);
-            if head < self.head || head > self.tail || head % SLOT != 0 {
+            if head < self.head || head > self.tail || !head.is_multiple_of(SLOT) {
                 return Err(Malformed(format!(
                     "the consumer index {head} is outside [{}, {}] or unaligned",
                     self.head, self.tail
@@ -178,16 +178,23 @@ impl Producer {
         };
         m.store(Word::Data(pos + 8), kind << 32 | len, Ordering::Relaxed);
         let end = pos + record_size(body.header(), len);
-        // Slots inside this record are payload; the next header and a few beyond get a zero
-        // stamp before the consumer can be led there (reserve kept `end` within the free space).
-        self.zeroed = self.zeroed.max(end);
+        // The next header must read zero before this stamp leads the consumer there (reserve
+        // kept `end` within the free space). Usually an earlier publish zeroed it already; slots
+        // inside this record are payload and are skipped.
+        if self.zeroed <= end {
+            m.store(Word::Data(end), 0, Ordering::Relaxed);
+            self.zeroed = end + SLOT;
+        }
+        m.store(Word::Data(pos), pos + 1, Ordering::Release);
+        self.tail = end;
+        // Zero a few slots further only now: on x86 stores become visible in order, so a zero
+        // stored before the stamp would make the stamp wait for that line. Later stamps are
+        // stored after these zeros, which is all they need.
         let limit = (end + ZERO_AHEAD).min(self.head + self.cap - SLOT);
         while self.zeroed <= limit {
             m.store(Word::Data(self.zeroed), 0, Ordering::Relaxed);
             self.zeroed += SLOT;
         }
-        m.store(Word::Data(pos), pos + 1, Ordering::Release);
-        self.tail = end;
     }
 }
 
@@ -251,6 +258,18 @@ pub(crate) fn consumer_sleeping(m: &impl RingMem) -> bool {
 /// consumer frees space. The caller fences (SeqCst) before re-reading the consumer's index.
 pub(crate) fn set_waiting(m: &impl RingMem, on: bool) {
     m.store(Word::Waiting, on as u64, Ordering::Relaxed);
+}
+
+/// Consumer side: whether releasing up to `head` calls for a look at the producer's `waiting`
+/// flag, the last look having been at `checked`. Looking (a SeqCst fence) after every release
+/// would put a fence on every receive; a quarter of the ring suffices. After a look at
+/// `checked` that saw no flag, a producer that raises its flag and fences reads a head of at
+/// least `checked`; to be stuck it must then have more than `3/4 cap - MAX_RECORD - SLOT`
+/// bytes (bulk keeps at most `cap/4` free for packets) published beyond it. The consumer reads
+/// them all, so it passes `checked + cap/4` and looks again; no look is missed as long as
+/// `cap/2 >= MAX_RECORD + SLOT`.
+pub(crate) fn space_check_due(m: &impl RingMem, head: u64, checked: u64) -> bool {
+    head - checked >= m.cap() / 4
 }
 
 /// Consumer side, after releasing space: whether the producer must be signalled.
