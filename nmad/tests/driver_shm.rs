@@ -113,6 +113,24 @@ fn strangers_are_rejected_and_the_driver_carries_on() {
     assert!(rb.failed.is_empty());
 }
 
+#[test]
+fn shutdown_closes_the_listener_and_every_link() {
+    let key = JobKey::generate().unwrap();
+    let (a, b) = (driver(0, &key), driver(1, &key));
+    let ab = a.connect(1, &b.card()).unwrap();
+    let mut rb = Recorder::default();
+    poll_until(&b, &mut rb, Duration::from_secs(10), "the link", |r| r.links.len() == 1);
+    b.shutdown();
+    b.shutdown();
+    let e = UnixStream::connect_addr(&socket_of(&b.card())).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused, "nobody listens after shutdown: {e}");
+    assert_eq!(rb.links[0].try_send(&[IoSlice::new(b"x")]).unwrap_err().kind(), io::ErrorKind::NotConnected);
+    assert!(a.connect(1, &b.card()).is_err());
+    let mut ra = Recorder::default();
+    poll_until(&a, &mut ra, Duration::from_secs(5), "the peer's shutdown", |r| !r.failed.is_empty());
+    assert!(ab.try_send(&[IoSlice::new(b"x")]).is_err());
+}
+
 fn dev_shm_entries() -> Vec<String> {
     std::fs::read_dir("/dev/shm")
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
@@ -137,8 +155,10 @@ fn segments_are_memfds_never_in_dev_shm() {
 
 const CHILD_ENV: &str = "NMAD_SHM_TEST_CHILD";
 const CHILD_BUF: usize = (1 << 20) + 3;
+/// Packets the peer sends before exiting at once.
+const BURST: u64 = 500;
 
-/// Echoes every packet back; `exit` ends the process.
+/// Echoes every packet back; `exit` ends the process, `burst` sends [`BURST`] packets and ends it.
 #[derive(Default)]
 struct Echo {
     link: Option<Arc<dyn Link>>,
@@ -178,6 +198,16 @@ fn child_peer() {
         d.poll(&mut sink);
         for p in std::mem::take(&mut sink.got) {
             if p == b"exit" {
+                std::process::exit(0);
+            }
+            if p == b"burst" {
+                let link = sink.link.clone().unwrap();
+                for i in 0..BURST {
+                    let data = pattern(i, 1000);
+                    while link.try_send(&[IoSlice::new(&data)]).unwrap() == Sent::Busy {
+                        d.poll(&mut sink);
+                    }
+                }
                 std::process::exit(0);
             }
             let link = sink.link.clone().unwrap();
@@ -267,6 +297,40 @@ fn a_peer_process_is_read_and_echoes_then_leaves_cleanly() {
     poll_until(&a, &mut r, Duration::from_secs(10), "the peer's departure", |r| !r.failed.is_empty());
     assert_eq!(r.failed, [(1, io::ErrorKind::ConnectionReset)]);
     assert!(link.try_send(&[IoSlice::new(b"late")]).is_err(), "sends to a gone peer fail");
+}
+
+#[test]
+fn packets_sent_just_before_a_peer_exits_are_delivered() {
+    let key = JobKey::generate().unwrap();
+    let mut peer = spawn_peer(&key);
+    let a = driver(0, &key);
+    let link = a.connect(1, &peer.card).unwrap();
+    let mut r = Recorder::default();
+    send(&a, &mut r, &link, b"burst");
+    // Let the peer finish and its exit be noticed before reading anything.
+    peer.child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    poll_until(&a, &mut r, Duration::from_secs(10), "the peer's departure", |r| !r.failed.is_empty());
+    assert_eq!(r.packets.len() as u64, BURST, "every packet written before the exit arrives");
+    for (i, (_, p)) in r.packets.iter().enumerate() {
+        assert!(*p == pattern(i as u64, 1000), "packet {i} corrupted");
+    }
+    assert_eq!(r.failed, [(1, io::ErrorKind::ConnectionReset)]);
+}
+
+#[test]
+fn a_peer_that_connects_sends_and_leaves_before_any_poll_is_heard() {
+    let key = JobKey::generate().unwrap();
+    let (a, b) = (driver(0, &key), driver(1, &key));
+    let ab = a.connect(1, &b.card()).unwrap();
+    send(&a, &mut Recorder::default(), &ab, b"last words");
+    a.shutdown();
+    std::thread::sleep(Duration::from_millis(50));
+    let mut rb = Recorder::default();
+    poll_until(&b, &mut rb, Duration::from_secs(10), "the departure", |r| !r.failed.is_empty());
+    assert_eq!(rb.links.len(), 1, "the link is announced");
+    assert_eq!(rb.packets, [(0, b"last words".to_vec())]);
+    assert_eq!(rb.failed, [(0, io::ErrorKind::ConnectionReset)]);
 }
 
 #[test]

@@ -175,6 +175,13 @@ impl ShmLink {
         true
     }
 
+    /// Whether what the peer published before the link failed is still worth delivering: yes
+    /// when the peer left (its last packets were complete when it wrote them), no when its data
+    /// was malformed or this driver shut down.
+    pub(crate) fn drain_after_failure(&self) -> bool {
+        matches!(&*lock(&self.failure), Some((io::ErrorKind::ConnectionReset, _)))
+    }
+
     /// Why the link failed.
     pub(crate) fn error(&self) -> io::Error {
         match &*lock(&self.failure) {

@@ -129,14 +129,11 @@ impl ShmDriver {
     }
 
     /// Announces accepted connections; returns how many.
-    fn announce_accepted(&self, st: &mut PollState, sink: &mut dyn Sink) -> usize {
+    fn announce_accepted(&self, sink: &mut dyn Sink) -> usize {
         let accepted = self.shared.take_accepted();
         for link in &accepted {
             self.shared.add_link(link);
             sink.link_up(link.clone());
-        }
-        if !accepted.is_empty() {
-            st.generation = u64::MAX;
         }
         accepted.len()
     }
@@ -209,7 +206,7 @@ impl Driver for ShmDriver {
         }
         let mut n = 0;
         if sh.events.load(Relaxed) && sh.events.swap(false, SeqCst) {
-            n += self.announce_accepted(st, sink);
+            n += self.announce_accepted(sink);
         }
         let g = sh.generation.load(Acquire);
         if g != st.generation {
@@ -219,6 +216,11 @@ impl Driver for ShmDriver {
         let mut lost = false;
         for link in &st.links {
             if link.failed() {
+                if !link.reported.load(Acquire) && link.drain_after_failure() {
+                    while let Ok(k @ 1..) = receive(link, sink, &mut st.scratch, RECORDS_PER_POLL) {
+                        n += k;
+                    }
+                }
                 n += ShmDriver::report(link, sink);
                 lost = true;
                 continue;

@@ -67,9 +67,9 @@ fn run(sh: &Arc<Shared>, listener: &UnixListener) {
                 continue;
             }
             if let Some(why) = closed_reason(&l.sock) {
-                if l.fail(io::ErrorKind::ConnectionReset, format!("shm: rank {} {why}", l.peer)) {
-                    sh.raise_event();
-                }
+                // Also when the link failed already (its socket was shut here): poll reports it.
+                l.fail(io::ErrorKind::ConnectionReset, format!("shm: rank {} {why}", l.peer));
+                sh.raise_event();
                 lost = true;
             }
         }

@@ -240,7 +240,15 @@ pub(crate) fn released(m: &impl RingMem) -> u64 {
 /// Consumer side of the wake protocol: announce (or withdraw) that it may sleep. The caller
 /// issues a SeqCst fence before checking [`has_record`].
 pub(crate) fn set_sleeping(m: &impl RingMem, on: bool) {
-    m.store(Word::Sleeping, on as u64, Ordering::Relaxed);
+    set_flag(m, Word::Sleeping, on);
+}
+
+/// Stores a flag only if it changes: the peer reads it on every publish (or release), so a
+/// needless store would cost it a cache miss.
+fn set_flag(m: &impl RingMem, w: Word, on: bool) {
+    if (m.load(w, Ordering::Relaxed) != 0) != on {
+        m.store(w, on as u64, Ordering::Relaxed);
+    }
 }
 
 /// Whether something (valid or not) was published at `head`; after the caller's SeqCst fence.
@@ -257,7 +265,7 @@ pub(crate) fn consumer_sleeping(m: &impl RingMem) -> bool {
 /// Producer side of the space protocol: announce (or withdraw) that it may sleep until the
 /// consumer frees space. The caller fences (SeqCst) before re-reading the consumer's index.
 pub(crate) fn set_waiting(m: &impl RingMem, on: bool) {
-    m.store(Word::Waiting, on as u64, Ordering::Relaxed);
+    set_flag(m, Word::Waiting, on);
 }
 
 /// Consumer side: whether releasing up to `head` calls for a look at the producer's `waiting`

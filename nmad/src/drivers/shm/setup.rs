@@ -199,7 +199,12 @@ pub(crate) fn answer(local: &Local, s: UnixStream) -> Result<Arc<ShmLink>, Strin
         return Err(format!("pid {pid} runs as uid {uid}, not ours"));
     }
     let who = |what: String| format!("pid {pid}: {what}");
-    server_handshake(&mut Conn(&s), &local.key).map_err(|e| who(e.to_string()))?;
+    server_handshake(&mut Conn(&s), &local.key).map_err(|e| match e {
+        HandshakeError::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            who("hung up during the job handshake (a process of another job?)".into())
+        }
+        e => who(e.to_string()),
+    })?;
     let mut b = [0u8; HELLO_LEN];
     let mut fds = recv_with_fds(&s, &mut b, 2).map_err(|e| who(format!("setup message: {e}")))?;
     let hello = Hello::decode(&b).map_err(who)?;
@@ -306,7 +311,7 @@ mod tests {
         let e = dial(&local(0, &JobKey::generate().unwrap(), true), 1, &name).err().unwrap();
         assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
         // The client detects the fake server first and hangs up before proving anything.
-        assert!(h.join().unwrap().err().unwrap().contains("handshake"));
+        assert!(h.join().unwrap().err().unwrap().contains("hung up during the job handshake"));
     }
 
     #[test]

@@ -78,11 +78,10 @@ impl Shared {
         self.raise_event();
     }
 
-    /// Takes the accepted links still alive.
+    /// Takes the accepted links, even one whose peer already left: what it sent before leaving
+    /// is still delivered (then its failure).
     pub(crate) fn take_accepted(&self) -> Vec<Arc<ShmLink>> {
-        let mut v = std::mem::take(&mut *self.accepted.lock().unwrap_or_else(PoisonError::into_inner));
-        v.retain(|l| !l.failed());
-        v
+        std::mem::take(&mut *self.accepted.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Fails every link (shutdown).
