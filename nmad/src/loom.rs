@@ -4,7 +4,13 @@
 
 #[cfg(loom)]
 #[allow(unused_imports)]
+pub(crate) use loom::sync::Mutex;
+#[cfg(loom)]
+#[allow(unused_imports)]
 pub(crate) use loom::sync::atomic;
+#[cfg(not(loom))]
+#[allow(unused_imports)]
+pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
 #[allow(unused_imports)]
 pub(crate) use std::sync::atomic;
