@@ -123,7 +123,7 @@ fn many_threads_per_rank_send_and_receive_at_once() {
         });
         t.spawn(move || {
             let s = b.session(10);
-            let mut seen = vec![false; 200];
+            let mut seen = [false; 200];
             for _ in 0..200 {
                 let mut buf = [0u8; 8];
                 let st = s.recv(Source::Any, TagMatch::ANY, &mut buf).unwrap();

@@ -13,7 +13,7 @@ impl Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -22,7 +22,7 @@ impl Rng {
 
     /// Uniform in `0..n` (n > 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
 }
 
@@ -31,10 +31,10 @@ pub fn fill_payload(id: u64, buf: &mut [u8]) {
     let mut r = Rng::new(id ^ 0x5eed);
     let mut chunks = buf.chunks_exact_mut(8);
     for c in &mut chunks {
-        c.copy_from_slice(&r.next().to_le_bytes());
+        c.copy_from_slice(&r.next_u64().to_le_bytes());
     }
     let rest = chunks.into_remainder();
-    let last = r.next().to_le_bytes();
+    let last = r.next_u64().to_le_bytes();
     rest.copy_from_slice(&last[..rest.len()]);
     if buf.len() >= 8 {
         buf[..8].copy_from_slice(&id.to_le_bytes());

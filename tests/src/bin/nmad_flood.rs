@@ -26,6 +26,9 @@ fn id(src: u32, i: u64) -> u64 {
     u64::from(src) << 32 | i
 }
 
+/// A posted receive: its request, buffer, source rank and message index.
+type PostedRecv = (Pin<Box<Request>>, Vec<u8>, u32, u64);
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n = arg(&args, "--messages", 10_000);
@@ -65,7 +68,8 @@ fn main() {
     let mid = nm.stats();
     // Now receive everything, in each sender's order per tag.
     let mut errors = 0;
-    let mut reqs: Vec<(Pin<Box<Request>>, Vec<u8>, u32, u64)> = Vec::new();
+    // (request, buffer, source, index)
+    let mut reqs: Vec<PostedRecv> = Vec::new();
     for src in 1..size {
         for i in 0..n {
             let (tag, len) = message(src, i);

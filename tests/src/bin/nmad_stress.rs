@@ -82,7 +82,7 @@ fn main() {
                     m.dst,
                     m.tag,
                     Data::from_raw(buf.as_mut_ptr(), buf.len()),
-                    SendMode { sync: m.id % 7 == 0, header_len: 0 },
+                    SendMode { sync: m.id.is_multiple_of(7), header_len: 0 },
                     req.as_ref(),
                 )
             }
