@@ -14,7 +14,7 @@
 //! name contains it run.
 
 use bench::limits::{CacheLinePingPong, RawTcp, memcpy};
-use bench::{criterion_median_ns, human_ns, pin_to, two_cpus};
+use bench::{criterion_median_ns, human_ns, pin_to, pin_to_set, two_cpus};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use nmad::{Data, Nmad, Request, SendMode, Source};
 use std::collections::BTreeMap;
@@ -27,6 +27,8 @@ const BW_SIZES: [usize; 5] = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20];
 const DRIVERS: [&str; 2] = ["shm", "tcp"];
 const STRATEGIES: [&str; 3] = ["default", "aggreg", "split_balance"];
 const OUT_ENV: &str = "NMAD_BENCH_OUT";
+/// The two CPUs of the limits, `A,B`: rank 0 pins itself to A, rank 1 to B.
+const CPUS_ENV: &str = "NMAD_BENCH_CPUS";
 /// Messages in flight while streaming.
 const WINDOW: usize = 8;
 
@@ -44,9 +46,13 @@ fn main() {
     }
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-')).unwrap_or_default();
     let (c0, c1) = two_cpus();
+    let allowed = marcel::topology::allowed_cpus();
     pin_to(c0);
     let mut results: BTreeMap<String, f64> = BTreeMap::new();
     limits(c1, &mut results);
+    // Ranks inherit the conductor's affinity: give them all the CPUs back (each pins itself to
+    // its core of the pair given in CPUS_ENV).
+    pin_to_set(&allowed);
     for d in DRIVERS {
         for s in STRATEGIES {
             let name = format!("{d}_{s}");
@@ -54,7 +60,7 @@ fn main() {
                 continue;
             }
             eprintln!("==> nmad {d} driver, {s} strategy");
-            match run_job(d, s) {
+            match run_job(d, s, (c0, c1)) {
                 Ok(r) => results.extend(r.into_iter().map(|(k, v)| (format!("{name}/{k}"), v))),
                 Err(e) => eprintln!("nmad bench {name}: {e}"),
             }
@@ -124,7 +130,7 @@ fn criterion_dir() -> PathBuf {
 
 // ------------------------------------------------------------------ conductor
 
-fn run_job(driver: &str, strategy: &str) -> Result<BTreeMap<String, f64>, String> {
+fn run_job(driver: &str, strategy: &str, cpus: (usize, usize)) -> Result<BTreeMap<String, f64>, String> {
     let out =
         std::env::temp_dir().join(format!("nmad-bench-{}-{driver}-{strategy}.json", std::process::id()));
     let _ = std::fs::remove_file(&out);
@@ -139,6 +145,7 @@ fn run_job(driver: &str, strategy: &str) -> Result<BTreeMap<String, f64>, String
             ("PIOMAN_POLICY".into(), "poll".into()),
             ("PIOMAN_THREADS".into(), "0".into()),
             (OUT_ENV.into(), out.display().to_string()),
+            (CPUS_ENV.into(), format!("{},{}", cpus.0, cpus.1)),
             ("CRITERION_HOME".into(), criterion_dir().display().to_string()),
         ],
         timeout: Some(Duration::from_secs(600)),
@@ -173,8 +180,12 @@ fn command(s: &nmad::Session, kind: u64, size: usize, count: u64) {
 
 fn rank_main() {
     let nm = Nmad::init().expect("nmad init");
-    let (c0, c1) = two_cpus();
-    pin_to(if nm.rank() == 0 { c0 } else { c1 });
+    let cpus: Vec<usize> = std::env::var(CPUS_ENV)
+        .expect(CPUS_ENV)
+        .split(',')
+        .map(|c| c.parse().expect("a CPU number"))
+        .collect();
+    pin_to(cpus[(nm.rank() as usize).min(cpus.len() - 1)]);
     let s = nm.session(0);
     let mut buf = vec![0u8; 16 << 20];
     if nm.rank() == 1 {

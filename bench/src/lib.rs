@@ -18,6 +18,18 @@ pub fn pin_to(cpu: usize) {
     }
 }
 
+/// Lets the calling thread run on any of `cpus`.
+pub fn pin_to_set(cpus: &[usize]) {
+    // SAFETY: as in `pin_to`.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 /// The first two CPUs this process may use (the second is the first again on a 1-CPU machine).
 pub fn two_cpus() -> (usize, usize) {
     let cpus = marcel::topology::allowed_cpus();

@@ -80,7 +80,34 @@ pub fn memcpy(src: &[u8], dst: &mut [u8], iters: u64) -> Duration {
     t.elapsed()
 }
 
-/// A loopback TCP connection with an echo (or sink) thread on `cpu_b`.
+/// Reads exactly `buf.len()` bytes from a nonblocking socket, spinning on `WouldBlock` (as a
+/// polling runtime does: no sleep and wake-up in the measured path).
+fn spin_read(s: &mut TcpStream, mut buf: &mut [u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match s.read(buf) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(k) => buf = &mut buf[k..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` to a nonblocking socket, spinning on `WouldBlock`.
+fn spin_write(s: &mut TcpStream, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match s.write(buf) {
+            Ok(k) => buf = &buf[k..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// A loopback TCP connection with an echo (or sink) thread on `cpu_b`. Both ends poll their
+/// nonblocking sockets, like the runtimes measured against this limit.
 pub struct RawTcp {
     stream: TcpStream,
     peer: Option<std::thread::JoinHandle<()>>,
@@ -92,7 +119,7 @@ fn command(s: &mut TcpStream, kind: u8, size: u64, n: u64) {
     c[0] = kind;
     c[1..9].copy_from_slice(&size.to_le_bytes());
     c[9..].copy_from_slice(&n.to_le_bytes());
-    s.write_all(&c).unwrap();
+    spin_write(s, &c).unwrap();
 }
 
 impl RawTcp {
@@ -103,27 +130,33 @@ impl RawTcp {
             pin_to(cpu_b);
             let (mut s, _) = l.accept().unwrap();
             s.set_nodelay(true).unwrap();
+            s.set_nonblocking(true).unwrap();
             let mut buf = vec![0u8; 16 << 20];
             let mut c = [0u8; 17];
-            while s.read_exact(&mut c).is_ok() {
+            while spin_read(&mut s, &mut c).is_ok() {
                 let size = u64::from_le_bytes(c[1..9].try_into().unwrap()) as usize;
                 let n = u64::from_le_bytes(c[9..].try_into().unwrap());
                 match c[0] {
                     b'p' => {
                         for _ in 0..n {
-                            s.read_exact(&mut buf[..size]).unwrap();
-                            s.write_all(&buf[..size]).unwrap();
+                            spin_read(&mut s, &mut buf[..size]).unwrap();
+                            spin_write(&mut s, &buf[..size]).unwrap();
                         }
                     }
                     b's' => {
                         let mut left = n;
                         while left > 0 {
                             let cap = (left as usize).min(buf.len());
-                            let k = s.read(&mut buf[..cap]).unwrap();
-                            assert!(k > 0, "stream closed");
-                            left -= k as u64;
+                            match s.read(&mut buf[..cap]) {
+                                Ok(0) => panic!("stream closed"),
+                                Ok(k) => left -= k as u64,
+                                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                                    std::hint::spin_loop()
+                                }
+                                Err(e) => panic!("{e}"),
+                            }
                         }
-                        s.write_all(b"k").unwrap();
+                        spin_write(&mut s, b"k").unwrap();
                     }
                     _ => return,
                 }
@@ -131,6 +164,7 @@ impl RawTcp {
         });
         let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
+        stream.set_nonblocking(true)?;
         Ok(RawTcp { stream, peer: Some(peer) })
     }
 
@@ -140,8 +174,8 @@ impl RawTcp {
         command(&mut self.stream, b'p', size as u64, iters);
         let t = Instant::now();
         for _ in 0..iters {
-            self.stream.write_all(&buf[..size]).unwrap();
-            self.stream.read_exact(&mut buf[..size]).unwrap();
+            spin_write(&mut self.stream, &buf[..size]).unwrap();
+            spin_read(&mut self.stream, &mut buf[..size]).unwrap();
         }
         t.elapsed()
     }
@@ -151,17 +185,17 @@ impl RawTcp {
         command(&mut self.stream, b's', 0, data.len() as u64 * iters);
         let t = Instant::now();
         for _ in 0..iters {
-            self.stream.write_all(data).unwrap();
+            spin_write(&mut self.stream, data).unwrap();
         }
         let mut k = [0u8; 1];
-        self.stream.read_exact(&mut k).unwrap();
+        spin_read(&mut self.stream, &mut k).unwrap();
         t.elapsed()
     }
 }
 
 impl Drop for RawTcp {
     fn drop(&mut self) {
-        let _ = self.stream.write_all(&[b'q'; 17]);
+        let _ = spin_write(&mut self.stream, &[b'q'; 17]);
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
         if let Some(h) = self.peer.take() {
             let _ = h.join();
