@@ -33,7 +33,6 @@ pub(crate) struct Inner {
     pub(crate) sets: ScopeSets,
     waitsets: Mutex<HashMap<Scope, Vec<WaitSet>>>,
     pub(crate) tick: Duration,
-    epoch: Instant,
     pub(crate) shutdown: AtomicBool,
     /// Waiters currently sleeping in blocking waits, per NUMA node (progression threads of a node
     /// rest while one of them covers its sources).
@@ -41,7 +40,7 @@ pub(crate) struct Inner {
     /// Waiters currently spin-polling, per NUMA node (a polling progression thread stands back
     /// rather than compete with them for the same sources).
     spinning_waiters: Vec<AtomicUsize>,
-    /// When (ns since `epoch`) a waiter of each node last spun: between two waits of a busy
+    /// When (`clock::now_ns`) a waiter of each node last spun: between two waits of a busy
     /// ping-pong the count above is briefly zero, and a progression thread starting to spin then
     /// would steal a core from the application for a whole slice.
     last_spin_ns: Vec<AtomicU64>,
@@ -58,6 +57,9 @@ pub(crate) struct Inner {
     /// Statistics of finished tasks, folded by source name.
     retired: Mutex<Vec<crate::stats::SourceSnapshot>>,
 }
+
+/// Poll rounds between two clock reads while a waiter spins.
+const CLOCK_EVERY: u32 = 16;
 
 impl Inner {
     pub(crate) fn new(
@@ -87,7 +89,6 @@ impl Inner {
             sets: ScopeSets::new()?,
             waitsets: Mutex::new(HashMap::new()),
             tick,
-            epoch: Instant::now(),
             shutdown: AtomicBool::new(false),
             blocking_waiters: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
             spinning_waiters: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
@@ -260,6 +261,8 @@ impl Inner {
         let policy = if busy { Some(self.policy()) } else { None };
         let mut useful = 0;
         let mut candidates = 0;
+        // One clock read per round, not per task: it costs as much as an idle poll.
+        let now_ns = if tasks.is_empty() { 0 } else { crate::clock::now_ns() };
         for lt in tasks.iter() {
             if !scope.allows(lt.opts.binding) {
                 continue;
@@ -270,17 +273,16 @@ impl Inner {
                 continue;
             }
             candidates += 1;
-            useful += self.run_one(lt, ctx) as usize;
+            useful += self.run_one(lt, ctx, now_ns) as usize;
         }
         (useful, candidates)
     }
 
     /// Polls one task if nobody else does. Returns whether the poll found something.
-    fn run_one(&self, lt: &Arc<Ltask>, ctx: Context) -> bool {
+    fn run_one(&self, lt: &Arc<Ltask>, ctx: Context, now_ns: u64) -> bool {
         if !lt.state.try_begin_run() {
             return false;
         }
-        let now_ns = self.epoch.elapsed().as_nanos() as u64;
         let mut pctx = PollCtx { event_at: None, kind: ctx };
         // A panicking source must not take a marcel LWP or a progression thread down with it.
         let p = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt.source.poll(&mut pctx))) {
@@ -292,8 +294,11 @@ impl Inner {
             }
         };
         let st = &lt.stats;
-        st.polls.fetch_add(1, Relaxed);
-        let prev = st.last_poll_ns.swap(now_ns, Relaxed);
+        // Only the context running the task writes these (the run state excludes the others):
+        // plain stores, no read-modify-write on every idle poll.
+        st.polls.store(st.polls.load(Relaxed) + 1, Relaxed);
+        let prev = st.last_poll_ns.load(Relaxed);
+        st.last_poll_ns.store(now_ns.max(prev), Relaxed);
         if p != Poll::Idle {
             st.useful_polls.fetch_add(1, Relaxed);
             st.by_context[context_index(ctx)].fetch_add(1, Relaxed);
@@ -355,6 +360,9 @@ impl Inner {
     }
 
     /// The spin phase: `Some(result)` if the condition (or the deadline) came.
+    ///
+    /// The clock is read every [`CLOCK_EVERY`] rounds only: spin and deadline may overshoot by
+    /// that many poll rounds (microseconds).
     fn spin(
         &self,
         cond: &Cond,
@@ -364,21 +372,27 @@ impl Inner {
         deadline: Option<Instant>,
     ) -> Option<bool> {
         let in_user_thread = marcel::current_lwp().is_some();
-        let spin_end = Instant::now() + plan.spin;
+        let spin_end = crate::clock::now_ns() + plan.spin.as_nanos() as u64;
         let node = self.node_index(scope);
         let spinning = &self.spinning_waiters[node];
         spinning.fetch_add(1, AcqRel);
+        // A short (or no) spin reads the clock every round.
+        let clock_every = if plan.spin < Duration::from_micros(20) { 1 } else { CLOCK_EVERY };
+        let mut round = 0u32;
         let spun = loop {
             self.progress(Context::Waiter, scope, false, None);
             if cond.test(mask) {
                 break Some(true);
             }
-            let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                break Some(false);
-            }
-            if now >= spin_end {
-                break None;
+            // Reading the clock costs as much as an empty poll round: look every few rounds.
+            round = round.wrapping_add(1);
+            if round.is_multiple_of(clock_every) {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    break Some(false);
+                }
+                if crate::clock::now_ns() >= spin_end {
+                    break None;
+                }
             }
             if plan.yield_while_spinning && in_user_thread {
                 marcel::yield_now();
@@ -387,7 +401,7 @@ impl Inner {
             }
         };
         if plan.spin > Duration::ZERO {
-            self.last_spin_ns[node].store(self.epoch.elapsed().as_nanos() as u64, Relaxed);
+            self.last_spin_ns[node].store(crate::clock::now_ns(), Relaxed);
         }
         if spinning.fetch_sub(1, AcqRel) == 1 && spun.is_none() && plan.spin > Duration::ZERO {
             self.poke(); // a progression thread that stood back must poll again
@@ -489,7 +503,7 @@ impl Inner {
 
     /// Whether a waiter spin-polls the sources of NUMA node `node` now, or did within a tick.
     pub(crate) fn waiter_spins_on(&self, node: usize) -> bool {
-        let now = self.epoch.elapsed().as_nanos() as u64;
+        let now = crate::clock::now_ns();
         self.spinning_waiters.get(node).is_some_and(|c| c.load(Acquire) > 0)
             || self.last_spin_ns.get(node).is_some_and(|t| {
                 let t = t.load(Relaxed);

@@ -43,6 +43,7 @@
 //! statistics written when the instance shuts down or the process exits; instance `k > 0` writes
 //! `path.k`).
 
+pub mod clock;
 mod cond;
 mod engine;
 pub mod eventfd;

@@ -131,7 +131,7 @@ pub struct SourceStats {
     pub(crate) by_context: [AtomicU64; 6],
     pub(crate) detect: Histogram,
     pub(crate) poll_gap: Histogram,
-    /// Monotonic ns (since the engine's epoch) of the last poll, for `poll_gap`.
+    /// Monotonic ns ([`crate::clock::now_ns`]) of the last poll, for `poll_gap`.
     pub(crate) last_poll_ns: AtomicU64,
 }
 

@@ -45,7 +45,7 @@ pub(crate) unsafe fn matched(core: &Core, gate: &Gate, req: ReqPtr, inc: Incomin
             // SAFETY: we hold it.
             unsafe { req.set_matched(from, tag, payload.len() as u64) };
             if is_deferred(req) {
-                let body = Body::Eager { data: payload.into_owned(), sync_cookie: sync };
+                let body = Body::Eager { data: super::buffers::own(payload), sync_cookie: sync };
                 // SAFETY: we hold it; signal_matched is our last access.
                 unsafe { claim(req, Unexpected { source: from, tag, arrival: 0, body }) };
             } else {
@@ -105,8 +105,11 @@ unsafe fn claim(req: ReqPtr, u: Unexpected) {
 /// The caller holds `req`, whose data is set.
 pub(crate) unsafe fn consume(core: &Core, gate: &Gate, req: ReqPtr, u: Unexpected) {
     match u.body {
-        // SAFETY: we hold it.
-        Body::Eager { data, sync_cookie } => unsafe { finish_eager(core, gate, req, &data, sync_cookie) },
+        Body::Eager { data, sync_cookie } => {
+            // SAFETY: we hold it.
+            unsafe { finish_eager(core, gate, req, &data, sync_cookie) };
+            super::buffers::recycle(data);
+        }
         Body::Rdv { total, cookie, remote, .. } => {
             // SAFETY: we hold it.
             unsafe { start_large(core, gate, req, total, cookie, remote) }

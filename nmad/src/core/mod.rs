@@ -5,6 +5,7 @@
 //! and none is held across a driver call that could call back into the core, nor while a
 //! request completes. The core never sees MPI objects: madmpi maps communicators to sessions.
 
+mod buffers;
 pub(crate) mod deliver;
 mod gate;
 pub(crate) mod matching;

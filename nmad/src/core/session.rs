@@ -36,7 +36,7 @@ impl Incoming<'_> {
     pub(crate) fn into_owned(self) -> Incoming<'static> {
         let body = match self.body {
             InBody::Data { cookie, payload } => {
-                InBody::Data { cookie, payload: Cow::Owned(payload.into_owned()) }
+                InBody::Data { cookie, payload: Cow::Owned(super::buffers::own(payload)) }
             }
             InBody::Rdv { total, cookie, header, remote } => {
                 InBody::Rdv { total, cookie, header: Cow::Owned(header.into_owned()), remote }
@@ -48,7 +48,7 @@ impl Incoming<'_> {
     fn into_unexpected(self) -> Unexpected {
         let body = match self.body {
             InBody::Data { cookie, payload } => Body::Eager {
-                data: payload.into_owned(),
+                data: super::buffers::own(payload),
                 sync_cookie: (self.h.flags & FLAG_SYNC != 0).then_some(cookie),
             },
             InBody::Rdv { total, cookie, header, remote } => {

@@ -12,7 +12,7 @@ use super::{
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex};
 
 /// Bytes of packets the queue holds before `try_send` answers `Busy`.
@@ -29,6 +29,11 @@ struct Shared {
     queue: Mutex<(VecDeque<Item>, usize)>,
     /// Readable while items wait and a context sleeps (`sleepers > 0`).
     event: OwnedFd,
+    /// Items in the queue: an empty poll reads this and takes no lock.
+    queued: AtomicUsize,
+    /// The eventfd was written since the last poll drained it (only then is it read: a system
+    /// call per poll would double the cost of an idle poll round).
+    signalled: AtomicBool,
     sleepers: AtomicU32,
     closed: AtomicBool,
 }
@@ -45,10 +50,13 @@ impl Shared {
             }
             q.0.push_back(item);
             q.1 += bytes;
+            self.queued.fetch_add(1, Release);
         }
         std::sync::atomic::fence(SeqCst);
         if self.sleepers.load(SeqCst) > 0 {
             pioman::eventfd::notify(self.event.as_raw_fd())?;
+            // After the write: a poll that saw the flag then always finds the count to reset.
+            self.signalled.store(true, Release);
         }
         Ok(Sent::Done)
     }
@@ -78,6 +86,8 @@ impl SelfDriver {
                 rank: env.rank,
                 queue: Mutex::new((VecDeque::new(), 0)),
                 event,
+                queued: AtomicUsize::new(0),
+                signalled: AtomicBool::new(false),
                 sleepers: AtomicU32::new(0),
                 closed: AtomicBool::new(false),
             }),
@@ -128,9 +138,14 @@ impl Driver for SelfDriver {
     }
 
     fn poll(&self, sink: &mut dyn Sink) -> usize {
-        let mut b = [0u8; 8];
-        // SAFETY: reads at most 8 bytes into `b` from our nonblocking eventfd (resets it).
-        unsafe { libc::read(self.shared.event.as_raw_fd(), b.as_mut_ptr().cast(), 8) };
+        if self.shared.signalled.load(Relaxed) && self.shared.signalled.swap(false, AcqRel) {
+            let mut b = [0u8; 8];
+            // SAFETY: reads at most 8 bytes into `b` from our nonblocking eventfd (resets it).
+            unsafe { libc::read(self.shared.event.as_raw_fd(), b.as_mut_ptr().cast(), 8) };
+        }
+        if self.shared.queued.load(Acquire) == 0 {
+            return 0;
+        }
         let mut n = 0;
         let mut dest = Vec::new();
         loop {
@@ -138,6 +153,9 @@ impl Driver for SelfDriver {
             let item = {
                 let mut q = self.shared.queue.lock().unwrap();
                 let item = q.0.pop_front();
+                if item.is_some() {
+                    self.shared.queued.fetch_sub(1, Relaxed);
+                }
                 if let Some(Item::Packet(p)) = &item {
                     q.1 -= p.len();
                 }
