@@ -81,7 +81,7 @@ fn tsc_rate(start: Instant) -> Option<(u64, u64)> {
     let ns = (d1 - d0).as_nanos() as u64;
     let mult = ((ns as u128) << 32) / ticks as u128;
     // The ticks at `start`, so that the clock reads ~0 there.
-    let at_start = t0.saturating_sub(((d0.as_nanos() as u128) << 32).checked_div(mult)? as u64);
+    let at_start = t0.saturating_sub((d0.as_nanos() << 32).checked_div(mult)? as u64);
     Some((at_start, mult as u64))
 }
 
