@@ -52,7 +52,7 @@ fn main() {
     limits(c1, &mut results);
     // Ranks inherit the conductor's affinity: give them all the CPUs back (each pins itself to
     // its core of the pair given in CPUS_ENV).
-    pin_to_set(&allowed);
+    pin_to_set(allowed);
     for d in DRIVERS {
         for s in STRATEGIES {
             let name = format!("{d}_{s}");
