@@ -1,7 +1,8 @@
 //! nmad benchmarks: ping-pong latency and streaming bandwidth between two processes, 0 B–16 MiB,
 //! per driver (shm, tcp) and strategy (default, aggreg, split_balance), beside the physical
 //! limits measured in the same run (a cache line bouncing between the same two cores, memcpy,
-//! a raw TCP ping-pong and stream over loopback).
+//! the kernel's cross-memory copy `process_vm_readv`, a raw TCP ping-pong and stream over
+//! loopback, both ends polling).
 //!
 //! This binary is both the conductor and the ranks: the conductor measures the limits, then
 //! starts a two-rank job of itself per configuration through madrun's launcher (in-process);
@@ -13,7 +14,7 @@
 //! Filter with the first argument (`cargo bench --bench nmad -- shm`): only configurations whose
 //! name contains it run.
 
-use bench::limits::{CacheLinePingPong, RawTcp, memcpy};
+use bench::limits::{CacheLinePingPong, RawTcp, cma_copy, memcpy};
 use bench::{criterion_median_ns, human_ns, pin_to, pin_to_set, two_cpus};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use nmad::{Data, Nmad, Request, SendMode, Source};
@@ -89,6 +90,16 @@ fn limits(cpu_b: usize, out: &mut BTreeMap<String, f64>) {
         });
     }
     g.finish();
+    let mut g = c.benchmark_group("limits_cma");
+    for &size in &BW_SIZES {
+        let src = vec![1u8; size];
+        let mut dst = vec![0u8; size];
+        g.throughput(Throughput::Bytes(size as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
+            b.iter_custom(|n| cma_copy(&src, &mut dst, n))
+        });
+    }
+    g.finish();
     match RawTcp::start(cpu_b) {
         Ok(mut t) => {
             let mut g = c.benchmark_group("limits");
@@ -117,6 +128,9 @@ fn limits(cpu_b: usize, out: &mut BTreeMap<String, f64>) {
     for &size in &BW_SIZES {
         if let Some(v) = m("limits_memcpy", &size.to_string()) {
             out.insert(format!("limit/memcpy_MBps/{size}"), size as f64 * 1e3 / v);
+        }
+        if let Some(v) = m("limits_cma", &size.to_string()) {
+            out.insert(format!("limit/cma_MBps/{size}"), size as f64 * 1e3 / v);
         }
         if let Some(v) = m("limits_tcp_stream", &size.to_string()) {
             out.insert(format!("limit/tcp_stream_MBps/{size}"), size as f64 * 1e3 / v);
@@ -341,7 +355,7 @@ fn report(r: &BTreeMap<String, f64>) {
     for c in &configs {
         print!(" {:>18}", c);
     }
-    println!(" {:>10} {:>10}", "memcpy", "raw tcp");
+    println!(" {:>10} {:>10} {:>10}", "memcpy", "cma copy", "raw tcp");
     for &size in &BW_SIZES {
         print!("{:>9}", size);
         for c in &configs {
@@ -352,8 +366,9 @@ fn report(r: &BTreeMap<String, f64>) {
         }
         let f = |k: String| get(&k).map_or("-".to_string(), |v| format!("{v:.0}"));
         println!(
-            " {:>10} {:>10}",
+            " {:>10} {:>10} {:>10}",
             f(format!("limit/memcpy_MBps/{size}")),
+            f(format!("limit/cma_MBps/{size}")),
             f(format!("limit/tcp_stream_MBps/{size}"))
         );
     }
@@ -361,7 +376,9 @@ fn report(r: &BTreeMap<String, f64>) {
         if let (Some(v), Some(m)) =
             (get(&format!("shm_{s}/MBps/{}", 16 << 20)), get(&format!("limit/memcpy_MBps/{}", 16 << 20)))
         {
-            println!("  shm {s}: 16 MiB = {:.2}× memcpy", v / m);
+            let cma = get(&format!("limit/cma_MBps/{}", 16 << 20))
+                .map_or(String::new(), |c| format!(", {:.2}× a bare process_vm_readv", v / c));
+            println!("  shm {s}: 16 MiB = {:.2}× memcpy{cma}", v / m);
         }
     }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("bench-results");

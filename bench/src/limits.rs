@@ -80,6 +80,23 @@ pub fn memcpy(src: &[u8], dst: &mut [u8], iters: u64) -> Duration {
     t.elapsed()
 }
 
+/// `iters` copies of `src` into `dst` by the kernel's cross-memory attach (`process_vm_readv`
+/// on this process): the single-copy path of the shm driver, with its page-pinning cost, without
+/// nmad around it.
+pub fn cma_copy(src: &[u8], dst: &mut [u8], iters: u64) -> Duration {
+    let pid = std::process::id() as libc::pid_t;
+    let t = Instant::now();
+    for _ in 0..iters {
+        let local = libc::iovec { iov_base: dst.as_mut_ptr().cast(), iov_len: dst.len() };
+        let remote = libc::iovec { iov_base: src.as_ptr().cast_mut().cast(), iov_len: src.len() };
+        // SAFETY: both iovecs describe live buffers of this process of the given lengths; `dst`
+        // is exclusively borrowed.
+        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+        assert_eq!(n, src.len() as isize, "process_vm_readv: {}", std::io::Error::last_os_error());
+    }
+    t.elapsed()
+}
+
 /// Reads exactly `buf.len()` bytes from a nonblocking socket, spinning on `WouldBlock` (as a
 /// polling runtime does: no sleep and wake-up in the measured path).
 fn spin_read(s: &mut TcpStream, mut buf: &mut [u8]) -> std::io::Result<()> {
