@@ -25,10 +25,19 @@ up)
     done
     ;;
 down)
+    # Delete the root ends of the veth pairs first: that is synchronous, whereas a deleted
+    # namespace's devices go away later, and a quick `up` would find the names still taken.
     for h in $(ip netns list 2>/dev/null | awk '/^pm2h/ {print $1}'); do
+        ip link del "$h-v" 2>/dev/null || true
         ip netns del "$h"
     done
     ip link del pm2br0 2>/dev/null || true
+    # Wait (at most 5 s) for any device a namespace took with it.
+    i=0
+    while ip -br link 2>/dev/null | grep -q '^pm2' && [ "$i" -lt 50 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
     ;;
 exec | -x | pm2h*)
     [ "$1" = "exec" ] && shift
