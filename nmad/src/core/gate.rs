@@ -18,7 +18,12 @@ use super::slab::Slab;
 use super::wire::{self, Encoder, FLAG_READ, FLAG_SYNC, MsgHeader, Piece};
 use crate::drivers::{BulkHeader, LargePath, Link, PeerId, Segment, Sent};
 use crate::strategies::{Plan, RailInfo, Strategy};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
+use std::collections::VecDeque;
+
+/// Sends completed by one flush (usually one or a few: kept inline, no allocation).
+type Completed = SmallVec<[ReqPtr; 4]>;
 use std::io::{self, IoSlice};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -162,7 +167,7 @@ impl Gate {
             out: Mutex::new(Out {
                 control: VecDeque::new(),
                 msgs: VecDeque::new(),
-                next_seq: HashMap::new(),
+                next_seq: HashMap::default(),
                 credit,
                 slots,
                 sends: Slab::default(),
@@ -235,7 +240,7 @@ impl Gate {
 
     /// `flush` with a given strategy.
     pub(crate) fn flush_with(&self, core: &Core, strategy: &dyn Strategy) {
-        let mut completed: Vec<ReqPtr> = Vec::new();
+        let mut completed: Completed = SmallVec::new();
         {
             let mut out = self.out.lock().unwrap();
             if self.failed.get().is_some() {
@@ -269,7 +274,7 @@ impl Gate {
         core: &Core,
         strategy: &dyn Strategy,
         out: &mut Out,
-        completed: &mut Vec<ReqPtr>,
+        completed: &mut Completed,
     ) -> io::Result<bool> {
         let o = &mut *out;
         o.ctrl_sizes.clear();
@@ -496,7 +501,7 @@ impl Gate {
     }
 
     /// The link took the packet: the chunks in it leave the queues.
-    fn commit(&self, o: &mut Out, plan: &Plan, completed: &mut Vec<ReqPtr>) {
+    fn commit(&self, o: &mut Out, plan: &Plan, completed: &mut Completed) {
         o.control.drain(..plan.control);
         for i in 0..plan.messages {
             let req = o.msgs.pop_front().expect("planned message");

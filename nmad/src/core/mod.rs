@@ -21,9 +21,9 @@ use crate::strategies::{RailInfo, Strategy};
 use gate::{Gate, Rail};
 use pioman::{BlockingWait, LtaskHandle, Options, Pioman, Poll, PollCtx, Source};
 use request::Error;
+use rustc_hash::FxHashMap as HashMap;
 use session::{InBody, Incoming, SessionInner};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
@@ -189,8 +189,8 @@ impl Core {
             grant,
             gates: (0..size).map(|_| OnceLock::new()).collect(),
             gate_creation: Mutex::new(()),
-            sessions: RwLock::new(HashMap::new()),
-            early: Mutex::new(HashMap::new()),
+            sessions: RwLock::new(HashMap::default()),
+            early: Mutex::new(HashMap::default()),
             reads: WorkQueue::default(),
             backlog: WorkQueue::default(),
             tasks: Mutex::new(Vec::new()),

@@ -13,6 +13,7 @@ use super::matching::{Body, Matching, Remote, Unexpected};
 use super::request::{Error, ReqPtr, Status};
 use super::wire::{FLAG_SYNC, MsgHeader};
 use crate::drivers::PeerId;
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::*};
@@ -114,8 +115,9 @@ impl SessionInner {
     pub(crate) fn deliver(self: &Arc<Self>, gate: &Gate, inc: Incoming<'_>) {
         let core = &*self.core;
         let from = inc.from;
-        let mut matched: Vec<(ReqPtr, Incoming<'_>)> = Vec::new();
-        let mut stored: Vec<Status> = Vec::new();
+        // Usually one message, matched or stored: no allocation for that.
+        let mut matched: SmallVec<[(ReqPtr, Incoming<'_>); 2]> = SmallVec::new();
+        let mut stored: SmallVec<[Status; 2]> = SmallVec::new();
         {
             let mut st = self.state.lock().unwrap();
             let st = &mut *st;
