@@ -26,7 +26,10 @@ extern "C" {
 /* Identification                                                                           */
 /* ======================================================================================= */
 
-/* The standard level MPICH 4.0.2 reports; MPI_Get_version returns the same pair. */
+/* The standard level MPICH 4.0.2 reports; MPI_Get_version returns the same pair. Source code
+ * that tests MPI_VERSION >= 4 and uses an MPI-4 function we lack fails at compile time, which
+ * is the visible kind of failure; a lower value would make MPICH binaries and our builds
+ * disagree about the version at run time. */
 #define MPI_VERSION    4
 #define MPI_SUBVERSION 0
 
