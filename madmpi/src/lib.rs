@@ -7,3 +7,4 @@
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.
 
 pub mod error;
+pub mod group;
