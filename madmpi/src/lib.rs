@@ -6,5 +6,6 @@
 //!
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.
 
+pub mod attr;
 pub mod error;
 pub mod group;
