@@ -185,6 +185,16 @@ mod tests {
     }
 
     #[test]
+    fn holds_c_handler_pointers() {
+        // The C library's MPI_Comm_errhandler_function.
+        type CHandler = unsafe extern "C" fn(*mut i32, *mut i32, ...);
+        fn shareable<T: Send + Sync>(_: &T) {}
+        let reg: ErrhandlerRegistry<CHandler> = ErrhandlerRegistry::new();
+        shareable(&reg);
+        assert_eq!(reg.live(), 0);
+    }
+
+    #[test]
     fn callback_dropped_with_last_reference() {
         struct Counted(Arc<AtomicUsize>);
         impl Clone for Counted {
