@@ -13,3 +13,6 @@ pub mod abi;
 mod context;
 mod internal;
 pub mod tags;
+pub mod attr;
+pub mod error;
+pub mod group;

@@ -1,0 +1,142 @@
+//! MPI errors: the error classes ([`ErrorClass`], MPICH's numbers), the Rust API's [`Error`]
+//! (a class and a message), richer error codes that carry their message ([`CodeRegistry`]), and
+//! error handlers as data ([`ErrhandlerKind`], [`ErrhandlerRegistry`]).
+//!
+//! This module owns the numbering of classes and codes and their strings. It must not invoke error
+//! handlers nor know communicators: the communicator layer decides when a handler runs, and the C
+//! layer maps handles and fills `MPI_Error_string`'s buffer.
+
+mod class;
+mod codes;
+mod handler;
+
+pub use class::{ERR_LASTCODE, ErrorClass};
+pub use codes::{CodeRegistry, DEFAULT_CAPACITY, MAX_MESSAGE_BYTES, error_class, registry};
+pub use handler::{ErrhandlerId, ErrhandlerKind, ErrhandlerRegistry};
+
+use std::fmt;
+use std::sync::OnceLock;
+
+/// An MPI error: its class and what went wrong, e.g. class [`ErrorClass::Rank`] and
+/// `"MPI_Send: invalid rank 7 (communicator of size 4)"`. Each class has a constructor named
+/// after it ([`Error::rank`], [`Error::truncate`], [`Error::datatype`] for `MPI_ERR_TYPE`, ...).
+#[derive(Clone, Debug)]
+pub struct Error {
+    class: ErrorClass,
+    message: String,
+    /// The code handed to C for this error: set by [`Error::from_code`] (so a code a user
+    /// callback returned goes back unchanged) or on the first [`Error::code`].
+    code: OnceLock<i32>,
+}
+
+/// A `Result` whose error is an MPI [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An error of `class`; an empty message means "nothing more than the class".
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        Error { class, message: message.into(), code: OnceLock::new() }
+    }
+
+    /// The error class.
+    pub fn class(&self) -> ErrorClass {
+        self.class
+    }
+
+    /// The specific message (may be empty).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The error code to return to C: the class itself when there is no message, otherwise a
+    /// richer code from the process-wide [`registry`] (created on the first call, then the same).
+    pub fn code(&self) -> i32 {
+        *self.code.get_or_init(|| {
+            if self.message.is_empty() {
+                self.class.code()
+            } else {
+                registry().register(self.class, &self.message)
+            }
+        })
+    }
+
+    /// The error a code stands for: a class, a richer code (with its message while the registry
+    /// keeps it), or any other number, which a user callback may return: class
+    /// [`ErrorClass::Unknown`]. [`Error::code`] gives `code` back in every case.
+    pub fn from_code(code: i32) -> Self {
+        let (class, message) = match error_class(code) {
+            Some(class) if ErrorClass::from_code(code).is_some() => (class, String::new()),
+            Some(class) => (class, registry().message(code).unwrap_or_default()),
+            None => (ErrorClass::Unknown, format!("unknown error code {code}")),
+        };
+        Error { class, message, code: OnceLock::from(code) }
+    }
+}
+
+impl From<ErrorClass> for Error {
+    fn from(class: ErrorClass) -> Self {
+        Error::new(class, "")
+    }
+}
+
+/// Two errors are equal when class and message are (the code is only how C names them).
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.class == other.class && self.message == other.message
+    }
+}
+
+impl Eq for Error {}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.message.is_empty() {
+            f.write_str(self.class.as_str())
+        } else {
+            write!(f, "{}: {}", self.class.name(), self.message)
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_and_accessors() {
+        let e = Error::rank("MPI_Send: invalid rank 7 (communicator of size 4)");
+        assert_eq!(e.class(), ErrorClass::Rank);
+        assert_eq!(e.to_string(), "MPI_ERR_RANK: MPI_Send: invalid rank 7 (communicator of size 4)");
+        assert_eq!(Error::from(ErrorClass::Truncate).to_string(), "MPI_ERR_TRUNCATE: message truncated");
+        assert_eq!(Error::datatype("x").class(), ErrorClass::Type);
+        assert_eq!(Error::t_invalid("x").class(), ErrorClass::TInvalid);
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(e);
+        assert!(boxed.to_string().starts_with("MPI_ERR_RANK"));
+    }
+
+    #[test]
+    fn code_round_trip() {
+        let e = Error::keyval("MPI_Comm_set_attr: keyval 3 was freed");
+        let code = e.code();
+        assert!(code > ERR_LASTCODE);
+        assert_eq!(e.code(), code, "one code per error value");
+        assert_eq!(error_class(code), Some(ErrorClass::Keyval));
+        let back = Error::from_code(code);
+        assert_eq!(back, e);
+        assert_eq!(back.code(), code);
+        assert_eq!(registry().string(code).unwrap(), e.to_string());
+    }
+
+    #[test]
+    fn plain_classes_and_foreign_codes() {
+        assert_eq!(Error::from(ErrorClass::Truncate).code(), 14);
+        assert_eq!(Error::from_code(14), Error::from(ErrorClass::Truncate));
+        // A copy callback returning 7 makes MPI_Comm_dup return 7 (MPICH 4.0.2, attr_check.c).
+        assert_eq!(Error::from_code(7).code(), 7);
+        let odd = Error::from_code(12345);
+        assert_eq!(odd.class(), ErrorClass::Unknown);
+        assert_eq!(odd.code(), 12345);
+    }
+}
