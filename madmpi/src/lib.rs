@@ -5,3 +5,5 @@
 //! MPI_THREAD_MULTIPLE; later collectives and MPI-3 one-sided operations.
 //!
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.
+
+pub mod datatype;
