@@ -4,11 +4,16 @@
 //! same extent here as in the MPICH ABI programs we serve:
 //! - a block of `bl` elements spans `extent * (bl - 1)` past one element, even when `bl == 0`
 //!   (vector and (h)indexed_block with an empty block still get an extent);
-//! - (h)indexed and struct members with a zero block length are ignored; a type whose blocks are
-//!   all empty, or with count 0, is the empty type (all attributes 0);
+//! - (h)indexed and struct members with a zero block length are ignored (but a member of size 0
+//!   with a non-zero block length counts); a type of size 0 built from a type of size 0, a struct
+//!   of size 0, and a type with count 0 or only empty blocks are the empty type (all attributes
+//!   0), while a vector of empty blocks of a non-empty type keeps bounds;
 //! - a struct whose members all have the same type is a hindexed type (no padding); otherwise its
 //!   extent is rounded up to the largest alignment of its non-empty members (the MPI "epsilon"),
-//!   whether or not a member was resized.
+//!   whether or not a member was resized. "The same type" is MPICH's internal representation
+//!   (yaksa): integers of one size are the same whatever their name, and constructors that change
+//!   nothing (a count of 1, a dup, a resize to the same bounds...) give back their old type (see
+//!   [`Representation`]).
 //!
 //! All arithmetic on sizes and offsets is checked ([`ErrorKind::Overflow`](super::ErrorKind::Overflow)).
 
@@ -124,6 +129,51 @@ fn content(parts: &Parts) -> Result<(u64, u64, Option<i64>)> {
             }
             Ok((size, elements, run.map(|r| r.map_or(0, |(s, _)| s))))
         }
+    }
+}
+
+/// What MPICH 4.0.2 (yaksa) builds a type as, for the struct padding rule: types with equal
+/// representations are "the same type". Constructors that yaksa short-cuts to their old type
+/// (contiguous(1), dup, a block of one element at displacement 0, a resize to the same bounds)
+/// have its representation; other derived types are themselves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Representation {
+    Predefined(Predefined),
+    Derived(*const ()),
+}
+
+impl Datatype {
+    pub(super) fn representation(&self) -> Representation {
+        // One element of `old` at displacement 0, in the forms yaksa reduces to its old type.
+        let unit = |count: i64, bl: i64, disp: Option<&i64>, old: &Datatype| {
+            (count == 1 && bl == 1 && disp.is_none_or(|&d| d == 0)).then(|| old.representation())
+        };
+        let r = match &self.0.kind {
+            Kind::Named(p) => Some(Representation::Predefined(p.representation())),
+            Kind::Pair(p, ..) => Some(Representation::Predefined(*p)),
+            Kind::Dup(old) | Kind::Subarray { body: old, .. } => Some(old.representation()),
+            Kind::Contiguous { count, old } => unit(*count, 1, None, old),
+            Kind::Vector { count, blocklength, old, .. } | Kind::Hvector { count, blocklength, old, .. } => {
+                unit(*count, *blocklength, None, old)
+            }
+            Kind::Indexed { blocklengths: b, displacements: d, old }
+            | Kind::Hindexed { blocklengths: b, displacements: d, old } => {
+                unit(b.len() as i64, b.first().copied().unwrap_or(0), d.first(), old)
+            }
+            Kind::IndexedBlock { blocklength, displacements: d, old }
+            | Kind::HindexedBlock { blocklength, displacements: d, old } => {
+                unit(d.len() as i64, *blocklength, d.first(), old)
+            }
+            Kind::Struct { blocklengths: b, displacements: d, types } => {
+                let first =
+                    types.first().filter(|f| types.iter().all(|t| t.representation() == f.representation()));
+                first.and_then(|f| unit(b.len() as i64, b[0], d.first(), f))
+            }
+            Kind::Resized { lb, extent, old } => {
+                (*lb == old.lb() && *extent == old.extent()).then(|| old.representation())
+            }
+        };
+        r.unwrap_or(Representation::Derived(std::sync::Arc::as_ptr(&self.0) as *const ()))
     }
 }
 
@@ -348,8 +398,16 @@ fn block_indexed_bounds(bl: i64, disps: &[i64], unit: i64, old: &Datatype) -> Re
 /// Bounds and alignment of a struct type.
 fn struct_bounds(bls: &[i64], disps: &[i64], types: &[Datatype]) -> Result<(Option<Bounds>, u64)> {
     same_len(bls.len(), disps.len(), "struct")?;
+    let mut size = 0u64;
+    for (&bl, t) in bls.iter().zip(types) {
+        nonneg(bl, "block length")?;
+        size = size.add_((bl as u64).mul_(t.size())?)?;
+    }
+    if size == 0 {
+        return Ok((None, 0));
+    }
     if let Some(first) = types.first()
-        && types.iter().all(|t| t.same(first))
+        && types.iter().all(|t| t.representation() == first.representation())
     {
         return Ok((indexed_bounds(bls, disps, 1, first)?, first.alignment()));
     }

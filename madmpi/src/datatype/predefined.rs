@@ -200,4 +200,17 @@ impl Predefined {
             },
         }
     }
+
+    /// Which predefined types MPICH 4.0.2 represents internally (in yaksa) by the same type:
+    /// integers of one size whatever their signedness or name, and the 1-byte types. Only the
+    /// struct padding rule can tell (see `constructors`).
+    pub(crate) fn representation(self) -> Predefined {
+        match self {
+            SignedChar | UnsignedChar | Byte | Int8 | Uint8 | CBool | Packed => Char,
+            UnsignedShort | Int16 | Uint16 => Short,
+            Unsigned | Int32 | Uint32 => Int,
+            UnsignedLong | LongLong | UnsignedLongLong | Int64 | Uint64 | Aint | Offset | Count => Long,
+            p => p,
+        }
+    }
 }
