@@ -96,7 +96,8 @@ fn constructors_match_mpich() {
     let rneg = Datatype::resized(&int, 4, -8).unwrap();
     let int_char = s(&[1, 1], &[0, 4], &[int.clone(), char.clone()]);
     // (what, type, (size, lb, extent, true_lb, true_extent)), all checked against MPICH 4.0.2.
-    let cases: Vec<(&str, Datatype, (u64, i64, i64, i64, i64))> = vec![
+    type Case = (&'static str, Datatype, (u64, i64, i64, i64, i64));
+    let cases: Vec<Case> = vec![
         ("contiguous(3, int)", Datatype::contiguous(3, &int).unwrap(), (12, 0, 12, 0, 12)),
         ("contiguous(0, int)", Datatype::contiguous(0, &int).unwrap(), (0, 0, 0, 0, 0)),
         ("vector(3, 2, 4, int)", Datatype::vector(3, 2, 4, &int).unwrap(), (24, 0, 40, 0, 40)),
@@ -452,34 +453,33 @@ fn pack_and_unpack() {
     let int = p(Int);
     let t = Datatype::vector(2, 1, 3, &int).unwrap(); // ints 0 and 3 of each 4-int element
     let src: Vec<i32> = (0..8).collect();
+    let mut dst = [-1i32; 8];
+    let pack = |count, out: &mut [u8], pos: &mut usize| {
+        // SAFETY: `src` holds 2 elements (extent 16 bytes) and `count <= 2`.
+        unsafe { t.pack(src.as_ptr().cast(), count, out, pos) }
+    };
     let mut packed = [0u8; 20];
     let mut pos = 2;
-    // SAFETY (packs and unpacks below): `src`/`dst` cover 2 elements (extent 16 bytes each).
-    assert_eq!(
-        unsafe { t.pack(src.as_ptr().cast(), 2, &mut packed, &mut pos) }.unwrap_err().kind,
-        ErrorKind::Type
-    );
+    assert_eq!(pack(2, &mut packed, &mut pos).unwrap_err().kind, ErrorKind::Type);
     t.commit().unwrap();
-    unsafe { t.pack(src.as_ptr().cast(), 2, &mut packed, &mut pos) }.unwrap();
+    pack(2, &mut packed, &mut pos).unwrap();
     assert_eq!(pos, 18);
     let ints: Vec<i32> = packed[2..18].chunks(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap())).collect();
     assert_eq!(ints, [0, 3, 4, 7]);
     // Too small: an error, nothing written.
     let before = packed;
-    let e = unsafe { t.pack(src.as_ptr().cast(), 1, &mut packed, &mut pos) }.unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Truncate);
+    assert_eq!(pack(1, &mut packed, &mut pos).unwrap_err().kind, ErrorKind::Truncate);
     assert_eq!((packed, pos), (before, 18));
-    assert_eq!(
-        unsafe { t.pack(src.as_ptr().cast(), -1, &mut packed, &mut 0) }.unwrap_err().kind,
-        ErrorKind::Count
-    );
+    assert_eq!(pack(-1, &mut packed, &mut 0).unwrap_err().kind, ErrorKind::Count);
 
-    let mut dst = [-1i32; 8];
+    let mut unpack = |count, pos: &mut usize| {
+        // SAFETY: `dst` holds 2 elements and `count <= 2`.
+        unsafe { t.unpack(&packed, pos, dst.as_mut_ptr().cast(), count) }
+    };
     let mut pos = 2;
-    unsafe { t.unpack(&packed, &mut pos, dst.as_mut_ptr().cast(), 2) }.unwrap();
+    unpack(2, &mut pos).unwrap();
+    assert_eq!(unpack(1, &mut pos).unwrap_err().kind, ErrorKind::Truncate);
     assert_eq!((dst, pos), ([0, -1, -1, 3, 4, -1, -1, 7], 18));
-    let e = unsafe { t.unpack(&packed, &mut pos, dst.as_mut_ptr().cast(), 1) }.unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Truncate);
     assert_eq!(t.pack_size(5).unwrap(), 40);
     assert_eq!(p(ShortInt).pack_size(5).unwrap(), 30); // as MPICH
 }
