@@ -5,5 +5,8 @@
 //! MPI_THREAD_MULTIPLE; later collectives and MPI-3 one-sided operations.
 //!
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.
+//!
+//! So far: [`datatype`], the datatype engine (constructors, attributes, flattening into nmad
+//! layouts, pack/unpack).
 
 pub mod datatype;

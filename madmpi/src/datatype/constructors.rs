@@ -362,6 +362,8 @@ impl Datatype {
 fn vector_bounds(count: i64, bl: i64, stride: i64, old: &Datatype) -> Result<Option<Bounds>> {
     nonneg(count, "count")?;
     nonneg(bl, "block length")?;
+    // Every part's displacement must be representable, even for an empty type.
+    stride.mul_(count.saturating_sub(1))?;
     if count == 0 || old.size() == 0 {
         return Ok(None);
     }

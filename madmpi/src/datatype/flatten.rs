@@ -21,8 +21,10 @@ pub(crate) struct Flat {
 impl Flat {
     /// Flattens one element of `t`.
     pub fn of(t: &Datatype) -> Result<Flat> {
-        let blocks = flatten(t, &mut HashMap::new())?;
-        let blocks: Box<[(isize, usize)]> = blocks.iter().copied().collect();
+        let mut memo = HashMap::new();
+        let blocks = flatten(t, &mut memo)?;
+        drop(memo); // so that the blocks are not copied below
+        let blocks: Box<[(isize, usize)]> = Rc::unwrap_or_clone(blocks).into();
         let mut at = 0usize;
         let starts = blocks
             .iter()

@@ -399,7 +399,7 @@ fn huge_counts_are_lazy() {
     });
     let base = ((1isize << 30) - 1) * 24;
     assert_eq!(last, [(base + 4, 4), (base + 16, 8)]);
-    assert!(start.elapsed() < std::time::Duration::from_millis(100), "{:?}", start.elapsed());
+    assert!(start.elapsed() < std::time::Duration::from_secs(1), "{:?}", start.elapsed());
     // A data description nmad can use.
     let mut buf = vec![0u8; 48];
     // SAFETY: the layout of one element stays within `buf`, which outlives `d`.
@@ -417,6 +417,8 @@ fn overflow_is_an_error() {
     assert_eq!(Datatype::hvector(3, 1, i64::MAX / 2, &p(Int)).unwrap_err().kind, ErrorKind::Overflow);
     assert_eq!(Datatype::resized(&p(Int), i64::MAX, 1).unwrap_err().kind, ErrorKind::Overflow);
     assert_eq!(Datatype::indexed(&[1], &[i64::MAX / 2], &p(Int)).unwrap_err().kind, ErrorKind::Overflow);
+    let empty = Datatype::contiguous(0, &p(Int)).unwrap();
+    assert_eq!(Datatype::hvector(3, 1, i64::MAX / 2, &empty).unwrap_err().kind, ErrorKind::Overflow);
     let st = Datatype::create_struct(&[1, 1], &[0, 8], &[big.clone(), big.clone()]);
     assert_eq!(st.unwrap_err().kind, ErrorKind::Overflow);
     let huge = Datatype::contiguous(1 << 40, &p(Double)).unwrap();
