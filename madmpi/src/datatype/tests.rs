@@ -418,7 +418,7 @@ fn overflow_is_an_error() {
     assert_eq!(Datatype::resized(&p(Int), i64::MAX, 1).unwrap_err().kind, ErrorKind::Overflow);
     assert_eq!(Datatype::indexed(&[1], &[i64::MAX / 2], &p(Int)).unwrap_err().kind, ErrorKind::Overflow);
     let empty = Datatype::contiguous(0, &p(Int)).unwrap();
-    assert_eq!(Datatype::hvector(3, 1, i64::MAX / 2, &empty).unwrap_err().kind, ErrorKind::Overflow);
+    assert_eq!(Datatype::hvector(4, 1, i64::MAX / 2, &empty).unwrap_err().kind, ErrorKind::Overflow);
     let st = Datatype::create_struct(&[1, 1], &[0, 8], &[big.clone(), big.clone()]);
     assert_eq!(st.unwrap_err().kind, ErrorKind::Overflow);
     let huge = Datatype::contiguous(1 << 40, &p(Double)).unwrap();
