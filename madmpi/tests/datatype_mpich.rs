@@ -3,7 +3,8 @@
 //! packed-byte memory offsets (2 elements) and element counts must agree.
 //!
 //! Needs `mpicc.mpich` and `mpiexec.hydra` (MPICH 4.0.2 was used), hence ignored by default:
-//! `cargo test -p madmpi --test datatype_mpich -- --ignored`.
+//! `cargo test -p madmpi --test datatype_mpich -- --ignored` (DATATYPE_CASES=n and
+//! DATATYPE_SEED=s for more or other types).
 
 mod common;
 
@@ -11,7 +12,7 @@ use common::{Spec, arb_spec};
 use madmpi::datatype::Datatype;
 use nmad::Layout;
 use proptest::strategy::{Strategy, ValueTree};
-use proptest::test_runner::TestRunner;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -67,6 +68,13 @@ fn garbage(t: &Datatype, theirs: &str) -> bool {
     })
 }
 
+/// Whether the type resizes something to a negative extent.
+fn negative_resize(spec: &Spec) -> bool {
+    let line = spec.line();
+    let words: Vec<&str> = line.split(' ').collect();
+    words.windows(3).any(|w| w[0] == "resized" && w[2].starts_with('-'))
+}
+
 /// Drops the blocks (`B` section).
 fn without_blocks(s: &str) -> String {
     let (head, rest) = s.split_once(" B").unwrap();
@@ -97,7 +105,15 @@ fn random_types_match_mpich() {
     assert!(st.success());
 
     let n: usize = std::env::var("DATATYPE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(3000);
-    let mut runner = TestRunner::deterministic();
+    // DATATYPE_SEED picks another sequence of types.
+    let seed: u64 = std::env::var("DATATYPE_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut runner = if seed == 0 {
+        TestRunner::deterministic()
+    } else {
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&seed.to_le_bytes());
+        TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+    };
     let strategy = arb_spec(true, true);
     let specs: Vec<Spec> = (0..n).map(|_| strategy.new_tree(&mut runner).unwrap().current()).collect();
 
@@ -141,6 +157,13 @@ fn random_types_match_mpich() {
         }
         let (mut ours, mut theirs) = (ours, theirs.clone());
         if !blocks {
+            theirs = without_blocks(&theirs);
+        } else if negative_resize(spec) && without_blocks(&ours) == without_blocks(&theirs) && ours != theirs
+        {
+            // MPICH also packs wrong bytes for some elements of negative extent (elements that
+            // overlap): tolerated when everything else agrees.
+            garbled += 1;
+            ours = without_blocks(&ours);
             theirs = without_blocks(&theirs);
         }
         if spec.line().contains("struct") {

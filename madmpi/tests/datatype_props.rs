@@ -72,7 +72,14 @@ fn attrs(t: &Datatype) -> (u64, i64, i64, i64, i64, u64, u64) {
     (t.size(), t.lb(), t.extent(), t.true_lb(), t.true_extent(), t.alignment(), t.num_elements())
 }
 
+/// 1000 cases unless PROPTEST_CASES says otherwise.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000)
+}
+
 proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
     #[test]
     fn layouts_cover_the_type_map(spec in arb_spec(true, true), count in 0i64..4, cut in 0.0f64..1.0) {
         let t = spec.build();

@@ -116,7 +116,7 @@ pub fn arb_named(pairs: bool) -> impl Strategy<Value = Spec> {
 /// `negative` allows negative extents (resized) and strides.
 pub fn arb_spec(pairs: bool, negative: bool) -> impl Strategy<Value = Spec> {
     let lo: i64 = if negative { -4 } else { 0 };
-    arb_named(pairs).prop_recursive(3, 24, 4, move |inner| {
+    arb_named(pairs).prop_recursive(4, 64, 2, move |inner| {
         let bx = || inner.clone().prop_map(Box::new);
         let member = (0i64..3, -32i64..32, prop_oneof![3 => inner.clone().prop_map(Some), 1 => Just(None)]);
         let dims = prop::collection::vec(

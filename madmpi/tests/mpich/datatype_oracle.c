@@ -30,6 +30,10 @@ static int pairs_used, long_double_used;
 /* Every type built for the current line, freed after it: yaksa misbehaves (packs garbage) once
  * thousands of types are alive. */
 static MPI_Datatype built[1 << 12];
+/* The answer for the current line, printed whole so that a crash leaves no partial line. */
+static char out[1 << 20];
+static size_t outlen;
+#define OUT(...) (void)(outlen < sizeof out && (outlen += snprintf(out + outlen, sizeof out - outlen, __VA_ARGS__)))
 static int nbuilt;
 
 static MPI_Datatype named(const char *s) {
@@ -114,6 +118,7 @@ int main(int argc, char **argv) {
     while (fgets(line, sizeof line, in)) {
         char *save;
         ntoks = at = nbuilt = 0;
+        outlen = 0;
         for (char *w = strtok_r(line, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) toks[ntoks++] = w;
         if (!ntoks) continue;
         pairs_used = long_double_used = 0;
@@ -122,7 +127,7 @@ int main(int argc, char **argv) {
         MPI_Aint lb, ext, tlb, text; MPI_Count size;
         MPI_Type_get_extent(t, &lb, &ext); MPI_Type_get_true_extent(t, &tlb, &text); MPI_Type_size_x(t, &size);
         int ni, na, nd, comb; MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
-        printf("ok %lld %ld %ld %ld %ld %d %d %d %d B", (long long)size, (long)lb, (long)ext, (long)tlb, (long)text, ni, na, nd, comb);
+        OUT("ok %lld %ld %ld %ld %ld %d %d %d %d B", (long long)size, (long)lb, (long)ext, (long)tlb, (long)text, ni, na, nd, comb);
         /* memory offsets of the packed bytes of 2 elements, by packing 3 byte planes of the offset */
         MPI_Aint lo = tlb < tlb + ext ? tlb : tlb + ext, hi = tlb + text > tlb + text + ext ? tlb + text : tlb + text + ext;
         long span = hi - lo, n = 2 * (long)size;
@@ -138,13 +143,13 @@ int main(int argc, char **argv) {
                 long off = (long)packed[0][j] | (long)packed[1][j] << 8 | (long)packed[2][j] << 16;
                 off += lo;
                 if (len && off == start + len) len++;
-                else { if (len) printf(" %ld:%ld", start, len); start = off; len = 1; }
+                else { if (len) OUT(" %ld:%ld", start, len); start = off; len = 1; }
             }
-            if (len) printf(" %ld:%ld", start, len);
+            if (len) OUT(" %ld:%ld", start, len);
             for (int plane = 0; plane < 3; plane++) free(packed[plane]);
             free(mem);
         }
-        printf(" E");
+        OUT(" E");
         if (!pairs_used && !getenv("ORACLE_NO_ELEMENTS")) {
             MPI_Count s = size, bytes[] = {0, 1, s / 2, s - 1, s, s + 1, s + s / 2, 2 * s - 1, 2 * s};
             for (int k = 0; k < 9; k++) {
@@ -152,10 +157,11 @@ int main(int argc, char **argv) {
                 MPI_Status st; MPI_Count e; int c;
                 MPI_Status_set_elements_x(&st, MPI_BYTE, bytes[k]);
                 MPI_Get_elements_x(&st, t, &e); MPI_Get_count(&st, t, &c);
-                printf(" %lld:%lld:%d", (long long)bytes[k], (long long)e, c);
+                OUT(" %lld:%lld:%d", (long long)bytes[k], (long long)e, c);
             }
         }
-        printf("\n");
+        OUT("\n");
+        fputs(out, stdout);
         fflush(stdout);
         while (nbuilt) MPI_Type_free(&built[--nbuilt]);
     }
