@@ -8,8 +8,8 @@
 //! binding maps [`Predefined`] and [`ErrorKind`] to them), nor reach into nmad beyond the
 //! `Layout` trait.
 //!
-//! Layout of the module: [`predefined`](Predefined) types; `constructors` (validation and
-//! attributes); `parts` (the normal form every type reduces to); `flatten` (commit);
+//! Layout of the module: [`predefined`](Predefined) types; `constructors` (validation) and
+//! `bounds` (attributes, MPICH's rules); `parts` (the normal form every type reduces to); `flatten` (commit);
 //! [`layout`](TypeLayout); `pack`; `envelope` (`get_envelope`/`get_contents`); `signature`
 //! (`MPI_Get_elements`/`MPI_Get_count`).
 //!
@@ -22,6 +22,7 @@
 //! assert_eq!(column.blocks().unwrap().len(), 4);
 //! ```
 
+mod bounds;
 mod constructors;
 mod envelope;
 mod error;
