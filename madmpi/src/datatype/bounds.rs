@@ -16,6 +16,7 @@
 //!   [`Representation`]).
 //!
 //! All arithmetic on sizes and offsets is checked ([`ErrorKind::Overflow`](super::ErrorKind::Overflow)).
+//! This file computes attributes only: it never lists blocks (that is `flatten`'s job).
 
 use super::error::{Checked, Result, TypeError, to_i64};
 use super::parts::Parts;

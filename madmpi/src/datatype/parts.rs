@@ -5,6 +5,7 @@
 //! member, a resized or dup type one part), so flattening and element counting walk one shape.
 //! Parts are produced on the fly: a vector of a billion blocks is never listed. The displacement
 //! products were checked for overflow by the constructors, so plain arithmetic is safe here.
+//! This file describes the shape only: it holds no state and must not allocate per part.
 
 use super::{Datatype, Kind};
 
