@@ -3,6 +3,9 @@
 //! Adjacent blocks are merged, and a sub-type that is one run of memory is emitted as one block
 //! per part (so `contiguous(1 << 30, int)` is one block, not a billion). A sub-type used by many
 //! parts is flattened once (memoized by identity, or taken from its own commit).
+//!
+//! This file owns the per-element block list; repeating it `count` times is `layout`'s job,
+//! lazily.
 
 use super::error::{Checked, Result, TypeError};
 use super::parts::Parts;

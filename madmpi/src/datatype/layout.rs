@@ -7,6 +7,9 @@
 //! element with two blocks or more emits at least one block, so the work is proportional to the
 //! blocks emitted; a one-block element whose block fills its extent makes the whole message one
 //! block.
+//!
+//! This file must never materialize `count × blocks`: a layout is a few words and an `Arc` on
+//! the committed blocks, whatever the count.
 
 use super::Datatype;
 use super::error::{Checked, Result, TypeError};

@@ -1,7 +1,8 @@
 //! `MPI_Pack`, `MPI_Unpack` and `MPI_Pack_size`: block-by-block copies along the type's layout.
 //!
 //! The packed format is the native one (the bytes in type-map order, no header), so a message
-//! packed here can be received as `MPI_PACKED` and the other way round.
+//! packed here can be received as `MPI_PACKED` and the other way round. The caller answers for
+//! the user buffer (see the `# Safety` sections); this file only copies along the layout.
 
 use super::Datatype;
 use super::error::{Checked, ErrorKind, Result, TypeError};
