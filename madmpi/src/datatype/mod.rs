@@ -9,9 +9,9 @@
 //! `Layout` trait.
 //!
 //! Layout of the module: [`predefined`](Predefined) types; `constructors` (validation) and
-//! `bounds` (attributes, MPICH's rules); `parts` (the normal form every type reduces to); `flatten` (commit);
-//! [`layout`](TypeLayout); `pack`; `envelope` (`get_envelope`/`get_contents`); `signature`
-//! (`MPI_Get_elements`/`MPI_Get_count`).
+//! `bounds` (attributes, MPICH's rules); `parts` (the normal form every type reduces to);
+//! `flatten` (commit); [`layout`](TypeLayout); `pack`; `envelope` (`get_envelope`,
+//! `get_contents`); `signature` (`MPI_Get_elements`, `MPI_Get_count`).
 //!
 //! ```
 //! use madmpi::datatype::{Datatype, Predefined};

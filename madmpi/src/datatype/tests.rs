@@ -3,7 +3,9 @@
 //! Expected attributes were checked against MPICH 4.0.2 (`MPI_Type_size_x`,
 //! `MPI_Type_get_extent`, `MPI_Type_get_true_extent`, `MPI_Type_get_envelope`,
 //! `MPI_Get_elements_x`/`MPI_Get_count` after `MPI_Status_set_elements_x`) with small C programs
-//! under `mpiexec.hydra -n 1`; `tests/datatype_mpich.rs` compares random types the same way.
+//! under `mpiexec.hydra -n 1`; `tests/datatype_mpich.rs` compares random types the same way. To
+//! recheck one: write it in the line format of `tests/mpich/datatype_oracle.c` (for example
+//! `vector 3 2 -4 MPI_INT`) and run the oracle on that file.
 
 use super::*;
 use nmad::Layout;
@@ -75,6 +77,7 @@ fn predefined_types_match_mpich() {
         (LongDoubleInt, 20, 32, 20, 16, "MPI_LONG_DOUBLE_INT"),
     ];
     assert_eq!(table.len(), Predefined::ALL.len());
+    assert!(Predefined::ALL.iter().enumerate().all(|(i, k)| k.index() == i));
     for (k, size, extent, true_extent, align, name) in table {
         let t = p(k);
         assert_eq!(attrs(&t), (size, 0, extent, 0, true_extent), "{name}");
