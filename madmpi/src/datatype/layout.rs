@@ -56,6 +56,23 @@ impl Datatype {
     }
 }
 
+impl Datatype {
+    /// The nmad description of `count` elements at `buf`: one contiguous range when the type is
+    /// contiguous (the fast path), else a [`TypeLayout`]. The type must be committed.
+    ///
+    /// # Safety
+    /// As [`nmad::Data::from_layout`], for every block of [`Datatype::layout`]`(count)`.
+    pub unsafe fn data(&self, buf: *mut u8, count: i64) -> Result<nmad::Data> {
+        let layout = self.layout(count)?;
+        Ok(match self.contiguous_offset() {
+            // SAFETY: the range is the single block of the layout, which the caller vouches for.
+            Some(off) => unsafe { nmad::Data::from_raw(buf.wrapping_offset(off as isize), layout.size()) },
+            // SAFETY: the caller vouches for every block of the layout.
+            None => unsafe { nmad::Data::from_layout(buf, Arc::new(layout)) },
+        })
+    }
+}
+
 impl TypeLayout {
     /// Number of elements.
     pub fn count(&self) -> usize {

@@ -414,6 +414,36 @@ fn huge_counts_are_lazy() {
 }
 
 #[test]
+fn nmad_data_descriptions() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Datatype>();
+    send_sync::<TypeLayout>();
+    let mut buf = [0u8; 64];
+    let shifted = Datatype::hindexed(&[2], &[8], &p(Int)).unwrap();
+    let strided = Datatype::vector(2, 1, 2, &p(Int)).unwrap();
+    // SAFETY: 2 elements of either type stay within `buf`, which outlives the descriptions.
+    let (c, s) = unsafe { (shifted.data(buf.as_mut_ptr(), 2), strided.data(buf.as_mut_ptr(), 2)) };
+    assert_eq!(c.unwrap_err().kind, ErrorKind::Type);
+    assert_eq!(s.unwrap_err().kind, ErrorKind::Type);
+    shifted.commit().unwrap();
+    strided.commit().unwrap();
+    // SAFETY: as above.
+    let (c, s) =
+        unsafe { (shifted.data(buf.as_mut_ptr(), 2).unwrap(), strided.data(buf.as_mut_ptr(), 2).unwrap()) };
+    assert!(matches!(c, nmad::Data::Contig { len: 16, .. }));
+    assert!(matches!(s, nmad::Data::Layout { .. }) && s.len() == 16);
+    // SAFETY: as above.
+    unsafe {
+        c.unpack(0, &[1; 16]);
+        s.unpack(0, &[2; 16]);
+    }
+    assert_eq!(
+        buf[..28],
+        [2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 2, 0, 0, 0, 0]
+    );
+}
+
+#[test]
 fn overflow_is_an_error() {
     let big = Datatype::contiguous(i64::MAX / 8, &p(Double)).unwrap();
     assert_eq!(Datatype::contiguous(2, &big).unwrap_err().kind, ErrorKind::Overflow);
