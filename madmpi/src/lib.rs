@@ -8,7 +8,6 @@
 //!   constants) that `include/mpi.h` states for C.
 //!
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.
-
 pub mod abi;
 mod context;
 mod internal;
@@ -16,3 +15,7 @@ pub mod tags;
 pub mod attr;
 pub mod error;
 pub mod group;
+//!
+//! So far: [`datatype`], the datatype engine (constructors, attributes, flattening into nmad
+//! layouts, pack/unpack).
+pub mod datatype;
