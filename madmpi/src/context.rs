@@ -142,7 +142,8 @@ mod tests {
                                 .map(|sid| {
                                     inner.spawn(move || {
                                         let s = nm.session(sid);
-                                        agree(ids, &Members { session: &s, ranks: world, me, seq: 1 }).unwrap()
+                                        agree(ids, &Members { session: &s, ranks: world, me, seq: 1 })
+                                            .unwrap()
                                     })
                                 })
                                 .collect();

@@ -155,3 +155,37 @@ fn a_vanished_peer_fails_pending_requests_instead_of_hanging() {
     assert!(t.elapsed() < Duration::from_secs(10));
     assert!(matches!(s.send(1, 0, b"again"), Err(Error::PeerFailed { .. })), "later sends fail at once");
 }
+
+/// A session closed on both ranks and opened again with the same id (madmpi reuses context ids)
+/// carries on: its sequence numbers continue where the gates' counters are.
+#[test]
+fn a_session_reopened_with_the_same_id_carries_on() {
+    let nms = ranks(2, "tcp", "aggreg");
+    std::thread::scope(|t| {
+        for (me, nm) in nms.iter().enumerate() {
+            t.spawn(move || {
+                let peer = 1 - me as u32;
+                for incarnation in 0..3u8 {
+                    let s = nm.session(5);
+                    for i in 0..(3 + incarnation) {
+                        let out = [me as u8, incarnation, i];
+                        let mut inp = [0u8; 3];
+                        scope(|sc| {
+                            let r = sc.irecv(&s, Source::Rank(peer), 1, &mut inp).unwrap();
+                            s.send(peer, 1, &out).unwrap();
+                            r.wait();
+                            r.result().unwrap().unwrap();
+                        });
+                        assert_eq!(inp, [peer as u8, incarnation, i]);
+                    }
+                    // Both sides close this incarnation before either opens the next (as
+                    // madmpi's context-id agreement guarantees).
+                    nm.close_session(5);
+                    nm.session(6).send(peer, 0, b"").unwrap();
+                    nm.session(6).recv(Source::Rank(peer), 0, &mut []).unwrap();
+                }
+            });
+        }
+    });
+    finalize_all(nms);
+}

@@ -128,6 +128,9 @@ pub(crate) struct Core {
     sessions: RwLock<HashMap<u32, Arc<SessionInner>>>,
     /// Messages for sessions not created here yet (another rank created its communicator first).
     early: Mutex<HashMap<u32, Vec<Incoming<'static>>>>,
+    /// Per closed session, the next sequence number expected from each peer: a session reopened
+    /// with the same id (madmpi reuses context ids) continues where the gates' counters are.
+    resume_order: Mutex<HashMap<u32, Vec<u32>>>,
     pub(crate) reads: WorkQueue<deliver::ReadJob>,
     pub(crate) backlog: WorkQueue<PeerId>,
     tasks: Mutex<Vec<LtaskHandle>>,
@@ -191,6 +194,7 @@ impl Core {
             gate_creation: Mutex::new(()),
             sessions: RwLock::new(HashMap::default()),
             early: Mutex::new(HashMap::default()),
+            resume_order: Mutex::new(HashMap::default()),
             reads: WorkQueue::default(),
             backlog: WorkQueue::default(),
             tasks: Mutex::new(Vec::new()),
@@ -318,6 +322,18 @@ impl Core {
             }
         }
         s
+    }
+
+    /// Keeps a closed session's receive counters for its next incarnation.
+    pub(crate) fn save_order(&self, id: u32, expected: Vec<u32>) {
+        if expected.iter().any(|&e| e != 0) {
+            self.resume_order.lock().unwrap().insert(id, expected);
+        }
+    }
+
+    /// The receive counters a new incarnation of session `id` starts from.
+    pub(crate) fn take_order(&self, id: u32) -> Vec<u32> {
+        self.resume_order.lock().unwrap().remove(&id).unwrap_or_default()
     }
 
     pub(crate) fn close_session(&self, id: u32) {

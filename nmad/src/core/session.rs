@@ -102,10 +102,12 @@ pub(crate) struct SessionInner {
 
 impl SessionInner {
     pub(crate) fn new(id: u32, core: Arc<Core>) -> SessionInner {
+        let order =
+            core.take_order(id).into_iter().map(|expected| Order { expected, ..Order::default() }).collect();
         SessionInner {
             id,
             core,
-            state: Mutex::new(State { m: Matching::new(), order: Vec::new(), closed: false }),
+            state: Mutex::new(State { m: Matching::new(), order, closed: false }),
             monitors: RwLock::new(Vec::new()),
             next_monitor: AtomicU64::new(1),
         }
@@ -276,6 +278,7 @@ impl SessionInner {
                 bytes += o.early.values().map(Incoming::footprint).sum::<u64>();
                 o.early.clear();
             }
+            self.core.save_order(self.id, st.order.iter().map(|o| o.expected).collect());
             (reqs, bytes)
         };
         self.core.budget_sub(dropped);
