@@ -62,6 +62,7 @@ impl ContextIds {
     }
 
     /// How many ids are in use.
+    #[cfg(test)]
     pub fn in_use(&self) -> u32 {
         MAX_CONTEXTS - self.snapshot().iter().map(|w| w.count_ones()).sum::<u32>()
     }

@@ -18,9 +18,12 @@
 
 pub mod abi;
 pub mod attr;
+pub mod comm;
 mod context;
 pub mod datatype;
 pub mod error;
 pub mod group;
 mod internal;
+pub mod p2p;
 pub mod tags;
+pub mod universe;

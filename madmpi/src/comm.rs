@@ -1,0 +1,352 @@
+//! Communicators: a group of processes, this process's rank in it, and the nmad session named by
+//! the communicator's context id (so each communicator is its own matching space).
+//!
+//! Creating one (dup, split, split by node, create from a group) is collective over the parent:
+//! the members agree on a context id free at all of them (`context`), exchanging what they must
+//! with the parent's internal operations (`internal`), numbered by a per-communicator sequence so
+//! that successive operations never mix their messages.
+//!
+//! Owns communicator state (group, context id, name) and its session's lifetime; it must not
+//! touch nmad beyond its session interface. Error handlers and attributes attach here later.
+
+use crate::context::{self, ContextIds};
+use crate::error::{Error, ErrorClass, Result};
+use crate::group::{Group, GroupComparison};
+use crate::internal::{Members, allgather};
+use nmad::{Nmad, Session};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+/// What every communicator of a process shares.
+pub(crate) struct Runtime {
+    pub(crate) nm: Nmad,
+    pub(crate) ids: ContextIds,
+    /// Identifies this process's node (`MPI_COMM_TYPE_SHARED`): a hash of nmad's node id.
+    pub(crate) node: u64,
+}
+
+impl Runtime {
+    pub(crate) fn new(nm: Nmad) -> Arc<Runtime> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        nmad::drivers::node_id().hash(&mut h);
+        Arc::new(Runtime { nm, ids: ContextIds::default(), node: h.finish() })
+    }
+}
+
+/// How two communicators compare (`MPI_Comm_compare`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    /// The same communicator.
+    Ident,
+    /// Same members in the same order, another context.
+    Congruent,
+    /// Same members, another order.
+    Similar,
+    Unequal,
+}
+
+/// A communicator (cheap to clone: clones are the same communicator).
+#[derive(Clone)]
+pub struct Comm(Arc<Inner>);
+
+struct Inner {
+    rt: Arc<Runtime>,
+    group: Group,
+    /// This process's rank in `group`.
+    rank: u32,
+    context: u32,
+    session: Session,
+    /// Internal operations started on this communicator (the same count at every member).
+    ops: AtomicU64,
+    name: Mutex<String>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.context != context::WORLD && self.context != context::SELF {
+            self.rt.nm.close_session(self.context);
+            self.rt.ids.release(self.context);
+        }
+    }
+}
+
+/// An nmad failure as an MPI error.
+pub(crate) fn from_nmad(e: nmad::Error) -> Error {
+    match e {
+        nmad::Error::Truncated { len, capacity } => {
+            Error::new(ErrorClass::Truncate, format!("message of {len} bytes into a buffer of {capacity}"))
+        }
+        nmad::Error::PeerFailed { peer, reason } => {
+            Error::new(ErrorClass::MpixProcFailed, format!("process {peer} failed: {reason}"))
+        }
+        nmad::Error::Cancelled => Error::new(ErrorClass::Other, "cancelled"),
+        nmad::Error::Protocol(m) => Error::new(ErrorClass::Other, m),
+        nmad::Error::InvalidArgument(m) => Error::new(ErrorClass::Arg, m),
+    }
+}
+
+impl Comm {
+    fn make(rt: &Arc<Runtime>, group: Group, context: u32, name: &str) -> Comm {
+        let me = rt.nm.rank();
+        let rank = group.rank_of(me).expect("a communicator is made only at its members");
+        let session = rt.nm.session(context);
+        Comm(Arc::new(Inner {
+            rt: rt.clone(),
+            group,
+            rank,
+            context,
+            session,
+            ops: AtomicU64::new(0),
+            name: Mutex::new(name.to_string()),
+        }))
+    }
+
+    /// `MPI_COMM_WORLD`.
+    pub(crate) fn world(rt: &Arc<Runtime>) -> Comm {
+        Comm::make(rt, Group::world(rt.nm.size()), context::WORLD, "MPI_COMM_WORLD")
+    }
+
+    /// `MPI_COMM_SELF`.
+    pub(crate) fn self_comm(rt: &Arc<Runtime>) -> Comm {
+        let g = Group::new(vec![rt.nm.rank()]).expect("one member");
+        Comm::make(rt, g, context::SELF, "MPI_COMM_SELF")
+    }
+
+    pub fn size(&self) -> u32 {
+        self.0.group.size()
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.0.rank
+    }
+
+    pub fn group(&self) -> &Group {
+        &self.0.group
+    }
+
+    /// The context id, which is also the nmad session id.
+    pub fn context_id(&self) -> u32 {
+        self.0.context
+    }
+
+    pub(crate) fn session(&self) -> &Session {
+        &self.0.session
+    }
+
+    /// The world rank (nmad peer) of rank `r`, if `r` is a rank of this communicator.
+    pub fn world_rank(&self, r: u32) -> Option<u32> {
+        self.0.group.member(r)
+    }
+
+    /// This communicator's rank of world rank `w`.
+    pub fn rank_of_world(&self, w: u32) -> Option<u32> {
+        self.0.group.rank_of(w)
+    }
+
+    pub fn name(&self) -> String {
+        self.0.name.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn set_name(&self, name: &str) {
+        *self.0.name.lock().unwrap_or_else(|e| e.into_inner()) = name.to_string();
+    }
+
+    /// `MPI_Comm_compare`.
+    pub fn compare(&self, other: &Comm) -> Comparison {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return Comparison::Ident;
+        }
+        match self.0.group.compare(&other.0.group) {
+            GroupComparison::Ident => Comparison::Congruent,
+            GroupComparison::Similar => Comparison::Similar,
+            GroupComparison::Unequal => Comparison::Unequal,
+        }
+    }
+
+    /// Runs internal operation `f` with the members as seen from here, numbered by the next
+    /// sequence number of this communicator.
+    fn internal<T>(&self, f: impl FnOnce(&Members<'_>) -> Result<T>) -> Result<T> {
+        let seq = self.0.ops.fetch_add(1, Relaxed);
+        let m = Members {
+            session: &self.0.session,
+            ranks: self.0.group.members(),
+            me: self.0.rank as usize,
+            seq,
+        };
+        f(&m)
+    }
+
+    /// A new context id agreed with the other members of this communicator.
+    fn agree_context(&self) -> Result<u32> {
+        self.internal(|m| context::agree(&self.0.rt.ids, m).map_err(from_nmad))
+    }
+
+    /// `MPI_Comm_dup` (collective): the same group in a new context.
+    pub fn dup(&self) -> Result<Comm> {
+        let id = self.agree_context()?;
+        Ok(Comm::make(&self.0.rt, self.0.group.clone(), id, ""))
+    }
+
+    /// `MPI_Comm_split` (collective): the members giving the same `color` form a communicator,
+    /// ranked by `key` then by their rank here; `None` (`MPI_UNDEFINED`) gets no communicator.
+    pub fn split(&self, color: Option<i32>, key: i32) -> Result<Option<Comm>> {
+        if color.is_some_and(|c| c < 0) {
+            return Err(Error::arg(format!("MPI_Comm_split: color {} is negative", color.unwrap_or(0))));
+        }
+        // (color or -1, key) from every member.
+        let mut mine = [0u8; 8];
+        mine[..4].copy_from_slice(&color.unwrap_or(-1).to_le_bytes());
+        mine[4..].copy_from_slice(&key.to_le_bytes());
+        let all = self.internal(|m| allgather(m, 0, &mine).map_err(from_nmad))?;
+        let entries: Vec<(i32, i32, u32)> = all
+            .chunks_exact(8)
+            .enumerate()
+            .map(|(r, c)| {
+                let color = i32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
+                let key = i32::from_le_bytes(c[4..].try_into().expect("4 bytes"));
+                (color, key, r as u32)
+            })
+            .collect();
+        self.form(color, &entries)
+    }
+
+    /// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)` (collective): the members on this node.
+    pub fn split_shared(&self, key: i32) -> Result<Comm> {
+        let mut mine = [0u8; 12];
+        mine[..8].copy_from_slice(&self.0.rt.node.to_le_bytes());
+        mine[8..].copy_from_slice(&key.to_le_bytes());
+        let all = self.internal(|m| allgather(m, 0, &mine).map_err(from_nmad))?;
+        // Colors: the index of the first member with the same node.
+        let nodes: Vec<u64> =
+            all.chunks_exact(12).map(|c| u64::from_le_bytes(c[..8].try_into().expect("8 bytes"))).collect();
+        let entries: Vec<(i32, i32, u32)> = all
+            .chunks_exact(12)
+            .enumerate()
+            .map(|(r, c)| {
+                let color = nodes.iter().position(|&n| n == nodes[r]).expect("itself") as i32;
+                (color, i32::from_le_bytes(c[8..].try_into().expect("4 bytes")), r as u32)
+            })
+            .collect();
+        let color = entries[self.0.rank as usize].0;
+        Ok(self.form(Some(color), &entries)?.expect("a color was given"))
+    }
+
+    /// `MPI_Comm_create` (collective over this communicator): a communicator of the members of
+    /// `group` (a subgroup of this one; the same at every caller); `None` outside it.
+    pub fn create(&self, group: &Group) -> Result<Option<Comm>> {
+        if let Some(stranger) = group.members().iter().find(|&&w| self.0.group.rank_of(w).is_none()) {
+            return Err(Error::group(format!(
+                "MPI_Comm_create: process {stranger} of the group is not in the communicator"
+            )));
+        }
+        // Every member of the parent takes part in the agreement, so ids stay consistent.
+        let id = self.agree_context()?;
+        if !group.contains(self.0.rt.nm.rank()) {
+            self.0.rt.ids.release(id);
+            return Ok(None);
+        }
+        Ok(Some(Comm::make(&self.0.rt, group.clone(), id, "")))
+    }
+
+    /// Forms the communicator of `color` from `(color, key, rank here)` of every member, after
+    /// an agreement on a context id over this communicator (disjoint colors may share one id:
+    /// their members never talk to each other in it).
+    fn form(&self, color: Option<i32>, entries: &[(i32, i32, u32)]) -> Result<Option<Comm>> {
+        let id = self.agree_context()?;
+        let Some(color) = color else {
+            self.0.rt.ids.release(id);
+            return Ok(None);
+        };
+        let mut mine: Vec<&(i32, i32, u32)> = entries.iter().filter(|e| e.0 == color).collect();
+        mine.sort_by_key(|e| (e.1, e.2));
+        let members: Vec<u32> =
+            mine.iter().map(|e| self.0.group.member(e.2).expect("a rank of this communicator")).collect();
+        let group = Group::new(members)?;
+        Ok(Some(Comm::make(&self.0.rt, group, id, "")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::internal::tests::{finalize_all, ranks};
+
+    /// Runs `f(world)` on every rank at once.
+    fn on_all<T: Send>(n: u32, f: impl Fn(Comm) -> T + Sync) -> Vec<T> {
+        let nms = ranks(n);
+        let out = std::thread::scope(|t| {
+            let hs: Vec<_> = nms
+                .iter()
+                .map(|nm| {
+                    let f = &f;
+                    t.spawn(move || f(Comm::world(&Runtime::new(nm.clone()))))
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        finalize_all(nms);
+        out
+    }
+
+    /// A message from every member to every member of `c`, checked.
+    fn all_to_all(c: &Comm) {
+        let me = c.rank();
+        for r in 0..c.size() {
+            let to = c.world_rank(r).unwrap();
+            c.session().send(to, u64::from(me), &[me as u8, c.context_id() as u8]).unwrap();
+        }
+        for r in 0..c.size() {
+            let mut b = [0u8; 2];
+            let from = c.world_rank(r).unwrap();
+            c.session().recv(nmad::Source::Rank(from), u64::from(r), &mut b).unwrap();
+            assert_eq!(b, [r as u8, c.context_id() as u8]);
+        }
+    }
+
+    #[test]
+    fn dup_split_create_and_shared() {
+        let got = on_all(4, |world| {
+            let me = world.rank();
+            let dup = world.dup().unwrap();
+            assert_eq!(world.compare(&dup), Comparison::Congruent);
+            assert_eq!(world.compare(&world.clone()), Comparison::Ident);
+            assert_ne!(dup.context_id(), world.context_id());
+            all_to_all(&dup);
+            // Odd and even ranks, reversed by key; rank 3 opts out.
+            let color = if me == 3 { None } else { Some((me % 2) as i32) };
+            let half = world.split(color, -(me as i32)).unwrap();
+            if let Some(h) = &half {
+                all_to_all(h);
+            }
+            let half_members = half.as_ref().map(|h| h.group().members().to_vec());
+            let g = Group::new(vec![2, 0]).unwrap();
+            let created = dup.create(&g).unwrap();
+            if let Some(c) = &created {
+                all_to_all(c);
+            }
+            let shared = world.split_shared(0).unwrap();
+            all_to_all(&shared);
+            // Freeing and creating again reuses ids without mixing messages.
+            drop(dup);
+            let again = world.dup().unwrap();
+            all_to_all(&again);
+            (half_members, created.map(|c| c.rank()), shared.size())
+        });
+        assert_eq!(got[0].0, Some(vec![2, 0]));
+        assert_eq!(got[1].0, Some(vec![1]));
+        assert_eq!(got[2].0, Some(vec![2, 0]));
+        assert_eq!(got[3].0, None);
+        assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), [Some(1), None, Some(0), None]);
+        assert!(got.iter().all(|g| g.2 == 4), "one node: everybody shares it");
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        on_all(2, |world| {
+            assert_eq!(world.split(Some(-2), 0).err().unwrap().class(), ErrorClass::Arg);
+            let stranger = Group::new(vec![0, 7]).unwrap();
+            assert_eq!(world.create(&stranger).err().unwrap().class(), ErrorClass::Group);
+        });
+    }
+}

@@ -1,0 +1,148 @@
+//! The MPI environment of a process: initialization with a thread level, the world and self
+//! communicators, wall-clock time, finalization. MPI allows one initialization per process
+//! (`MPI_Init` after `MPI_Finalize` is an error), which [`init`] enforces.
+//!
+//! Owns the process's nmad instance (through the communicators' runtime); must not be
+//! initialized twice nor used after finalize.
+
+use crate::comm::{Comm, Runtime};
+use crate::error::{Error, ErrorClass, Result};
+use nmad::Nmad;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
+use std::time::Instant;
+
+/// Thread support levels (`MPI_THREAD_*`), in increasing order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Threading {
+    Single,
+    Funneled,
+    Serialized,
+    Multiple,
+}
+
+const NOT_STARTED: u8 = 0;
+const RUNNING: u8 = 1;
+const FINALIZED: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(NOT_STARTED);
+
+/// Whether MPI was initialized (`MPI_Initialized`: stays true after finalize).
+pub fn initialized() -> bool {
+    STATE.load(SeqCst) != NOT_STARTED
+}
+
+/// Whether MPI was finalized (`MPI_Finalized`).
+pub fn finalized() -> bool {
+    STATE.load(SeqCst) == FINALIZED
+}
+
+/// The MPI environment (`MPI_Init_thread` … `MPI_Finalize`).
+pub struct Universe {
+    rt: Arc<Runtime>,
+    world: Comm,
+    self_comm: Comm,
+    threading: Threading,
+    main: std::thread::ThreadId,
+}
+
+/// Initializes MPI with the launcher's PMI (madrun, Hydra, Slurm; alone: one rank). Every level
+/// is provided as requested: nmad and pioman are thread-safe.
+pub fn init(threading: Threading) -> Result<Universe> {
+    if STATE.compare_exchange(NOT_STARTED, RUNNING, SeqCst, SeqCst).is_err() {
+        return Err(Error::other(if finalized() {
+            "MPI_Init: MPI was finalized (it cannot be initialized again)"
+        } else {
+            "MPI_Init: MPI is already initialized"
+        }));
+    }
+    let nm = Nmad::init().map_err(|e| Error::other(format!("MPI_Init: starting nmad: {e}")))?;
+    Ok(Universe::with(nm, threading))
+}
+
+impl Universe {
+    /// The environment over an nmad instance set up by the caller (tests, embedding).
+    pub(crate) fn with(nm: Nmad, threading: Threading) -> Universe {
+        epoch();
+        let rt = Runtime::new(nm);
+        Universe {
+            world: Comm::world(&rt),
+            self_comm: Comm::self_comm(&rt),
+            rt,
+            threading,
+            main: std::thread::current().id(),
+        }
+    }
+
+    /// `MPI_COMM_WORLD`.
+    pub fn world(&self) -> &Comm {
+        &self.world
+    }
+
+    /// `MPI_COMM_SELF`.
+    pub fn self_comm(&self) -> &Comm {
+        &self.self_comm
+    }
+
+    /// The thread level provided (`MPI_Query_thread`).
+    pub fn threading(&self) -> Threading {
+        self.threading
+    }
+
+    /// Whether the caller is the thread that initialized MPI (`MPI_Is_thread_main`).
+    pub fn is_thread_main(&self) -> bool {
+        std::thread::current().id() == self.main
+    }
+
+    /// Ends MPI (`MPI_Finalize`, collective over the world): waits for every process, then shuts
+    /// nmad down.
+    pub fn finalize(self) -> Result<()> {
+        let nm = self.rt.nm.clone();
+        drop(self);
+        let r = nm.finalize().map_err(|e| Error::new(ErrorClass::Other, format!("MPI_Finalize: {e}")));
+        STATE.store(FINALIZED, SeqCst);
+        r
+    }
+}
+
+/// The name of this processor (`MPI_Get_processor_name`): the host name.
+pub fn processor_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Seconds since an arbitrary origin fixed at initialization (`MPI_Wtime`; not synchronized
+/// across processes: `MPI_WTIME_IS_GLOBAL` is false).
+pub fn wtime() -> f64 {
+    epoch().elapsed().as_secs_f64()
+}
+
+/// The resolution of [`wtime`] (`MPI_Wtick`): a nanosecond clock.
+pub fn wtick() -> f64 {
+    1e-9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clocks_and_names() {
+        let a = wtime();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(wtime() - a >= 0.002);
+        assert!(wtick() > 0.0 && wtick() < 1e-6);
+        assert!(!processor_name().is_empty());
+        assert!(Threading::Single < Threading::Multiple);
+    }
+}
