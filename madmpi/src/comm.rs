@@ -134,6 +134,10 @@ impl Comm {
         &self.0.session
     }
 
+    pub(crate) fn runtime_nmad(&self) -> &Nmad {
+        &self.0.rt.nm
+    }
+
     /// The world rank (nmad peer) of rank `r`, if `r` is a rank of this communicator.
     pub fn world_rank(&self, r: u32) -> Option<u32> {
         self.0.group.member(r)

@@ -25,5 +25,6 @@ pub mod error;
 pub mod group;
 mod internal;
 pub mod p2p;
+pub mod request;
 pub mod tags;
 pub mod universe;

@@ -2,7 +2,7 @@
 //! `sendrecv` on a communicator, with MPI's argument checks (rank, tag) and `MPI_PROC_NULL`.
 //!
 //! Owns the mapping of MPI's envelope (communicator rank, tag) onto nmad's (world rank, 64-bit
-//! tag, see [`crate::tags`]); it must not touch nmad's internals. Nonblocking requests come next.
+//! tag, see [`crate::tags`]); it must not touch nmad's internals. Nonblocking operations are in [`crate::request`].
 
 use crate::comm::{Comm, from_nmad};
 use crate::datatype::Predefined;
@@ -79,7 +79,7 @@ impl Status {
     }
 }
 
-fn check_tag(op: &str, tag: i32) -> Result<u64> {
+pub(crate) fn check_tag(op: &str, tag: i32) -> Result<u64> {
     if !(0..=tags::TAG_UB).contains(&tag) {
         return Err(Error::tag(format!("{op}: tag {tag} is outside 0..={}", tags::TAG_UB)));
     }
@@ -98,7 +98,7 @@ fn bytes_mut<T: Equivalence>(buf: &mut [T]) -> &mut [u8] {
 }
 
 impl Comm {
-    fn peer(&self, op: &str, r: u32) -> Result<u32> {
+    pub(crate) fn peer(&self, op: &str, r: u32) -> Result<u32> {
         self.world_rank(r).ok_or_else(|| {
             Error::rank(format!("{op}: rank {r} is outside the communicator (size {})", self.size()))
         })
@@ -159,7 +159,7 @@ impl Comm {
         Ok(self.session().iprobe(src, tm).map(|st| self.status(st, st.len)))
     }
 
-    fn match_of(&self, op: &str, tag: Tag) -> Result<nmad::TagMatch> {
+    pub(crate) fn match_of(&self, op: &str, tag: Tag) -> Result<nmad::TagMatch> {
         Ok(match tag {
             Tag::Tag(t) => {
                 check_tag(op, t)?;

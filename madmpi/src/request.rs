@@ -1,0 +1,251 @@
+//! Nonblocking point-to-point operations and their requests.
+//!
+//! A [`Request`] owns a pinned nmad request and borrows the user's buffer for its lifetime `'a`,
+//! so the buffer cannot be touched or freed while the operation runs; dropping a request that
+//! has not completed cancels it if it is an unmatched receive and otherwise waits (nmad's rule:
+//! the core never touches freed memory). [`RawRequest`] is the same without the borrow, for the
+//! C library, whose callers promise what the borrow checker cannot.
+//!
+//! Owns request state and completion; it must not touch nmad's internals.
+
+use crate::comm::{Comm, from_nmad};
+use crate::error::{Error, Result};
+use crate::p2p::{Equivalence, From, Rank, Status, Tag};
+use crate::tags;
+use nmad::{Data, SendMode, Source};
+use std::marker::PhantomData;
+use std::pin::Pin;
+
+/// What the operation was, for its status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Send,
+    Recv,
+    /// With `MPI_PROC_NULL`: complete at once, empty status.
+    Null,
+}
+
+/// A request without a borrow of its buffer (the C library's view).
+pub struct RawRequest {
+    inner: Pin<Box<nmad::Request>>,
+    comm: Comm,
+    op: Op,
+}
+
+/// How a nonblocking send should go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    #[default]
+    Standard,
+    /// Completes once the receiver matched the message (`MPI_Issend`).
+    Synchronous,
+}
+
+impl RawRequest {
+    fn null(comm: &Comm) -> RawRequest {
+        RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Null }
+    }
+
+    /// Starts sending `data` to `dest` with `tag`.
+    ///
+    /// # Safety
+    /// `data` must stay valid and unchanged until the request completes (or is dropped).
+    pub unsafe fn isend(comm: &Comm, data: Data, dest: Rank, tag: i32, mode: Mode) -> Result<RawRequest> {
+        let t = crate::p2p::check_tag("MPI_Isend", tag)?;
+        let Rank::Rank(r) = dest else { return Ok(RawRequest::null(comm)) };
+        let to = comm.peer("MPI_Isend", r)?;
+        let req = RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Send };
+        let m = SendMode { sync: mode == Mode::Synchronous, header_len: 0 };
+        // SAFETY: the caller keeps `data` valid; the request is pinned in its box and its Drop
+        // waits for completion.
+        unsafe { comm.session().isend(to, t, data, m, req.inner.as_ref()) }.map_err(from_nmad)?;
+        Ok(req)
+    }
+
+    /// Starts receiving into `data` a message from `from` with `tag`.
+    ///
+    /// # Safety
+    /// `data` must stay valid for writes until the request completes (or is dropped).
+    pub unsafe fn irecv(comm: &Comm, data: Data, from: From, tag: Tag) -> Result<RawRequest> {
+        let tm = comm.match_of("MPI_Irecv", tag)?;
+        let src = match from {
+            From::Rank(r) => Source::Rank(comm.peer("MPI_Irecv", r)?),
+            From::Any => Source::Any,
+            From::ProcNull => return Ok(RawRequest::null(comm)),
+        };
+        let req = RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Recv };
+        // SAFETY: as in `isend`.
+        unsafe { comm.session().irecv(src, tm, data, req.inner.as_ref()) }.map_err(from_nmad)?;
+        Ok(req)
+    }
+
+    /// Whether the operation completed.
+    pub fn is_complete(&self) -> bool {
+        self.inner.test()
+    }
+
+    /// The outcome, once complete.
+    pub fn status(&self) -> Option<Result<Status>> {
+        let r = self.inner.result()?;
+        Some(match self.op {
+            Op::Null => Ok(Status { source: None, tag: -1, bytes: 0 }),
+            Op::Send => r.map(|_| Status { source: None, tag: -1, bytes: 0 }).map_err(from_nmad),
+            Op::Recv => r.map_err(from_nmad).map(|st| Status {
+                source: self.comm.rank_of_world(st.source),
+                tag: tags::mpi_tag(st.tag),
+                bytes: st.received,
+            }),
+        })
+    }
+
+    /// Waits for completion; returns the outcome.
+    pub fn wait(&self) -> Result<Status> {
+        self.inner.wait();
+        self.status().expect("completed")
+    }
+
+    /// Cancels a receive that has not matched yet (`MPI_Cancel`); `true` if it was cancelled.
+    /// Sends cannot be cancelled once started (as in MPICH for sent messages).
+    pub fn cancel(&self) -> bool {
+        self.op == Op::Recv && self.comm.session().cancel(&self.inner)
+    }
+
+    /// The nmad request (to wait on several at once).
+    pub fn nmad(&self) -> &nmad::Request {
+        &self.inner
+    }
+}
+
+/// A nonblocking operation borrowing its buffer for `'a`.
+#[must_use = "a request must be waited for (dropping it waits, or cancels an unmatched receive)"]
+pub struct Request<'a> {
+    raw: RawRequest,
+    _buf: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> Request<'a> {
+    /// Waits for completion (`MPI_Wait`).
+    pub fn wait(self) -> Result<Status> {
+        self.raw.wait()
+    }
+
+    /// The outcome if complete (`MPI_Test`), else the request back.
+    pub fn test(self) -> std::result::Result<Result<Status>, Request<'a>> {
+        match self.raw.status() {
+            Some(r) => Ok(r),
+            None => Err(self),
+        }
+    }
+
+    /// Cancels an unmatched receive (`MPI_Cancel`); waiting on it then reports the cancellation
+    /// as an error. See [`RawRequest::cancel`].
+    pub fn cancel(&self) -> bool {
+        self.raw.cancel()
+    }
+}
+
+/// Waits for every request (`MPI_Waitall`); the first error is returned after all completed.
+pub fn wait_all(reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
+    let mut out = Vec::with_capacity(reqs.len());
+    let mut first_err: Option<Error> = None;
+    for r in reqs {
+        match r.wait() {
+            Ok(s) => out.push(s),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    first_err.map_or(Ok(out), Err)
+}
+
+/// Waits until one request completes (`MPI_Waitany`): removes it from `reqs` and returns its
+/// index and outcome; `None` if `reqs` is empty.
+pub fn wait_any(reqs: &mut Vec<Request<'_>>) -> Option<(usize, Result<Status>)> {
+    if reqs.is_empty() {
+        return None;
+    }
+    loop {
+        if let Some(i) = reqs.iter().position(|r| r.raw.is_complete()) {
+            let r = reqs.remove(i);
+            return Some((i, r.wait()));
+        }
+        // Drive progress ourselves while nothing completed (the pioman policy may also have
+        // progression threads on it).
+        reqs[0].raw.comm.runtime_nmad().pioman().progress();
+        std::hint::spin_loop();
+    }
+}
+
+impl Comm {
+    /// `MPI_Isend` / `MPI_Issend`.
+    pub fn isend<'a, T: Equivalence>(
+        &self,
+        buf: &'a [T],
+        dest: Rank,
+        tag: i32,
+        mode: Mode,
+    ) -> Result<Request<'a>> {
+        // SAFETY: `buf` is borrowed (shared) for 'a, which the request carries.
+        let data = unsafe { Data::from_raw(buf.as_ptr().cast_mut().cast(), std::mem::size_of_val(buf)) };
+        // SAFETY: as above: the borrow keeps the data valid and unchanged until the request ends.
+        let raw = unsafe { RawRequest::isend(self, data, dest, tag, mode) }?;
+        Ok(Request { raw, _buf: PhantomData })
+    }
+
+    /// `MPI_Irecv`.
+    pub fn irecv<'a, T: Equivalence>(&self, buf: &'a mut [T], from: From, tag: Tag) -> Result<Request<'a>> {
+        // SAFETY: `buf` is borrowed exclusively for 'a; any bytes are valid `T`s (Equivalence).
+        let data = unsafe { Data::from_raw(buf.as_mut_ptr().cast(), std::mem::size_of_val(buf)) };
+        // SAFETY: as above.
+        let raw = unsafe { RawRequest::irecv(self, data, from, tag) }?;
+        Ok(Request { raw, _buf: PhantomData })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comm::Runtime;
+    use crate::internal::tests::{finalize_all, ranks};
+
+    #[test]
+    fn nonblocking_exchanges_wait_all_any_and_cancel() {
+        let nms = ranks(2);
+        std::thread::scope(|t| {
+            for nm in &nms {
+                t.spawn(move || {
+                    let w = Comm::world(&Runtime::new(nm.clone()));
+                    let peer = 1 - w.rank();
+                    let out: Vec<Vec<u64>> =
+                        (0..8u64).map(|i| vec![i + 100 * u64::from(w.rank()); 5000]).collect();
+                    let mut inp = vec![vec![0u64; 5000]; 8];
+                    let mut reqs = Vec::new();
+                    for (i, b) in inp.iter_mut().enumerate() {
+                        reqs.push(w.irecv(b, From::Rank(peer), Tag::Tag(i as i32)).unwrap());
+                    }
+                    // Sends in reverse tag order: matching is by tag, not by arrival.
+                    for (i, b) in out.iter().enumerate().rev() {
+                        let mode = if i % 2 == 0 { Mode::Synchronous } else { Mode::Standard };
+                        reqs.push(w.isend(b, Rank::Rank(peer), i as i32, mode).unwrap());
+                    }
+                    let (_, first) = wait_any(&mut reqs).unwrap();
+                    first.unwrap();
+                    let st = wait_all(reqs).unwrap();
+                    assert_eq!(st.len(), 15);
+                    for (i, b) in inp.iter().enumerate() {
+                        assert!(b.iter().all(|&v| v == i as u64 + 100 * u64::from(peer)), "message {i}");
+                    }
+                    // A receive nobody sends to is cancelled; a PROC_NULL one completes at once.
+                    let mut lonely = [0u8; 4];
+                    let r = w.irecv(&mut lonely, From::Any, Tag::Tag(999)).unwrap();
+                    assert!(r.cancel());
+                    assert!(r.wait().is_err(), "a cancelled receive reports it");
+                    let st = w.irecv(&mut [0u8; 4], From::ProcNull, Tag::Any).unwrap().wait().unwrap();
+                    assert_eq!(st.source, None);
+                });
+            }
+        });
+        finalize_all(nms);
+    }
+}
