@@ -52,15 +52,36 @@ impl Drop for Cleanup {
     }
 }
 
+/// Two namespace hosts for one test: the script (also the launchers' `-launcher-exec`) and the
+/// guard that removes them. Holds the tests' serial lock.
+struct Hosts {
+    script: PathBuf,
+    _down: Cleanup,
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+fn hosts() -> Hosts {
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let ns = script("netns-hosts.sh");
+    assert!(Command::new(&ns).args(["up", "2"]).status().unwrap().success(), "creating the namespaces");
+    Hosts { script: ns.clone(), _down: Cleanup(ns, "down"), _serial: serial }
+}
+
+/// Builds madrun (debug) and returns its path.
+fn madrun() -> PathBuf {
+    let built =
+        Command::new(env!("CARGO")).args(["build", "-q", "-p", "tools", "--bin", "madrun"]).status().unwrap();
+    assert!(built.success());
+    pmi_check().with_file_name("madrun")
+}
+
 #[test]
 fn hydra_runs_jobs_across_namespace_hosts() {
     if skip() {
         return;
     }
-    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let ns = script("netns-hosts.sh");
-    assert!(Command::new(&ns).args(["up", "2"]).status().unwrap().success(), "creating the namespaces");
-    let _down = Cleanup(ns.clone(), "down");
+    let h = hosts();
+    let ns = &h.script;
     for n in [2u32, 4, 8] {
         let ok = run_job(
             Command::new("mpiexec.hydra")
@@ -114,14 +135,9 @@ fn madrun_runs_jobs_across_namespace_hosts_and_rejects_strangers() {
     if skip() {
         return;
     }
-    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let built =
-        Command::new(env!("CARGO")).args(["build", "-q", "-p", "tools", "--bin", "madrun"]).status().unwrap();
-    assert!(built.success());
-    let madrun = pmi_check().with_file_name("madrun");
-    let ns = script("netns-hosts.sh");
-    assert!(Command::new(&ns).args(["up", "2"]).status().unwrap().success(), "creating the namespaces");
-    let _down = Cleanup(ns.clone(), "down");
+    let madrun = madrun();
+    let h = hosts();
+    let ns = &h.script;
     let job = |n: u32, extra: &[&str]| {
         let mut c = Command::new(&madrun);
         c.args(["-n", &n.to_string(), "-hosts", "pm2h1,pm2h2", "--launcher-exec"])
@@ -149,15 +165,10 @@ fn nmad_uses_shm_within_a_host_and_tcp_between_hosts() {
     if skip() {
         return;
     }
-    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let built =
-        Command::new(env!("CARGO")).args(["build", "-q", "-p", "tools", "--bin", "madrun"]).status().unwrap();
-    assert!(built.success());
-    let madrun = pmi_check().with_file_name("madrun");
+    let madrun = madrun();
     let check = PathBuf::from(env!("CARGO_BIN_EXE_nmad_check"));
-    let ns = script("netns-hosts.sh");
-    assert!(Command::new(&ns).args(["up", "2"]).status().unwrap().success(), "creating the namespaces");
-    let _down = Cleanup(ns.clone(), "down");
+    let h = hosts();
+    let ns = &h.script;
     let hydra = || {
         let mut c = Command::new("mpiexec.hydra");
         c.args(["-launcher", "ssh", "-launcher-exec"]).arg(&ns);

@@ -302,6 +302,17 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// A failed send fails the link (under its send lock) and says which link.
+    fn or_fail<T>(&self, tx: &mut Tx, r: io::Result<T>) -> io::Result<T> {
+        r.map_err(|e| {
+            let msg = format!("tcp link to rank {} ({}): {e}", self.peer, self.addr);
+            self.fail_locked(tx, e);
+            io::Error::new(io::ErrorKind::BrokenPipe, msg)
+        })
+    }
+}
+
 impl Link for Conn {
     fn peer(&self) -> PeerId {
         self.peer
@@ -327,19 +338,12 @@ impl Link for Conn {
                 Ok(false) => Ok(Sent::Busy),
                 Err(e) => Err(e),
             };
-            match r {
-                Ok(s) => {
-                    // Busy senders retry after a poll: make sure a sleeping context wakes for it.
-                    let want = s == Sent::Busy || tx.pending();
-                    self.watch_out(&mut tx, want);
-                    Ok(s)
-                }
-                Err(e) => {
-                    let msg = format!("tcp link to rank {} ({}): {e}", self.peer, self.addr);
-                    self.fail_locked(&mut tx, e);
-                    Err(io::Error::new(io::ErrorKind::BrokenPipe, msg))
-                }
-            }
+            let r = r.inspect(|&s| {
+                // Busy senders retry after a poll: make sure a sleeping context wakes for it.
+                let want = s == Sent::Busy || tx.pending();
+                self.watch_out(&mut tx, want);
+            });
+            self.or_fail(&mut tx, r)
         };
         self.shared.bulk_finished(self.peer, &finished);
         result
@@ -361,17 +365,8 @@ impl Link for Conn {
             }
             let b = BulkOut { hdr, segs: src.to_vec(), token, done: 0, seg: 0, seg_off: 0, frame: None };
             tx.bulks.push_back(b);
-            match tx.flush(self.fd(), true, &mut finished) {
-                Ok(all) => {
-                    self.watch_out(&mut tx, !all);
-                    Ok(())
-                }
-                Err(e) => {
-                    let msg = format!("tcp link to rank {} ({}): {e}", self.peer, self.addr);
-                    self.fail_locked(&mut tx, e);
-                    Err(io::Error::new(io::ErrorKind::BrokenPipe, msg))
-                }
-            }
+            let r = tx.flush(self.fd(), true, &mut finished).map(|all| self.watch_out(&mut tx, !all));
+            self.or_fail(&mut tx, r)
         };
         self.shared.bulk_finished(self.peer, &finished);
         result
