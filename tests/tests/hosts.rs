@@ -86,7 +86,7 @@ fn hydra_runs_jobs_across_namespace_hosts() {
         let ok = run_job(
             Command::new("mpiexec.hydra")
                 .args(["-launcher", "ssh", "-launcher-exec"])
-                .arg(&ns)
+                .arg(ns)
                 .args(["-iface", "pm2br0", "-hosts", "pm2h1,pm2h2", "-n", &n.to_string()])
                 .arg(pmi_check()),
             n,
@@ -141,7 +141,7 @@ fn madrun_runs_jobs_across_namespace_hosts_and_rejects_strangers() {
     let job = |n: u32, extra: &[&str]| {
         let mut c = Command::new(&madrun);
         c.args(["-n", &n.to_string(), "-hosts", "pm2h1,pm2h2", "--launcher-exec"])
-            .arg(&ns)
+            .arg(ns)
             .args(["--pmi-host", "10.77.0.1", "--timeout", "30"])
             .arg(pmi_check())
             .args(extra);
@@ -171,13 +171,13 @@ fn nmad_uses_shm_within_a_host_and_tcp_between_hosts() {
     let ns = &h.script;
     let hydra = || {
         let mut c = Command::new("mpiexec.hydra");
-        c.args(["-launcher", "ssh", "-launcher-exec"]).arg(&ns);
+        c.args(["-launcher", "ssh", "-launcher-exec"]).arg(ns);
         c.args(["-iface", "pm2br0", "-hosts", "pm2h1,pm2h2", "-n", "4"]).arg(&check);
         c
     };
     let ours = || {
         let mut c = Command::new(&madrun);
-        c.args(["-n", "4", "-hosts", "pm2h1,pm2h2", "--launcher-exec"]).arg(&ns);
+        c.args(["-n", "4", "-hosts", "pm2h1,pm2h2", "--launcher-exec"]).arg(ns);
         c.args(["--pmi-host", "10.77.0.1", "--timeout", "60"]).arg(&check);
         c
     };
