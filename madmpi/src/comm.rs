@@ -274,10 +274,11 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::internal::tests::{finalize_all, ranks};
+    use crate::internal::tests::{finalize_all, ranks, watchdog};
 
     /// Runs `f(world)` on every rank at once.
     fn on_all<T: Send>(n: u32, f: impl Fn(Comm) -> T + Sync) -> Vec<T> {
+        let _dog = watchdog("a multi-rank test", std::time::Duration::from_secs(120));
         let nms = ranks(n);
         let out = std::thread::scope(|t| {
             let hs: Vec<_> = nms

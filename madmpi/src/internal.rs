@@ -101,6 +101,29 @@ pub(crate) mod tests {
     use nmad::bootstrap::LocalJob;
     use std::sync::Arc;
 
+    /// Ends the test process if a multi-rank test outlives `limit`: a rank that panics leaves
+    /// its peers waiting for it forever, and a hang must be a failure, not a stuck CI job.
+    pub(crate) struct Watchdog(Option<std::sync::mpsc::Sender<()>>);
+
+    pub(crate) fn watchdog(what: &'static str, limit: std::time::Duration) -> Watchdog {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                eprintln!("{what}: still running after {limit:?} (a rank panicked or hung: see above)");
+                std::process::exit(101);
+            }
+        });
+        Watchdog(Some(tx))
+    }
+
+    impl Drop for Watchdog {
+        fn drop(&mut self) {
+            if let Some(tx) = self.0.take() {
+                let _ = tx.send(());
+            }
+        }
+    }
+
     /// `n` ranks in this process (threads as ranks) over the shm driver.
     pub(crate) fn ranks(n: u32) -> Vec<Nmad> {
         let boots = LocalJob::ranks(n).unwrap();

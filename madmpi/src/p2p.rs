@@ -209,9 +209,10 @@ mod tests {
     use super::*;
     use crate::comm::Runtime;
     use crate::error::ErrorClass;
-    use crate::internal::tests::{finalize_all, ranks};
+    use crate::internal::tests::{finalize_all, ranks, watchdog};
 
     fn on_all(n: u32, f: impl Fn(Comm) + Sync) {
+        let _dog = watchdog("a multi-rank test", std::time::Duration::from_secs(120));
         let nms = ranks(n);
         std::thread::scope(|t| {
             for nm in &nms {

@@ -207,10 +207,12 @@ impl Comm {
 mod tests {
     use super::*;
     use crate::comm::Runtime;
-    use crate::internal::tests::{finalize_all, ranks};
+    use crate::internal::tests::{finalize_all, ranks, watchdog};
 
     #[test]
     fn nonblocking_exchanges_wait_all_any_and_cancel() {
+        let _dog =
+            watchdog("nonblocking_exchanges_wait_all_any_and_cancel", std::time::Duration::from_secs(120));
         let nms = ranks(2);
         std::thread::scope(|t| {
             for nm in &nms {
