@@ -24,6 +24,7 @@ pub mod datatype;
 pub mod error;
 pub mod group;
 mod internal;
+pub mod mprobe;
 pub mod p2p;
 pub mod request;
 pub mod tags;
