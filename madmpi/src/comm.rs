@@ -23,6 +23,8 @@ pub(crate) struct Runtime {
     pub(crate) ids: ContextIds,
     /// Identifies this process's node (`MPI_COMM_TYPE_SHARED`): a hash of nmad's node id.
     pub(crate) node: u64,
+    /// The buffer attached for buffered sends.
+    pub(crate) bsend: crate::bsend::Pool,
 }
 
 impl Runtime {
@@ -30,7 +32,7 @@ impl Runtime {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         nmad::drivers::node_id().hash(&mut h);
-        Arc::new(Runtime { nm, ids: ContextIds::default(), node: h.finish() })
+        Arc::new(Runtime { nm, ids: ContextIds::default(), node: h.finish(), bsend: Default::default() })
     }
 }
 
@@ -136,6 +138,11 @@ impl Comm {
 
     pub(crate) fn runtime_nmad(&self) -> &Nmad {
         &self.0.rt.nm
+    }
+
+    /// The process's buffered-send pool (`MPI_Buffer_attach` / `detach`).
+    pub fn bsend_pool(&self) -> &crate::bsend::Pool {
+        &self.0.rt.bsend
     }
 
     /// The world rank (nmad peer) of rank `r`, if `r` is a rank of this communicator.

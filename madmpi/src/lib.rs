@@ -18,6 +18,7 @@
 
 pub mod abi;
 pub mod attr;
+pub mod bsend;
 pub mod comm;
 mod context;
 pub mod datatype;
