@@ -94,14 +94,25 @@ fn respond(handler: Handle, func: &str, error: Error) -> c_int {
 }
 
 /// `error` with the failing call's name in front of its message (so `MPI_Error_string` says
-/// where it happened), unless the message already names a call.
+/// where it happened), unless the message already starts with a call's name.
 pub(crate) fn named(func: &str, error: Error) -> Error {
     let m = error.message();
-    if m.is_empty() || m.starts_with("MPI_") || m.starts_with("PMPI_") {
+    if m.is_empty() || starts_with_call(m) {
         error
     } else {
         Error::new(error.class(), format!("{func}: {m}"))
     }
+}
+
+/// Whether `m` starts with `MPI_Xxx: `, a function name (constants are all capitals:
+/// `MPI_REQUEST_NULL ...` does not count).
+fn starts_with_call(m: &str) -> bool {
+    let Some(rest) = m.strip_prefix("MPI_") else { return false };
+    let Some((name, _)) = rest.split_once(": ") else { return false };
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_uppercase())
+        && name.chars().any(|c| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The fatal handler: prints `MPI error in <func>: <error>` and ends the process.
@@ -151,6 +162,8 @@ mod tests {
         let e = named("MPI_Send", Error::rank("MPI_Isend: invalid rank 7"));
         assert_eq!(e.message(), "MPI_Isend: invalid rank 7");
         assert_eq!(named("MPI_Send", Error::from(ErrorClass::Tag)).message(), "");
+        let e = named("MPI_Wait", Error::request("MPI_REQUEST_NULL: no request"));
+        assert_eq!(e.message(), "MPI_Wait: MPI_REQUEST_NULL: no request");
     }
 
     #[test]
