@@ -7,12 +7,12 @@
 //! the `madmpi` crate's.
 //!
 //! Modules:
-//! - [`export`]: the `export!` macro (`PMPI_X` under a panic guard, `MPI_X` forwarding to it);
-//! - [`state`]: the global state (the universe after `MPI_Init`, the handle tables) and its
-//!   lifecycle; [`table`]: the sharded handle tables;
-//! - [`comms`], [`datatypes`], [`requests`]: handles to objects, with their error classes;
-//! - [`errors`]: error handlers and the path of a failure to the code a call returns;
-//! - [`check`]: argument validation; [`status`]: writing `MPI_Status`;
+//! - `export`: the `export!` macro (`PMPI_X` under a panic guard, `MPI_X` forwarding to it);
+//! - `state`: the global state (the universe after `MPI_Init`, the handle tables) and its
+//!   lifecycle; `table`: the sharded handle tables;
+//! - `comms`, `datatypes`, `requests`: handles to objects, with their error classes;
+//! - `errors`: error handlers and the path of a failure to the code a call returns;
+//! - `check`: argument validation; `status`: writing `MPI_Status`;
 //! - [`api`]: the exported functions, by chapter of the standard.
 
 pub mod api;

@@ -1,4 +1,4 @@
-//! The exported functions, one file per chapter of the standard: [`env`] (initialization,
+//! The exported functions, one file per chapter of the standard: [`env`](mod@env) (initialization,
 //! threads, identification, timers, abort), [`errh`] (error handlers and strings), [`comm`]
 //! (communicator queries), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`]
 //! (nonblocking operations and completion).
