@@ -340,7 +340,7 @@ mod tests {
                     // SAFETY: `out` outlives the blocking call.
                     let data = unsafe { Data::from_raw(out.as_ptr().cast_mut(), out.len()) };
                     // SAFETY: as above.
-                    unsafe { w.send_data("MPI_Send", data, Rank::Rank(peer), 9, Mode::Synchronous) }.unwrap();
+                    unsafe { w.send_data("MPI_Send", data, Rank::Rank(peer), 9, Mode::Standard) }.unwrap();
                     let mut small = [0u8; 16];
                     // SAFETY: `small` outlives the blocking call.
                     let data = unsafe { Data::from_raw(small.as_mut_ptr(), small.len()) };
@@ -373,6 +373,20 @@ mod tests {
                     while !r.test() {}
                     assert_eq!(r.outcome().unwrap().status.bytes, 4);
                     assert_eq!(b, [1, 2, 3, 4]);
+                    // A synchronous send returns once matched (one way: both ways would deadlock).
+                    let mut c = [5u8; 3];
+                    // SAFETY: `c` outlives the blocking calls.
+                    let data = unsafe { Data::from_raw(c.as_mut_ptr(), 3) };
+                    if w.rank() == 0 {
+                        // SAFETY: as above.
+                        unsafe { w.send_data("MPI_Ssend", data, Rank::Rank(1), 2, Mode::Synchronous) }
+                            .unwrap();
+                    } else {
+                        c = [0; 3];
+                        // SAFETY: as above.
+                        let o = unsafe { w.recv_data("MPI_Recv", data, From::Rank(0), Tag::Tag(2)) }.unwrap();
+                        assert_eq!((o.status.bytes, o.error, c), (3, None, [5; 3]));
+                    }
                 });
             }
         });

@@ -35,6 +35,12 @@ impl From<Error> for Fail {
     }
 }
 
+impl From<madmpi::datatype::TypeError> for Fail {
+    fn from(e: madmpi::datatype::TypeError) -> Self {
+        Error::from(e).into()
+    }
+}
+
 /// Attaches the communicator whose handler applies to an error.
 pub(crate) trait On<T> {
     fn on(self, comm: &Arc<CommObj>) -> Result<T, Fail>;

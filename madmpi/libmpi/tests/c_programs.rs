@@ -84,7 +84,7 @@ fn compile(name: &str, build: Build) -> PathBuf {
     std::fs::create_dir_all(&out_dir).expect("create the output directory");
     let src = c_dir().join(format!("{name}.c"));
     // gcc 12 warns about MPI_STATUSES_IGNORE passed for an array parameter, with either header.
-    let flags = ["-Wall", "-Wextra", "-Werror", "-Wno-stringop-overflow", "-g"];
+    let flags = ["-Wall", "-Wextra", "-Werror", "-Wno-stringop-overflow", "-g", "-pthread"];
     let (exe, mut cmd) = match build {
         Build::Ours => {
             let mut c = Command::new(require("cc", "build-essential"));
@@ -153,21 +153,40 @@ fn both_builds(name: &str) -> [(Build, PathBuf); 2] {
     [(Build::Ours, ours), (Build::Mpich, mpich)]
 }
 
-#[test]
-fn p2p_basic_passes_with_both_headers_under_both_launchers() {
+/// Runs program `name` (both builds, both launchers): every rank must pass all its checks.
+fn passes(name: &str) -> Vec<Done> {
     let _s = serial();
-    for (build, exe) in both_builds("p2p_basic") {
+    let mut runs = Vec::new();
+    for (build, exe) in both_builds(name) {
         for launcher in [Launcher::Madrun, Launcher::Hydra] {
             let done = run(launcher, &exe, &[]);
-            let what = format!("p2p_basic ({build:?} build, {launcher:?})");
+            let what = format!("{name} ({build:?} build, {launcher:?})");
             assert_eq!(done.code, Some(0), "{what}: {done:?}");
             assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
             for rank in 0..2 {
                 assert!(done.stdout.contains(&format!("OK {rank}: all checks passed")), "{what}: {done:?}");
             }
-            assert!(done.stdout.contains("running on MadMPI's library): MadMPI "), "{what}: {done:?}");
+            runs.push(done);
         }
     }
+    runs
+}
+
+#[test]
+fn p2p_basic_passes_with_both_headers_under_both_launchers() {
+    for done in passes("p2p_basic") {
+        assert!(done.stdout.contains("running on MadMPI's library): MadMPI "), "{done:?}");
+    }
+}
+
+#[test]
+fn threads_communicate_at_once_under_mpi_thread_multiple() {
+    passes("threads");
+}
+
+#[test]
+fn derived_datatypes_travel_without_copies() {
+    passes("datatypes");
 }
 
 #[test]

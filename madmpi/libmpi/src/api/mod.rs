@@ -1,7 +1,7 @@
 //! The exported functions, one file per chapter of the standard: [`env`](mod@env) (initialization,
 //! threads, identification, timers, abort), [`errh`] (error handlers and strings), [`comm`]
-//! (communicator queries), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`]
-//! (nonblocking operations and completion).
+//! (communicator queries), [`datatype`] (the first derived-datatype calls), [`p2p`] (blocking
+//! point-to-point, probes, counts), [`nonblocking`] (nonblocking operations and completion).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -10,6 +10,7 @@
 //! Owns the C signatures and the order of the checks; it must not implement MPI semantics.
 
 pub mod comm;
+pub mod datatype;
 pub mod env;
 pub mod errh;
 pub mod nonblocking;

@@ -23,7 +23,7 @@ static int check_rank = -1;
     } while (0)
 
 /* The class of an error code (MPI_Error_class must work for any code a call returned). */
-static int class_of(int code)
+static inline int class_of(int code)
 {
     int cls = -1;
     if (MPI_Error_class(code, &cls) != MPI_SUCCESS)
