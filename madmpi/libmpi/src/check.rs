@@ -89,6 +89,19 @@ pub(crate) unsafe fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, Erro
     Ok(unsafe { &mut *p })
 }
 
+/// An array argument of `n > 0` elements the call reads and writes: `MPI_ERR_ARG` if null or
+/// misaligned.
+///
+/// # Safety
+/// A non-null, aligned `p` must be valid for reads and writes of `n` `T`s for `'a`.
+pub(crate) unsafe fn array<'a, T>(p: *mut T, n: usize, what: &str) -> Result<&'a mut [T], Error> {
+    if p.is_null() || !p.is_aligned() {
+        return Err(Error::arg(format!("{what} ({p:p}) is a null or misaligned pointer")));
+    }
+    // SAFETY: non-null and aligned; valid for `n` elements by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
 /// A status argument: `None` for `MPI_STATUS_IGNORE`; `MPI_ERR_ARG` if null or misaligned.
 ///
 /// # Safety

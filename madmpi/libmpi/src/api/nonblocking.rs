@@ -161,17 +161,13 @@ export! {
         if n == 0 {
             return Ok(());
         }
-        // SAFETY: the array of `count` requests (MPI's contract); checked non-null and aligned.
-        let handles = unsafe { check::out(array_of_requests, "array_of_requests") }?;
-        // SAFETY: as above.
-        let handles = unsafe { std::slice::from_raw_parts_mut(handles as *mut abi::Request, n) };
-        let mut statuses: Option<&mut [abi::Status]> = if array_of_statuses as usize == abi::MPI_STATUSES_IGNORE {
+        // SAFETY: the array of `count` requests (MPI's contract).
+        let handles = unsafe { check::array(array_of_requests, n, "array_of_requests") }?;
+        let mut statuses = if array_of_statuses as usize == abi::MPI_STATUSES_IGNORE {
             None
         } else {
-            // SAFETY: the array of `count` statuses (MPI's contract); checked non-null, aligned.
-            let first = unsafe { check::out(array_of_statuses, "array_of_statuses") }?;
-            // SAFETY: as above.
-            Some(unsafe { std::slice::from_raw_parts_mut(first as *mut abi::Status, n) })
+            // SAFETY: the array of `count` statuses (MPI's contract).
+            Some(unsafe { check::array(array_of_statuses, n, "array_of_statuses") }?)
         };
         let entries = resolve_all(&st, handles)?;
         let mut failures: Vec<(usize, Error, Arc<ReqEntry>)> = Vec::new();
