@@ -190,6 +190,11 @@ fn derived_datatypes_travel_without_copies() {
 }
 
 #[test]
+fn profiling_tools_interpose_mpi_and_reach_pmpi() {
+    passes("profiling");
+}
+
+#[test]
 fn fatal_errors_and_abort_end_the_job() {
     let _s = serial();
     let cases = [
