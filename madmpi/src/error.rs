@@ -79,6 +79,21 @@ impl From<ErrorClass> for Error {
     }
 }
 
+/// A datatype engine error as the MPI error it stands for (an overflow is `MPI_ERR_ARG`, as in
+/// MPICH).
+impl From<crate::datatype::TypeError> for Error {
+    fn from(e: crate::datatype::TypeError) -> Self {
+        use crate::datatype::ErrorKind;
+        let class = match e.kind {
+            ErrorKind::Count => ErrorClass::Count,
+            ErrorKind::Arg | ErrorKind::Overflow => ErrorClass::Arg,
+            ErrorKind::Type => ErrorClass::Type,
+            ErrorKind::Truncate => ErrorClass::Truncate,
+        };
+        Error::new(class, e.msg)
+    }
+}
+
 /// Two errors are equal when class and message are (the code is only how C names them).
 impl PartialEq for Error {
     fn eq(&self, other: &Self) -> bool {
@@ -127,6 +142,18 @@ mod tests {
         assert_eq!(back, e);
         assert_eq!(back.code(), code);
         assert_eq!(registry().string(code).unwrap(), e.to_string());
+    }
+
+    #[test]
+    fn datatype_errors_keep_their_class_and_message() {
+        use crate::datatype::{Datatype, Predefined};
+        let int = Datatype::predefined(Predefined::Int);
+        let e: Error = Datatype::contiguous(-1, &int).unwrap_err().into();
+        assert_eq!(e.class(), ErrorClass::Count);
+        assert!(!e.message().is_empty());
+        let v = Datatype::vector(2, 1, 3, &int).unwrap();
+        let e: Error = v.layout(1).unwrap_err().into();
+        assert_eq!(e.class(), ErrorClass::Type, "not committed: {e}");
     }
 
     #[test]

@@ -32,6 +32,24 @@ pub struct RawRequest {
     op: Op,
 }
 
+/// What a completed operation left: its status, and its error if it failed. A truncated receive
+/// has both (what arrived, and `MPI_ERR_TRUNCATE`), which `MPI_Recv` reports together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub status: Status,
+    pub error: Option<Error>,
+}
+
+impl Outcome {
+    /// The status of an operation with `MPI_PROC_NULL` (and of a send: no source, no tag).
+    pub(crate) const EMPTY: Status = Status { source: None, tag: -1, bytes: 0 };
+
+    /// The outcome as a `Result` (the status is lost on error).
+    pub fn into_result(self) -> Result<Status> {
+        self.error.map_or(Ok(self.status), Err)
+    }
+}
+
 /// How a nonblocking send should go.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mode {
@@ -84,18 +102,24 @@ impl RawRequest {
         self.inner.test()
     }
 
+    /// Whether the operation completed, after driving progress once (`MPI_Test`: a program
+    /// polling with it must see its messages arrive even without progression threads).
+    pub fn test(&self) -> bool {
+        if !self.inner.test() {
+            self.comm.runtime_nmad().pioman().progress();
+        }
+        self.inner.test()
+    }
+
     /// The outcome, once complete.
     pub fn status(&self) -> Option<Result<Status>> {
+        self.outcome().map(Outcome::into_result)
+    }
+
+    /// The status and error, once complete (a truncated receive keeps its status).
+    pub fn outcome(&self) -> Option<Outcome> {
         let r = self.inner.result()?;
-        Some(match self.op {
-            Op::Null => Ok(Status { source: None, tag: -1, bytes: 0 }),
-            Op::Send => r.map(|_| Status { source: None, tag: -1, bytes: 0 }).map_err(from_nmad),
-            Op::Recv => r.map_err(from_nmad).map(|st| Status {
-                source: self.comm.rank_of_world(st.source),
-                tag: tags::mpi_tag(st.tag),
-                bytes: st.received,
-            }),
-        })
+        Some(outcome_of(&self.comm, self.op, r, self.inner.status()))
     }
 
     /// Waits for completion; returns the outcome.
@@ -113,6 +137,61 @@ impl RawRequest {
     /// The nmad request (to wait on several at once).
     pub fn nmad(&self) -> &nmad::Request {
         &self.inner
+    }
+}
+
+/// The outcome of a completed nmad request `r` (with `status`, its nmad status) of kind `op`.
+fn outcome_of(
+    comm: &Comm,
+    op: Op,
+    r: std::result::Result<nmad::Status, nmad::Error>,
+    status: Option<nmad::Status>,
+) -> Outcome {
+    let status = match (op, status) {
+        (Op::Recv, Some(st)) => {
+            Status { source: comm.rank_of_world(st.source), tag: tags::mpi_tag(st.tag), bytes: st.received }
+        }
+        _ => Outcome::EMPTY,
+    };
+    Outcome { status, error: r.err().map(from_nmad) }
+}
+
+impl Comm {
+    /// Sends `data` to `dest` and waits until its memory is free (`MPI_Send`, or `MPI_Ssend`
+    /// with [`Mode::Synchronous`]); `op` names the call in error messages.
+    ///
+    /// # Safety
+    /// `data` must be valid for reads until this returns.
+    pub unsafe fn send_data(&self, op: &str, data: Data, dest: Rank, tag: i32, mode: Mode) -> Result<()> {
+        let t = crate::p2p::check_tag(op, tag)?;
+        let Rank::Rank(r) = dest else { return Ok(()) };
+        let to = self.peer(op, r)?;
+        let req = std::pin::pin!(nmad::Request::new());
+        let m = SendMode { sync: mode == Mode::Synchronous, header_len: 0 };
+        // SAFETY: the caller keeps `data` valid; we wait for completion before returning, and
+        // the request stays pinned on this stack frame until then.
+        unsafe { self.session().isend(to, t, data, m, req.as_ref()) }.map_err(from_nmad)?;
+        req.wait();
+        req.result().expect("completed").map(drop).map_err(from_nmad)
+    }
+
+    /// Receives into `data` a message from `from` with `tag` (`MPI_Recv`); the outcome keeps
+    /// the status of a truncated message. Argument errors come back as `Err`.
+    ///
+    /// # Safety
+    /// `data` must be valid for writes until this returns.
+    pub unsafe fn recv_data(&self, op: &str, data: Data, from: From, tag: Tag) -> Result<Outcome> {
+        let tm = self.match_of(op, tag)?;
+        let src = match from {
+            From::Rank(r) => Source::Rank(self.peer(op, r)?),
+            From::Any => Source::Any,
+            From::ProcNull => return Ok(Outcome { status: Outcome::EMPTY, error: None }),
+        };
+        let req = std::pin::pin!(nmad::Request::new());
+        // SAFETY: as in `send_data`.
+        unsafe { self.session().irecv(src, tm, data, req.as_ref()) }.map_err(from_nmad)?;
+        req.wait();
+        Ok(outcome_of(self, Op::Recv, req.result().expect("completed"), req.status()))
     }
 }
 
@@ -245,6 +324,71 @@ mod tests {
                     assert!(r.wait().is_err(), "a cancelled receive reports it");
                     let st = w.irecv(&mut [0u8; 4], From::ProcNull, Tag::Any).unwrap().wait().unwrap();
                     assert_eq!(st.source, None);
+                });
+            }
+        });
+        finalize_all(nms);
+    }
+
+    #[test]
+    fn raw_blocking_data_keeps_the_status_of_a_truncated_message() {
+        let nms = ranks(2);
+        std::thread::scope(|t| {
+            for nm in &nms {
+                t.spawn(move || {
+                    let w = Comm::world(&Runtime::new(nm.clone()));
+                    let peer = 1 - w.rank();
+                    let out = [7u8; 40];
+                    // SAFETY: `out` outlives the blocking call.
+                    let data = unsafe { Data::from_raw(out.as_ptr().cast_mut(), out.len()) };
+                    // SAFETY: as above.
+                    unsafe { w.send_data("MPI_Send", data, Rank::Rank(peer), 9, Mode::Standard) }.unwrap();
+                    let mut small = [0u8; 16];
+                    // SAFETY: `small` outlives the blocking call.
+                    let data = unsafe { Data::from_raw(small.as_mut_ptr(), small.len()) };
+                    // SAFETY: as above.
+                    let o = unsafe { w.recv_data("MPI_Recv", data, From::Any, Tag::Any) }.unwrap();
+                    assert_eq!(o.status, Status { source: Some(peer), tag: 9, bytes: 16 });
+                    assert_eq!(o.error.map(|e| e.class()), Some(crate::error::ErrorClass::Truncate));
+                    assert_eq!(small, [7; 16]);
+                    // Argument errors are errors of the call, PROC_NULL an empty outcome.
+                    // SAFETY: no memory is involved.
+                    let bad = unsafe { w.recv_data("MPI_Recv", Data::None, From::Rank(5), Tag::Any) };
+                    assert_eq!(bad.unwrap_err().class(), crate::error::ErrorClass::Rank);
+                    // SAFETY: no memory is involved.
+                    let null =
+                        unsafe { w.recv_data("MPI_Recv", Data::None, From::ProcNull, Tag::Any) }.unwrap();
+                    assert_eq!(null, Outcome { status: Outcome::EMPTY, error: None });
+                    // A posted receive completes under `test` alone.
+                    let mut b = [0u8; 4];
+                    // SAFETY: `b` outlives the request, which is waited for below.
+                    let r = unsafe {
+                        RawRequest::irecv(
+                            &w,
+                            Data::from_raw(b.as_mut_ptr(), 4),
+                            From::Rank(peer),
+                            Tag::Tag(1),
+                        )
+                    }
+                    .unwrap();
+                    w.send(&[1u8, 2, 3, 4], Rank::Rank(peer), 1).unwrap();
+                    while !r.test() {}
+                    assert_eq!(r.outcome().unwrap().status.bytes, 4);
+                    assert_eq!(b, [1, 2, 3, 4]);
+                    // A synchronous send returns once matched (one way: both ways would deadlock).
+                    let mut c = [5u8; 3];
+                    // SAFETY: `c` outlives the blocking calls.
+                    let data = unsafe { Data::from_raw(c.as_mut_ptr(), 3) };
+                    if w.rank() == 0 {
+                        // SAFETY: as above.
+                        unsafe { w.send_data("MPI_Ssend", data, Rank::Rank(1), 2, Mode::Synchronous) }
+                            .unwrap();
+                    } else {
+                        c = [0; 3];
+                        // SAFETY: as above.
+                        let o = unsafe { w.recv_data("MPI_Recv", data, From::Rank(0), Tag::Tag(2)) }.unwrap();
+                        assert_eq!((o.status.bytes, o.error, c), (3, None, [5; 3]));
+                    }
                 });
             }
         });

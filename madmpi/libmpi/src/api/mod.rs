@@ -1,0 +1,64 @@
+//! The exported functions, one file per chapter of the standard: [`env`](mod@env) (initialization,
+//! threads, identification, timers, abort), [`errh`] (error handlers and strings), [`comm`]
+//! (communicator queries), [`datatype`] (the first derived-datatype calls), [`p2p`] (blocking
+//! point-to-point, probes, counts), [`nonblocking`] (nonblocking operations and completion).
+//!
+//! Each body resolves its handles, checks its arguments in parameter order (errors go to the
+//! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
+//! turn C buffers and strings into what that API takes.
+//!
+//! Owns the C signatures and the order of the checks; it must not implement MPI semantics.
+
+pub mod comm;
+pub mod datatype;
+pub mod env;
+pub mod errh;
+pub mod nonblocking;
+pub mod p2p;
+
+use crate::check;
+use madmpi::datatype::Datatype;
+use madmpi::error::Error;
+use std::ffi::{c_char, c_int, c_void};
+
+/// The nmad description of `count` elements of the committed type `ty` at `buf`: one range
+/// for a contiguous type, a lazy layout otherwise (the data is never copied here).
+///
+/// # Safety
+/// Every byte the type map addresses from `buf` must stay valid, for reads (sends) or writes
+/// (receives), until the operation using the description completes.
+unsafe fn data(ty: &Datatype, buf: *const c_void, count: i64) -> Result<nmad::Data, Error> {
+    // SAFETY: the caller's contract is the engine's.
+    Ok(unsafe { ty.data(buf.cast_mut().cast(), count) }?)
+}
+
+/// Writes `s` as a C string into `buf`, which has room for `cap` bytes (NUL included; `s` is
+/// cut on a character boundary if longer), and its length in bytes to `len`.
+///
+/// # Safety
+/// `buf`, if not null, must be valid for `cap` bytes of writes; `len` as [`check::out`].
+unsafe fn write_string(
+    s: &str,
+    buf: *mut c_char,
+    cap: c_int,
+    len: *mut c_int,
+    what: &str,
+) -> Result<(), Error> {
+    if buf.is_null() {
+        return Err(Error::arg(format!("{what} is a null pointer")));
+    }
+    // SAFETY: the caller's contract.
+    let len = unsafe { check::out(len, "the result length") }?;
+    let mut n = s.len().min(usize::try_from(cap).unwrap_or(0).saturating_sub(1));
+    while !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    // SAFETY: `buf` has room for `cap > n` bytes (the caller's contract): `n` bytes of text and
+    // the NUL; the source is a distinct Rust string.
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+    *len = n as c_int;
+    Ok(())
+}

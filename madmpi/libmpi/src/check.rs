@@ -1,0 +1,174 @@
+//! Argument checks shared by the exported functions, each failing with the error class MPI
+//! (and MPICH) gives that argument: counts `MPI_ERR_COUNT`, ranks `MPI_ERR_RANK`, tags
+//! `MPI_ERR_TAG`, a null buffer with data `MPI_ERR_BUFFER`, null or misaligned output pointers
+//! `MPI_ERR_ARG`. Handles are checked where they are resolved (`comms`, `datatypes`,
+//! `requests`). Callers run the checks in the order of the function's parameters, after the
+//! communicator, as MPICH does.
+//!
+//! Owns these checks; it must not resolve handles or communicate.
+
+use madmpi::abi::{self, Status};
+use madmpi::comm::Comm;
+use madmpi::datatype::Datatype;
+use madmpi::error::Error;
+use madmpi::p2p::{From, Rank, Tag};
+use madmpi::tags::TAG_UB;
+use std::ffi::{c_int, c_void};
+
+/// A non-negative element count.
+pub(crate) fn count(n: c_int) -> Result<i64, Error> {
+    if n < 0 {
+        return Err(Error::count(format!("negative count ({n})")));
+    }
+    Ok(i64::from(n))
+}
+
+/// A destination: a rank of `comm` or `MPI_PROC_NULL`.
+pub(crate) fn dest(comm: &Comm, r: c_int) -> Result<Rank, Error> {
+    match r {
+        abi::MPI_PROC_NULL => Ok(Rank::ProcNull),
+        _ => Ok(Rank::Rank(rank_in(comm, r)?)),
+    }
+}
+
+/// A source: a rank of `comm`, `MPI_ANY_SOURCE` or `MPI_PROC_NULL`.
+pub(crate) fn source(comm: &Comm, r: c_int) -> Result<From, Error> {
+    match r {
+        abi::MPI_PROC_NULL => Ok(From::ProcNull),
+        abi::MPI_ANY_SOURCE => Ok(From::Any),
+        _ => Ok(From::Rank(rank_in(comm, r)?)),
+    }
+}
+
+fn rank_in(comm: &Comm, r: c_int) -> Result<u32, Error> {
+    u32::try_from(r)
+        .ok()
+        .filter(|&r| r < comm.size())
+        .ok_or_else(|| Error::rank(format!("invalid rank {r} (communicator of size {})", comm.size())))
+}
+
+/// The tag of a send: `0..=MPI_TAG_UB`.
+pub(crate) fn send_tag(t: c_int) -> Result<i32, Error> {
+    if !(0..=TAG_UB).contains(&t) {
+        return Err(Error::tag(format!("invalid tag {t} (tags are 0 to {TAG_UB})")));
+    }
+    Ok(t)
+}
+
+/// The tag of a receive or probe: `0..=MPI_TAG_UB` or `MPI_ANY_TAG`.
+pub(crate) fn recv_tag(t: c_int) -> Result<Tag, Error> {
+    match t {
+        abi::MPI_ANY_TAG => Ok(Tag::Any),
+        _ => send_tag(t).map(Tag::Tag),
+    }
+}
+
+/// A communication buffer: null is an error when it would be read or written at offset zero,
+/// that is when there is data and the type's first byte is at its start. A null buffer with a
+/// type of absolute addresses (`MPI_BOTTOM`, true lower bound not 0) is fine.
+pub(crate) fn buffer(buf: *const c_void, count: i64, ty: &Datatype) -> Result<(), Error> {
+    if buf.is_null() && count > 0 && ty.size() > 0 && (ty.as_predefined().is_some() || ty.true_lb() == 0) {
+        return Err(Error::buffer(format!("null buffer for {count} elements")));
+    }
+    Ok(())
+}
+
+/// An output argument the call writes one `T` to: `MPI_ERR_ARG` if null or misaligned.
+///
+/// # Safety
+/// A non-null, aligned `p` must be valid for writes of a `T` for `'a` (the caller's promise,
+/// as MPI states for output arguments).
+pub(crate) unsafe fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, Error> {
+    if p.is_null() {
+        return Err(Error::arg(format!("{what} is a null pointer")));
+    }
+    if !p.is_aligned() {
+        return Err(Error::arg(format!("{what} ({p:p}) is misaligned")));
+    }
+    // SAFETY: non-null and aligned; valid for writes by the caller's contract.
+    Ok(unsafe { &mut *p })
+}
+
+/// An array argument of `n > 0` elements the call reads and writes: `MPI_ERR_ARG` if null or
+/// misaligned.
+///
+/// # Safety
+/// A non-null, aligned `p` must be valid for reads and writes of `n` `T`s for `'a`.
+pub(crate) unsafe fn array<'a, T>(p: *mut T, n: usize, what: &str) -> Result<&'a mut [T], Error> {
+    if p.is_null() || !p.is_aligned() {
+        return Err(Error::arg(format!("{what} ({p:p}) is a null or misaligned pointer")));
+    }
+    // SAFETY: non-null and aligned; valid for `n` elements by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// A status argument: `None` for `MPI_STATUS_IGNORE`; `MPI_ERR_ARG` if null or misaligned.
+///
+/// # Safety
+/// As [`out`].
+pub(crate) unsafe fn status<'a>(p: *mut Status) -> Result<Option<&'a mut Status>, Error> {
+    if p as usize == abi::MPI_STATUS_IGNORE {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { out(p, "the status") }.map(Some)
+}
+
+/// A status argument that is read (`MPI_Get_count`): `MPI_STATUS_IGNORE` cannot be read.
+///
+/// # Safety
+/// A non-null, aligned `p` other than `MPI_STATUS_IGNORE` must be valid for reads for `'a`.
+pub(crate) unsafe fn status_in<'a>(p: *const Status) -> Result<&'a Status, Error> {
+    if p as usize == abi::MPI_STATUS_IGNORE {
+        return Err(Error::arg("MPI_STATUS_IGNORE is no status to read"));
+    }
+    if p.is_null() || !p.is_aligned() {
+        return Err(Error::arg(format!("the status ({p:p}) is a null or misaligned pointer")));
+    }
+    // SAFETY: non-null, aligned, not the sentinel; valid for reads by the caller's contract.
+    Ok(unsafe { &*p })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use madmpi::datatype::Predefined;
+    use madmpi::error::ErrorClass;
+
+    #[test]
+    fn counts_tags_and_buffers() {
+        assert_eq!(count(0).unwrap(), 0);
+        assert_eq!(count(-1).unwrap_err().class(), ErrorClass::Count);
+        assert_eq!(send_tag(TAG_UB).unwrap(), TAG_UB);
+        assert_eq!(send_tag(-1).unwrap_err().class(), ErrorClass::Tag);
+        assert_eq!(recv_tag(abi::MPI_ANY_TAG).unwrap(), Tag::Any);
+        assert_eq!(recv_tag(-2).unwrap_err().class(), ErrorClass::Tag);
+        let int = Datatype::predefined(Predefined::Int);
+        let null = std::ptr::null();
+        assert_eq!(buffer(null, 1, &int).unwrap_err().class(), ErrorClass::Buffer);
+        assert!(buffer(null, 0, &int).is_ok());
+        // MPI_BOTTOM with absolute addresses: a type whose data starts away from 0.
+        let at = Datatype::hindexed(&[1], &[4096], &int).unwrap();
+        assert!(buffer(null, 1, &at).is_ok());
+    }
+
+    #[test]
+    fn output_pointers() {
+        let mut x = 0i32;
+        // SAFETY: `x` is a valid i32.
+        unsafe { *out(&mut x, "x").unwrap() = 5 };
+        assert_eq!(x, 5);
+        // SAFETY: null and misaligned pointers are rejected before any use.
+        unsafe {
+            assert_eq!(out::<i32>(std::ptr::null_mut(), "x").unwrap_err().class(), ErrorClass::Arg);
+            let odd = (&mut x as *mut i32).cast::<u8>().add(1).cast::<i32>();
+            assert_eq!(out(odd, "x").unwrap_err().class(), ErrorClass::Arg);
+            assert!(status(abi::MPI_STATUS_IGNORE as *mut Status).unwrap().is_none());
+            assert_eq!(status(std::ptr::null_mut()).unwrap_err().class(), ErrorClass::Arg);
+            assert_eq!(
+                status_in(abi::MPI_STATUS_IGNORE as *const Status).unwrap_err().class(),
+                ErrorClass::Arg
+            );
+        }
+    }
+}

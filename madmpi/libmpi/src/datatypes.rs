@@ -1,0 +1,159 @@
+//! Datatype handles: MPICH's predefined handle values mapped once to the engine's
+//! [`Predefined`] types, and the datatypes the library creates (a [`Table`](crate::table::Table)).
+//!
+//! Builtin handles carry a distinct number in their low byte, so the predefined lookup is an
+//! array index and one comparison; the pair types are MPICH's direct handles 0 to 4.
+//!
+//! Owns the handle → [`Datatype`] mapping; it must not compute datatype attributes (the
+//! engine does).
+
+use crate::state::State;
+use madmpi::abi::{self, Handle, HandleKind, ObjectType};
+use madmpi::datatype::{Datatype, Predefined};
+use madmpi::error::Error;
+use std::sync::LazyLock;
+
+/// Every predefined datatype handle with its type (aliases share a handle and a type).
+const PREDEFINED: [(Handle, Predefined); 38] = {
+    use Predefined::*;
+    use abi::*;
+    [
+        (MPI_CHAR, Char),
+        (MPI_SIGNED_CHAR, SignedChar),
+        (MPI_UNSIGNED_CHAR, UnsignedChar),
+        (MPI_BYTE, Byte),
+        (MPI_WCHAR, WChar),
+        (MPI_SHORT, Short),
+        (MPI_UNSIGNED_SHORT, UnsignedShort),
+        (MPI_INT, Int),
+        (MPI_UNSIGNED, Unsigned),
+        (MPI_LONG, Long),
+        (MPI_UNSIGNED_LONG, UnsignedLong),
+        (MPI_LONG_LONG_INT, LongLong),
+        (MPI_UNSIGNED_LONG_LONG, UnsignedLongLong),
+        (MPI_FLOAT, Float),
+        (MPI_DOUBLE, Double),
+        (MPI_LONG_DOUBLE, LongDouble),
+        (MPI_INT8_T, Int8),
+        (MPI_INT16_T, Int16),
+        (MPI_INT32_T, Int32),
+        (MPI_INT64_T, Int64),
+        (MPI_UINT8_T, Uint8),
+        (MPI_UINT16_T, Uint16),
+        (MPI_UINT32_T, Uint32),
+        (MPI_UINT64_T, Uint64),
+        (MPI_C_BOOL, CBool),
+        (MPI_C_FLOAT_COMPLEX, CFloatComplex),
+        (MPI_C_DOUBLE_COMPLEX, CDoubleComplex),
+        (MPI_C_LONG_DOUBLE_COMPLEX, CLongDoubleComplex),
+        (MPI_AINT, Aint),
+        (MPI_OFFSET, Offset),
+        (MPI_COUNT, Count),
+        (MPI_PACKED, Packed),
+        (MPI_FLOAT_INT, FloatInt),
+        (MPI_DOUBLE_INT, DoubleInt),
+        (MPI_LONG_INT, LongInt),
+        (MPI_2INT, TwoInt),
+        (MPI_SHORT_INT, ShortInt),
+        (MPI_LONG_DOUBLE_INT, LongDoubleInt),
+    ]
+};
+
+/// Number of MPICH's direct (pair) datatype handles.
+const DIRECT_PAIRS: usize = 5;
+
+/// The predefined types by handle: builtins by low byte, pairs by direct index.
+struct Lookup {
+    builtin: [Option<(Handle, Datatype)>; 256],
+    direct: [Option<(Handle, Datatype)>; DIRECT_PAIRS],
+}
+
+static LOOKUP: LazyLock<Lookup> = LazyLock::new(|| {
+    let mut l = Lookup { builtin: std::array::from_fn(|_| None), direct: std::array::from_fn(|_| None) };
+    for (h, p) in PREDEFINED {
+        let slot = match abi::handle_kind(h) {
+            HandleKind::Builtin => &mut l.builtin[(h & 0xff) as usize],
+            _ => &mut l.direct[(h & 0xff) as usize],
+        };
+        assert!(slot.is_none(), "two predefined datatypes share handle slot {h:#x}");
+        *slot = Some((h, Datatype::predefined(p)));
+    }
+    l
+});
+
+/// The predefined datatype of handle `h`, if `h` is one (`MPI_LB`/`MPI_UB` are not: MPI-3 removed
+/// them and the engine has no such types).
+pub(crate) fn predefined(h: Handle) -> Option<&'static Datatype> {
+    if abi::handle_object(h) != ObjectType::Datatype {
+        return None;
+    }
+    let entry = match abi::handle_kind(h) {
+        HandleKind::Builtin => LOOKUP.builtin[(h & 0xff) as usize].as_ref(),
+        HandleKind::Direct => LOOKUP.direct.get((h & 0xff_ffff) as usize)?.as_ref(),
+        _ => None,
+    }?;
+    (entry.0 == h).then_some(&entry.1)
+}
+
+impl State {
+    /// The datatype of handle `h`: `MPI_ERR_TYPE` for `MPI_DATATYPE_NULL` and anything that is
+    /// not a live datatype handle.
+    pub(crate) fn datatype(&self, h: Handle) -> Result<Datatype, Error> {
+        if let Some(t) = predefined(h) {
+            return Ok(t.clone());
+        }
+        if h == abi::MPI_DATATYPE_NULL {
+            return Err(Error::datatype("null datatype (MPI_DATATYPE_NULL)"));
+        }
+        self.datatypes.get(h).ok_or_else(|| Error::datatype(format!("invalid datatype handle {h:#x}")))
+    }
+
+    /// The datatype of handle `h`, which must be committed (to communicate with it).
+    pub(crate) fn committed_datatype(&self, h: Handle) -> Result<Datatype, Error> {
+        let t = self.datatype(h)?;
+        if !t.is_committed() {
+            return Err(Error::datatype(format!("datatype {h:#x} is not committed (MPI_Type_commit)")));
+        }
+        Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_predefined_type_has_its_handle() {
+        for p in Predefined::ALL {
+            let n = PREDEFINED.iter().filter(|(_, q)| *q == p).count();
+            assert_eq!(n, 1, "{p:?}");
+        }
+        for (h, p) in PREDEFINED {
+            let t = predefined(h).unwrap_or_else(|| panic!("{h:#x}"));
+            assert_eq!(t.as_predefined(), Some(p));
+            // Builtin handles state their size; it must be the engine's.
+            if let Some(size) = abi::builtin_datatype_size(h) {
+                assert_eq!(size as u64, t.size(), "{p:?}");
+            }
+        }
+        assert_eq!(predefined(abi::MPI_LONG_LONG).unwrap().as_predefined(), Some(Predefined::LongLong));
+        assert_eq!(predefined(abi::MPI_C_COMPLEX).unwrap().as_predefined(), Some(Predefined::CFloatComplex));
+    }
+
+    #[test]
+    fn other_handles_are_not_predefined_types() {
+        for h in [
+            abi::MPI_DATATYPE_NULL,
+            abi::MPI_LB,
+            abi::MPI_UB,
+            abi::MPI_COMM_WORLD,
+            abi::MPI_INT | 0x0100_0000,
+            abi::MPI_FLOAT_INT + 5,
+            0x4c00_01ff,
+            -1,
+            0,
+        ] {
+            assert!(predefined(h).is_none(), "{h:#x}");
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! How an error leaves the library: a failing call yields a [`Fail`] (the MPI error and the
+//! communicator whose error handler applies); [`raise`] runs that handler and gives the code
+//! the call returns.
+//!
+//! Handlers: `MPI_ERRORS_RETURN` returns the code (a message-carrying code from
+//! [`Error::code`], so `MPI_Error_string` tells what went wrong); `MPI_ERRORS_ARE_FATAL` (the
+//! default) and `MPI_ERRORS_ABORT` print `MPI error in MPI_X: <message>` to stderr and end the
+//! process with status 1, which makes the launcher end the job. Errors not tied to a valid
+//! communicator (an invalid handle, a call before `MPI_Init`) go to `MPI_COMM_WORLD`'s handler.
+//!
+//! Owns the error handler cells and the exit path; it must not validate arguments nor know
+//! what the calls do.
+
+use crate::comms::{self, CommObj};
+use madmpi::abi::{self, Handle};
+use madmpi::error::{Error, ErrorClass};
+use std::ffi::c_int;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
+
+/// Why a call failed, and whose error handler must hear of it.
+pub(crate) struct Fail {
+    pub(crate) error: Error,
+    /// `None`: `MPI_COMM_WORLD`'s handler.
+    pub(crate) comm: Option<Arc<CommObj>>,
+}
+
+/// What an exported function's body returns.
+pub(crate) type Outcome = Result<(), Fail>;
+
+impl From<Error> for Fail {
+    fn from(error: Error) -> Self {
+        Fail { error, comm: None }
+    }
+}
+
+impl From<madmpi::datatype::TypeError> for Fail {
+    fn from(e: madmpi::datatype::TypeError) -> Self {
+        Error::from(e).into()
+    }
+}
+
+/// Attaches the communicator whose handler applies to an error.
+pub(crate) trait On<T> {
+    fn on(self, comm: &Arc<CommObj>) -> Result<T, Fail>;
+}
+
+impl<T> On<T> for Result<T, Error> {
+    fn on(self, comm: &Arc<CommObj>) -> Result<T, Fail> {
+        self.map_err(|error| Fail { error, comm: Some(comm.clone()) })
+    }
+}
+
+/// The error handler of a communicator (a handle: one of the predefined handlers for now).
+#[derive(Debug)]
+pub(crate) struct ErrhandlerCell(AtomicI32);
+
+impl ErrhandlerCell {
+    /// A cell holding the default handler, `MPI_ERRORS_ARE_FATAL`.
+    pub(crate) const fn new() -> Self {
+        ErrhandlerCell(AtomicI32::new(abi::MPI_ERRORS_ARE_FATAL))
+    }
+
+    pub(crate) fn get(&self) -> Handle {
+        self.0.load(Relaxed)
+    }
+
+    pub(crate) fn set(&self, h: Handle) {
+        self.0.store(h, Relaxed);
+    }
+}
+
+/// Whether `h` is an error handler this library knows (`MPI_Comm_set_errhandler`).
+pub(crate) fn check_errhandler(h: Handle) -> Result<Handle, Error> {
+    match h {
+        abi::MPI_ERRORS_ARE_FATAL | abi::MPI_ERRORS_RETURN | abi::MPI_ERRORS_ABORT => Ok(h),
+        abi::MPI_ERRHANDLER_NULL => Err(Error::arg("MPI_ERRHANDLER_NULL is not an error handler")),
+        _ => Err(Error::arg(format!("invalid error handler handle {h:#x}"))),
+    }
+}
+
+/// Runs the error handler of `fail` for a failure in `func`; returns the code to give back.
+pub(crate) fn raise(func: &str, fail: Fail) -> c_int {
+    let handler = match &fail.comm {
+        Some(c) => c.errhandler.get(),
+        None => comms::world_errhandler().get(),
+    };
+    respond(handler, func, fail.error)
+}
+
+/// What error handler `handler` does with `error`, raised in `func`.
+fn respond(handler: Handle, func: &str, error: Error) -> c_int {
+    let error = named(func, error);
+    let code = error.code();
+    match handler {
+        abi::MPI_ERRORS_RETURN => code,
+        _ => fatal(func, &error),
+    }
+}
+
+/// `error` with the failing call's name in front of its message (so `MPI_Error_string` says
+/// where it happened), unless the message already starts with a call's name.
+pub(crate) fn named(func: &str, error: Error) -> Error {
+    let m = error.message();
+    if m.is_empty() || starts_with_call(m) {
+        error
+    } else {
+        Error::new(error.class(), format!("{func}: {m}"))
+    }
+}
+
+/// Whether `m` starts with `MPI_Xxx: `, a function name (constants are all capitals:
+/// `MPI_REQUEST_NULL ...` does not count).
+fn starts_with_call(m: &str) -> bool {
+    let Some(rest) = m.strip_prefix("MPI_") else { return false };
+    let Some((name, _)) = rest.split_once(": ") else { return false };
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_uppercase())
+        && name.chars().any(|c| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The fatal handler: prints `MPI error in <func>: <error>` and ends the process.
+fn fatal(func: &str, error: &Error) -> ! {
+    let m = error.message();
+    let detail = m.strip_prefix(func).and_then(|r| r.strip_prefix(": ")).unwrap_or(m);
+    let line = if detail.is_empty() {
+        format!("MPI error in {func}: {}\n", error.class().as_str())
+    } else {
+        format!("MPI error in {func}: {}: {detail}\n", error.class().name())
+    };
+    // Nothing is left to do if stderr is gone: the exit status still tells.
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    exit_process(1)
+}
+
+/// Ends the process with `code` after flushing Rust's and C's output streams. No `atexit`
+/// handler runs: other threads (progression) are still running, and the job is over.
+pub(crate) fn exit_process(code: c_int) -> ! {
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: fflush(NULL) flushes every C stdio output stream; _exit only ends the process.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::_exit(code)
+    }
+}
+
+/// The error a caught panic becomes.
+pub(crate) fn panic_error(payload: &(dyn std::any::Any + Send)) -> Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic");
+    Error::new(ErrorClass::Intern, format!("internal error (panic: {what})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_call_once() {
+        let e = named("MPI_Send", Error::rank("invalid rank 7"));
+        assert_eq!(e.message(), "MPI_Send: invalid rank 7");
+        let e = named("MPI_Send", Error::rank("MPI_Isend: invalid rank 7"));
+        assert_eq!(e.message(), "MPI_Isend: invalid rank 7");
+        assert_eq!(named("MPI_Send", Error::from(ErrorClass::Tag)).message(), "");
+        let e = named("MPI_Wait", Error::request("MPI_REQUEST_NULL: no request"));
+        assert_eq!(e.message(), "MPI_Wait: MPI_REQUEST_NULL: no request");
+    }
+
+    #[test]
+    fn returned_codes_carry_the_message() {
+        let cell = ErrhandlerCell::new();
+        assert_eq!(cell.get(), abi::MPI_ERRORS_ARE_FATAL);
+        cell.set(abi::MPI_ERRORS_RETURN);
+        let code = respond(cell.get(), "MPI_Recv", Error::truncate("40 bytes into 16"));
+        assert_eq!(madmpi::error::error_class(code), Some(ErrorClass::Truncate));
+        assert_eq!(
+            madmpi::error::registry().string(code).unwrap(),
+            "MPI_ERR_TRUNCATE: MPI_Recv: 40 bytes into 16"
+        );
+    }
+
+    #[test]
+    fn known_errhandlers() {
+        assert!(check_errhandler(abi::MPI_ERRORS_RETURN).is_ok());
+        assert_eq!(check_errhandler(abi::MPI_ERRHANDLER_NULL).unwrap_err().class(), ErrorClass::Arg);
+        assert_eq!(check_errhandler(abi::MPI_COMM_WORLD).unwrap_err().class(), ErrorClass::Arg);
+        let e = panic_error(&"boom");
+        assert_eq!((e.class(), e.message()), (ErrorClass::Intern, "internal error (panic: boom)"));
+    }
+}

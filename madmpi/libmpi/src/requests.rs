@@ -1,0 +1,75 @@
+//! Request handles: each nonblocking operation is a [`ReqEntry`] in the state's request table
+//! until a completion call (`MPI_Wait`, `MPI_Test`...) or `MPI_Request_free` removes it.
+//!
+//! Entries are `Arc`s: a completion call clones one out of the table and waits with no lock
+//! held. `MPI_Request_free` of an operation still running cannot drop it (dropping cancels an
+//! unmatched receive, or blocks until a send is done), so it moves to the `detached` list, from
+//! which completed entries are dropped at later frees and the rest at `MPI_Finalize`.
+//!
+//! Owns request handles and the life of freed requests; it must not fill statuses (see
+//! `status`).
+
+use crate::comms::CommObj;
+use crate::state::State;
+use madmpi::abi::{self, Handle};
+use madmpi::error::Error;
+use madmpi::request::RawRequest;
+use std::sync::{Arc, PoisonError};
+
+/// A nonblocking operation and the communicator whose error handler its errors go to.
+pub(crate) struct ReqEntry {
+    pub(crate) raw: RawRequest,
+    pub(crate) comm: Arc<CommObj>,
+}
+
+impl State {
+    /// Stores a new request; its handle.
+    pub(crate) fn add_request(&self, raw: RawRequest, comm: &Arc<CommObj>) -> Result<Handle, Error> {
+        let entry = Arc::new(ReqEntry { raw, comm: comm.clone() });
+        self.requests.insert(entry).ok_or_else(|| Error::intern("too many live requests"))
+    }
+
+    /// The request of handle `h`; `Ok(None)` for `MPI_REQUEST_NULL`, `MPI_ERR_REQUEST` for
+    /// anything that is not a live request handle.
+    pub(crate) fn request(&self, h: Handle) -> Result<Option<Arc<ReqEntry>>, Error> {
+        if h == abi::MPI_REQUEST_NULL {
+            return Ok(None);
+        }
+        match self.requests.get(h) {
+            Some(e) => Ok(Some(e)),
+            None => Err(Error::request(format!("invalid request handle {h:#x}"))),
+        }
+    }
+
+    /// Forgets the completed request `h` (after its status was read).
+    pub(crate) fn retire_request(&self, h: Handle) {
+        drop(self.requests.remove(h));
+    }
+
+    /// `MPI_Request_free`: forgets `h`; a running operation goes on, detached.
+    pub(crate) fn free_request(&self, h: Handle) -> Result<(), Error> {
+        let entry = self
+            .requests
+            .remove(h)
+            .ok_or_else(|| Error::request(format!("invalid request handle {h:#x}")))?;
+        let mut detached = self.detached.lock().unwrap_or_else(PoisonError::into_inner);
+        let done: Vec<Arc<ReqEntry>> = {
+            let (done, running) = detached.drain(..).partition(|e: &Arc<ReqEntry>| e.raw.is_complete());
+            *detached = running;
+            done
+        };
+        if !entry.raw.is_complete() {
+            detached.push(entry);
+        }
+        drop(detached);
+        drop(done); // outside the lock
+        Ok(())
+    }
+
+    /// Every request still known (at `MPI_Finalize`), detached ones included.
+    pub(crate) fn take_all_requests(&self) -> Vec<Arc<ReqEntry>> {
+        let mut all = self.requests.drain();
+        all.append(&mut self.detached.lock().unwrap_or_else(PoisonError::into_inner));
+        all
+    }
+}

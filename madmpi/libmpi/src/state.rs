@@ -1,0 +1,86 @@
+//! The library's global state: absent before `MPI_Init`, a [`State`] while MPI runs, absent
+//! again after `MPI_Finalize`.
+//!
+//! The state is an `Arc` in an `ArcSwapOption`: a call takes its own reference without any
+//! lock ([`state`]), so no global lock is ever held while a call waits on communication, and
+//! `MPI_Finalize` swaps the state out while calls that erroneously race with it keep theirs
+//! alive. Object tables inside are sharded (see [`Table`]).
+//!
+//! Owns the lifecycle (init, finalize) and the tables; it must not validate arguments or talk
+//! to C.
+
+use crate::comms::CommObj;
+use crate::requests::ReqEntry;
+use crate::table::Table;
+use arc_swap::ArcSwapOption;
+use madmpi::abi::UserObject;
+use madmpi::datatype::Datatype;
+use madmpi::error::Error;
+use madmpi::universe::{self, Threading, Universe};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::ThreadId;
+
+/// What the library holds while MPI runs.
+pub(crate) struct State {
+    /// Taken by `MPI_Finalize`.
+    universe: Mutex<Option<Universe>>,
+    pub(crate) threading: Threading,
+    pub(crate) main_thread: ThreadId,
+    pub(crate) world: Arc<CommObj>,
+    pub(crate) self_comm: Arc<CommObj>,
+    /// Communicators created by the program.
+    pub(crate) comms: Table<Arc<CommObj>>,
+    /// Datatypes created by the program (predefined ones are in `datatypes`).
+    pub(crate) datatypes: Table<Datatype>,
+    pub(crate) requests: Table<Arc<ReqEntry>>,
+    /// Freed requests whose operations were still running.
+    pub(crate) detached: Mutex<Vec<Arc<ReqEntry>>>,
+}
+
+static STATE: ArcSwapOption<State> = ArcSwapOption::const_empty();
+
+/// The running state, or the `MPI_ERR_OTHER` error of a call made before `MPI_Init` or after
+/// `MPI_Finalize`.
+pub(crate) fn state() -> Result<Arc<State>, Error> {
+    STATE.load_full().ok_or_else(|| {
+        Error::other(if universe::finalized() {
+            "MPI was finalized (only MPI_Initialized, MPI_Finalized, MPI_Get_version, \
+             MPI_Get_library_version, MPI_Error_class and MPI_Error_string may be called now)"
+        } else {
+            "MPI is not initialized (call MPI_Init or MPI_Init_thread first)"
+        })
+    })
+}
+
+/// `MPI_Init_thread`: starts MPI (errors: already initialized, finalized, or nmad failed).
+pub(crate) fn init(threading: Threading) -> Result<Threading, Error> {
+    let u = universe::init(threading)?;
+    let state = State {
+        threading: u.threading(),
+        main_thread: std::thread::current().id(),
+        world: CommObj::world(u.world().clone()),
+        self_comm: CommObj::self_comm(u.self_comm().clone()),
+        universe: Mutex::new(Some(u)),
+        comms: Table::new(UserObject::Comm),
+        datatypes: Table::new(UserObject::Datatype),
+        requests: Table::new(UserObject::Request),
+        detached: Mutex::new(Vec::new()),
+    };
+    let provided = state.threading;
+    STATE.store(Some(Arc::new(state)));
+    Ok(provided)
+}
+
+/// `MPI_Finalize`: completes what is left (pending sends are waited for, unmatched receives
+/// cancelled), then ends MPI with the other processes.
+pub(crate) fn finalize(st: Arc<State>) -> Result<(), Error> {
+    let Some(u) = st.universe.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+        return Err(Error::other("MPI_Finalize was already called"));
+    };
+    STATE.store(None);
+    drop(st.take_all_requests());
+    drop(st.comms.drain());
+    drop(st.datatypes.drain());
+    drop(st);
+    u.finalize()
+}

@@ -1,0 +1,47 @@
+/* Helpers of the C test programs: each check prints "OK <rank>: <what>" or "FAIL <rank>: <what>"
+ * and the program exits with status 1 at the first failure (the launcher then ends the job, so
+ * a failure never leaves the other ranks waiting). */
+#ifndef CHECK_H
+#define CHECK_H
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check_rank = -1;
+
+#define CHECK(cond, ...)                                                                       \
+    do {                                                                                       \
+        int ok_ = (cond);                                                                      \
+        printf("%s %d: ", ok_ ? "OK" : "FAIL", check_rank);                                    \
+        printf(__VA_ARGS__);                                                                   \
+        printf(ok_ ? "\n" : " [%s:%d: %s]\n", __FILE__, __LINE__, #cond);                      \
+        fflush(stdout);                                                                        \
+        if (!ok_)                                                                              \
+            exit(1);                                                                           \
+    } while (0)
+
+/* The class of an error code (MPI_Error_class must work for any code a call returned). */
+static inline int class_of(int code)
+{
+    int cls = -1;
+    if (MPI_Error_class(code, &cls) != MPI_SUCCESS)
+        return -1;
+    return cls;
+}
+
+/* Checks that a call failed with error class `cls` and that MPI_Error_string says `word`. */
+#define CHECK_ERR(call, cls, word)                                                             \
+    do {                                                                                       \
+        int rc_ = (call);                                                                      \
+        char s_[MPI_MAX_ERROR_STRING];                                                         \
+        int n_ = 0;                                                                            \
+        s_[0] = 0;                                                                             \
+        MPI_Error_string(rc_, s_, &n_);                                                        \
+        CHECK(rc_ != MPI_SUCCESS && class_of(rc_) == (cls) && strstr(s_, (word)) != NULL &&    \
+                  (int)strlen(s_) == n_,                                                       \
+              "%s fails with %s: \"%s\"", #call, #cls, s_);                                    \
+    } while (0)
+
+#endif

@@ -1,0 +1,216 @@
+//! The C programs of `tests/c/` against `libmpi.so`, as real jobs.
+//!
+//! Each program is compiled twice: (a) with `cc` against madmpi's `include/mpi.h`, linked with
+//! `-lmpi`; (b) with `mpicc.mpich` against MPICH's header, linked with MPICH's `-lmpich`. Both
+//! run with `LD_LIBRARY_PATH` on the directory of our `libmpi.so` and its soname links
+//! `libmpi.so.12` and `libmpich.so.12`, so (b), an MPICH binary, runs on this library (checked
+//! with `ldd`, and by the programs, which print `MPI_Get_library_version`). Every build runs
+//! under madrun and under MPICH's `mpiexec.hydra`, with 2 processes.
+//!
+//! A missing compiler or launcher fails the test with the Debian package to install: these
+//! tests are never skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+use tests::jobs::{Done, bin_dir, madrun_path, run_limited, serial};
+
+/// A job that takes longer is a hang.
+const HANG: Duration = Duration::from_secs(60);
+
+/// The source directory of the C programs.
+fn c_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c")
+}
+
+/// madmpi's `include/`.
+fn our_include() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../include")
+}
+
+/// `tool` from `PATH`, or a failure naming the package that provides it.
+fn require(tool: &str, package: &str) -> PathBuf {
+    let found = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file());
+    found.unwrap_or_else(|| {
+        panic!("`{tool}` is not installed: these tests need it (Debian: apt-get install {package})")
+    })
+}
+
+/// The directory of `libmpi.so` (built here, in this test's profile) with its soname links.
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = bin_dir();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "madmpi-libmpi", "--target-dir"])
+            .arg(dir.parent().expect("target dir"));
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("run cargo build").success(), "building libmpi.so failed");
+        assert!(dir.join("libmpi.so").is_file(), "no libmpi.so in {}", dir.display());
+        for link in ["libmpi.so.12", "libmpich.so.12"] {
+            let path = dir.join(link);
+            if std::fs::read_link(&path).ok().as_deref() != Some(Path::new("libmpi.so")) {
+                let _ = std::fs::remove_file(&path);
+                if let Err(e) = std::os::unix::fs::symlink("libmpi.so", &path) {
+                    // Another test process may have made it at the same time.
+                    assert!(e.kind() == std::io::ErrorKind::AlreadyExists, "linking {}: {e}", path.display());
+                }
+            }
+        }
+        dir
+    })
+}
+
+/// How a program was built.
+#[derive(Clone, Copy, Debug)]
+enum Build {
+    /// `cc` with madmpi's header, `-lmpi`.
+    Ours,
+    /// `mpicc.mpich` with MPICH's header, `-lmpich`.
+    Mpich,
+}
+
+/// Compiles `tests/c/<name>.c` with `build`; the executable.
+fn compile(name: &str, build: Build) -> PathBuf {
+    let lib = lib_dir();
+    let out_dir = lib.join("c-programs");
+    std::fs::create_dir_all(&out_dir).expect("create the output directory");
+    let src = c_dir().join(format!("{name}.c"));
+    // gcc 12 warns about MPI_STATUSES_IGNORE passed for an array parameter, with either header.
+    let flags = ["-Wall", "-Wextra", "-Werror", "-Wno-stringop-overflow", "-g", "-pthread"];
+    let (exe, mut cmd) = match build {
+        Build::Ours => {
+            let mut c = Command::new(require("cc", "build-essential"));
+            c.arg("-I").arg(our_include()).args(flags).arg(&src);
+            c.arg("-L").arg(lib).arg("-lmpi");
+            (out_dir.join(format!("{name}.ours")), c)
+        }
+        Build::Mpich => {
+            let mut c = Command::new(require("mpicc.mpich", "libmpich-dev"));
+            c.args(flags).arg(&src);
+            (out_dir.join(format!("{name}.mpich")), c)
+        }
+    };
+    cmd.arg("-I").arg(c_dir()).arg("-o").arg(&exe);
+    let out = cmd.output().expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "compiling {name} ({build:?}) failed: {cmd:?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Checks with `ldd` that `exe` loads its MPI library from [`lib_dir`].
+fn assert_loads_ours(exe: &Path, soname: &str) {
+    let out = Command::new(require("ldd", "libc-bin"))
+        .arg(exe)
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .output()
+        .expect("run ldd");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line =
+        text.lines().find(|l| l.contains(soname)).unwrap_or_else(|| panic!("{soname} not in ldd:\n{text}"));
+    let expected = lib_dir().join(soname);
+    assert!(
+        line.contains(&*expected.to_string_lossy()),
+        "{} loads {line}, not {}",
+        exe.display(),
+        expected.display()
+    );
+}
+
+/// The launchers a program runs under.
+#[derive(Clone, Copy, Debug)]
+enum Launcher {
+    Madrun,
+    Hydra,
+}
+
+/// Runs `exe args` as a 2-process job under `launcher`, on our library.
+fn run(launcher: Launcher, exe: &Path, args: &[&str]) -> Done {
+    let mut cmd = match launcher {
+        Launcher::Madrun => Command::new(madrun_path()),
+        Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
+    };
+    cmd.args(["-n", "2"]).arg(exe).args(args).env("LD_LIBRARY_PATH", lib_dir()).env_remove("PM2_PMI");
+    run_limited(cmd, None, HANG, |_| {})
+}
+
+/// Both builds of `name`, checked to load our library.
+fn both_builds(name: &str) -> [(Build, PathBuf); 2] {
+    let ours = compile(name, Build::Ours);
+    assert_loads_ours(&ours, "libmpi.so.12");
+    let mpich = compile(name, Build::Mpich);
+    assert_loads_ours(&mpich, "libmpich.so.12");
+    [(Build::Ours, ours), (Build::Mpich, mpich)]
+}
+
+/// Runs program `name` (both builds, both launchers): every rank must pass all its checks.
+fn passes(name: &str) -> Vec<Done> {
+    let _s = serial();
+    let mut runs = Vec::new();
+    for (build, exe) in both_builds(name) {
+        for launcher in [Launcher::Madrun, Launcher::Hydra] {
+            let done = run(launcher, &exe, &[]);
+            let what = format!("{name} ({build:?} build, {launcher:?})");
+            assert_eq!(done.code, Some(0), "{what}: {done:?}");
+            assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
+            for rank in 0..2 {
+                assert!(done.stdout.contains(&format!("OK {rank}: all checks passed")), "{what}: {done:?}");
+            }
+            runs.push(done);
+        }
+    }
+    runs
+}
+
+#[test]
+fn p2p_basic_passes_with_both_headers_under_both_launchers() {
+    for done in passes("p2p_basic") {
+        assert!(done.stdout.contains("running on MadMPI's library): MadMPI "), "{done:?}");
+    }
+}
+
+#[test]
+fn threads_communicate_at_once_under_mpi_thread_multiple() {
+    passes("threads");
+}
+
+#[test]
+fn derived_datatypes_travel_without_copies() {
+    passes("datatypes");
+}
+
+#[test]
+fn profiling_tools_interpose_mpi_and_reach_pmpi() {
+    passes("profiling");
+}
+
+#[test]
+fn fatal_errors_and_abort_end_the_job() {
+    let _s = serial();
+    let cases = [
+        ("before-init", 1, "MPI error in MPI_Send: MPI_ERR_OTHER: MPI is not initialized"),
+        ("bad-rank", 1, "MPI error in MPI_Send: MPI_ERR_RANK: invalid rank 99 (communicator of size 2)"),
+        ("abort", 7, "MPI_Abort(MPI_COMM_WORLD, 7) called by rank 1"),
+    ];
+    for (build, exe) in both_builds("errors_fatal") {
+        for launcher in [Launcher::Madrun, Launcher::Hydra] {
+            for (mode, code, message) in cases {
+                let done = run(launcher, &exe, &[mode]);
+                let what = format!("errors_fatal {mode} ({build:?} build, {launcher:?})");
+                assert_eq!(done.code, Some(code), "{what}: {done:?}");
+                assert!(done.stderr.contains(message), "{what}: {done:?}");
+                assert!(!done.stdout.contains("REACHED"), "{what}: {done:?}");
+            }
+        }
+    }
+}
