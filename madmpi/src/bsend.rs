@@ -119,9 +119,8 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::Runtime;
+    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
-    use crate::internal::tests::{finalize_all, ranks, watchdog};
     use crate::p2p::{From, Tag};
 
     /// Elements of a message: above the eager limit, so its send lasts until it is received.
@@ -129,42 +128,34 @@ mod tests {
 
     #[test]
     fn buffered_sends_return_at_once_and_refuse_what_does_not_fit() {
-        let _dog = watchdog("buffered sends", std::time::Duration::from_secs(120));
-        let nms = ranks(2);
-        std::thread::scope(|t| {
-            for nm in &nms {
-                t.spawn(move || {
-                    let w = Comm::world(&Runtime::new(nm.clone()));
-                    if w.rank() == 1 {
-                        // Receives only after rank 0 finished all its buffered sends.
-                        let mut go = [0u8; 1];
-                        w.recv(&mut go, From::Rank(0), Tag::Tag(99)).unwrap();
-                        for i in 0..3u32 {
-                            let mut b = vec![0u32; BIG];
-                            w.recv(&mut b, From::Rank(0), Tag::Tag(i as i32)).unwrap();
-                            assert!(b.iter().all(|&v| v == i));
-                        }
-                        return;
-                    }
-                    assert_eq!(w.bsend(&[1u8], Rank::Rank(1), 0).unwrap_err().class(), ErrorClass::Buffer);
-                    let size = 3 * (4 * BIG + MPI_BSEND_OVERHEAD as usize);
-                    let mut space = vec![0u8; size];
-                    // SAFETY: `space` outlives the attachment (detached below) and is not touched.
-                    unsafe { w.bsend_pool().attach(space.as_mut_ptr(), space.len()) }.unwrap();
-                    for i in 0..3u32 {
-                        // Returns although the receiver has not posted anything yet (and these
-                        // rendezvous messages cannot complete before it does).
-                        w.bsend(&vec![i; BIG], Rank::Rank(1), i as i32).unwrap();
-                    }
-                    let e = w.bsend(&[0u8; 1], Rank::Rank(1), 50).unwrap_err();
-                    assert_eq!(e.class(), ErrorClass::Buffer, "{e}");
-                    w.send(&[1u8], Rank::Rank(1), 99).unwrap();
-                    let (p, n) = w.bsend_pool().detach().unwrap();
-                    assert_eq!((p, n), (space.as_mut_ptr(), size));
-                    assert!(w.bsend_pool().detach().is_none());
-                });
+        on_all(2, |w| {
+            if w.rank() == 1 {
+                // Receives only after rank 0 finished all its buffered sends.
+                let mut go = [0u8; 1];
+                w.recv(&mut go, From::Rank(0), Tag::Tag(99)).unwrap();
+                for i in 0..3u32 {
+                    let mut b = vec![0u32; BIG];
+                    w.recv(&mut b, From::Rank(0), Tag::Tag(i as i32)).unwrap();
+                    assert!(b.iter().all(|&v| v == i));
+                }
+                return;
             }
+            assert_eq!(w.bsend(&[1u8], Rank::Rank(1), 0).unwrap_err().class(), ErrorClass::Buffer);
+            let size = 3 * (4 * BIG + MPI_BSEND_OVERHEAD as usize);
+            let mut space = vec![0u8; size];
+            // SAFETY: `space` outlives the attachment (detached below) and is not touched.
+            unsafe { w.bsend_pool().attach(space.as_mut_ptr(), space.len()) }.unwrap();
+            for i in 0..3u32 {
+                // Returns although the receiver has not posted anything yet (and these
+                // rendezvous messages cannot complete before it does).
+                w.bsend(&vec![i; BIG], Rank::Rank(1), i as i32).unwrap();
+            }
+            let e = w.bsend(&[0u8; 1], Rank::Rank(1), 50).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Buffer, "{e}");
+            w.send(&[1u8], Rank::Rank(1), 99).unwrap();
+            let (p, n) = w.bsend_pool().detach().unwrap();
+            assert_eq!((p, n), (space.as_mut_ptr(), size));
+            assert!(w.bsend_pool().detach().is_none());
         });
-        finalize_all(nms);
     }
 }

@@ -279,12 +279,13 @@ impl Comm {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::internal::tests::{finalize_all, ranks, watchdog};
 
-    /// Runs `f(world)` on every rank at once.
-    fn on_all<T: Send>(n: u32, f: impl Fn(Comm) -> T + Sync) -> Vec<T> {
+    /// Runs `f(world)` on `n` ranks at once (threads as ranks over shm), under a watchdog;
+    /// returns each rank's result. The multi-rank tests of every module use it.
+    pub(crate) fn on_all<T: Send>(n: u32, f: impl Fn(Comm) -> T + Sync) -> Vec<T> {
         let _dog = watchdog("a multi-rank test", std::time::Duration::from_secs(120));
         let nms = ranks(n);
         let out = std::thread::scope(|t| {

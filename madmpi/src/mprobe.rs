@@ -88,59 +88,49 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::Runtime;
+    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
-    use crate::internal::tests::{finalize_all, ranks, watchdog};
     use crate::p2p::Rank;
 
     /// Rank 1 sends three messages; rank 0's two threads each take messages with matched probes
     /// on any tag and receive exactly what they probed (no theft between probe and receive).
     #[test]
     fn matched_probes_hand_each_message_to_one_thread() {
-        let _dog =
-            watchdog("matched_probes_hand_each_message_to_one_thread", std::time::Duration::from_secs(120));
-        let nms = ranks(2);
-        std::thread::scope(|t| {
-            for nm in &nms {
-                t.spawn(move || {
-                    let w = Comm::world(&Runtime::new(nm.clone()));
-                    if w.rank() == 1 {
-                        for tag in 0..40 {
-                            w.send(&vec![tag as u32; 1 + tag as usize * 100], Rank::Rank(0), tag).unwrap();
-                        }
-                        return;
-                    }
-                    let got: Vec<i32> = std::thread::scope(|inner| {
-                        let hs: Vec<_> = (0..2)
-                            .map(|_| {
-                                let w = w.clone();
-                                inner.spawn(move || {
-                                    let mut mine = Vec::new();
-                                    for _ in 0..20 {
-                                        let m = w.mprobe(From::Rank(1), Tag::Any).unwrap();
-                                        let st = m.status();
-                                        let mut buf = vec![0u32; st.bytes as usize / 4];
-                                        let r = m.recv(&mut buf).unwrap();
-                                        assert_eq!((r.tag, r.bytes), (st.tag, st.bytes));
-                                        assert!(buf.iter().all(|&v| v == st.tag as u32));
-                                        mine.push(st.tag);
-                                    }
-                                    mine
-                                })
-                            })
-                            .collect();
-                        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
-                    });
-                    let mut got = got;
-                    got.sort();
-                    assert_eq!(got, (0..40).collect::<Vec<_>>());
-                    assert!(w.improbe(From::Any, Tag::Any).unwrap().is_none());
-                    let np = w.improbe(From::ProcNull, Tag::Any).unwrap().unwrap();
-                    assert_eq!(np.recv(&mut [0u8; 1]).unwrap().source, None);
-                    assert_eq!(w.mprobe(From::Rank(9), Tag::Any).err().unwrap().class(), ErrorClass::Rank);
-                });
+        on_all(2, |w| {
+            if w.rank() == 1 {
+                for tag in 0..40 {
+                    w.send(&vec![tag as u32; 1 + tag as usize * 100], Rank::Rank(0), tag).unwrap();
+                }
+                return;
             }
+            let got: Vec<i32> = std::thread::scope(|inner| {
+                let hs: Vec<_> = (0..2)
+                    .map(|_| {
+                        let w = w.clone();
+                        inner.spawn(move || {
+                            let mut mine = Vec::new();
+                            for _ in 0..20 {
+                                let m = w.mprobe(From::Rank(1), Tag::Any).unwrap();
+                                let st = m.status();
+                                let mut buf = vec![0u32; st.bytes as usize / 4];
+                                let r = m.recv(&mut buf).unwrap();
+                                assert_eq!((r.tag, r.bytes), (st.tag, st.bytes));
+                                assert!(buf.iter().all(|&v| v == st.tag as u32));
+                                mine.push(st.tag);
+                            }
+                            mine
+                        })
+                    })
+                    .collect();
+                hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            });
+            let mut got = got;
+            got.sort();
+            assert_eq!(got, (0..40).collect::<Vec<_>>());
+            assert!(w.improbe(From::Any, Tag::Any).unwrap().is_none());
+            let np = w.improbe(From::ProcNull, Tag::Any).unwrap().unwrap();
+            assert_eq!(np.recv(&mut [0u8; 1]).unwrap().source, None);
+            assert_eq!(w.mprobe(From::Rank(9), Tag::Any).err().unwrap().class(), ErrorClass::Rank);
         });
-        finalize_all(nms);
     }
 }

@@ -207,21 +207,8 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::Runtime;
+    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
-    use crate::internal::tests::{finalize_all, ranks, watchdog};
-
-    fn on_all(n: u32, f: impl Fn(Comm) + Sync) {
-        let _dog = watchdog("a multi-rank test", std::time::Duration::from_secs(120));
-        let nms = ranks(n);
-        std::thread::scope(|t| {
-            for nm in &nms {
-                let f = &f;
-                t.spawn(move || f(Comm::world(&Runtime::new(nm.clone()))));
-            }
-        });
-        finalize_all(nms);
-    }
 
     #[test]
     fn typed_messages_probes_and_sendrecv() {

@@ -285,113 +285,88 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::Runtime;
-    use crate::internal::tests::{finalize_all, ranks, watchdog};
+    use crate::comm::tests::on_all;
 
     #[test]
     fn nonblocking_exchanges_wait_all_any_and_cancel() {
-        let _dog =
-            watchdog("nonblocking_exchanges_wait_all_any_and_cancel", std::time::Duration::from_secs(120));
-        let nms = ranks(2);
-        std::thread::scope(|t| {
-            for nm in &nms {
-                t.spawn(move || {
-                    let w = Comm::world(&Runtime::new(nm.clone()));
-                    let peer = 1 - w.rank();
-                    let out: Vec<Vec<u64>> =
-                        (0..8u64).map(|i| vec![i + 100 * u64::from(w.rank()); 5000]).collect();
-                    let mut inp = vec![vec![0u64; 5000]; 8];
-                    let mut reqs = Vec::new();
-                    for (i, b) in inp.iter_mut().enumerate() {
-                        reqs.push(w.irecv(b, From::Rank(peer), Tag::Tag(i as i32)).unwrap());
-                    }
-                    // Sends in reverse tag order: matching is by tag, not by arrival.
-                    for (i, b) in out.iter().enumerate().rev() {
-                        let mode = if i % 2 == 0 { Mode::Synchronous } else { Mode::Standard };
-                        reqs.push(w.isend(b, Rank::Rank(peer), i as i32, mode).unwrap());
-                    }
-                    let (_, first) = wait_any(&mut reqs).unwrap();
-                    first.unwrap();
-                    let st = wait_all(reqs).unwrap();
-                    assert_eq!(st.len(), 15);
-                    for (i, b) in inp.iter().enumerate() {
-                        assert!(b.iter().all(|&v| v == i as u64 + 100 * u64::from(peer)), "message {i}");
-                    }
-                    // A receive nobody sends to is cancelled; a PROC_NULL one completes at once.
-                    let mut lonely = [0u8; 4];
-                    let r = w.irecv(&mut lonely, From::Any, Tag::Tag(999)).unwrap();
-                    assert!(r.cancel());
-                    assert!(r.wait().is_err(), "a cancelled receive reports it");
-                    let st = w.irecv(&mut [0u8; 4], From::ProcNull, Tag::Any).unwrap().wait().unwrap();
-                    assert_eq!(st.source, None);
-                });
+        on_all(2, |w| {
+            let peer = 1 - w.rank();
+            let out: Vec<Vec<u64>> = (0..8u64).map(|i| vec![i + 100 * u64::from(w.rank()); 5000]).collect();
+            let mut inp = vec![vec![0u64; 5000]; 8];
+            let mut reqs = Vec::new();
+            for (i, b) in inp.iter_mut().enumerate() {
+                reqs.push(w.irecv(b, From::Rank(peer), Tag::Tag(i as i32)).unwrap());
             }
+            // Sends in reverse tag order: matching is by tag, not by arrival.
+            for (i, b) in out.iter().enumerate().rev() {
+                let mode = if i % 2 == 0 { Mode::Synchronous } else { Mode::Standard };
+                reqs.push(w.isend(b, Rank::Rank(peer), i as i32, mode).unwrap());
+            }
+            let (_, first) = wait_any(&mut reqs).unwrap();
+            first.unwrap();
+            let st = wait_all(reqs).unwrap();
+            assert_eq!(st.len(), 15);
+            for (i, b) in inp.iter().enumerate() {
+                assert!(b.iter().all(|&v| v == i as u64 + 100 * u64::from(peer)), "message {i}");
+            }
+            // A receive nobody sends to is cancelled; a PROC_NULL one completes at once.
+            let mut lonely = [0u8; 4];
+            let r = w.irecv(&mut lonely, From::Any, Tag::Tag(999)).unwrap();
+            assert!(r.cancel());
+            assert!(r.wait().is_err(), "a cancelled receive reports it");
+            let st = w.irecv(&mut [0u8; 4], From::ProcNull, Tag::Any).unwrap().wait().unwrap();
+            assert_eq!(st.source, None);
         });
-        finalize_all(nms);
     }
 
     #[test]
     fn raw_blocking_data_keeps_the_status_of_a_truncated_message() {
-        let nms = ranks(2);
-        std::thread::scope(|t| {
-            for nm in &nms {
-                t.spawn(move || {
-                    let w = Comm::world(&Runtime::new(nm.clone()));
-                    let peer = 1 - w.rank();
-                    let out = [7u8; 40];
-                    // SAFETY: `out` outlives the blocking call.
-                    let data = unsafe { Data::from_raw(out.as_ptr().cast_mut(), out.len()) };
-                    // SAFETY: as above.
-                    unsafe { w.send_data("MPI_Send", data, Rank::Rank(peer), 9, Mode::Standard) }.unwrap();
-                    let mut small = [0u8; 16];
-                    // SAFETY: `small` outlives the blocking call.
-                    let data = unsafe { Data::from_raw(small.as_mut_ptr(), small.len()) };
-                    // SAFETY: as above.
-                    let o = unsafe { w.recv_data("MPI_Recv", data, From::Any, Tag::Any) }.unwrap();
-                    assert_eq!(o.status, Status { source: Some(peer), tag: 9, bytes: 16 });
-                    assert_eq!(o.error.map(|e| e.class()), Some(crate::error::ErrorClass::Truncate));
-                    assert_eq!(small, [7; 16]);
-                    // Argument errors are errors of the call, PROC_NULL an empty outcome.
-                    // SAFETY: no memory is involved.
-                    let bad = unsafe { w.recv_data("MPI_Recv", Data::None, From::Rank(5), Tag::Any) };
-                    assert_eq!(bad.unwrap_err().class(), crate::error::ErrorClass::Rank);
-                    // SAFETY: no memory is involved.
-                    let null =
-                        unsafe { w.recv_data("MPI_Recv", Data::None, From::ProcNull, Tag::Any) }.unwrap();
-                    assert_eq!(null, Outcome { status: Outcome::EMPTY, error: None });
-                    // A posted receive completes under `test` alone.
-                    let mut b = [0u8; 4];
-                    // SAFETY: `b` outlives the request, which is waited for below.
-                    let r = unsafe {
-                        RawRequest::irecv(
-                            &w,
-                            Data::from_raw(b.as_mut_ptr(), 4),
-                            From::Rank(peer),
-                            Tag::Tag(1),
-                        )
-                    }
-                    .unwrap();
-                    w.send(&[1u8, 2, 3, 4], Rank::Rank(peer), 1).unwrap();
-                    while !r.test() {}
-                    assert_eq!(r.outcome().unwrap().status.bytes, 4);
-                    assert_eq!(b, [1, 2, 3, 4]);
-                    // A synchronous send returns once matched (one way: both ways would deadlock).
-                    let mut c = [5u8; 3];
-                    // SAFETY: `c` outlives the blocking calls.
-                    let data = unsafe { Data::from_raw(c.as_mut_ptr(), 3) };
-                    if w.rank() == 0 {
-                        // SAFETY: as above.
-                        unsafe { w.send_data("MPI_Ssend", data, Rank::Rank(1), 2, Mode::Synchronous) }
-                            .unwrap();
-                    } else {
-                        c = [0; 3];
-                        // SAFETY: as above.
-                        let o = unsafe { w.recv_data("MPI_Recv", data, From::Rank(0), Tag::Tag(2)) }.unwrap();
-                        assert_eq!((o.status.bytes, o.error, c), (3, None, [5; 3]));
-                    }
-                });
+        on_all(2, |w| {
+            let peer = 1 - w.rank();
+            let out = [7u8; 40];
+            // SAFETY: `out` outlives the blocking call.
+            let data = unsafe { Data::from_raw(out.as_ptr().cast_mut(), out.len()) };
+            // SAFETY: as above.
+            unsafe { w.send_data("MPI_Send", data, Rank::Rank(peer), 9, Mode::Standard) }.unwrap();
+            let mut small = [0u8; 16];
+            // SAFETY: `small` outlives the blocking call.
+            let data = unsafe { Data::from_raw(small.as_mut_ptr(), small.len()) };
+            // SAFETY: as above.
+            let o = unsafe { w.recv_data("MPI_Recv", data, From::Any, Tag::Any) }.unwrap();
+            assert_eq!(o.status, Status { source: Some(peer), tag: 9, bytes: 16 });
+            assert_eq!(o.error.map(|e| e.class()), Some(crate::error::ErrorClass::Truncate));
+            assert_eq!(small, [7; 16]);
+            // Argument errors are errors of the call, PROC_NULL an empty outcome.
+            // SAFETY: no memory is involved.
+            let bad = unsafe { w.recv_data("MPI_Recv", Data::None, From::Rank(5), Tag::Any) };
+            assert_eq!(bad.unwrap_err().class(), crate::error::ErrorClass::Rank);
+            // SAFETY: no memory is involved.
+            let null = unsafe { w.recv_data("MPI_Recv", Data::None, From::ProcNull, Tag::Any) }.unwrap();
+            assert_eq!(null, Outcome { status: Outcome::EMPTY, error: None });
+            // A posted receive completes under `test` alone.
+            let mut b = [0u8; 4];
+            // SAFETY: `b` outlives the request, which is waited for below.
+            let r = unsafe {
+                RawRequest::irecv(&w, Data::from_raw(b.as_mut_ptr(), 4), From::Rank(peer), Tag::Tag(1))
+            }
+            .unwrap();
+            w.send(&[1u8, 2, 3, 4], Rank::Rank(peer), 1).unwrap();
+            while !r.test() {}
+            assert_eq!(r.outcome().unwrap().status.bytes, 4);
+            assert_eq!(b, [1, 2, 3, 4]);
+            // A synchronous send returns once matched (one way: both ways would deadlock).
+            let mut c = [5u8; 3];
+            // SAFETY: `c` outlives the blocking calls.
+            let data = unsafe { Data::from_raw(c.as_mut_ptr(), 3) };
+            if w.rank() == 0 {
+                // SAFETY: as above.
+                unsafe { w.send_data("MPI_Ssend", data, Rank::Rank(1), 2, Mode::Synchronous) }.unwrap();
+            } else {
+                c = [0; 3];
+                // SAFETY: as above.
+                let o = unsafe { w.recv_data("MPI_Recv", data, From::Rank(0), Tag::Tag(2)) }.unwrap();
+                assert_eq!((o.status.bytes, o.error, c), (3, None, [5; 3]));
             }
         });
-        finalize_all(nms);
     }
 }
