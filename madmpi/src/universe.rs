@@ -93,6 +93,15 @@ impl Universe {
         std::thread::current().id() == self.main
     }
 
+    /// Ends the whole job with exit status `code` (`MPI_Abort`): through the launcher, so every
+    /// process ends and the launcher exits with `code`; this process exits by itself if the
+    /// launcher cannot.
+    pub fn abort(&self, code: i32, message: &str) -> ! {
+        let e = self.rt.nm.abort(code, message);
+        eprintln!("MPI_Abort: the launcher could not end the job ({e}); exiting this process");
+        std::process::exit(code)
+    }
+
     /// Ends MPI (`MPI_Finalize`, collective over the world): waits for every process, then shuts
     /// nmad down.
     pub fn finalize(self) -> Result<()> {

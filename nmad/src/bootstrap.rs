@@ -23,6 +23,12 @@ pub trait Bootstrap: Send + Sync {
     fn finalize(&self) -> io::Result<()> {
         Ok(())
     }
+    /// Asks the launcher to end the whole job with exit status `code`. Returns only if it could
+    /// not (the caller then exits by itself). Default: cannot.
+    fn abort(&self, code: i32, message: &str) -> io::Error {
+        let _ = (code, message);
+        io::Error::new(io::ErrorKind::Unsupported, "this bootstrap cannot end the job")
+    }
 }
 
 /// The launcher's PMI.
@@ -77,6 +83,12 @@ impl Bootstrap for PmiBootstrap {
         match self.pmi.lock().unwrap().take() {
             Some(p) => p.finalize().map_err(pmi_err),
             None => Ok(()),
+        }
+    }
+    fn abort(&self, code: i32, message: &str) -> io::Error {
+        match self.with(|p| Err::<(), _>(p.abort(code, message))) {
+            Err(e) => e,
+            Ok(()) => unreachable!("abort returns only its failure"),
         }
     }
 }

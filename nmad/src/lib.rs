@@ -151,4 +151,10 @@ impl Nmad {
     pub fn finalize(self) -> io::Result<()> {
         self.0.core.finalize()
     }
+
+    /// Asks the launcher to end the whole job with exit status `code` (MPI_Abort). Returns only
+    /// if it could not; the caller then exits by itself.
+    pub fn abort(&self, code: i32, message: &str) -> io::Error {
+        self.0.core.bootstrap.abort(code, message)
+    }
 }

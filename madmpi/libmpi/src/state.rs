@@ -23,7 +23,7 @@ use std::thread::ThreadId;
 /// What the library holds while MPI runs.
 pub(crate) struct State {
     /// Taken by `MPI_Finalize`.
-    universe: Mutex<Option<Universe>>,
+    pub(crate) universe: Mutex<Option<Universe>>,
     pub(crate) threading: Threading,
     pub(crate) main_thread: ThreadId,
     pub(crate) world: Arc<CommObj>,

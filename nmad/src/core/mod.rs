@@ -119,7 +119,7 @@ pub(crate) struct Core {
     pub(crate) strategy: Arc<dyn Strategy>,
     pub(crate) pioman: Pioman,
     owns_pioman: bool,
-    bootstrap: Arc<dyn Bootstrap>,
+    pub(crate) bootstrap: Arc<dyn Bootstrap>,
     config: Config,
     /// Credit we grant each peer.
     grant: u64,

@@ -121,6 +121,15 @@ export! {
             Err(_) => format!("MPI_Abort({comm:#x}, {errorcode}) called outside MPI_Init..MPI_Finalize"),
         };
         let _ = writeln!(std::io::stderr(), "{who}: ending the job");
+        // Through the launcher when MPI runs: it ends every process and exits with the code
+        // (a bare exit would let Hydra report the signal it killed the others with instead).
+        if let Ok(st) = state() {
+            let u = st.universe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(u) = u.as_ref() {
+                let _ = std::io::stdout().flush();
+                u.abort(errorcode, &who);
+            }
+        }
         exit_process(errorcode)
     }
 
