@@ -190,6 +190,11 @@ fn derived_datatypes_travel_without_copies() {
 }
 
 #[test]
+fn every_datatype_constructor_communicates_its_type_map() {
+    passes("types_ctor");
+}
+
+#[test]
 fn profiling_tools_interpose_mpi_and_reach_pmpi() {
     passes("profiling");
 }

@@ -165,7 +165,7 @@ export! {
     }
 
     /// `MPI_Type_create_subarray`. MPICH checks `ndims` (`MPI_ERR_ARG` if negative), negative
-    /// starts (`MPI_ERR_COUNT`), the order, the type and `newtype`, and accepts other erroneous
+    /// starts (`MPI_ERR_COUNT`), the type, the order and `newtype`, and accepts other erroneous
     /// dimensions; here every dimension is then checked (`MPI_ERR_ARG`: sizes positive, subsizes
     /// and starts within them, `ndims` positive) rather than building a type MPI calls
     /// erroneous. Null arrays are `MPI_ERR_ARG` (MPICH crashes on them).
@@ -192,8 +192,8 @@ export! {
         if let Some((i, s)) = starts.iter().enumerate().find(|(_, s)| **s < 0) {
             return Err(Error::count(format!("negative start {s} in dimension {i}")).into());
         }
-        let order = order(order_)?;
         let old = st.datatype(oldtype)?;
+        let order = order(order_)?;
         // SAFETY: an output argument.
         let out = unsafe { newtype_out(newtype) }?;
         publish(&st, Datatype::subarray(&sizes, &subsizes, &starts, order, &old)?, out)?;
