@@ -195,6 +195,11 @@ fn every_datatype_constructor_communicates_its_type_map() {
 }
 
 #[test]
+fn datatype_queries_envelopes_contents_and_names() {
+    passes("types_query");
+}
+
+#[test]
 fn profiling_tools_interpose_mpi_and_reach_pmpi() {
     passes("profiling");
 }

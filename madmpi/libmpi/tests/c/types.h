@@ -10,7 +10,7 @@
 #include "check.h"
 
 /* Whether the library is MadMPI's (the programs also run on MPICH, to check expected values). */
-static int on_madmpi(void)
+static inline int on_madmpi(void)
 {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
@@ -51,7 +51,7 @@ struct blk {
 #define UNTOUCHED 0xEE
 
 /* The byte of the send pattern of `rank` at index `i` of its buffer (never UNTOUCHED). */
-static unsigned char pat(int rank, long i)
+static inline unsigned char pat(int rank, long i)
 {
     return (unsigned char)((i * 7 + rank * 101) % 229);
 }
@@ -64,7 +64,7 @@ static unsigned char pat(int rank, long i)
  *    the blocks get our data in order, every other byte stays UNTOUCHED.
  * Then MPI_Get_count(t) must be `count` (0 for a type of size 0, as MPICH) and
  * MPI_Get_elements(t) `elements`. */
-static void exchange(const char *what, MPI_Datatype t, int count, MPI_Datatype flat, int flat_count,
+static inline void exchange(const char *what, MPI_Datatype t, int count, MPI_Datatype flat, int flat_count,
                      const struct blk *b, int nb, int elements)
 {
     static unsigned char src[SPAN], dst[SPAN], packed[SPAN], got[SPAN];
