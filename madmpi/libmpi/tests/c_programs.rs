@@ -200,6 +200,11 @@ fn datatype_queries_envelopes_contents_and_names() {
 }
 
 #[test]
+fn datatype_pack_unpack_and_element_counts() {
+    passes("pack");
+}
+
+#[test]
 fn profiling_tools_interpose_mpi_and_reach_pmpi() {
     passes("profiling");
 }
