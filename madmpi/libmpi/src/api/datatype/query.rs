@@ -60,7 +60,7 @@ impl State {
     fn returned_handle(&self, t: Datatype) -> Result<abi::Datatype, Error> {
         match t.as_predefined() {
             Some(p) => Ok(predefined_handle(p)),
-            None => self.datatypes.insert(t).ok_or_else(|| Error::intern("too many live datatypes")),
+            None => self.add_datatype(t),
         }
     }
 }
