@@ -95,6 +95,11 @@ pub(crate) fn predefined(h: Handle) -> Option<&'static Datatype> {
     (entry.0 == h).then_some(&entry.1)
 }
 
+/// The handle of the predefined type `p` (the one alias handles share).
+pub(crate) fn predefined_handle(p: Predefined) -> Handle {
+    PREDEFINED.iter().find(|(_, q)| *q == p).map(|(h, _)| *h).expect("every predefined type has a handle")
+}
+
 impl State {
     /// The datatype of handle `h`: `MPI_ERR_TYPE` for `MPI_DATATYPE_NULL` and anything that is
     /// not a live datatype handle.
@@ -131,6 +136,7 @@ mod tests {
         for (h, p) in PREDEFINED {
             let t = predefined(h).unwrap_or_else(|| panic!("{h:#x}"));
             assert_eq!(t.as_predefined(), Some(p));
+            assert_eq!(predefined_handle(p), h);
             // Builtin handles state their size; it must be the engine's.
             if let Some(size) = abi::builtin_datatype_size(h) {
                 assert_eq!(size as u64, t.size(), "{p:?}");

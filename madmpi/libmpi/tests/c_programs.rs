@@ -190,6 +190,21 @@ fn derived_datatypes_travel_without_copies() {
 }
 
 #[test]
+fn every_datatype_constructor_communicates_its_type_map() {
+    passes("types_ctor");
+}
+
+#[test]
+fn datatype_queries_envelopes_contents_and_names() {
+    passes("types_query");
+}
+
+#[test]
+fn datatype_pack_unpack_and_element_counts() {
+    passes("pack");
+}
+
+#[test]
 fn profiling_tools_interpose_mpi_and_reach_pmpi() {
     passes("profiling");
 }

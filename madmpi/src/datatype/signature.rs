@@ -6,7 +6,7 @@
 //! are skipped by division, so this costs O(depth × listed parts), not O(blocks).
 
 use super::parts::{Part, Parts};
-use super::{Datatype, Kind};
+use super::{Datatype, Kind, Predefined};
 
 impl Datatype {
     /// `MPI_Get_count` for `bytes` received: `None` (`MPI_UNDEFINED`) unless a whole number of
@@ -20,15 +20,17 @@ impl Datatype {
 
     /// `MPI_Get_elements_x` for `bytes` received: the basic elements received, counting the
     /// whole basic elements of a partial last element. `None` (`MPI_UNDEFINED`) when the bytes
-    /// end inside a basic element of a predefined basic type (as MPICH does), or are not 0 for a
-    /// zero-size type.
+    /// end inside a basic element of a predefined basic type or inside an `MPI_2INT` pair (as
+    /// MPICH does), or are not 0 for a zero-size type.
     pub fn get_elements(&self, bytes: u64) -> Option<u64> {
         let s = self.size();
         if s == 0 {
             return (bytes == 0).then_some(0);
         }
-        if let Kind::Named(_) = self.0.kind {
-            return self.get_count(bytes);
+        // Basic types, and MPI_2INT, which MPICH 4.0.2 handles as a basic type of two elements:
+        // whole elements only.
+        if let Kind::Named(_) | Kind::Pair(Predefined::TwoInt, ..) = self.0.kind {
+            return self.get_count(bytes).map(|n| n * self.num_elements());
         }
         // `elements <= size`, so this does not overflow.
         Some(bytes / s * self.num_elements() + partial(self, bytes % s))

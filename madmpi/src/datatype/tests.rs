@@ -551,6 +551,11 @@ fn element_counts_match_mpich() {
     }
     // Pair types count two basic elements (MPICH 4.0.2 crashes there).
     assert_eq!(p(ShortInt).get_elements(6 * 3 + 2), Some(7));
+    assert_eq!(p(ShortInt).get_elements(6), Some(2));
+    // MPI_2INT is one of MPICH's basic types: whole pairs only, two elements each.
+    for (bytes, elements) in [(0, Some(0)), (4, None), (6, None), (8, Some(2)), (12, None), (24, Some(6))] {
+        assert_eq!(p(TwoInt).get_elements(bytes), elements, "MPI_2INT, {bytes} bytes");
+    }
     // Strided parts are skipped by division: a big vector of a struct.
     let v = Datatype::vector(1 << 40, 3, 5, &int_char).unwrap();
     assert_eq!(v.get_elements(v.size() - 1), Some(v.num_elements() - 1));

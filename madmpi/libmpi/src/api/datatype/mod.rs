@@ -1,8 +1,21 @@
-//! The first derived-datatype calls: `MPI_Type_contiguous`, `MPI_Type_vector`,
-//! `MPI_Type_commit`, `MPI_Type_free`, `MPI_Type_size` (enough to send non-contiguous data;
-//! the other constructors come with the datatype batch).
+//! The datatype chapter: this file has `MPI_Type_contiguous`, `MPI_Type_vector`,
+//! `MPI_Type_commit`, `MPI_Type_free`, `MPI_Type_size` and how a new type gets its handle;
+//! [`ctors`] the other constructors, [`query`] sizes, extents, envelopes, contents and names,
+//! [`pack`] `MPI_Pack`/`MPI_Unpack`/`MPI_Pack_size` and element counts; `args` checks their
+//! C arrays and strings.
 //!
-//! Errors here are not tied to a communicator: they go to `MPI_COMM_WORLD`'s handler.
+//! Arguments are checked in MPICH 4.0.2's order: parameter by parameter, an array fully (null,
+//! then its values) before the next parameter, `newtype` last but before the type is built.
+//! Errors go to `MPI_COMM_WORLD`'s handler, except those of the pack calls, which take a
+//! communicator. Handles are references: a freed type used by another type or by a pending
+//! operation lives on in them (the engine's types are `Arc`s; the table only drops its own).
+//!
+//! Owns the C side of the datatype calls; the engine (`madmpi::datatype`) computes everything.
+
+mod args;
+pub mod ctors;
+pub mod pack;
+pub mod query;
 
 use crate::check;
 use crate::datatypes::predefined;
@@ -20,13 +33,18 @@ impl State {
     }
 }
 
-/// Stores `t` and writes its handle to `newtype`.
+/// The `newtype` output of a constructor: `MPI_ERR_ARG` if null or misaligned. MPICH checks it
+/// after the other arguments, before building the type.
 ///
 /// # Safety
 /// As [`check::out`].
-unsafe fn publish(st: &State, t: Datatype, newtype: *mut abi::Datatype) -> Result<(), Error> {
+unsafe fn newtype_out<'a>(newtype: *mut abi::Datatype) -> Result<&'a mut abi::Datatype, Error> {
     // SAFETY: the caller's contract.
-    let out = unsafe { check::out(newtype, "newtype") }?;
+    unsafe { check::out(newtype, "newtype") }
+}
+
+/// Stores `t` and writes its handle to `out`.
+fn publish(st: &State, t: Datatype, out: &mut abi::Datatype) -> Result<(), Error> {
     *out = st.add_datatype(t)?;
     Ok(())
 }
@@ -37,9 +55,9 @@ export! {
         let st = state()?;
         let count = check::count(count)?;
         let old = st.datatype(oldtype)?;
-        let t = Datatype::contiguous(count, &old)?;
         // SAFETY: an output argument.
-        unsafe { publish(&st, t, newtype) }?;
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Datatype::contiguous(count, &old)?, out)?;
         Ok(())
     }
 
@@ -55,9 +73,9 @@ export! {
         let count = check::count(count)?;
         let blocklength = check::count(blocklength)?;
         let old = st.datatype(oldtype)?;
-        let t = Datatype::vector(count, blocklength, i64::from(stride), &old)?;
         // SAFETY: an output argument.
-        unsafe { publish(&st, t, newtype) }?;
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Datatype::vector(count, blocklength, i64::from(stride), &old)?, out)?;
         Ok(())
     }
 
