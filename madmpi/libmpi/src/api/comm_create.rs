@@ -29,20 +29,13 @@ fn check_info(info: abi::Info) -> Result<(), Error> {
 }
 
 /// Stores `comm` (if this process is a member), created from `parent`, and writes its handle
-/// (or `MPI_COMM_NULL`) to `out`; the stored object.
-fn publish(
-    st: &State,
-    parent: &Arc<CommObj>,
-    comm: Option<Comm>,
-    out: &mut abi::Comm,
-) -> Result<Option<(abi::Comm, Arc<CommObj>)>, Fail> {
-    let Some(comm) = comm else {
-        *out = abi::MPI_COMM_NULL;
-        return Ok(None);
+/// (or `MPI_COMM_NULL`) to `out`.
+fn publish(st: &State, parent: &Arc<CommObj>, comm: Option<Comm>, out: &mut abi::Comm) -> Result<(), Fail> {
+    *out = match comm {
+        Some(comm) => st.add_comm(CommObj::child(comm, parent)).on(parent)?.0,
+        None => abi::MPI_COMM_NULL,
     };
-    let (h, obj) = st.add_comm(CommObj::child(comm, parent)).on(parent)?;
-    *out = h;
-    Ok(Some((h, obj)))
+    Ok(())
 }
 
 /// `MPI_Comm_dup` and `MPI_Comm_dup_with_info`.
@@ -54,16 +47,18 @@ unsafe fn dup(comm: abi::Comm, info: Option<abi::Info>, newcomm: *mut abi::Comm)
     let c = st.comm(comm)?;
     // SAFETY: the caller's contract.
     let out = unsafe { check::out(newcomm, "newcomm") }.on(&c)?;
+    *out = abi::MPI_COMM_NULL;
     let new = c.comm.dup().on(&c)?;
     if let Some(info) = info {
         check_info(info).on(&c)?;
     }
-    let Some((h, obj)) = publish(&st, &c, Some(new), out)? else { unreachable!("a duplicate exists") };
+    let (h, obj) = st.add_comm(CommObj::child(new, &c)).on(&c)?;
     let copied = c.attrs.with(|t| t.copy_for_dup(&c.handle(), &h)).and_then(|r| r);
     let installed = copied.and_then(|table| obj.attrs.with(|t| *t = table));
-    if installed.is_err() {
+    if installed.is_ok() {
+        *out = h;
+    } else {
         st.remove_comm(h);
-        *out = abi::MPI_COMM_NULL;
     }
     installed.on(&c)
 }
