@@ -216,6 +216,11 @@ fn communicators_are_duplicated_split_created_named_and_freed() {
 }
 
 #[test]
+fn group_calls_give_mpichs_groups_and_errors() {
+    passes_on("groups", 4);
+}
+
+#[test]
 fn fatal_errors_and_abort_end_the_job() {
     let _s = serial();
     let cases = [
