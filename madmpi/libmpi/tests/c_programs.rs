@@ -221,6 +221,11 @@ fn group_calls_give_mpichs_groups_and_errors() {
 }
 
 #[test]
+fn attributes_are_copied_and_deleted_by_their_callbacks() {
+    passes("attrs");
+}
+
+#[test]
 fn fatal_errors_and_abort_end_the_job() {
     let _s = serial();
     let cases = [

@@ -6,8 +6,9 @@
 //! The predefined attributes (`MPI_TAG_UB`...) are read on every communicator through a
 //! pointer to an `int`; setting, deleting or freeing them is `MPI_ERR_KEYVAL`.
 //!
-//! Differences from MPICH 4.0.2 (`madmpi/tests/c/attr_check.c`): a freed keyval's handle is
-//! invalid at once here (MPICH accepts it while attributes use it); when a delete callback
+//! Differences from MPICH 4.0.2 (`madmpi/tests/c/attr_check.c`, `tests/c/attrs.c`): when a copy
+//! callback fails, the copies already made are deleted here (MPICH leaves them); a freed
+//! keyval's handle is invalid at once here (MPICH accepts it while attributes use it); when a delete callback
 //! fails while a communicator is freed, the attributes not yet deleted stay here (MPICH
 //! deletes them all and frees nothing either); `MPI_APPNUM` is absent here (MPICH: 0).
 
