@@ -226,12 +226,18 @@ fn attributes_are_copied_and_deleted_by_their_callbacks() {
 }
 
 #[test]
+fn user_error_handlers_are_called_counted_and_inherited() {
+    passes("errhandlers");
+}
+
+#[test]
 fn fatal_errors_and_abort_end_the_job() {
     let _s = serial();
     let cases = [
         ("before-init", 1, "MPI error in MPI_Send: MPI_ERR_OTHER: MPI is not initialized"),
         ("bad-rank", 1, "MPI error in MPI_Send: MPI_ERR_RANK: invalid rank 99 (communicator of size 2)"),
         ("abort", 7, "MPI_Abort(MPI_COMM_WORLD, 7) called by rank 1"),
+        ("call-errhandler", 1, "MPI error in MPI_Comm_call_errhandler: MPI_ERR_TAG: invalid tag"),
     ];
     for (build, exe) in both_builds("errors_fatal") {
         for launcher in [Launcher::Madrun, Launcher::Hydra] {
