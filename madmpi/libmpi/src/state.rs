@@ -79,8 +79,10 @@ pub(crate) fn init(threading: Threading) -> Result<Threading, Error> {
     Ok(provided)
 }
 
-/// `MPI_Finalize`: completes what is left (pending sends are waited for, unmatched receives
-/// cancelled), then ends MPI with the other processes.
+/// `MPI_Finalize`: deletes the attributes of `MPI_COMM_SELF` and `MPI_COMM_WORLD` (the first
+/// failure of their callbacks is returned once MPI is finalized), completes what is left
+/// (pending sends are waited for, unmatched receives cancelled), then ends MPI with the other
+/// processes.
 pub(crate) fn finalize(st: Arc<State>) -> Result<(), Error> {
     // First, while MPI is fully up: the attributes of MPI_COMM_SELF and MPI_COMM_WORLD.
     let deleted = crate::attrs::delete_at_finalize(&st);

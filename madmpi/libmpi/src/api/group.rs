@@ -186,21 +186,25 @@ export! {
         let n = count(n, "ranks")?;
         // SAFETY: `ranks1` holds `n` ranks (MPI's contract); copied before `ranks2` is written,
         // so the two may even be the same array.
-        let peers: Vec<Peer> = unsafe { check::array_in(ranks1, n, "ranks1") }?
-            .iter()
-            .map(|&r| match r {
-                abi::MPI_PROC_NULL => Ok(Peer::ProcNull),
-                _ => u32::try_from(r).map(Peer::Rank).map_err(|_| {
-                    Error::rank(format!("MPI_Group_translate_ranks: rank {r} out of range (group of size {})", g1.size()))
-                }),
-            })
-            .collect::<Result<_, _>>()?;
+        let rs = unsafe { check::array_in(ranks1, n, "ranks1") }?.to_vec();
         let g2 = st.group(group2)?;
         if n == 0 {
             return Ok(());
         }
         // SAFETY: `ranks2` has room for `n` ranks (MPI's contract).
         let out = unsafe { check::array(ranks2, n, "ranks2") }?;
+        let peers: Vec<Peer> = rs
+            .iter()
+            .map(|&r| match r {
+                abi::MPI_PROC_NULL => Ok(Peer::ProcNull),
+                _ => u32::try_from(r).map(Peer::Rank).map_err(|_| {
+                    Error::rank(format!(
+                        "MPI_Group_translate_ranks: rank {r} out of range (group of size {})",
+                        g1.size()
+                    ))
+                }),
+            })
+            .collect::<Result<_, _>>()?;
         for (o, t) in out.iter_mut().zip(g1.translate_ranks(&peers, &g2)?) {
             *o = match t {
                 Translated::Rank(r) => r as c_int,
