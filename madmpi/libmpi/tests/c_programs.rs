@@ -231,6 +231,11 @@ fn user_error_handlers_are_called_counted_and_inherited() {
 }
 
 #[test]
+fn threads_create_and_free_communicators_at_once() {
+    passes("comm_threads");
+}
+
+#[test]
 fn fatal_errors_and_abort_end_the_job() {
     let _s = serial();
     let cases = [
