@@ -10,8 +10,7 @@
 //! communicator (an invalid handle, a call before `MPI_Init`) go to `MPI_COMM_WORLD`'s handler.
 //!
 //! Owns the path from a failure to its handler and the exit path (handler handles and cells are
-//! `errhandlers`'); it must not validate arguments nor know
-//! what the calls do.
+//! `errhandlers`'); it must not validate arguments nor know what the calls do.
 
 use crate::comms::{self, CommObj};
 use crate::errhandlers::Action;
@@ -161,6 +160,8 @@ mod tests {
         assert_eq!(named("MPI_Send", Error::from(ErrorClass::Tag)).message(), "");
         let e = named("MPI_Wait", Error::request("MPI_REQUEST_NULL: no request"));
         assert_eq!(e.message(), "MPI_Wait: MPI_REQUEST_NULL: no request");
+        // A code a user callback returned goes back as it is.
+        assert_eq!(named("MPI_Comm_dup", Error::from_code(12345)).code(), 12345);
     }
 
     #[test]
