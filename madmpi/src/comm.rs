@@ -201,10 +201,13 @@ impl Comm {
 
     /// `MPI_Comm_split` (collective): the members giving the same `color` form a communicator,
     /// ranked by `key` then by their rank here; `None` (`MPI_UNDEFINED`) gets no communicator.
+    ///
+    /// A negative color is an `MPI_ERR_ARG` at the member that gave it, found after the exchange:
+    /// that member takes part as `MPI_UNDEFINED`, so the others get their communicators rather
+    /// than wait for it (MPICH 4.0.2 takes a negative color as any other color).
     pub fn split(&self, color: Option<i32>, key: i32) -> Result<Option<Comm>> {
-        if color.is_some_and(|c| c < 0) {
-            return Err(Error::arg(format!("MPI_Comm_split: color {} is negative", color.unwrap_or(0))));
-        }
+        let bad = color.filter(|&c| c < 0);
+        let color = color.filter(|&c| c >= 0);
         // (color or -1, key) from every member.
         let mut mine = [0u8; 8];
         mine[..4].copy_from_slice(&color.unwrap_or(-1).to_le_bytes());
@@ -219,28 +222,43 @@ impl Comm {
                 (color, key, r as u32)
             })
             .collect();
-        self.form(color, &entries)
+        let formed = self.form(color, &entries)?;
+        if let Some(c) = bad {
+            return Err(Error::arg(format!("MPI_Comm_split: color {c} is negative (and not MPI_UNDEFINED)")));
+        }
+        Ok(formed)
     }
 
     /// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)` (collective): the members on this node.
     pub fn split_shared(&self, key: i32) -> Result<Comm> {
-        let mut mine = [0u8; 12];
+        Ok(self.split_shared_opt(Some(key))?.expect("this member takes part"))
+    }
+
+    /// `MPI_Comm_split_type` (collective) where each member gives either
+    /// `MPI_COMM_TYPE_SHARED` with its `key` (`Some`: it gets the communicator of the members on
+    /// its node that take part) or `MPI_UNDEFINED` (`None`: it gets no communicator).
+    pub fn split_shared_opt(&self, key: Option<i32>) -> Result<Option<Comm>> {
+        let mut mine = [0u8; 13];
         mine[..8].copy_from_slice(&self.0.rt.node.to_le_bytes());
-        mine[8..].copy_from_slice(&key.to_le_bytes());
+        mine[8..12].copy_from_slice(&key.unwrap_or(0).to_le_bytes());
+        mine[12] = u8::from(key.is_some());
         let all = self.internal(|m| allgather(m, 0, &mine).map_err(from_nmad))?;
-        // Colors: the index of the first member with the same node.
+        // Colors: the index of the first member with the same node; -1 for those not taking part.
         let nodes: Vec<u64> =
-            all.chunks_exact(12).map(|c| u64::from_le_bytes(c[..8].try_into().expect("8 bytes"))).collect();
+            all.chunks_exact(13).map(|c| u64::from_le_bytes(c[..8].try_into().expect("8 bytes"))).collect();
         let entries: Vec<(i32, i32, u32)> = all
-            .chunks_exact(12)
+            .chunks_exact(13)
             .enumerate()
             .map(|(r, c)| {
-                let color = nodes.iter().position(|&n| n == nodes[r]).expect("itself") as i32;
-                (color, i32::from_le_bytes(c[8..].try_into().expect("4 bytes")), r as u32)
+                let color = match c[12] {
+                    0 => -1,
+                    _ => nodes.iter().position(|&n| n == nodes[r]).expect("itself") as i32,
+                };
+                (color, i32::from_le_bytes(c[8..12].try_into().expect("4 bytes")), r as u32)
             })
             .collect();
-        let color = entries[self.0.rank as usize].0;
-        Ok(self.form(Some(color), &entries)?.expect("a color was given"))
+        let color = key.map(|_| entries[self.0.rank as usize].0);
+        self.form(color, &entries)
     }
 
     /// `MPI_Comm_create` (collective over this communicator): a communicator of the members of
@@ -361,5 +379,32 @@ pub(crate) mod tests {
             let stranger = Group::new(vec![0, 7]).unwrap();
             assert_eq!(world.create(&stranger).err().unwrap().class(), ErrorClass::Group);
         });
+    }
+
+    #[test]
+    fn a_negative_color_fails_there_and_the_others_go_on() {
+        let got = on_all(3, |world| {
+            let me = world.rank();
+            let color = if me == 1 { Some(-5) } else { Some(0) };
+            match world.split(color, 0) {
+                Ok(c) => c.map(|c| c.group().members().to_vec()).ok_or(ErrorClass::Other),
+                Err(e) => Err(e.class()),
+            }
+        });
+        assert_eq!(got, [Ok(vec![0, 2]), Err(ErrorClass::Arg), Ok(vec![0, 2])]);
+    }
+
+    #[test]
+    fn shared_split_with_members_opting_out() {
+        let got = on_all(3, |world| {
+            let me = world.rank();
+            let key = if me == 0 { None } else { Some(-(me as i32)) };
+            let c = world.split_shared_opt(key).unwrap();
+            if let Some(c) = &c {
+                all_to_all(c);
+            }
+            c.map(|c| c.group().members().to_vec())
+        });
+        assert_eq!(got, [None, Some(vec![2, 1]), Some(vec![2, 1])]);
     }
 }

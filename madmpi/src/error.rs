@@ -60,6 +60,12 @@ impl Error {
         })
     }
 
+    /// Whether this error's code is already fixed: it was handed out by [`Error::code`], or the
+    /// error comes from [`Error::from_code`] (a layer that names errors must then keep it).
+    pub fn has_code(&self) -> bool {
+        self.code.get().is_some()
+    }
+
     /// The error a code stands for: a class, a richer code (with its message while the registry
     /// keeps it), or any other number, which a user callback may return: class
     /// [`ErrorClass::Unknown`]. [`Error::code`] gives `code` back in every case.
@@ -162,6 +168,7 @@ mod tests {
         assert_eq!(Error::from_code(14), Error::from(ErrorClass::Truncate));
         // A copy callback returning 7 makes MPI_Comm_dup return 7 (MPICH 4.0.2, attr_check.c).
         assert_eq!(Error::from_code(7).code(), 7);
+        assert!(Error::from_code(7).has_code() && !Error::other("x").has_code());
         let odd = Error::from_code(12345);
         assert_eq!(odd.class(), ErrorClass::Unknown);
         assert_eq!(odd.code(), 12345);

@@ -102,6 +102,22 @@ pub(crate) unsafe fn array<'a, T>(p: *mut T, n: usize, what: &str) -> Result<&'a
     Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
 }
 
+/// An input array of `n` elements the call only reads: `MPI_ERR_ARG` if null or misaligned;
+/// with `n == 0` nothing is read and any pointer (null too) gives an empty slice.
+///
+/// # Safety
+/// For `n > 0`, a non-null, aligned `p` must be valid for reads of `n` `T`s for `'a`.
+pub(crate) unsafe fn array_in<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T], Error> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() || !p.is_aligned() {
+        return Err(Error::arg(format!("{what} ({p:p}) is a null or misaligned pointer")));
+    }
+    // SAFETY: non-null and aligned; valid for `n` elements by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
 /// A status argument: `None` for `MPI_STATUS_IGNORE`; `MPI_ERR_ARG` if null or misaligned.
 ///
 /// # Safety
@@ -164,6 +180,9 @@ mod tests {
             let odd = (&mut x as *mut i32).cast::<u8>().add(1).cast::<i32>();
             assert_eq!(out(odd, "x").unwrap_err().class(), ErrorClass::Arg);
             assert!(status(abi::MPI_STATUS_IGNORE as *mut Status).unwrap().is_none());
+            assert!(array_in::<i32>(std::ptr::null(), 0, "a").unwrap().is_empty());
+            assert_eq!(array_in::<i32>(std::ptr::null(), 1, "a").unwrap_err().class(), ErrorClass::Arg);
+            assert_eq!(array_in(&x, 1, "a").unwrap(), [5]);
             assert_eq!(status(std::ptr::null_mut()).unwrap_err().class(), ErrorClass::Arg);
             assert_eq!(
                 status_in(abi::MPI_STATUS_IGNORE as *const Status).unwrap_err().class(),

@@ -1,24 +1,30 @@
 //! Communicator handles: `MPI_COMM_WORLD` and `MPI_COMM_SELF` (fixed objects of the state) and
 //! the communicators the library creates (a [`Table`](crate::table::Table)), each with its
-//! error handler.
+//! error handler and attributes.
 //!
 //! The two predefined communicators' error handlers live in statics rather than in the state:
 //! errors raised before `MPI_Init` or after `MPI_Finalize` still go to `MPI_COMM_WORLD`'s
 //! handler (fatal before `MPI_Init`, whatever the program last set after `MPI_Finalize`).
+//! A created communicator starts with its parent's handler (MPI's rule for dup, split and
+//! create).
 //!
 //! Owns the mapping from communicator handles to [`CommObj`]s; it must not run communication.
 
-use crate::errors::ErrhandlerCell;
+use crate::attrs::Attrs;
+use crate::errhandlers::ErrhandlerCell;
 use crate::state::State;
 use madmpi::abi::{self, Handle};
 use madmpi::comm::Comm;
 use madmpi::error::Error;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 /// A communicator as the C library sees it.
 pub(crate) struct CommObj {
     pub(crate) comm: Comm,
     pub(crate) errhandler: Arc<ErrhandlerCell>,
+    pub(crate) attrs: Attrs,
+    /// The handle C knows it by, once it has one.
+    handle: OnceLock<Handle>,
 }
 
 static WORLD_ERRHANDLER: LazyLock<Arc<ErrhandlerCell>> = LazyLock::new(|| Arc::new(ErrhandlerCell::new()));
@@ -30,14 +36,32 @@ pub(crate) fn world_errhandler() -> &'static ErrhandlerCell {
 }
 
 impl CommObj {
+    fn predefined(comm: Comm, errhandler: &Arc<ErrhandlerCell>, handle: Handle) -> Arc<CommObj> {
+        let obj =
+            CommObj { comm, errhandler: errhandler.clone(), attrs: Attrs::new(), handle: OnceLock::new() };
+        let _ = obj.handle.set(handle);
+        Arc::new(obj)
+    }
+
     /// The object of `MPI_COMM_WORLD` over `comm`.
     pub(crate) fn world(comm: Comm) -> Arc<CommObj> {
-        Arc::new(CommObj { comm, errhandler: WORLD_ERRHANDLER.clone() })
+        Self::predefined(comm, &WORLD_ERRHANDLER, abi::MPI_COMM_WORLD)
     }
 
     /// The object of `MPI_COMM_SELF` over `comm`.
     pub(crate) fn self_comm(comm: Comm) -> Arc<CommObj> {
-        Arc::new(CommObj { comm, errhandler: SELF_ERRHANDLER.clone() })
+        Self::predefined(comm, &SELF_ERRHANDLER, abi::MPI_COMM_SELF)
+    }
+
+    /// A communicator created from `parent`: no attributes, the parent's error handler.
+    pub(crate) fn child(comm: Comm, parent: &CommObj) -> CommObj {
+        let errhandler = Arc::new(parent.errhandler.inherit());
+        CommObj { comm, errhandler, attrs: Attrs::new(), handle: OnceLock::new() }
+    }
+
+    /// Its handle (`MPI_COMM_NULL` before it is stored).
+    pub(crate) fn handle(&self) -> Handle {
+        self.handle.get().copied().unwrap_or(abi::MPI_COMM_NULL)
     }
 }
 
@@ -51,5 +75,18 @@ impl State {
             abi::MPI_COMM_NULL => Err(Error::comm("null communicator (MPI_COMM_NULL)")),
             _ => self.comms.get(h).ok_or_else(|| Error::comm(format!("invalid communicator handle {h:#x}"))),
         }
+    }
+
+    /// Stores a new communicator; it and its handle.
+    pub(crate) fn add_comm(&self, obj: CommObj) -> Result<(Handle, Arc<CommObj>), Error> {
+        let obj = Arc::new(obj);
+        let h = self.comms.insert(obj.clone()).ok_or_else(|| Error::intern("too many live communicators"))?;
+        let _ = obj.handle.set(h);
+        Ok((h, obj))
+    }
+
+    /// Forgets communicator `h` (its pending operations keep it alive until they complete).
+    pub(crate) fn remove_comm(&self, h: Handle) {
+        drop(self.comms.remove(h));
     }
 }

@@ -5,19 +5,20 @@
 //! Handlers: `MPI_ERRORS_RETURN` returns the code (a message-carrying code from
 //! [`Error::code`], so `MPI_Error_string` tells what went wrong); `MPI_ERRORS_ARE_FATAL` (the
 //! default) and `MPI_ERRORS_ABORT` print `MPI error in MPI_X: <message>` to stderr and end the
-//! process with status 1, which makes the launcher end the job. Errors not tied to a valid
+//! process with status 1, which makes the launcher end the job; a user handler is called with
+//! the communicator and the code, which the call then returns. Errors not tied to a valid
 //! communicator (an invalid handle, a call before `MPI_Init`) go to `MPI_COMM_WORLD`'s handler.
 //!
-//! Owns the error handler cells and the exit path; it must not validate arguments nor know
-//! what the calls do.
+//! Owns the path from a failure to its handler and the exit path (handler handles and cells are
+//! `errhandlers`'); it must not validate arguments nor know what the calls do.
 
 use crate::comms::{self, CommObj};
+use crate::errhandlers::Action;
 use madmpi::abi::{self, Handle};
 use madmpi::error::{Error, ErrorClass};
 use std::ffi::c_int;
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 
 /// Why a call failed, and whose error handler must hear of it.
 pub(crate) struct Fail {
@@ -52,50 +53,38 @@ impl<T> On<T> for Result<T, Error> {
     }
 }
 
-/// The error handler of a communicator (a handle: one of the predefined handlers for now).
-#[derive(Debug)]
-pub(crate) struct ErrhandlerCell(AtomicI32);
-
-impl ErrhandlerCell {
-    /// A cell holding the default handler, `MPI_ERRORS_ARE_FATAL`.
-    pub(crate) const fn new() -> Self {
-        ErrhandlerCell(AtomicI32::new(abi::MPI_ERRORS_ARE_FATAL))
-    }
-
-    pub(crate) fn get(&self) -> Handle {
-        self.0.load(Relaxed)
-    }
-
-    pub(crate) fn set(&self, h: Handle) {
-        self.0.store(h, Relaxed);
-    }
-}
-
-/// Whether `h` is an error handler this library knows (`MPI_Comm_set_errhandler`).
-pub(crate) fn check_errhandler(h: Handle) -> Result<Handle, Error> {
-    match h {
-        abi::MPI_ERRORS_ARE_FATAL | abi::MPI_ERRORS_RETURN | abi::MPI_ERRORS_ABORT => Ok(h),
-        abi::MPI_ERRHANDLER_NULL => Err(Error::arg("MPI_ERRHANDLER_NULL is not an error handler")),
-        _ => Err(Error::arg(format!("invalid error handler handle {h:#x}"))),
-    }
-}
-
 /// Runs the error handler of `fail` for a failure in `func`; returns the code to give back.
 pub(crate) fn raise(func: &str, fail: Fail) -> c_int {
-    let handler = match &fail.comm {
-        Some(c) => c.errhandler.get(),
-        None => comms::world_errhandler().get(),
+    let (comm, action) = match &fail.comm {
+        Some(c) => (c.handle(), c.errhandler.action()),
+        None => (abi::MPI_COMM_WORLD, comms::world_errhandler().action()),
     };
-    respond(handler, func, fail.error)
+    respond(action, comm, func, fail.error)
 }
 
-/// What error handler `handler` does with `error`, raised in `func`.
-fn respond(handler: Handle, func: &str, error: Error) -> c_int {
+/// `MPI_Comm_call_errhandler`: runs `comm`'s handler on `code` as if a call had failed with it.
+/// Returns once the handler did (`MPI_SUCCESS` then, under `MPI_ERRORS_RETURN` too, as MPICH
+/// 4.0.2 does); the fatal handlers end the process.
+pub(crate) fn call_handler(comm: &CommObj, code: c_int) {
+    match comm.errhandler.action() {
+        Action::Return => {}
+        Action::User(cb) => cb.call(comm.handle(), code),
+        Action::Fatal => fatal("MPI_Comm_call_errhandler", &Error::from_code(code)),
+    }
+}
+
+/// What the error handler's `action` does with `error`, raised in `func` on communicator
+/// `comm`.
+fn respond(action: Action, comm: Handle, func: &str, error: Error) -> c_int {
     let error = named(func, error);
     let code = error.code();
-    match handler {
-        abi::MPI_ERRORS_RETURN => code,
-        _ => fatal(func, &error),
+    match action {
+        Action::Return => code,
+        Action::User(cb) => {
+            cb.call(comm, code);
+            code
+        }
+        Action::Fatal => fatal(func, &error),
     }
 }
 
@@ -103,7 +92,8 @@ fn respond(handler: Handle, func: &str, error: Error) -> c_int {
 /// where it happened), unless the message already starts with a call's name.
 pub(crate) fn named(func: &str, error: Error) -> Error {
     let m = error.message();
-    if m.is_empty() || starts_with_call(m) {
+    // A code already handed out (or returned by a user callback) goes back unchanged.
+    if m.is_empty() || starts_with_call(m) || error.has_code() {
         error
     } else {
         Error::new(error.class(), format!("{func}: {m}"))
@@ -170,26 +160,19 @@ mod tests {
         assert_eq!(named("MPI_Send", Error::from(ErrorClass::Tag)).message(), "");
         let e = named("MPI_Wait", Error::request("MPI_REQUEST_NULL: no request"));
         assert_eq!(e.message(), "MPI_Wait: MPI_REQUEST_NULL: no request");
+        // A code a user callback returned goes back as it is.
+        assert_eq!(named("MPI_Comm_dup", Error::from_code(12345)).code(), 12345);
     }
 
     #[test]
     fn returned_codes_carry_the_message() {
-        let cell = ErrhandlerCell::new();
-        assert_eq!(cell.get(), abi::MPI_ERRORS_ARE_FATAL);
-        cell.set(abi::MPI_ERRORS_RETURN);
-        let code = respond(cell.get(), "MPI_Recv", Error::truncate("40 bytes into 16"));
+        let code =
+            respond(Action::Return, abi::MPI_COMM_WORLD, "MPI_Recv", Error::truncate("40 bytes into 16"));
         assert_eq!(madmpi::error::error_class(code), Some(ErrorClass::Truncate));
         assert_eq!(
             madmpi::error::registry().string(code).unwrap(),
             "MPI_ERR_TRUNCATE: MPI_Recv: 40 bytes into 16"
         );
-    }
-
-    #[test]
-    fn known_errhandlers() {
-        assert!(check_errhandler(abi::MPI_ERRORS_RETURN).is_ok());
-        assert_eq!(check_errhandler(abi::MPI_ERRHANDLER_NULL).unwrap_err().class(), ErrorClass::Arg);
-        assert_eq!(check_errhandler(abi::MPI_COMM_WORLD).unwrap_err().class(), ErrorClass::Arg);
         let e = panic_error(&"boom");
         assert_eq!((e.class(), e.message()), (ErrorClass::Intern, "internal error (panic: boom)"));
     }

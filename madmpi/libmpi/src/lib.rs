@@ -11,16 +11,21 @@
 //! - `state`: the global state (the universe after `MPI_Init`, the handle tables) and its
 //!   lifecycle; `table`: the sharded handle tables;
 //! - `comms`, `datatypes`, `requests`: handles to objects, with their error classes;
-//! - `errors`: error handlers and the path of a failure to the code a call returns;
+//! - `groups`: group handles; `attrs`: keyvals, attribute tables and C attribute callbacks;
+//! - `errors`: the path of a failure to its error handler and the code a call returns;
+//!   `errhandlers`: error handler handles (user handlers, reference counts);
 //! - `check`: argument validation; `status`: writing `MPI_Status`;
 //! - [`api`]: the exported functions, by chapter of the standard.
 
 pub mod api;
+mod attrs;
 mod check;
 mod comms;
 mod datatypes;
+mod errhandlers;
 mod errors;
 mod export;
+mod groups;
 mod requests;
 mod state;
 mod status;

@@ -9,6 +9,7 @@
 //! Owns the lifecycle (init, finalize) and the tables; it must not validate arguments or talk
 //! to C.
 
+use crate::attrs::Keyvals;
 use crate::comms::CommObj;
 use crate::requests::ReqEntry;
 use crate::table::Table;
@@ -16,6 +17,7 @@ use arc_swap::ArcSwapOption;
 use madmpi::abi::UserObject;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
+use madmpi::group::Group;
 use madmpi::universe::{self, Threading, Universe};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::ThreadId;
@@ -30,6 +32,10 @@ pub(crate) struct State {
     pub(crate) self_comm: Arc<CommObj>,
     /// Communicators created by the program.
     pub(crate) comms: Table<Arc<CommObj>>,
+    /// Groups created by the program (`MPI_GROUP_EMPTY` is not in it).
+    pub(crate) groups: Table<Group>,
+    /// Communicator keyvals.
+    pub(crate) keyvals: Keyvals,
     /// Datatypes created by the program (predefined ones are in `datatypes`).
     pub(crate) datatypes: Table<Datatype>,
     pub(crate) requests: Table<Arc<ReqEntry>>,
@@ -62,6 +68,8 @@ pub(crate) fn init(threading: Threading) -> Result<Threading, Error> {
         self_comm: CommObj::self_comm(u.self_comm().clone()),
         universe: Mutex::new(Some(u)),
         comms: Table::new(UserObject::Comm),
+        groups: Table::new(UserObject::Group),
+        keyvals: Keyvals::new(),
         datatypes: Table::new(UserObject::Datatype),
         requests: Table::new(UserObject::Request),
         detached: Mutex::new(Vec::new()),
@@ -71,16 +79,21 @@ pub(crate) fn init(threading: Threading) -> Result<Threading, Error> {
     Ok(provided)
 }
 
-/// `MPI_Finalize`: completes what is left (pending sends are waited for, unmatched receives
-/// cancelled), then ends MPI with the other processes.
+/// `MPI_Finalize`: deletes the attributes of `MPI_COMM_SELF` and `MPI_COMM_WORLD` (the first
+/// failure of their callbacks is returned once MPI is finalized), completes what is left
+/// (pending sends are waited for, unmatched receives cancelled), then ends MPI with the other
+/// processes.
 pub(crate) fn finalize(st: Arc<State>) -> Result<(), Error> {
+    // First, while MPI is fully up: the attributes of MPI_COMM_SELF and MPI_COMM_WORLD.
+    let deleted = crate::attrs::delete_at_finalize(&st);
     let Some(u) = st.universe.lock().unwrap_or_else(PoisonError::into_inner).take() else {
         return Err(Error::other("MPI_Finalize was already called"));
     };
     STATE.store(None);
     drop(st.take_all_requests());
     drop(st.comms.drain());
+    drop(st.groups.drain());
     drop(st.datatypes.drain());
     drop(st);
-    u.finalize()
+    u.finalize().and(deleted)
 }

@@ -5,7 +5,8 @@
 //! run with `LD_LIBRARY_PATH` on the directory of our `libmpi.so` and its soname links
 //! `libmpi.so.12` and `libmpich.so.12`, so (b), an MPICH binary, runs on this library (checked
 //! with `ldd`, and by the programs, which print `MPI_Get_library_version`). Every build runs
-//! under madrun and under MPICH's `mpiexec.hydra`, with 2 processes.
+//! under madrun and under MPICH's `mpiexec.hydra`, with 2 processes (4 for the programs that
+//! split communicators).
 //!
 //! A missing compiler or launcher fails the test with the Debian package to install: these
 //! tests are never skipped.
@@ -136,11 +137,21 @@ enum Launcher {
 
 /// Runs `exe args` as a 2-process job under `launcher`, on our library.
 fn run(launcher: Launcher, exe: &Path, args: &[&str]) -> Done {
+    run_on(launcher, exe, args, 2)
+}
+
+/// Runs `exe args` as an `n`-process job under `launcher`, on our library.
+fn run_on(launcher: Launcher, exe: &Path, args: &[&str], n: u32) -> Done {
     let mut cmd = match launcher {
         Launcher::Madrun => Command::new(madrun_path()),
         Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
     };
-    cmd.args(["-n", "2"]).arg(exe).args(args).env("LD_LIBRARY_PATH", lib_dir()).env_remove("PM2_PMI");
+    cmd.arg("-n")
+        .arg(n.to_string())
+        .arg(exe)
+        .args(args)
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env_remove("PM2_PMI");
     run_limited(cmd, None, HANG, |_| {})
 }
 
@@ -155,15 +166,20 @@ fn both_builds(name: &str) -> [(Build, PathBuf); 2] {
 
 /// Runs program `name` (both builds, both launchers): every rank must pass all its checks.
 fn passes(name: &str) -> Vec<Done> {
+    passes_on(name, 2)
+}
+
+/// [`passes`] with `n` processes.
+fn passes_on(name: &str, n: u32) -> Vec<Done> {
     let _s = serial();
     let mut runs = Vec::new();
     for (build, exe) in both_builds(name) {
         for launcher in [Launcher::Madrun, Launcher::Hydra] {
-            let done = run(launcher, &exe, &[]);
+            let done = run_on(launcher, &exe, &[], n);
             let what = format!("{name} ({build:?} build, {launcher:?})");
             assert_eq!(done.code, Some(0), "{what}: {done:?}");
             assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
-            for rank in 0..2 {
+            for rank in 0..n {
                 assert!(done.stdout.contains(&format!("OK {rank}: all checks passed")), "{what}: {done:?}");
             }
             runs.push(done);
@@ -210,12 +226,38 @@ fn profiling_tools_interpose_mpi_and_reach_pmpi() {
 }
 
 #[test]
+fn communicators_are_duplicated_split_created_named_and_freed() {
+    passes_on("comm_mgmt", 4);
+}
+
+#[test]
+fn group_calls_give_mpichs_groups_and_errors() {
+    passes_on("groups", 4);
+}
+
+#[test]
+fn attributes_are_copied_and_deleted_by_their_callbacks() {
+    passes("attrs");
+}
+
+#[test]
+fn user_error_handlers_are_called_counted_and_inherited() {
+    passes("errhandlers");
+}
+
+#[test]
+fn threads_create_and_free_communicators_at_once() {
+    passes("comm_threads");
+}
+
+#[test]
 fn fatal_errors_and_abort_end_the_job() {
     let _s = serial();
     let cases = [
         ("before-init", 1, "MPI error in MPI_Send: MPI_ERR_OTHER: MPI is not initialized"),
         ("bad-rank", 1, "MPI error in MPI_Send: MPI_ERR_RANK: invalid rank 99 (communicator of size 2)"),
         ("abort", 7, "MPI_Abort(MPI_COMM_WORLD, 7) called by rank 1"),
+        ("call-errhandler", 1, "MPI error in MPI_Comm_call_errhandler: MPI_ERR_TAG: invalid tag"),
     ];
     for (build, exe) in both_builds("errors_fatal") {
         for launcher in [Launcher::Madrun, Launcher::Hydra] {

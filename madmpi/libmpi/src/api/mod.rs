@@ -1,7 +1,9 @@
 //! The exported functions, one file per chapter of the standard: [`env`](mod@env) (initialization,
 //! threads, identification, timers, abort), [`errh`] (error handlers and strings), [`comm`]
-//! (communicator queries), [`datatype`] (the first derived-datatype calls), [`p2p`] (blocking
-//! point-to-point, probes, counts), [`nonblocking`] (nonblocking operations and completion).
+//! (communicator queries, names, free), [`comm_create`] (dup, split, create), [`group`]
+//! (groups), [`attr`] (keyvals and attributes), [`datatype`] (the first derived-datatype
+//! calls), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (nonblocking
+//! operations and completion).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -9,10 +11,13 @@
 //!
 //! Owns the C signatures and the order of the checks; it must not implement MPI semantics.
 
+pub mod attr;
 pub mod comm;
+pub mod comm_create;
 pub mod datatype;
 pub mod env;
 pub mod errh;
+pub mod group;
 pub mod nonblocking;
 pub mod p2p;
 

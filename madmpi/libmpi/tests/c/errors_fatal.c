@@ -6,6 +6,9 @@
  *   abort        rank 1 calls MPI_Abort(MPI_COMM_WORLD, 7) while rank 0 sleeps: status 7 (rank 0
  *                makes no MPI call meanwhile, which could fail on the loss of rank 1 first and
  *                make the job's status 1)
+ *   call-errhandler  every rank calls MPI_Comm_call_errhandler(dup, MPI_ERR_TAG) on a duplicate
+ *                of MPI_COMM_WORLD, which inherited MPI_ERRORS_ARE_FATAL: status 1 (all ranks end
+ *                so by themselves: Hydra then reports 1, not the signal it may kill a rank with)
  * Each mode prints "REACHED" where the program must never get. */
 #include <mpi.h>
 #include <stdio.h>
@@ -42,6 +45,11 @@ int main(int argc, char **argv)
             sleep(60);
             printf("REACHED after a minute of waiting for the job's end\n");
         }
+    } else if (strcmp(mode, "call-errhandler") == 0) {
+        MPI_Comm d;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        MPI_Comm_call_errhandler(d, MPI_ERR_TAG);
+        printf("REACHED after calling a fatal handler\n");
     } else {
         printf("REACHED: unknown mode '%s'\n", mode);
     }
