@@ -7,16 +7,7 @@
 #ifndef TYPES_H
 #define TYPES_H
 
-#include "check.h"
-
-/* Whether the library is MadMPI's (the programs also run on MPICH, to check expected values). */
-static inline int on_madmpi(void)
-{
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(lib, &len);
-    return strstr(lib, "MadMPI") != NULL;
-}
+#include "check.h" /* on_madmpi() */
 
 /* A check of a deliberate difference from MPICH 4.0.2: run on MadMPI's library only. */
 #define ON_MADMPI(...)                                                                         \
