@@ -122,19 +122,42 @@ fn fatal(func: &str, error: &Error) -> ! {
     };
     // Nothing is left to do if stderr is gone: the exit status still tells.
     let _ = std::io::stderr().write_all(line.as_bytes());
-    exit_process(1)
+    end_job(1, line.trim_end())
+}
+
+/// Ends the whole job with `code` (MPI_Abort, fatal errors): through the launcher while MPI
+/// runs, so every process ends and the launcher exits with `code` (a bare exit lets Hydra report
+/// the signal it killed the other ranks with instead); otherwise by ending this process.
+pub(crate) fn end_job(code: c_int, message: &str) -> ! {
+    flush_all();
+    if let Ok(st) = crate::state::state() {
+        // try_lock: a thread finalizing holds it; then there is no job left to end.
+        if let Ok(u) = st.universe.try_lock()
+            && let Some(u) = u.as_ref()
+        {
+            // The launcher kills the job at once, its proxies included: give them a moment to
+            // forward what we just printed (measured: Hydra lost it ~1 run in 12).
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            u.abort(code, message);
+        }
+    }
+    exit_process(code)
+}
+
+/// Flushes Rust's and C's output streams.
+fn flush_all() {
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: fflush(NULL) flushes every C stdio output stream.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
 }
 
 /// Ends the process with `code` after flushing Rust's and C's output streams. No `atexit`
 /// handler runs: other threads (progression) are still running, and the job is over.
 pub(crate) fn exit_process(code: c_int) -> ! {
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    // SAFETY: fflush(NULL) flushes every C stdio output stream; _exit only ends the process.
-    unsafe {
-        libc::fflush(std::ptr::null_mut());
-        libc::_exit(code)
-    }
+    flush_all();
+    // SAFETY: _exit only ends the process.
+    unsafe { libc::_exit(code) }
 }
 
 /// The error a caught panic becomes.

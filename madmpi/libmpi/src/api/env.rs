@@ -7,7 +7,7 @@
 
 use super::write_string;
 use crate::check;
-use crate::errors::{On, exit_process};
+use crate::errors::{On, end_job};
 use crate::export::export;
 use crate::state::{self, state};
 use madmpi::abi;
@@ -110,8 +110,8 @@ export! {
         Ok(())
     }
 
-    /// `MPI_Abort`: ends this process with `errorcode` as its exit status, which makes the
-    /// launcher (madrun, Hydra) end the whole job. Never returns.
+    /// `MPI_Abort`: ends the whole job with `errorcode` as the launcher's exit status (madrun,
+    /// Hydra, Slurm through PMI abort). Never returns.
     fn MPI_Abort / PMPI_Abort(comm: abi::Comm, errorcode: c_int) {
         let who = match state() {
             Ok(st) => {
@@ -121,16 +121,7 @@ export! {
             Err(_) => format!("MPI_Abort({comm:#x}, {errorcode}) called outside MPI_Init..MPI_Finalize"),
         };
         let _ = writeln!(std::io::stderr(), "{who}: ending the job");
-        // Through the launcher when MPI runs: it ends every process and exits with the code
-        // (a bare exit would let Hydra report the signal it killed the others with instead).
-        if let Ok(st) = state() {
-            let u = st.universe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(u) = u.as_ref() {
-                let _ = std::io::stdout().flush();
-                u.abort(errorcode, &who);
-            }
-        }
-        exit_process(errorcode)
+        end_job(errorcode, &who)
     }
 
     /// `MPI_Get_version`: the standard version implemented (4.0, as MPICH 4.0.2 reports).
