@@ -10,7 +10,9 @@
 //! - `export`: the `export!` macro (`PMPI_X` under a panic guard, `MPI_X` forwarding to it);
 //! - `state`: the global state (the universe after `MPI_Init`, the handle tables) and its
 //!   lifecycle; `table`: the sharded handle tables;
-//! - `comms`, `datatypes`, `requests`: handles to objects, with their error classes;
+//! - `comms`, `datatypes`, `requests`, `messages`: handles to objects, with their error
+//!   classes; `persistent`: starting persistent requests; `completion`: reporting completed
+//!   requests (statuses, `MPI_ERR_IN_STATUS`) and waiting on several;
 //! - `errors`: error handlers and the path of a failure to the code a call returns;
 //! - `check`: argument validation; `status`: writing `MPI_Status`;
 //! - [`api`]: the exported functions, by chapter of the standard.
@@ -18,9 +20,12 @@
 pub mod api;
 mod check;
 mod comms;
+mod completion;
 mod datatypes;
 mod errors;
 mod export;
+mod messages;
+mod persistent;
 mod requests;
 mod state;
 mod status;

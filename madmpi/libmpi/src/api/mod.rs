@@ -1,7 +1,10 @@
 //! The exported functions, one file per chapter of the standard: [`env`](mod@env) (initialization,
 //! threads, identification, timers, abort), [`errh`] (error handlers and strings), [`comm`]
 //! (communicator queries), [`datatype`] (the first derived-datatype calls), [`p2p`] (blocking
-//! point-to-point, probes, counts), [`nonblocking`] (nonblocking operations and completion).
+//! point-to-point, probes, counts), [`nonblocking`] (starting nonblocking operations, freeing
+//! and cancelling requests), [`completion`] (waits and tests), [`buffered`] (buffered sends and
+//! the attached buffer), [`mprobe`] (matched probes and receives), [`persistent`] (persistent
+//! requests).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -9,12 +12,16 @@
 //!
 //! Owns the C signatures and the order of the checks; it must not implement MPI semantics.
 
+pub mod buffered;
 pub mod comm;
+pub mod completion;
 pub mod datatype;
 pub mod env;
 pub mod errh;
+pub mod mprobe;
 pub mod nonblocking;
 pub mod p2p;
+pub mod persistent;
 
 use crate::check;
 use madmpi::datatype::Datatype;
