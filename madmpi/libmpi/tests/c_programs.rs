@@ -214,3 +214,8 @@ fn fatal_errors_and_abort_end_the_job() {
         }
     }
 }
+
+#[test]
+fn send_modes_buffered_sends_and_sendrecv_replace() {
+    passes("p2p_modes");
+}
