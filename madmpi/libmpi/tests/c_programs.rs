@@ -219,3 +219,8 @@ fn fatal_errors_and_abort_end_the_job() {
 fn send_modes_buffered_sends_and_sendrecv_replace() {
     passes("p2p_modes");
 }
+
+#[test]
+fn waits_and_tests_on_several_requests_and_cancellation() {
+    passes("multiwait");
+}
