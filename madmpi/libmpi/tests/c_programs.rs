@@ -224,3 +224,8 @@ fn send_modes_buffered_sends_and_sendrecv_replace() {
 fn waits_and_tests_on_several_requests_and_cancellation() {
     passes("multiwait");
 }
+
+#[test]
+fn persistent_requests_start_again_and_again() {
+    passes("persistent");
+}
