@@ -229,3 +229,8 @@ fn waits_and_tests_on_several_requests_and_cancellation() {
 fn persistent_requests_start_again_and_again() {
     passes("persistent");
 }
+
+#[test]
+fn matched_probes_under_mpi_thread_multiple() {
+    passes("mprobe");
+}
