@@ -8,13 +8,14 @@
 //! Owns the reporting of completions; it must not decide when a call waits or returns (the
 //! `api` layer does) nor start operations.
 
-use crate::errors::{Fail, named};
+use crate::errors::{Fail, On, Outcome, named};
 use crate::requests::ReqEntry;
 use crate::state::State;
 use crate::status;
 use madmpi::abi::{self, Status};
 use madmpi::error::{Error, ErrorClass};
 use madmpi::request::RawRequest;
+use std::ffi::c_int;
 use std::sync::Arc;
 
 /// An active request: its entry and its running (or completed, unreported) operation.
@@ -94,4 +95,82 @@ pub(crate) fn in_status(
     let what =
         format!("{failed} of {} completed requests failed (see the MPI_ERROR of their statuses)", done.len());
     Some(Fail { error: Error::new(ErrorClass::InStatus, what), comm: Some(first.comm.clone()) })
+}
+
+/// The operations of the active requests.
+pub(crate) fn ops(active: &[Option<Active>]) -> Vec<&RawRequest> {
+    active.iter().flatten().map(|a| &*a.op).collect()
+}
+
+/// Reports the completed one of `active` with the lowest index (`MPI_Waitany`, `MPI_Testany`).
+pub(crate) fn report_first(
+    st: &State,
+    handles: &mut [abi::Request],
+    active: &[Option<Active>],
+    index: &mut c_int,
+    status: Option<&mut Status>,
+) -> Result<bool, Fail> {
+    let Some((i, a)) = active
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| a.as_ref().filter(|a| a.op.is_complete()).map(|a| (i, a)))
+    else {
+        return Ok(false);
+    };
+    *index = i as c_int;
+    finish(st, &mut handles[i], a, status).on(&a.entry.comm)?;
+    Ok(true)
+}
+
+/// Reports every completed one of `active` (`MPI_Waitsome`, `MPI_Testsome`), in index order.
+pub(crate) fn report_some(
+    func: &str,
+    st: &State,
+    handles: &mut [abi::Request],
+    active: &[Option<Active>],
+    outcount: &mut c_int,
+    indices: &mut [c_int],
+    mut statuses: Option<&mut [Status]>,
+) -> Outcome {
+    let mut done = Vec::new();
+    for (i, a) in active.iter().enumerate() {
+        let Some(a) = a.as_ref().filter(|a| a.op.is_complete()) else { continue };
+        let k = done.len();
+        indices[k] = i as c_int;
+        let status = statuses.as_deref_mut().map(|s| &mut s[k]);
+        let r = finish(st, &mut handles[i], a, status);
+        done.push((k, r.err(), a.entry.clone()));
+    }
+    *outcount = done.len() as c_int;
+    in_status(func, &done, statuses).map_or(Ok(()), Err)
+}
+
+/// Reports every request of `active`, all complete (`MPI_Waitall`, `MPI_Testall`): inactive
+/// ones get the empty status.
+pub(crate) fn report_all(
+    func: &str,
+    st: &State,
+    handles: &mut [abi::Request],
+    active: &[Option<Active>],
+    mut statuses: Option<&mut [Status]>,
+) -> Outcome {
+    let mut done = Vec::new();
+    for (i, a) in active.iter().enumerate() {
+        let status = statuses.as_deref_mut().map(|s| &mut s[i]);
+        let Some(a) = a else {
+            status::empty(status);
+            continue;
+        };
+        let r = finish(st, &mut handles[i], a, status);
+        done.push((i, r.err(), a.entry.clone()));
+    }
+    if done.iter().any(|d| d.1.is_some())
+        && let Some(s) = statuses.as_deref_mut()
+    {
+        // Every status says how its request went, the null and inactive ones included.
+        for s in s.iter_mut() {
+            s.error = 0;
+        }
+    }
+    in_status(func, &done, statuses).map_or(Ok(()), Err)
 }

@@ -13,15 +13,14 @@
 //! then the output pointers in parameter order.
 
 use crate::check;
-use crate::completion::{Active, finish, in_status, progress_once};
-use crate::errors::{Fail, On, Outcome};
+use crate::completion::{Active, finish, ops, progress_once, report_all, report_first, report_some};
+use crate::errors::{Fail, On};
 use crate::export::export;
 use crate::state::{State, state};
 use crate::status;
 use madmpi::abi::{self, Status};
 use madmpi::completion::wait_any_complete;
 use madmpi::error::Error;
-use madmpi::request::RawRequest;
 use std::ffi::c_int;
 
 /// The checked request array of `count` handles (empty for a count of 0).
@@ -47,84 +46,6 @@ unsafe fn statuses<'a>(p: *mut Status, n: usize) -> Result<Option<&'a mut [Statu
     }
     // SAFETY: the caller's contract.
     unsafe { check::array(p, n, "array_of_statuses") }.map(Some)
-}
-
-/// The operations of the active requests.
-fn ops(active: &[Option<Active>]) -> Vec<&RawRequest> {
-    active.iter().flatten().map(|a| &*a.op).collect()
-}
-
-/// Reports the completed one of `active` with the lowest index (`MPI_Waitany`, `MPI_Testany`).
-fn report_first(
-    st: &State,
-    handles: &mut [abi::Request],
-    active: &[Option<Active>],
-    index: &mut c_int,
-    status: Option<&mut Status>,
-) -> Result<bool, Fail> {
-    let Some((i, a)) = active
-        .iter()
-        .enumerate()
-        .find_map(|(i, a)| a.as_ref().filter(|a| a.op.is_complete()).map(|a| (i, a)))
-    else {
-        return Ok(false);
-    };
-    *index = i as c_int;
-    finish(st, &mut handles[i], a, status).on(&a.entry.comm)?;
-    Ok(true)
-}
-
-/// Reports every completed one of `active` (`MPI_Waitsome`, `MPI_Testsome`), in index order.
-fn report_some(
-    func: &str,
-    st: &State,
-    handles: &mut [abi::Request],
-    active: &[Option<Active>],
-    outcount: &mut c_int,
-    indices: &mut [c_int],
-    mut statuses: Option<&mut [Status]>,
-) -> Outcome {
-    let mut done = Vec::new();
-    for (i, a) in active.iter().enumerate() {
-        let Some(a) = a.as_ref().filter(|a| a.op.is_complete()) else { continue };
-        let k = done.len();
-        indices[k] = i as c_int;
-        let status = statuses.as_deref_mut().map(|s| &mut s[k]);
-        let r = finish(st, &mut handles[i], a, status);
-        done.push((k, r.err(), a.entry.clone()));
-    }
-    *outcount = done.len() as c_int;
-    in_status(func, &done, statuses).map_or(Ok(()), Err)
-}
-
-/// Reports every request of `active`, all complete (`MPI_Waitall`, `MPI_Testall`): inactive
-/// ones get the empty status.
-fn report_all(
-    func: &str,
-    st: &State,
-    handles: &mut [abi::Request],
-    active: &[Option<Active>],
-    mut statuses: Option<&mut [Status]>,
-) -> Outcome {
-    let mut done = Vec::new();
-    for (i, a) in active.iter().enumerate() {
-        let status = statuses.as_deref_mut().map(|s| &mut s[i]);
-        let Some(a) = a else {
-            status::empty(status);
-            continue;
-        };
-        let r = finish(st, &mut handles[i], a, status);
-        done.push((i, r.err(), a.entry.clone()));
-    }
-    if done.iter().any(|d| d.1.is_some())
-        && let Some(s) = statuses.as_deref_mut()
-    {
-        // Every status says how its request went, the null and inactive ones included.
-        for s in s.iter_mut() {
-            s.error = 0;
-        }
-    }
-    in_status(func, &done, statuses).map_or(Ok(()), Err)
 }
 
 export! {
