@@ -82,7 +82,7 @@ mod tests {
             wait_any_complete(&refs);
             let (wall, cpu) = (t0.elapsed(), cpu_time() - cpu0);
             assert!(reqs[2].is_complete() && !reqs[0].is_complete() && !reqs[1].is_complete());
-            assert!(wall >= Duration::from_millis(200), "{wall:?}");
+            assert!(wall >= Duration::from_millis(50), "{wall:?}");
             assert!(cpu < wall / 2, "waiting took {cpu:?} of CPU in {wall:?}");
             assert!(reqs[0].cancel() && reqs[1].cancel());
             wait_any_complete(&[]);
