@@ -57,35 +57,43 @@ impl Pool {
         Some((a.base, a.size))
     }
 
-    /// Copies `bytes` into the buffer and starts sending them.
-    fn send(&self, comm: &Comm, bytes: &[u8], dest: Rank, tag: i32) -> Result<()> {
-        crate::p2p::check_tag("MPI_Bsend", tag)?;
+    /// Copies the `len` bytes `fill` writes into the buffer and starts sending them; `op` names
+    /// the call in error messages.
+    fn send(
+        &self,
+        comm: &Comm,
+        op: &str,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+        dest: Rank,
+        tag: i32,
+    ) -> Result<()> {
+        crate::p2p::check_tag(op, tag)?;
         if dest == Rank::ProcNull {
             return Ok(());
         }
         let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let Some(a) = guard.as_mut() else {
-            return Err(Error::buffer("MPI_Bsend: no buffer attached (MPI_Buffer_attach)"));
+            return Err(Error::buffer(format!("{op}: no buffer attached (MPI_Buffer_attach)")));
         };
         a.live.retain(|(_, _, r)| !r.is_complete());
-        let need = bytes.len() + MPI_BSEND_OVERHEAD as usize;
+        let need = len + MPI_BSEND_OVERHEAD as usize;
         let Some(at) = first_fit(&a.live, a.size, need) else {
             let used: usize = a.live.iter().map(|l| l.1).sum();
             return Err(Error::buffer(format!(
-                "MPI_Bsend: {} bytes (+{MPI_BSEND_OVERHEAD} overhead) do not fit in the attached buffer \
+                "{op}: {len} bytes (+{MPI_BSEND_OVERHEAD} overhead) do not fit in the attached buffer \
                  ({} bytes, {used} in use)",
-                bytes.len(),
                 a.size
             )));
         };
-        // SAFETY: `at + bytes.len() <= at + need <= size` (first_fit), inside the attached buffer,
-        // which no live message overlaps.
+        // SAFETY: `at + len <= at + need <= size` (first_fit), inside the attached buffer, which
+        // no live message overlaps.
         let dst = unsafe { a.base.add(at) };
-        // SAFETY: as above; `bytes` is the caller's memory, distinct from the attached buffer.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        // SAFETY: as above: `len` bytes of the attached buffer that nothing else uses now.
+        fill(unsafe { std::slice::from_raw_parts_mut(dst, len) });
         // SAFETY: the copy stays valid and unchanged until its request completes: its range is
         // reserved in `live` until then, and detach waits for it.
-        let data = unsafe { nmad::Data::from_raw(dst, bytes.len()) };
+        let data = unsafe { nmad::Data::from_raw(dst, len) };
         // SAFETY: as above.
         let r = unsafe { RawRequest::isend(comm, data, dest, tag, Mode::Standard) }?;
         let pos = a.live.partition_point(|l| l.0 < at);
@@ -112,7 +120,21 @@ impl Comm {
         // SAFETY: `T` has no padding (Equivalence): its memory is initialized bytes.
         let bytes =
             unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), std::mem::size_of_val(buf)) };
-        self.bsend_pool().send(self, bytes, dest, tag)
+        self.bsend_pool().send(self, "MPI_Bsend", bytes.len(), |b| b.copy_from_slice(bytes), dest, tag)
+    }
+
+    /// `MPI_Bsend` / `MPI_Ibsend` of the bytes `data` describes (any layout): packs them into
+    /// the attached buffer and returns; `op` names the call in error messages.
+    ///
+    /// # Safety
+    /// The memory `data` describes must be valid for reads during the call.
+    pub unsafe fn bsend_data(&self, op: &str, data: &nmad::Data, dest: Rank, tag: i32) -> Result<()> {
+        let fill = |out: &mut [u8]| {
+            // SAFETY: readable by the caller's contract; `out` is exactly `data.len()` bytes.
+            let n = unsafe { data.pack(0, out) };
+            debug_assert_eq!(n, out.len());
+        };
+        self.bsend_pool().send(self, op, data.len(), fill, dest, tag)
     }
 }
 
@@ -138,6 +160,9 @@ mod tests {
                     w.recv(&mut b, From::Rank(0), Tag::Tag(i as i32)).unwrap();
                     assert!(b.iter().all(|&v| v == i));
                 }
+                let mut packed = [0u32; 4];
+                w.recv(&mut packed, From::Rank(0), Tag::Tag(3)).unwrap();
+                assert_eq!(packed, [0, 2, 4, 6]);
                 return;
             }
             assert_eq!(w.bsend(&[1u8], Rank::Rank(1), 0).unwrap_err().class(), ErrorClass::Buffer);
@@ -152,10 +177,24 @@ mod tests {
             }
             let e = w.bsend(&[0u8; 1], Rank::Rank(1), 50).unwrap_err();
             assert_eq!(e.class(), ErrorClass::Buffer, "{e}");
+            // SAFETY: no memory (the call fails before reading any).
+            let e = unsafe { w.bsend_data("MPI_Ibsend", &nmad::Data::None, Rank::Rank(1), 50) }.unwrap_err();
+            assert!(e.message().starts_with("MPI_Ibsend: 0 bytes"), "{e}");
             w.send(&[1u8], Rank::Rank(1), 99).unwrap();
             let (p, n) = w.bsend_pool().detach().unwrap();
             assert_eq!((p, n), (space.as_mut_ptr(), size));
             assert!(w.bsend_pool().detach().is_none());
+            // A strided layout is packed into the buffer: every other u32 of 8.
+            let mut space = vec![0u8; 16 + MPI_BSEND_OVERHEAD as usize];
+            // SAFETY: `space` outlives the attachment (detached below).
+            unsafe { w.bsend_pool().attach(space.as_mut_ptr(), space.len()) }.unwrap();
+            let src: Vec<u32> = (0..8).collect();
+            let layout = std::sync::Arc::new(nmad::Strided { count: 4, block: 4, stride: 8 });
+            // SAFETY: the layout stays inside `src`, read during the call only.
+            let data = unsafe { nmad::Data::from_layout(src.as_ptr().cast_mut().cast(), layout) };
+            // SAFETY: as above.
+            unsafe { w.bsend_data("MPI_Bsend", &data, Rank::Rank(1), 3) }.unwrap();
+            w.bsend_pool().detach().unwrap();
         });
     }
 }

@@ -20,6 +20,7 @@ pub mod abi;
 pub mod attr;
 pub mod bsend;
 pub mod comm;
+pub mod completion;
 mod context;
 pub mod datatype;
 pub mod error;

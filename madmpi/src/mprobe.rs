@@ -8,26 +8,35 @@
 use crate::comm::{Comm, from_nmad};
 use crate::error::Result;
 use crate::p2p::{Equivalence, From, Status, Tag};
+use crate::request::RawRequest;
 use crate::tags;
 use nmad::{Data, Source};
 use std::pin::Pin;
 
-/// A message taken by a matched probe, to be received with [`Message::recv`].
-#[must_use = "a matched message must be received (dropping it drops the message)"]
+/// A message taken by a matched probe, to be received with [`Message::recv`] (or started
+/// receiving with [`Message::irecv_raw`]). Dropping it receives the message into nothing.
+#[must_use = "a matched message must be received (dropping it discards the message)"]
 pub struct Message {
-    inner: Option<(Pin<Box<nmad::Request>>, Comm)>,
+    /// The matched receive waiting for its buffer; `None` for `MPI_MESSAGE_NO_PROC`.
+    inner: Option<Pin<Box<nmad::Request>>>,
+    comm: Comm,
     status: Status,
 }
 
 impl Message {
     /// `MPI_MESSAGE_NO_PROC`: the matched probe of `MPI_PROC_NULL`.
-    fn no_proc() -> Message {
-        Message { inner: None, status: Status { source: None, tag: -1, bytes: 0 } }
+    fn no_proc(comm: &Comm) -> Message {
+        Message { inner: None, comm: comm.clone(), status: Status { source: None, tag: -1, bytes: 0 } }
     }
 
     /// The message's envelope and length.
     pub fn status(&self) -> Status {
         self.status
+    }
+
+    /// Whether this is `MPI_MESSAGE_NO_PROC` (the probe was of `MPI_PROC_NULL`).
+    pub fn is_no_proc(&self) -> bool {
+        self.inner.is_none()
     }
 
     /// Receives the message into `buf` (`MPI_Mrecv`); a longer message is `MPI_ERR_TRUNCATE`.
@@ -44,12 +53,37 @@ impl Message {
     /// # Safety
     /// `data` must be valid for writes until this returns.
     pub unsafe fn recv_raw(self, data: Data) -> Result<Status> {
-        let Some((req, comm)) = self.inner else { return Ok(self.status) };
-        // SAFETY: the caller keeps `data` valid; we wait below, before `req` is dropped.
-        unsafe { comm.session().unpack(req.as_ref(), data) }.map_err(from_nmad)?;
-        req.wait();
-        let st = req.result().expect("waited").map_err(from_nmad)?;
-        Ok(Status { bytes: st.received, ..self.status })
+        // SAFETY: the caller keeps `data` valid until we return, and we wait.
+        let r = unsafe { self.irecv_raw(data) }?;
+        r.wait()
+    }
+
+    /// Starts receiving the message into `data` (`MPI_Imrecv`): the request owns the message;
+    /// `MPI_MESSAGE_NO_PROC` gives a request complete at once with the empty status.
+    ///
+    /// # Safety
+    /// `data` must stay valid for writes until the request completes (or is dropped).
+    pub unsafe fn irecv_raw(mut self, data: Data) -> Result<RawRequest> {
+        let Some(req) = self.inner.take() else { return Ok(RawRequest::completed(&self.comm)) };
+        // SAFETY: the caller keeps `data` valid; the request, which owns `req`, waits for
+        // completion when dropped.
+        if let Err(e) = unsafe { self.comm.session().unpack(req.as_ref(), data) } {
+            self.inner = Some(req); // dropped with the message, which receives it into nothing
+            return Err(from_nmad(e));
+        }
+        Ok(RawRequest::matched_recv(req, &self.comm))
+    }
+}
+
+impl Drop for Message {
+    /// A matched message nobody received: receive it into no memory (a truncation, ignored),
+    /// so that the sender is released and the request completes before it is freed.
+    fn drop(&mut self) {
+        let Some(req) = self.inner.take() else { return };
+        // SAFETY: no memory is described, so none needs to stay valid.
+        if unsafe { self.comm.session().unpack(req.as_ref(), Data::None) }.is_ok() {
+            req.wait();
+        }
     }
 }
 
@@ -60,7 +94,7 @@ impl Comm {
         let src = match from {
             From::Rank(r) => Source::Rank(self.peer("MPI_Improbe", r)?),
             From::Any => Source::Any,
-            From::ProcNull => return Ok(Some(Message::no_proc())),
+            From::ProcNull => return Ok(Some(Message::no_proc(self))),
         };
         let req = Box::pin(nmad::Request::new());
         if !self.session().improbe(src, tm, req.as_ref()).map_err(from_nmad)? {
@@ -70,7 +104,7 @@ impl Comm {
         let st = req.status().expect("matched");
         let status =
             Status { source: self.rank_of_world(st.source), tag: tags::mpi_tag(st.tag), bytes: st.len };
-        Ok(Some(Message { inner: Some((req, self.clone())), status }))
+        Ok(Some(Message { inner: Some(req), comm: self.clone(), status }))
     }
 
     /// `MPI_Mprobe`: waits for a matching message and takes it.
@@ -101,6 +135,12 @@ mod tests {
                 for tag in 0..40 {
                     w.send(&vec![tag as u32; 1 + tag as usize * 100], Rank::Rank(0), tag).unwrap();
                 }
+                // For the nonblocking receive and the dropped messages below (one eager, one
+                // rendezvous: its send completes only once rank 0 drops it).
+                w.send(&[5u64; 3], Rank::Rank(0), 100).unwrap();
+                w.send(&[1u8; 8], Rank::Rank(0), 101).unwrap();
+                w.send(&vec![2u8; 1 << 20], Rank::Rank(0), 102).unwrap();
+                w.send(&[3u8; 2], Rank::Rank(0), 103).unwrap();
                 return;
             }
             let got: Vec<i32> = std::thread::scope(|inner| {
@@ -127,9 +167,27 @@ mod tests {
             let mut got = got;
             got.sort();
             assert_eq!(got, (0..40).collect::<Vec<_>>());
+            // A nonblocking receive owns its message; the message is gone from matching.
+            let m = w.mprobe(From::Rank(1), Tag::Tag(100)).unwrap();
+            let mut got = [0u64; 4];
+            // SAFETY: `got` outlives the request, waited for below.
+            let r = unsafe { m.irecv_raw(Data::from_raw(got.as_mut_ptr().cast(), 32)) }.unwrap();
+            assert!(!r.cancel(), "a matched message cannot be cancelled");
+            let st = r.wait().unwrap();
+            assert_eq!((st.source, st.tag, st.bytes, got), (Some(1), 100, 24, [5, 5, 5, 0]));
+            // Dropped messages are consumed (the rendezvous sender is released).
+            drop(w.mprobe(From::Rank(1), Tag::Tag(101)).unwrap());
+            drop(w.mprobe(From::Rank(1), Tag::Tag(102)).unwrap());
+            assert_eq!(w.recv(&mut [0u8; 2], From::Rank(1), Tag::Any).unwrap().tag, 103);
             assert!(w.improbe(From::Any, Tag::Any).unwrap().is_none());
             let np = w.improbe(From::ProcNull, Tag::Any).unwrap().unwrap();
+            assert!(np.is_no_proc());
             assert_eq!(np.recv(&mut [0u8; 1]).unwrap().source, None);
+            let np = w.mprobe(From::ProcNull, Tag::Any).unwrap();
+            // SAFETY: no memory.
+            let r = unsafe { np.irecv_raw(Data::None) }.unwrap();
+            assert!(r.is_complete());
+            assert_eq!(r.outcome().unwrap(), crate::request::Outcome::DONE);
             assert_eq!(w.mprobe(From::Rank(9), Tag::Any).err().unwrap().class(), ErrorClass::Rank);
         });
     }

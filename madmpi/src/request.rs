@@ -33,19 +33,29 @@ pub struct RawRequest {
 }
 
 /// What a completed operation left: its status, and its error if it failed. A truncated receive
-/// has both (what arrived, and `MPI_ERR_TRUNCATE`), which `MPI_Recv` reports together.
+/// has both (what arrived, and `MPI_ERR_TRUNCATE`), which `MPI_Recv` reports together. A
+/// cancelled receive is no failure: it completed with `cancelled` set (`MPI_Test_cancelled`),
+/// an empty status and no error.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     pub status: Status,
     pub error: Option<Error>,
+    pub cancelled: bool,
 }
 
 impl Outcome {
     /// The status of an operation with `MPI_PROC_NULL` (and of a send: no source, no tag).
     pub(crate) const EMPTY: Status = Status { source: None, tag: -1, bytes: 0 };
 
-    /// The outcome as a `Result` (the status is lost on error).
+    /// The outcome of an operation that completed at once with nothing to report.
+    pub const DONE: Outcome = Outcome { status: Outcome::EMPTY, error: None, cancelled: false };
+
+    /// The outcome as a `Result` (the status is lost on error; a cancellation is an error
+    /// here, the Rust API's way of reporting it).
     pub fn into_result(self) -> Result<Status> {
+        if self.cancelled {
+            return Err(Error::new(crate::error::ErrorClass::Other, "cancelled"));
+        }
         self.error.map_or(Ok(self.status), Err)
     }
 }
@@ -62,6 +72,18 @@ pub enum Mode {
 impl RawRequest {
     fn null(comm: &Comm) -> RawRequest {
         RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Null }
+    }
+
+    /// A request that is already complete, with an empty status: the request of an operation
+    /// done by the time it is returned (`MPI_Ibsend`, whose message was copied away).
+    pub fn completed(comm: &Comm) -> RawRequest {
+        RawRequest::null(comm)
+    }
+
+    /// The receive of a message matched by a probe, running in `inner` (see
+    /// [`crate::mprobe::Message`]).
+    pub(crate) fn matched_recv(inner: Pin<Box<nmad::Request>>, comm: &Comm) -> RawRequest {
+        RawRequest { inner, comm: comm.clone(), op: Op::Recv }
     }
 
     /// Starts sending `data` to `dest` with `tag`.
@@ -128,8 +150,9 @@ impl RawRequest {
         self.status().expect("completed")
     }
 
-    /// Cancels a receive that has not matched yet (`MPI_Cancel`); `true` if it was cancelled.
-    /// Sends cannot be cancelled once started (as in MPICH for sent messages).
+    /// Cancels a receive that has not matched yet (`MPI_Cancel`); `true` if it was cancelled
+    /// (it then completes with [`Outcome::cancelled`]). Sends cannot be cancelled once started
+    /// (as in MPICH for sent messages), nor can receives of messages matched by a probe.
     pub fn cancel(&self) -> bool {
         self.op == Op::Recv && self.comm.session().cancel(&self.inner)
     }
@@ -137,6 +160,11 @@ impl RawRequest {
     /// The nmad request (to wait on several at once).
     pub fn nmad(&self) -> &nmad::Request {
         &self.inner
+    }
+
+    /// The progression engine that completes this request.
+    pub(crate) fn pioman(&self) -> &pioman::Pioman {
+        self.comm.runtime_nmad().pioman()
     }
 }
 
@@ -147,13 +175,16 @@ fn outcome_of(
     r: std::result::Result<nmad::Status, nmad::Error>,
     status: Option<nmad::Status>,
 ) -> Outcome {
+    if let Err(nmad::Error::Cancelled) = r {
+        return Outcome { cancelled: true, ..Outcome::DONE };
+    }
     let status = match (op, status) {
         (Op::Recv, Some(st)) => {
             Status { source: comm.rank_of_world(st.source), tag: tags::mpi_tag(st.tag), bytes: st.received }
         }
         _ => Outcome::EMPTY,
     };
-    Outcome { status, error: r.err().map(from_nmad) }
+    Outcome { status, error: r.err().map(from_nmad), cancelled: false }
 }
 
 impl Comm {
@@ -185,7 +216,7 @@ impl Comm {
         let src = match from {
             From::Rank(r) => Source::Rank(self.peer(op, r)?),
             From::Any => Source::Any,
-            From::ProcNull => return Ok(Outcome { status: Outcome::EMPTY, error: None }),
+            From::ProcNull => return Ok(Outcome::DONE),
         };
         let req = std::pin::pin!(nmad::Request::new());
         // SAFETY: as in `send_data`.
@@ -244,16 +275,11 @@ pub fn wait_any(reqs: &mut Vec<Request<'_>>) -> Option<(usize, Result<Status>)> 
     if reqs.is_empty() {
         return None;
     }
-    loop {
-        if let Some(i) = reqs.iter().position(|r| r.raw.is_complete()) {
-            let r = reqs.remove(i);
-            return Some((i, r.wait()));
-        }
-        // Drive progress ourselves while nothing completed (the pioman policy may also have
-        // progression threads on it).
-        reqs[0].raw.comm.runtime_nmad().pioman().progress();
-        std::hint::spin_loop();
-    }
+    let raws: Vec<&RawRequest> = reqs.iter().map(|r| &r.raw).collect();
+    crate::completion::wait_any_complete(&raws);
+    let i = reqs.iter().position(|r| r.raw.is_complete()).expect("one completed");
+    let r = reqs.remove(i);
+    Some((i, r.wait()))
 }
 
 impl Comm {
@@ -342,7 +368,7 @@ mod tests {
             assert_eq!(bad.unwrap_err().class(), crate::error::ErrorClass::Rank);
             // SAFETY: no memory is involved.
             let null = unsafe { w.recv_data("MPI_Recv", Data::None, From::ProcNull, Tag::Any) }.unwrap();
-            assert_eq!(null, Outcome { status: Outcome::EMPTY, error: None });
+            assert_eq!(null, Outcome::DONE);
             // A posted receive completes under `test` alone.
             let mut b = [0u8; 4];
             // SAFETY: `b` outlives the request, which is waited for below.

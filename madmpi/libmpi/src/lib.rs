@@ -10,7 +10,9 @@
 //! - `export`: the `export!` macro (`PMPI_X` under a panic guard, `MPI_X` forwarding to it);
 //! - `state`: the global state (the universe after `MPI_Init`, the handle tables) and its
 //!   lifecycle; `table`: the sharded handle tables;
-//! - `comms`, `datatypes`, `requests`: handles to objects, with their error classes;
+//! - `comms`, `datatypes`, `requests`, `messages`: handles to objects, with their error
+//!   classes; `persistent`: starting persistent requests; `completion`: reporting completed
+//!   requests (statuses, `MPI_ERR_IN_STATUS`) and waiting on several;
 //! - `groups`: group handles; `attrs`: keyvals, attribute tables and C attribute callbacks;
 //! - `errors`: the path of a failure to its error handler and the code a call returns;
 //!   `errhandlers`: error handler handles (user handlers, reference counts);
@@ -21,11 +23,14 @@ pub mod api;
 mod attrs;
 mod check;
 mod comms;
+mod completion;
 mod datatypes;
 mod errhandlers;
 mod errors;
 mod export;
 mod groups;
+mod messages;
+mod persistent;
 mod requests;
 mod state;
 mod status;

@@ -11,6 +11,7 @@
 
 use crate::attrs::Keyvals;
 use crate::comms::CommObj;
+use crate::messages::MsgObj;
 use crate::requests::ReqEntry;
 use crate::table::Table;
 use arc_swap::ArcSwapOption;
@@ -41,6 +42,8 @@ pub(crate) struct State {
     pub(crate) requests: Table<Arc<ReqEntry>>,
     /// Freed requests whose operations were still running.
     pub(crate) detached: Mutex<Vec<Arc<ReqEntry>>>,
+    /// Messages taken by matched probes and not received yet.
+    pub(crate) messages: Table<Arc<MsgObj>>,
 }
 
 static STATE: ArcSwapOption<State> = ArcSwapOption::const_empty();
@@ -73,6 +76,7 @@ pub(crate) fn init(threading: Threading) -> Result<Threading, Error> {
         datatypes: Table::new(UserObject::Datatype),
         requests: Table::new(UserObject::Request),
         detached: Mutex::new(Vec::new()),
+        messages: Table::new(UserObject::Message),
     };
     let provided = state.threading;
     STATE.store(Some(Arc::new(state)));
@@ -90,6 +94,10 @@ pub(crate) fn finalize(st: Arc<State>) -> Result<(), Error> {
         return Err(Error::other("MPI_Finalize was already called"));
     };
     STATE.store(None);
+    // Buffered messages are delivered (MPI_Buffer_detach waits for them); matched messages
+    // nobody received are discarded.
+    let _ = st.world.comm.bsend_pool().detach();
+    drop(st.messages.drain());
     drop(st.take_all_requests());
     drop(st.comms.drain());
     drop(st.groups.drain());

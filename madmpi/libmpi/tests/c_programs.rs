@@ -271,3 +271,23 @@ fn fatal_errors_and_abort_end_the_job() {
         }
     }
 }
+
+#[test]
+fn send_modes_buffered_sends_and_sendrecv_replace() {
+    passes("p2p_modes");
+}
+
+#[test]
+fn waits_and_tests_on_several_requests_and_cancellation() {
+    passes("multiwait");
+}
+
+#[test]
+fn persistent_requests_start_again_and_again() {
+    passes("persistent");
+}
+
+#[test]
+fn matched_probes_under_mpi_thread_multiple() {
+    passes("mprobe");
+}

@@ -1,9 +1,11 @@
 //! The exported functions, one file per chapter of the standard: [`env`](mod@env) (initialization,
 //! threads, identification, timers, abort), [`errh`] (error handlers and strings), [`comm`]
 //! (communicator queries, names, free), [`comm_create`] (dup, split, create), [`group`]
-//! (groups), [`attr`] (keyvals and attributes), [`datatype`] (the first derived-datatype
-//! calls), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (nonblocking
-//! operations and completion).
+//! (groups), [`attr`] (keyvals and attributes), [`datatype`] (every datatype call, pack and
+//! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
+//! nonblocking operations, freeing and cancelling requests), [`completion`] (waits and tests),
+//! [`buffered`] (buffered sends and the attached buffer), [`mprobe`] (matched probes and
+//! receives), [`persistent`] (persistent requests).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -12,14 +14,18 @@
 //! Owns the C signatures and the order of the checks; it must not implement MPI semantics.
 
 pub mod attr;
+pub mod buffered;
 pub mod comm;
 pub mod comm_create;
+pub mod completion;
 pub mod datatype;
 pub mod env;
 pub mod errh;
 pub mod group;
+pub mod mprobe;
 pub mod nonblocking;
 pub mod p2p;
+pub mod persistent;
 
 use crate::check;
 use madmpi::datatype::Datatype;

@@ -1,5 +1,9 @@
-//! Blocking point-to-point: `MPI_Send`, `MPI_Ssend`, `MPI_Recv`, `MPI_Sendrecv`, `MPI_Probe`,
-//! `MPI_Iprobe`, and `MPI_Get_count`. The argument checks here serve the nonblocking calls too.
+//! Blocking point-to-point: `MPI_Send`, `MPI_Ssend`, `MPI_Rsend`, `MPI_Recv`, `MPI_Sendrecv`,
+//! `MPI_Sendrecv_replace`, `MPI_Probe`, `MPI_Iprobe`, and `MPI_Get_count`. The argument checks
+//! here serve the nonblocking, buffered, persistent and matched calls too.
+//!
+//! Check order (MPICH 4.0.2, observed): communicator, count, datatype, buffer, rank, tag, then
+//! the status or request pointer.
 
 use super::data;
 use crate::check;
@@ -29,7 +33,7 @@ pub(super) struct Recv {
     pub(super) tag: Tag,
 }
 
-/// Checks the arguments of a send on `c`, in MPICH's order (count, datatype, rank, tag, buffer).
+/// Checks the arguments of a send on `c`, in MPICH's order (count, datatype, buffer, rank, tag).
 ///
 /// # Safety
 /// The memory the type map addresses from `buf` must stay valid for reads until the send
@@ -45,10 +49,10 @@ pub(super) unsafe fn send_args(
 ) -> Result<Send, Fail> {
     let count = check::count(count).on(c)?;
     let ty = st.committed_datatype(datatype).on(c)?;
-    let dest = check::dest(&c.comm, dest).on(c)?;
-    let tag = check::send_tag(tag).on(c)?;
     // SAFETY: the caller's contract.
     let data = unsafe { checked_data(c, &ty, buf, count) }?;
+    let dest = check::dest(&c.comm, dest).on(c)?;
+    let tag = check::send_tag(tag).on(c)?;
     Ok(Send { data, dest, tag })
 }
 
@@ -68,16 +72,19 @@ pub(super) unsafe fn recv_args(
 ) -> Result<Recv, Fail> {
     let count = check::count(count).on(c)?;
     let ty = st.committed_datatype(datatype).on(c)?;
-    let from = check::source(&c.comm, source).on(c)?;
-    let tag = check::recv_tag(tag).on(c)?;
     // SAFETY: the caller's contract.
     let data = unsafe { checked_data(c, &ty, buf, count) }?;
+    let from = check::source(&c.comm, source).on(c)?;
+    let tag = check::recv_tag(tag).on(c)?;
     Ok(Recv { data, from, tag })
 }
 
+/// The description of a communication buffer, checked (`MPI_ERR_BUFFER` for a null buffer
+/// with data).
+///
 /// # Safety
 /// As [`super::data`].
-unsafe fn checked_data(
+pub(super) unsafe fn checked_data(
     c: &Arc<CommObj>,
     ty: &Datatype,
     buf: *const c_void,
@@ -88,7 +95,7 @@ unsafe fn checked_data(
     unsafe { data(ty, buf, count) }.on(c)
 }
 
-/// `MPI_Send` and `MPI_Ssend`.
+/// `MPI_Send`, `MPI_Ssend` and `MPI_Rsend`.
 ///
 /// # Safety
 /// `buf` as for [`send_args`], until this returns.
@@ -136,6 +143,20 @@ export! {
     ) {
         // SAFETY: as in MPI_Send.
         unsafe { send("MPI_Ssend", Mode::Synchronous, buf, count, datatype, dest, tag, comm) }
+    }
+
+    /// `MPI_Rsend`: a standard send (MPI lets a ready send be one; a ready send with no receive
+    /// posted is erroneous, and not detected).
+    fn MPI_Rsend / PMPI_Rsend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: abi::Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: abi::Comm,
+    ) {
+        // SAFETY: as in MPI_Send.
+        unsafe { send("MPI_Rsend", Mode::Standard, buf, count, datatype, dest, tag, comm) }
     }
 
     /// `MPI_Recv`: a longer message than the buffer is `MPI_ERR_TRUNCATE`, with the status of
@@ -190,6 +211,44 @@ export! {
         let recv = unsafe { RawRequest::irecv(&c.comm, r.data, r.from, r.tag) }.on(&c)?;
         // SAFETY: as above.
         unsafe { c.comm.send_data("MPI_Sendrecv", s.data, s.dest, s.tag, Mode::Standard) }.on(&c)?;
+        let _ = recv.wait();
+        let o = recv.outcome().expect("waited for");
+        status::fill(status, &o.status);
+        o.error.map_or(Ok(()), Err).on(&c)
+    }
+
+    /// `MPI_Sendrecv_replace`: the message in `buf` (any datatype) is packed into a temporary
+    /// buffer, then the receive into `buf` is posted and the packed bytes sent. Checks as
+    /// MPICH: count, datatype, buffer, dest, sendtag, source, recvtag, status.
+    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: abi::Datatype,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: abi::Comm,
+        status: *mut abi::Status,
+    ) {
+        let st = state()?;
+        let c = st.comm(comm)?;
+        // SAFETY: `buf` is readable and writable (MPI's contract) during this blocking call.
+        let s = unsafe { send_args(&st, &c, buf, count, datatype, dest, sendtag) }?;
+        let from = check::source(&c.comm, source).on(&c)?;
+        let tag = check::recv_tag(recvtag).on(&c)?;
+        // SAFETY: an output argument.
+        let status = unsafe { check::status(status) }.on(&c)?;
+        let mut packed = vec![0u8; s.data.len()];
+        // SAFETY: the data is readable (MPI's contract); `packed` is exactly its length.
+        unsafe { s.data.pack(0, &mut packed) };
+        // SAFETY: as above; the receive is waited for (or dropped, which cancels or waits)
+        // before this returns.
+        let recv = unsafe { RawRequest::irecv(&c.comm, s.data, from, tag) }.on(&c)?;
+        // SAFETY: `packed` outlives the blocking send.
+        let out = unsafe { nmad::Data::from_raw(packed.as_mut_ptr(), packed.len()) };
+        // SAFETY: as above.
+        unsafe { c.comm.send_data("MPI_Sendrecv_replace", out, s.dest, s.tag, Mode::Standard) }.on(&c)?;
         let _ = recv.wait();
         let o = recv.outcome().expect("waited for");
         status::fill(status, &o.status);

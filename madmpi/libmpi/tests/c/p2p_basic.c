@@ -72,11 +72,13 @@ static void error_handling(void)
     CHECK_ERR(MPI_Send(NULL, 3, MPI_INT, peer, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER, "null buffer");
     CHECK_ERR(MPI_Send(buf, 1, MPI_INT, peer, 0, MPI_COMM_NULL), MPI_ERR_COMM, "communicator");
     CHECK_ERR(MPI_Send(buf, 1, MPI_INT, peer, 0, (MPI_Comm)0x84000123), MPI_ERR_COMM, "communicator");
-    /* MPICH's order: communicator, count, datatype, rank, tag, buffer. */
+    /* MPICH's order (4.0.2, observed): communicator, count, datatype, buffer, rank, tag. */
     CHECK_ERR(MPI_Send(NULL, -1, MPI_DATATYPE_NULL, size, -1, MPI_COMM_WORLD), MPI_ERR_COUNT, "count");
     CHECK_ERR(MPI_Send(NULL, 1, MPI_DATATYPE_NULL, size, -1, MPI_COMM_WORLD), MPI_ERR_TYPE, "datatype");
-    CHECK_ERR(MPI_Send(NULL, 1, MPI_INT, size, -1, MPI_COMM_WORLD), MPI_ERR_RANK, "rank");
-    CHECK_ERR(MPI_Send(NULL, 1, MPI_INT, peer, -1, MPI_COMM_WORLD), MPI_ERR_TAG, "tag");
+    CHECK_ERR(MPI_Send(NULL, 1, MPI_INT, size, -1, MPI_COMM_WORLD), MPI_ERR_BUFFER, "null buffer");
+    CHECK_ERR(MPI_Send(buf, 1, MPI_INT, size, -1, MPI_COMM_WORLD), MPI_ERR_RANK, "rank");
+    CHECK_ERR(MPI_Send(buf, 1, MPI_INT, peer, -1, MPI_COMM_WORLD), MPI_ERR_TAG, "tag");
+    CHECK_ERR(MPI_Recv(NULL, 1, MPI_INT, size, -1, MPI_COMM_WORLD, NULL), MPI_ERR_BUFFER, "null buffer");
     CHECK_ERR(MPI_Ssend(buf, 1, MPI_INT, size + 3, 0, MPI_COMM_WORLD), MPI_ERR_RANK, "MPI_Ssend");
     CHECK_ERR(MPI_Recv(buf, 1, MPI_INT, size + 1, 0, MPI_COMM_WORLD, &st), MPI_ERR_RANK, "MPI_Recv");
     CHECK_ERR(MPI_Recv(buf, 1, MPI_INT, -3, 0, MPI_COMM_WORLD, &st), MPI_ERR_RANK, "rank -3");

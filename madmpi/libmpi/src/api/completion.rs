@@ -1,0 +1,296 @@
+//! Completion: `MPI_Wait`, `MPI_Test`, `MPI_Waitany`, `MPI_Testany`, `MPI_Waitall`,
+//! `MPI_Testall`, `MPI_Waitsome`, `MPI_Testsome`, `MPI_Request_get_status`,
+//! `MPI_Test_cancelled`.
+//!
+//! A completed request is removed from the table and its handle set to `MPI_REQUEST_NULL`; a
+//! persistent one becomes inactive instead. Null handles and inactive requests complete at
+//! once with an empty status; the `any`/`some` forms ignore them (`MPI_UNDEFINED` when there
+//! is nothing else). Errors of an operation go to the handler of its communicator; the
+//! `some`/`all` forms report them as `MPI_ERR_IN_STATUS`. Waits on several requests drive
+//! progress and nap on pioman conditions ([`madmpi::completion`]); none holds a lock.
+//!
+//! Arguments are checked in MPICH's order: count, the request array and each handle in it,
+//! then the output pointers in parameter order.
+
+use crate::check;
+use crate::completion::{Active, finish, ops, progress_once, report_all, report_first, report_some};
+use crate::errors::{Fail, On};
+use crate::export::export;
+use crate::state::{State, state};
+use crate::status;
+use madmpi::abi::{self, Status};
+use madmpi::completion::wait_any_complete;
+use madmpi::error::Error;
+use std::ffi::c_int;
+
+/// The checked request array of `count` handles (empty for a count of 0).
+///
+/// # Safety
+/// A non-null `p` must be valid for `count` handles, read and written.
+unsafe fn requests<'a>(count: c_int, p: *mut abi::Request) -> Result<&'a mut [abi::Request], Error> {
+    let n = check::count(count)? as usize;
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { check::array(p, n, "array_of_requests") }
+}
+
+/// The checked status array of `n` entries: `None` for `MPI_STATUSES_IGNORE`.
+///
+/// # Safety
+/// A non-null `p` other than `MPI_STATUSES_IGNORE` must be valid for `n` statuses.
+unsafe fn statuses<'a>(p: *mut Status, n: usize) -> Result<Option<&'a mut [Status]>, Error> {
+    if p as usize == abi::MPI_STATUSES_IGNORE || n == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { check::array(p, n, "array_of_statuses") }.map(Some)
+}
+
+export! {
+    /// `MPI_Wait`.
+    fn MPI_Wait / PMPI_Wait(request: *mut abi::Request, status: *mut Status) {
+        let st = state()?;
+        // SAFETY: an in-out argument.
+        let handle = unsafe { check::out(request, "request") }?;
+        let active = st.active(*handle)?;
+        // SAFETY: an output argument.
+        let status = unsafe { check::status(status) }?;
+        let Some(a) = active else {
+            status::empty(status);
+            return Ok(());
+        };
+        let _ = a.op.wait();
+        finish(&st, handle, &a, status).on(&a.entry.comm)
+    }
+
+    /// `MPI_Test`.
+    fn MPI_Test / PMPI_Test(request: *mut abi::Request, flag: *mut c_int, status: *mut Status) {
+        let st = state()?;
+        // SAFETY: an in-out argument.
+        let handle = unsafe { check::out(request, "request") }?;
+        let active = st.active(*handle)?;
+        // SAFETY: output arguments.
+        let flag = unsafe { check::out(flag, "flag") }?;
+        // SAFETY: as above.
+        let status = unsafe { check::status(status) }?;
+        let Some(a) = active else {
+            *flag = 1;
+            status::empty(status);
+            return Ok(());
+        };
+        *flag = c_int::from(a.op.test());
+        if *flag == 0 {
+            return Ok(());
+        }
+        finish(&st, handle, &a, status).on(&a.entry.comm)
+    }
+
+    /// `MPI_Waitany`: completes one active request, the lowest-indexed of those complete; its
+    /// error is the call's (not `MPI_ERR_IN_STATUS`). `MPI_UNDEFINED` if none is active.
+    fn MPI_Waitany / PMPI_Waitany(count: c_int, array_of_requests: *mut abi::Request, indx: *mut c_int, status: *mut Status) {
+        let st = state()?;
+        // SAFETY: an array of `count` requests (MPI's contract).
+        let handles = unsafe { requests(count, array_of_requests) }?;
+        let active = st.all_active(handles)?;
+        // SAFETY: output arguments.
+        let index = unsafe { check::out(indx, "indx") }?;
+        // SAFETY: as above.
+        let status = unsafe { check::status(status) }?;
+        *index = abi::MPI_UNDEFINED;
+        let ops = ops(&active);
+        if ops.is_empty() {
+            status::empty(status);
+            return Ok(());
+        }
+        wait_any_complete(&ops);
+        let reported = report_first(&st, handles, &active, index, status)?;
+        debug_assert!(reported);
+        Ok(())
+    }
+
+    /// `MPI_Testany`: `flag` 1 with the index of a completed request, or with `MPI_UNDEFINED`
+    /// if none is active; else `flag` 0.
+    fn MPI_Testany / PMPI_Testany(
+        count: c_int,
+        array_of_requests: *mut abi::Request,
+        indx: *mut c_int,
+        flag: *mut c_int,
+        status: *mut Status,
+    ) {
+        let st = state()?;
+        // SAFETY: an array of `count` requests (MPI's contract).
+        let handles = unsafe { requests(count, array_of_requests) }?;
+        let active = st.all_active(handles)?;
+        // SAFETY: output arguments.
+        let index = unsafe { check::out(indx, "indx") }?;
+        // SAFETY: as above.
+        let flag = unsafe { check::out(flag, "flag") }?;
+        // SAFETY: as above.
+        let status = unsafe { check::status(status) }?;
+        *index = abi::MPI_UNDEFINED;
+        let ops = ops(&active);
+        if ops.is_empty() {
+            *flag = 1;
+            status::empty(status);
+            return Ok(());
+        }
+        progress_once(&ops);
+        *flag = 0;
+        *flag = c_int::from(report_first(&st, handles, &active, index, status)?);
+        Ok(())
+    }
+
+    /// `MPI_Waitall`: on failure, `MPI_ERR_IN_STATUS` with each status's `MPI_ERROR` set.
+    fn MPI_Waitall / PMPI_Waitall(count: c_int, array_of_requests: *mut abi::Request, array_of_statuses: *mut Status) {
+        let st = state()?;
+        // SAFETY: an array of `count` requests (MPI's contract).
+        let handles = unsafe { requests(count, array_of_requests) }?;
+        let active = st.all_active(handles)?;
+        // SAFETY: an array of `count` statuses (MPI's contract).
+        let statuses = unsafe { statuses(array_of_statuses, handles.len()) }?;
+        for a in active.iter().flatten() {
+            let _ = a.op.wait();
+        }
+        report_all("MPI_Waitall", &st, handles, &active, statuses)
+    }
+
+    /// `MPI_Testall`: `flag` 1 and every request reported if all are complete; else `flag` 0
+    /// and nothing changes.
+    fn MPI_Testall / PMPI_Testall(
+        count: c_int,
+        array_of_requests: *mut abi::Request,
+        flag: *mut c_int,
+        array_of_statuses: *mut Status,
+    ) {
+        let st = state()?;
+        // SAFETY: an array of `count` requests (MPI's contract).
+        let handles = unsafe { requests(count, array_of_requests) }?;
+        let active = st.all_active(handles)?;
+        // SAFETY: an output argument.
+        let flag = unsafe { check::out(flag, "flag") }?;
+        // SAFETY: an array of `count` statuses (MPI's contract).
+        let statuses = unsafe { statuses(array_of_statuses, handles.len()) }?;
+        let ops = ops(&active);
+        if let Some(op) = ops.iter().find(|op| !op.is_complete()) {
+            op.test(); // drives progress once
+        }
+        *flag = c_int::from(ops.iter().all(|op| op.is_complete()));
+        if *flag == 0 {
+            return Ok(());
+        }
+        report_all("MPI_Testall", &st, handles, &active, statuses)
+    }
+
+    /// `MPI_Waitsome`: waits until some active request completes, then reports all those
+    /// complete; `outcount` is `MPI_UNDEFINED` if none is active.
+    fn MPI_Waitsome / PMPI_Waitsome(
+        incount: c_int,
+        array_of_requests: *mut abi::Request,
+        outcount: *mut c_int,
+        array_of_indices: *mut c_int,
+        array_of_statuses: *mut Status,
+    ) {
+        let st = state()?;
+        // SAFETY: MPI's contract for every argument.
+        let (handles, active, outcount, indices, statuses) =
+            unsafe { some_args(&st, incount, array_of_requests, outcount, array_of_indices, array_of_statuses) }?;
+        let ops = ops(&active);
+        if ops.is_empty() {
+            *outcount = abi::MPI_UNDEFINED;
+            return Ok(());
+        }
+        wait_any_complete(&ops);
+        report_some("MPI_Waitsome", &st, handles, &active, outcount, indices, statuses)
+    }
+
+    /// `MPI_Testsome`: reports the active requests that are complete (`outcount` may be 0);
+    /// `MPI_UNDEFINED` if none is active.
+    fn MPI_Testsome / PMPI_Testsome(
+        incount: c_int,
+        array_of_requests: *mut abi::Request,
+        outcount: *mut c_int,
+        array_of_indices: *mut c_int,
+        array_of_statuses: *mut Status,
+    ) {
+        let st = state()?;
+        // SAFETY: MPI's contract for every argument.
+        let (handles, active, outcount, indices, statuses) =
+            unsafe { some_args(&st, incount, array_of_requests, outcount, array_of_indices, array_of_statuses) }?;
+        let ops = ops(&active);
+        if ops.is_empty() {
+            *outcount = abi::MPI_UNDEFINED;
+            return Ok(());
+        }
+        progress_once(&ops);
+        report_some("MPI_Testsome", &st, handles, &active, outcount, indices, statuses)
+    }
+
+    /// `MPI_Request_get_status`: `MPI_Test` without freeing or deactivating the request; a
+    /// failed operation's error is returned (as MPICH), and again by the call that completes it.
+    fn MPI_Request_get_status / PMPI_Request_get_status(request: abi::Request, flag: *mut c_int, status: *mut Status) {
+        let st = state()?;
+        let active = st.active(request)?;
+        // SAFETY: output arguments.
+        let flag = unsafe { check::out(flag, "flag") }?;
+        // SAFETY: as above.
+        let status = unsafe { check::status(status) }?;
+        let Some(a) = active else {
+            *flag = 1;
+            status::empty(status);
+            return Ok(());
+        };
+        *flag = c_int::from(a.op.test());
+        if *flag == 0 {
+            return Ok(());
+        }
+        let o = a.op.outcome().expect("completed");
+        status::outcome(status, &o);
+        o.error.map_or(Ok(()), Err).on(&a.entry.comm)
+    }
+
+    /// `MPI_Test_cancelled`: whether the status is that of a cancelled operation.
+    /// (`MPI_STATUS_IGNORE` is `MPI_ERR_ARG` here; MPICH reads through it and crashes.)
+    fn MPI_Test_cancelled / PMPI_Test_cancelled(status: *const Status, flag: *mut c_int) {
+        // SAFETY: an input argument (MPI's contract).
+        let status = unsafe { check::status_in(status) }?;
+        // SAFETY: an output argument.
+        let flag = unsafe { check::out(flag, "flag") }?;
+        *flag = c_int::from(status.cancelled());
+        Ok(())
+    }
+}
+
+/// The checked arguments of `MPI_Waitsome` / `MPI_Testsome`.
+type SomeArgs<'a> =
+    (&'a mut [abi::Request], Vec<Option<Active>>, &'a mut c_int, &'a mut [c_int], Option<&'a mut [Status]>);
+
+/// Checks the arguments of `MPI_Waitsome` / `MPI_Testsome` in MPICH's order.
+///
+/// # Safety
+/// MPI's contract: arrays of `incount` elements, `outcount` writable.
+unsafe fn some_args<'a>(
+    st: &State,
+    incount: c_int,
+    array_of_requests: *mut abi::Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut Status,
+) -> Result<SomeArgs<'a>, Fail> {
+    // SAFETY: the caller's contract.
+    let handles = unsafe { requests(incount, array_of_requests) }?;
+    let active = st.all_active(handles)?;
+    // SAFETY: as above.
+    let outcount = unsafe { check::out(outcount, "outcount") }?;
+    let n = handles.len();
+    let indices: &mut [c_int] = if n == 0 {
+        &mut []
+    } else {
+        // SAFETY: as above.
+        unsafe { check::array(array_of_indices, n, "array_of_indices") }?
+    };
+    // SAFETY: as above.
+    let statuses = unsafe { statuses(array_of_statuses, n) }?;
+    Ok((handles, active, outcount, indices, statuses))
+}

@@ -1,0 +1,176 @@
+//! Completing requests for the C calls (`MPI_Wait`, `MPI_Test` and their `any`/`some`/`all`
+//! forms): resolving arrays of handles, reporting a completed operation (its status, the
+//! request retired, or made inactive if persistent), and the `MPI_ERR_IN_STATUS` convention.
+//!
+//! Null handles and inactive persistent requests resolve to "nothing to complete". Nothing
+//! here waits with a table lock held: entries and operations are `Arc`s cloned out first.
+//!
+//! Owns the reporting of completions; it must not decide when a call waits or returns (the
+//! `api` layer does) nor start operations.
+
+use crate::errors::{Fail, On, Outcome, named};
+use crate::requests::ReqEntry;
+use crate::state::State;
+use crate::status;
+use madmpi::abi::{self, Status};
+use madmpi::error::{Error, ErrorClass};
+use madmpi::request::RawRequest;
+use std::ffi::c_int;
+use std::sync::Arc;
+
+/// An active request: its entry and its running (or completed, unreported) operation.
+pub(crate) struct Active {
+    pub(crate) entry: Arc<ReqEntry>,
+    pub(crate) op: Arc<RawRequest>,
+}
+
+impl State {
+    /// The active request of handle `h`: `None` for `MPI_REQUEST_NULL` and inactive persistent
+    /// requests, `MPI_ERR_REQUEST` for an invalid handle.
+    pub(crate) fn active(&self, h: abi::Request) -> Result<Option<Active>, Error> {
+        Ok(self.request(h)?.and_then(|entry| entry.op().map(|op| Active { entry, op })))
+    }
+
+    /// The active requests of an array, all resolved before anything completes (an invalid
+    /// handle fails the call, naming its position as MPICH does).
+    pub(crate) fn all_active(&self, handles: &[abi::Request]) -> Result<Vec<Option<Active>>, Error> {
+        handles
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| {
+                self.active(h)
+                    .map_err(|e| Error::new(e.class(), format!("array_of_requests[{i}]: {}", e.message())))
+            })
+            .collect()
+    }
+}
+
+/// Reports the completed operation of `a`, whose handle is `*handle`: fills `status`, forgets
+/// the request (its handle becomes `MPI_REQUEST_NULL`) or, if persistent, makes it inactive.
+/// The operation's error if it failed.
+pub(crate) fn finish(
+    st: &State,
+    handle: &mut abi::Request,
+    a: &Active,
+    status: Option<&mut Status>,
+) -> Result<(), Error> {
+    let o = a.op.outcome().expect("completed");
+    if a.entry.persistent.is_some() {
+        a.entry.set_op(None);
+    } else {
+        st.retire_request(*handle);
+        *handle = abi::MPI_REQUEST_NULL;
+    }
+    status::outcome(status, &o);
+    o.error.map_or(Ok(()), Err)
+}
+
+/// Drives progress once unless some operation of `ops` already completed (the `MPI_Test`
+/// family: a program polling with them must see its messages arrive without progression
+/// threads).
+pub(crate) fn progress_once(ops: &[&RawRequest]) {
+    if !ops.iter().any(|op| op.is_complete())
+        && let Some(first) = ops.first()
+    {
+        first.test();
+    }
+}
+
+/// The failure of a multiple completion `func` that reported `done` operations, as
+/// `(status slot, error if it failed, entry)`: `None` if none failed; else `MPI_ERR_IN_STATUS`
+/// (as MPICH, with `MPI_STATUSES_IGNORE` too), with the `MPI_ERROR` of each reported status
+/// set: `MPI_SUCCESS` or the operation's error code.
+pub(crate) fn in_status(
+    func: &str,
+    done: &[(usize, Option<Error>, Arc<ReqEntry>)],
+    statuses: Option<&mut [Status]>,
+) -> Option<Fail> {
+    let failed = done.iter().filter(|d| d.1.is_some()).count();
+    let (_, _, first) = done.iter().find(|d| d.1.is_some())?;
+    if let Some(statuses) = statuses {
+        for (slot, e, _) in done {
+            statuses[*slot].error = e.as_ref().map_or(0, |e| named(func, e.clone()).code());
+        }
+    }
+    let what =
+        format!("{failed} of {} completed requests failed (see the MPI_ERROR of their statuses)", done.len());
+    Some(Fail { error: Error::new(ErrorClass::InStatus, what), comm: Some(first.comm.clone()) })
+}
+
+/// The operations of the active requests.
+pub(crate) fn ops(active: &[Option<Active>]) -> Vec<&RawRequest> {
+    active.iter().flatten().map(|a| &*a.op).collect()
+}
+
+/// Reports the completed one of `active` with the lowest index (`MPI_Waitany`, `MPI_Testany`).
+pub(crate) fn report_first(
+    st: &State,
+    handles: &mut [abi::Request],
+    active: &[Option<Active>],
+    index: &mut c_int,
+    status: Option<&mut Status>,
+) -> Result<bool, Fail> {
+    let Some((i, a)) = active
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| a.as_ref().filter(|a| a.op.is_complete()).map(|a| (i, a)))
+    else {
+        return Ok(false);
+    };
+    *index = i as c_int;
+    finish(st, &mut handles[i], a, status).on(&a.entry.comm)?;
+    Ok(true)
+}
+
+/// Reports every completed one of `active` (`MPI_Waitsome`, `MPI_Testsome`), in index order.
+pub(crate) fn report_some(
+    func: &str,
+    st: &State,
+    handles: &mut [abi::Request],
+    active: &[Option<Active>],
+    outcount: &mut c_int,
+    indices: &mut [c_int],
+    mut statuses: Option<&mut [Status]>,
+) -> Outcome {
+    let mut done = Vec::new();
+    for (i, a) in active.iter().enumerate() {
+        let Some(a) = a.as_ref().filter(|a| a.op.is_complete()) else { continue };
+        let k = done.len();
+        indices[k] = i as c_int;
+        let status = statuses.as_deref_mut().map(|s| &mut s[k]);
+        let r = finish(st, &mut handles[i], a, status);
+        done.push((k, r.err(), a.entry.clone()));
+    }
+    *outcount = done.len() as c_int;
+    in_status(func, &done, statuses).map_or(Ok(()), Err)
+}
+
+/// Reports every request of `active`, all complete (`MPI_Waitall`, `MPI_Testall`): inactive
+/// ones get the empty status.
+pub(crate) fn report_all(
+    func: &str,
+    st: &State,
+    handles: &mut [abi::Request],
+    active: &[Option<Active>],
+    mut statuses: Option<&mut [Status]>,
+) -> Outcome {
+    let mut done = Vec::new();
+    for (i, a) in active.iter().enumerate() {
+        let status = statuses.as_deref_mut().map(|s| &mut s[i]);
+        let Some(a) = a else {
+            status::empty(status);
+            continue;
+        };
+        let r = finish(st, &mut handles[i], a, status);
+        done.push((i, r.err(), a.entry.clone()));
+    }
+    if done.iter().any(|d| d.1.is_some())
+        && let Some(s) = statuses.as_deref_mut()
+    {
+        // Every status says how its request went, the null and inactive ones included.
+        for s in s.iter_mut() {
+            s.error = 0;
+        }
+    }
+    in_status(func, &done, statuses).map_or(Ok(()), Err)
+}
