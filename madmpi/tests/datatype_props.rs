@@ -155,9 +155,12 @@ proptest! {
         let bytes = if size == 0 { bytes % 2 } else { bytes % (3 * size + 1) };
         let count = if size == 0 { (bytes == 0).then_some(0) } else { bytes.is_multiple_of(size).then(|| bytes / size) };
         prop_assert_eq!(t.get_count(bytes), count);
-        // A basic type counts whole elements only; others count the whole basic elements.
+        // A basic type counts whole elements only, and so does MPI_2INT (MPICH 4.0.2 handles it
+        // as a basic type of two elements); others count the whole basic elements.
         let expected = if size == 0 || matches!(&spec, Spec::Named(p) if p.is_basic()) {
             count
+        } else if matches!(&spec, Spec::Named(Predefined::TwoInt)) {
+            count.map(|n| n * 2)
         } else {
             let mut rem = bytes % size;
             let whole = sig.iter().take_while(|&&s| { let fits = s <= rem; if fits { rem -= s; } fits }).count();
