@@ -152,6 +152,9 @@ fn show_names_the_header_and_the_library_and_compile_steps_do_not_link() {
     assert!(show(&["-link-info"]).contains("-lmpi"));
     // Flags without an input pass through: the compiler's own version.
     assert!(show(&["--version"]).to_lowercase().contains("copyright"));
+    let mut cxx = Command::new(dir.join("mpicxx"));
+    cxx.args(["-show", "-c", "a.cc"]).env_remove("MADMPI_CXX");
+    assert_eq!(check_output(cxx).trim(), format!("c++ -I{} -c a.cc", include.display()));
     // The compiler is $MADMPI_CC.
     let mut cmd = Command::new(&mpicc);
     cmd.args(["-show", "-c", "x.c"]).env("MADMPI_CC", "ccache gcc-12");

@@ -90,8 +90,8 @@ pub fn run(lang: Lang, args: &[OsString]) -> Result<i32, String> {
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
     let layout = Layout::of_executable(&exe);
-    let include = || layout.header().map(|d| plan::compile_flags(d));
-    let link = || layout.library().map(|d| plan::link_flags(d));
+    let include = || layout.header().map(plan::compile_flags);
+    let link = || layout.library().map(plan::link_flags);
     match plan.output {
         Output::CompileFlags => {
             println!("{}", plan::shell_line(&include()?));
