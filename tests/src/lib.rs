@@ -1,6 +1,6 @@
 //! Cross-crate and multi-process integration tests live in `tests/tests/`; the programs they start
-//! live in `src/bin/`. This library holds what those programs share: deterministic random
-//! schedules and self-checking payloads, and running jobs from tests.
+//! live in `src/bin/` (Rust) and `c/` (C). This library holds what those programs share:
+//! deterministic random schedules and self-checking payloads, and running jobs from tests.
 
 pub mod jobs;
 

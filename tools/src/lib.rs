@@ -5,11 +5,14 @@
 //! - [`secret`]: the job key and the handshake every connection between processes of a job proves
 //!   it with;
 //! - [`launcher`]: the `madrun` launcher (local and remote ranks, PMI server, I/O and signal
-//!   forwarding, failure reporting) — `src/bin/madrun.rs` is its command line.
+//!   forwarding, failure reporting) — `src/bin/madrun.rs` is its command line;
+//! - [`ccwrap`]: the compiler wrappers `mpicc` and `mpicxx` (`src/bin/mpicc.rs`,
+//!   `src/bin/mpicxx.rs`), which find madmpi's header and library in the build or installed tree.
 //!
 //! This crate must not depend on the communication layers: nmad's bootstrap uses it, not the
 //! other way round.
 
+pub mod ccwrap;
 pub mod launcher;
 pub mod pmi;
 pub mod secret;

@@ -1,0 +1,5 @@
+//! mpicc: the C compiler wrapper for MadMPI. See `mpicc -help` and [`tools::ccwrap`].
+
+fn main() {
+    std::process::exit(tools::ccwrap::main(tools::ccwrap::Lang::C));
+}
