@@ -4,6 +4,7 @@
 //! Later issues add the `madbench` suite (MPI latency, bandwidth, overlap, reactivity) here.
 
 pub mod limits;
+pub mod mpi;
 
 use std::time::Duration;
 

@@ -1,0 +1,197 @@
+/*
+ * MPI ping-pong latency and streaming bandwidth between ranks 0 and 1, for comparing MPI
+ * libraries: the same source is built against madmpi's libmpi, MPICH and Open MPI
+ * (bench/benches/mpi.rs conducts it).
+ *
+ *   latency:   0 B to 4 MiB (powers of 4); one-way time = round trip / 2
+ *   bandwidth: 4 KiB to 4 MiB; rank 0 posts a window of 8 MPI_Isend, MPI_Waitall, and rank 1
+ *              answers each window with a 4-byte message (as osu_bw does)
+ *
+ * Each size is measured REPS times (a fixed iteration count per size, the same for every
+ * library, after a warm-up); rank 0 prints one line per measurement:
+ *
+ *   lat <bytes> <median ns> <min ns> <max ns> <iterations> <reps>
+ *   bw  <bytes> <median MB/s> <min MB/s> <max MB/s> <iterations> <reps>
+ *
+ * preceded by "# library <MPI_Get_library_version's first line>". Times come from
+ * CLOCK_MONOTONIC, not MPI_Wtime, so every library is timed by the same clock. Only
+ * point-to-point calls are used (ranks synchronize by a zero-byte exchange).
+ *
+ * Usage: pingpong [reps] (default 7). Pinning is the launcher's or a wrapper's business.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_SIZE (4 << 20)
+#define WINDOW 8
+#define MAX_REPS 99
+#define TAG_DATA 1
+#define TAG_ACK 2
+#define TAG_SYNC 3
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v and returns its median. */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void check(int rc, const char *what)
+{
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "pingpong: %s failed (%d)\n", what, rc);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+/* Both ranks leave together (no collectives: they are not part of every library under test). */
+static void sync_peers(int peer)
+{
+    check(MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_SYNC, NULL, 0, MPI_BYTE, peer, TAG_SYNC,
+                       MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+          "MPI_Sendrecv");
+}
+
+/* Round trips per repetition: enough for a few ms per repetition on shm, few for big sizes. */
+static int lat_iters(int size)
+{
+    if (size <= 1024)
+        return 2000;
+    if (size <= 16384)
+        return 1000;
+    if (size <= 262144)
+        return 200;
+    return 30;
+}
+
+/* Windows per repetition. */
+static int bw_iters(int size)
+{
+    if (size <= 16384)
+        return 200;
+    if (size <= 262144)
+        return 40;
+    return 6;
+}
+
+/* n round trips of `size` bytes; rank 0 returns the elapsed ns. */
+static double pingpong(int rank, char *buf, int size, int n)
+{
+    double t = now_ns();
+    for (int i = 0; i < n; i++) {
+        if (rank == 0) {
+            check(MPI_Send(buf, size, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD), "MPI_Send");
+            check(MPI_Recv(buf, size, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+        } else {
+            check(MPI_Recv(buf, size, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+            check(MPI_Send(buf, size, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD), "MPI_Send");
+        }
+    }
+    return now_ns() - t;
+}
+
+/* n windows of WINDOW messages of `size` bytes, each acknowledged; rank 0 returns the ns. */
+static double stream(int rank, char *buf, int size, int n)
+{
+    MPI_Request reqs[WINDOW];
+    int ack = 0;
+    double t = now_ns();
+    for (int i = 0; i < n; i++) {
+        for (int w = 0; w < WINDOW; w++) {
+            if (rank == 0)
+                check(MPI_Isend(buf, size, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, &reqs[w]), "MPI_Isend");
+            else
+                check(MPI_Irecv(buf, size, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, &reqs[w]), "MPI_Irecv");
+        }
+        check(MPI_Waitall(WINDOW, reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+        if (rank == 0)
+            check(MPI_Recv(&ack, 1, MPI_INT, 1, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        else
+            check(MPI_Send(&ack, 1, MPI_INT, 0, TAG_ACK, MPI_COMM_WORLD), "MPI_Send");
+    }
+    return now_ns() - t;
+}
+
+/* Prints "<kind> <size> <median> <min> <max> <iters> <reps>" from per-repetition values. */
+static void report(const char *kind, int size, double *v, int reps, int iters)
+{
+    double m = median(v, reps);
+    printf("%s %d %.1f %.1f %.1f %d %d\n", kind, size, m, v[0], v[reps - 1], iters, reps);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    int rank, nprocs, reps = argc > 1 ? atoi(argv[1]) : 7;
+    double v[MAX_REPS];
+    char *buf;
+
+    check(MPI_Init(&argc, &argv), "MPI_Init");
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    if (nprocs != 2 || reps < 1 || reps > MAX_REPS) {
+        if (rank == 0)
+            fprintf(stderr, "usage: run 2 ranks of pingpong [reps: 1..%d]\n", MAX_REPS);
+        MPI_Finalize();
+        return 2;
+    }
+    /* Page-aligned and touched, so that no size pays first-touch faults. */
+    if (posix_memalign((void **)&buf, 4096, MAX_SIZE) != 0) {
+        fprintf(stderr, "pingpong: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(buf, rank + 1, MAX_SIZE);
+    if (rank == 0) {
+        char version[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(version, &len);
+        version[strcspn(version, "\n")] = 0;
+        printf("# library %s\n", version);
+    }
+    int peer = 1 - rank;
+
+    for (int size = 0; size <= MAX_SIZE; size = size ? size * 4 : 1) {
+        int n = lat_iters(size);
+        pingpong(rank, buf, size, n / 10 + 1); /* warm-up: connections, caches, pinned pages */
+        for (int r = 0; r < reps; r++) {
+            sync_peers(peer);
+            v[r] = pingpong(rank, buf, size, n) / (2.0 * n);
+        }
+        if (rank == 0)
+            report("lat", size, v, reps, n);
+    }
+    for (int size = 4096; size <= MAX_SIZE; size *= 4) {
+        int n = bw_iters(size);
+        stream(rank, buf, size, 1);
+        for (int r = 0; r < reps; r++) {
+            sync_peers(peer);
+            double ns = stream(rank, buf, size, n);
+            v[r] = (double)size * WINDOW * n / ns * 1e3; /* bytes per ns * 1e3 = MB/s */
+        }
+        if (rank == 0)
+            report("bw", size, v, reps, n);
+    }
+    free(buf);
+    MPI_Finalize();
+    return 0;
+}
