@@ -17,8 +17,8 @@
 //! the counts.
 
 use bench::mpi::{
-    CONFIGS, Lib, Output, Paths, Transport, cell_mbps, cell_ns, combine, config_name, describe, launch, parse,
-    scrubbed,
+    CONFIGS, Lib, Output, Paths, Transport, cell_mbps, cell_ns, combine, config_name, describe, launch,
+    parse, scrubbed,
 };
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -238,9 +238,8 @@ fn report(
         )
     );
     // The aim: small messages over shm at or below MPICH's latency.
-    let small = |c: &str| -> Vec<f64> {
-        lat.get(c).map_or(vec![], |m| m.range(..=64).map(|(_, &v)| v).collect())
-    };
+    let small =
+        |c: &str| -> Vec<f64> { lat.get(c).map_or(vec![], |m| m.range(..=64).map(|(_, &v)| v).collect()) };
     let (ours, mpich) = (small("madmpi-shm"), small("MPICH-shm"));
     if !ours.is_empty() && ours.len() == mpich.len() {
         let worst = ours.iter().zip(&mpich).map(|(a, b)| a / b).fold(0.0, f64::max);

@@ -181,7 +181,8 @@ pub fn parse(text: &str) -> Result<Output, String> {
         };
         let bad = || format!("malformed line: {line:?}");
         let size: usize = f.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
-        let mut num = || f.next().and_then(|s| s.parse::<f64>().ok()).filter(|v| v.is_finite()).ok_or_else(bad);
+        let mut num =
+            || f.next().and_then(|s| s.parse::<f64>().ok()).filter(|v| v.is_finite()).ok_or_else(bad);
         let stat = Stat { median: num()?, min: num()?, max: num()? };
         map.insert(size, stat);
     }
@@ -240,7 +241,9 @@ pub fn table(
     s.push_str(&"---:|".repeat(CONFIGS.len() + 4));
     s.push('\n');
     let sizes: std::collections::BTreeSet<usize> = values.values().flat_map(|m| m.keys().copied()).collect();
-    let get = |l: Lib, t: Transport, size: usize| values.get(&config_name(l, t)).and_then(|m| m.get(&size)).copied();
+    let get = |l: Lib, t: Transport, size: usize| {
+        values.get(&config_name(l, t)).and_then(|m| m.get(&size)).copied()
+    };
     for size in sizes {
         let _ = write!(s, "| {} |", human_bytes(size));
         for (l, t) in CONFIGS {
@@ -324,7 +327,9 @@ bw 4096 7434.8 6913.6 7650.2 200 5
 
     #[test]
     fn scrubs_what_would_change_a_library() {
-        for v in ["NMAD_DRIVERS", "UCX_TLS", "MPIR_CVAR_NOLOCAL", "OMPI_MCA_btl", "LD_LIBRARY_PATH", "PMI_RANK"] {
+        for v in
+            ["NMAD_DRIVERS", "UCX_TLS", "MPIR_CVAR_NOLOCAL", "OMPI_MCA_btl", "LD_LIBRARY_PATH", "PMI_RANK"]
+        {
             assert!(scrubbed(v), "{v}");
         }
         assert!(!scrubbed("PATH") && !scrubbed("HOME"));

@@ -98,6 +98,7 @@ impl Comm {
         };
         let req = Box::pin(nmad::Request::new());
         if !self.session().improbe(src, tm, req.as_ref()).map_err(from_nmad)? {
+            crate::request::found_nothing();
             return Ok(None);
         }
         req.wait_matched();
@@ -110,11 +111,10 @@ impl Comm {
     /// `MPI_Mprobe`: waits for a matching message and takes it.
     pub fn mprobe(&self, from: From, tag: Tag) -> Result<Message> {
         loop {
+            // A miss yields (other user threads, and pioman's hooks, run between two looks).
             if let Some(m) = self.improbe(from, tag)? {
                 return Ok(m);
             }
-            // Between two looks, let other user threads (and pioman's hooks) run.
-            marcel::yield_now();
         }
     }
 }

@@ -152,11 +152,16 @@ impl Comm {
         Ok(self.status(st, st.len))
     }
 
-    /// `MPI_Iprobe`.
+    /// `MPI_Iprobe`: drives progress once; yields the core when nothing is there (see
+    /// [`crate::request::found_nothing`]).
     pub fn iprobe(&self, from: From, tag: Tag) -> Result<Option<Status>> {
         let tm = self.match_of("MPI_Iprobe", tag)?;
         let Some(src) = self.source("MPI_Iprobe", from)? else { return Ok(Some(Status::PROC_NULL)) };
-        Ok(self.session().iprobe(src, tm).map(|st| self.status(st, st.len)))
+        let found = self.session().iprobe(src, tm).map(|st| self.status(st, st.len));
+        if found.is_none() {
+            crate::request::found_nothing();
+        }
+        Ok(found)
     }
 
     pub(crate) fn match_of(&self, op: &str, tag: Tag) -> Result<nmad::TagMatch> {

@@ -125,12 +125,18 @@ impl RawRequest {
     }
 
     /// Whether the operation completed, after driving progress once (`MPI_Test`: a program
-    /// polling with it must see its messages arrive even without progression threads).
+    /// polling with it must see its messages arrive even without progression threads). When it
+    /// has not, the caller yields its core ([`found_nothing`]).
     pub fn test(&self) -> bool {
-        if !self.inner.test() {
-            self.comm.runtime_nmad().pioman().progress();
+        if self.inner.test() {
+            return true;
         }
-        self.inner.test()
+        self.comm.runtime_nmad().pioman().progress();
+        let done = self.inner.test();
+        if !done {
+            found_nothing();
+        }
+        done
     }
 
     /// The outcome, once complete.
@@ -226,6 +232,23 @@ impl Comm {
     }
 }
 
+/// What a nonblocking call that found nothing (`MPI_Test` of an incomplete request,
+/// `MPI_Iprobe`, `MPI_Improbe` without a message) does before returning: if its progress pass
+/// found a source busy in another thread, it yields the core (`marcel::yield_now`: the other user
+/// threads of the LWP run; on an OS thread, `sched_yield`).
+///
+/// Programs call these in loops. Under MPI_THREAD_MULTIPLE with more threads than cores, a thread
+/// preempted by the kernel in the middle of a progress pass keeps the pass's sources to itself
+/// (a source is polled by one context at a time), and the other threads, spinning on their tests,
+/// could not poll them either until the kernel ran it again, a whole time slice later: each message
+/// then took milliseconds. Yielding lets the preempted thread finish its pass; a single-threaded
+/// test loop never finds a source busy and pays nothing.
+pub fn found_nothing() {
+    if pioman::Pioman::progress_was_contended() {
+        marcel::yield_now();
+    }
+}
+
 /// A nonblocking operation borrowing its buffer for `'a`.
 #[must_use = "a request must be waited for (dropping it waits, or cancels an unmatched receive)"]
 pub struct Request<'a> {
@@ -239,8 +262,10 @@ impl<'a> Request<'a> {
         self.raw.wait()
     }
 
-    /// The outcome if complete (`MPI_Test`), else the request back.
+    /// The outcome if complete (`MPI_Test`: drives progress once, and yields the core if not
+    /// complete), else the request back.
     pub fn test(self) -> std::result::Result<Result<Status>, Request<'a>> {
+        self.raw.test();
         match self.raw.status() {
             Some(r) => Ok(r),
             None => Err(self),

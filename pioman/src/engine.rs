@@ -10,7 +10,8 @@ use crate::machine::{self, Scope};
 use crate::policy::{AfterSpin, MachineState, Policy};
 use crate::source::{Binding, BlockingWait, Context, Options, Poll, PollCtx, Source};
 use crate::stats::{Snapshot, SourceStats, context_index};
-use crate::waitset::{ScopeSets, WaitSet};
+use crate::waitset::{Doorbell, ScopeSets, WaitSet};
+use crate::watch::Watch;
 use arc_swap::ArcSwap;
 use std::collections::HashMap;
 use std::io;
@@ -37,6 +38,9 @@ pub(crate) struct Inner {
     /// Waiters currently sleeping in blocking waits, per NUMA node (progression threads of a node
     /// rest while one of them covers its sources).
     blocking_waiters: Vec<AtomicUsize>,
+    /// Per NUMA node, who sleeps in the sources' fds (the other blocked contexts sleep on their
+    /// doorbells).
+    watches: Vec<Watch<Arc<Doorbell>>>,
     /// Waiters currently spin-polling, per NUMA node (a polling progression thread stands back
     /// rather than compete with them for the same sources).
     spinning_waiters: Vec<AtomicUsize>,
@@ -56,6 +60,17 @@ pub(crate) struct Inner {
     pub(crate) stats_path: Option<std::path::PathBuf>,
     /// Statistics of finished tasks, folded by source name.
     retired: Mutex<Vec<crate::stats::SourceSnapshot>>,
+}
+
+thread_local! {
+    /// Whether this thread's last progress pass found a task being polled by another context.
+    static CONTENDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread's last progress pass found a source busy in another context (see
+/// [`crate::Pioman::progress_was_contended`]).
+pub(crate) fn last_progress_contended() -> bool {
+    CONTENDED.get()
 }
 
 /// Poll rounds between two clock reads while a waiter spins.
@@ -91,6 +106,7 @@ impl Inner {
             tick,
             shutdown: AtomicBool::new(false),
             blocking_waiters: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
+            watches: (0..nodes).map(|_| Watch::new()).collect(),
             spinning_waiters: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
             last_spin_ns: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
             switch_poll: AtomicBool::new(false),
@@ -261,6 +277,7 @@ impl Inner {
         let policy = if busy { Some(self.policy()) } else { None };
         let mut useful = 0;
         let mut candidates = 0;
+        let mut contended = false;
         // One clock read per round, not per task: it costs as much as an idle poll.
         let now_ns = if tasks.is_empty() { 0 } else { crate::clock::now_ns() };
         for lt in tasks.iter() {
@@ -273,15 +290,20 @@ impl Inner {
                 continue;
             }
             candidates += 1;
-            useful += self.run_one(lt, ctx, now_ns) as usize;
+            match self.run_one(lt, ctx, now_ns) {
+                Some(found) => useful += found as usize,
+                None => contended = true,
+            }
         }
+        CONTENDED.set(contended);
         (useful, candidates)
     }
 
-    /// Polls one task if nobody else does. Returns whether the poll found something.
-    fn run_one(&self, lt: &Arc<Ltask>, ctx: Context, now_ns: u64) -> bool {
+    /// Polls one task if nobody else does. Returns whether the poll found something, or `None`
+    /// if another context was polling it.
+    fn run_one(&self, lt: &Arc<Ltask>, ctx: Context, now_ns: u64) -> Option<bool> {
         if !lt.state.try_begin_run() {
-            return false;
+            return None;
         }
         let mut pctx = PollCtx { event_at: None, kind: ctx };
         // A panicking source must not take a marcel LWP or a progression thread down with it.
@@ -314,7 +336,7 @@ impl Inner {
             lt.finish(ended);
             self.retire(lt);
         }
-        p != Poll::Idle
+        Some(p != Poll::Idle)
     }
 
     // ---------------------------------------------------------------- waiting
@@ -412,6 +434,10 @@ impl Inner {
     /// Sleeps (for at most a tick) in the sources' blocking waits — inside `marcel::blocking` for a
     /// user thread, so its LWP's other threads go on — polling after each wake-up; a doorbell wakes
     /// it when another context completes the request. `Some(result)` if done or past `deadline`.
+    ///
+    /// Only one context per node sleeps in the fds (see `watch.rs`); if another holds the watch,
+    /// this one sleeps on its doorbell, rung when its request completes or the watch is handed
+    /// over to it.
     fn sleep_blocking(
         &self,
         cond: &Cond,
@@ -427,8 +453,10 @@ impl Inner {
             }
         };
         let node = self.node_index(scope);
+        let watch = &self.watches[node];
         self.blocking_waiters[node].fetch_add(1, AcqRel);
         let round_end = Instant::now() + self.tick;
+        let mut watching = watch.try_take();
         let r = marcel::blocking(|| {
             loop {
                 if cond.test(mask) {
@@ -441,18 +469,42 @@ impl Inner {
                 if now >= round_end {
                     return None; // re-plan
                 }
-                let until = deadline.map_or(round_end, |d| d.min(round_end));
+                let timeout = deadline.map_or(round_end, |d| d.min(round_end)).saturating_duration_since(now);
+                watching = watching || watch.try_take();
                 cond.sleep_until(mask, Wake::Doorbell(ws.doorbell.clone()), || {
-                    let woke =
-                        self.sleep_armed(scope, || ws.wait(Some(until.saturating_duration_since(now))));
+                    if !watching {
+                        match watch.enter_passive(ws.doorbell.clone()) {
+                            Ok(p) => {
+                                ws.wait_doorbell(Some(timeout));
+                                watch.leave_passive(p);
+                                return;
+                            }
+                            Err(()) => watching = true,
+                        }
+                    }
+                    let woke = self.sleep_armed(scope, || ws.wait(Some(timeout)));
                     self.note_blocking_wait(scope, woke);
                 });
-                self.progress(Context::Blocking, scope, false, None);
+                let (useful, _) = self.progress(Context::Blocking, scope, false, None);
+                if useful == 0 && !cond.test(mask) {
+                    // A source said it had work, yet no poll could do it: another context holds
+                    // it, perhaps preempted in the middle of its poll (more threads than cores).
+                    // Give it the CPU rather than spin through arm and poll until it runs again.
+                    std::thread::yield_now();
+                }
             }
         });
+        if watching {
+            watch.release(true);
+        }
         self.blocking_waiters[node].fetch_sub(1, AcqRel);
         self.put_waitset(ws);
         r
+    }
+
+    /// The watch of NUMA node `node`'s sources (progression threads take it too).
+    pub(crate) fn watch(&self, node: usize) -> &Watch<Arc<Doorbell>> {
+        &self.watches[node.min(self.watches.len() - 1)]
     }
 
     /// Counts a blocking wait (and whether an event ended it) on the blocking-capable sources of

@@ -56,6 +56,7 @@ mod source;
 pub mod stats;
 mod threads;
 mod waitset;
+mod watch;
 
 pub use cond::Cond;
 pub use ltask::{LTASK_CANCELLED, LTASK_DONE};
@@ -293,6 +294,14 @@ impl Pioman {
             _ => machine::Scope::here(),
         };
         self.inner.progress(Context::Explicit, scope, false, None).0
+    }
+
+    /// Whether the calling thread's last progress pass (here or in a wait) found a source being
+    /// polled by another context. A caller looping on nonblocking tests should then yield its
+    /// CPU: with more threads than cores, that context may have been preempted in the middle of
+    /// its poll, and nobody else can poll the source until it runs again.
+    pub fn progress_was_contended() -> bool {
+        engine::last_progress_contended()
     }
 
     /// Waits until some bit of `mask` is set in `cond`, driving progress as the policy says.

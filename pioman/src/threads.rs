@@ -85,11 +85,14 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
             IdleAction::Block
                 if !inner.waiter_blocks_on(node)
                     && !inner.waiter_spins_on(node)
-                    && inner.has_blocking_sources(scope) =>
+                    && inner.has_blocking_sources(scope)
+                    && inner.watch(node).try_take() =>
             {
                 let woke = inner.sleep_armed(scope, || {
                     ws.wait(Some(next_tick.saturating_duration_since(Instant::now())))
                 });
+                // Waiters that came meanwhile sleep passively: hand them the watch.
+                inner.watch(node).release(inner.waiter_blocks_on(node));
                 inner.note_blocking_wait(scope, woke);
                 inner.progress(Context::Blocking, scope, false, None);
             }

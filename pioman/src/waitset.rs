@@ -158,6 +158,21 @@ impl WaitSet {
     }
 }
 
+impl WaitSet {
+    /// Sleeps until the doorbell rings or `timeout` (the sources' fds are not watched: another
+    /// context watches them). Returns whether the doorbell rang; it is reset.
+    pub(crate) fn wait_doorbell(&self, timeout: Option<Duration>) -> bool {
+        let ms = timeout.map_or(-1, |d| d.as_millis().clamp(1, i32::MAX as u128) as i32);
+        let mut p = libc::pollfd { fd: self.doorbell.raw(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd on our own eventfd.
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        if n > 0 {
+            self.doorbell.drain();
+        }
+        n > 0
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

@@ -261,7 +261,14 @@ impl Driver for ShmDriver {
 
     fn arm(&self) -> bool {
         let sh = &*self.shared;
-        let quiet = sh.sleepers.arm(|| drain(&sh.local.wake));
+        // Reset the eventfd before every arm, not only the first of overlapping ones: while
+        // several contexts take turns sleeping, the count may never fall back to 0, and a
+        // readable fd left from an old wake-up would make every sleep return at once (a spin
+        // through epoll). A sleeper woken by that old write and now finding the fd reset goes
+        // back to sleep: the data is seen by this arm's check of the rings, and the context
+        // that polls it completes (and rings the doorbell of) whatever it finishes.
+        drain(&sh.local.wake);
+        let quiet = sh.sleepers.arm();
         sh.armed.store(true, Relaxed);
         quiet && !sh.events.load(SeqCst)
     }

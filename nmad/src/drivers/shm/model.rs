@@ -103,7 +103,7 @@ fn loom_wake_a_sleeping_consumer_is_signalled() {
         let signalled = Arc::new(AtomicBool::new(false));
         let (pm, ps) = (m.clone(), signalled.clone());
         let producer = loom::thread::spawn(move || publish_and_signal(&pm, &ps));
-        let slept = sleepers.arm(|| {});
+        let slept = sleepers.arm();
         producer.join().unwrap();
         assert!(!slept || signalled.load(Relaxed), "the consumer slept and was never signalled");
     });
@@ -120,10 +120,10 @@ fn loom_wake_another_context_leaving_does_not_clear_the_flag() {
         let producer = loom::thread::spawn(move || publish_and_signal(&pm, &ps));
         let other = sleepers.clone();
         let brief = loom::thread::spawn(move || {
-            other.arm(|| {});
+            other.arm();
             other.disarm();
         });
-        let slept = sleepers.arm(|| {});
+        let slept = sleepers.arm();
         producer.join().unwrap();
         brief.join().unwrap();
         assert!(!slept || signalled.load(Relaxed), "a disarm cleared the flag of a sleeper");
@@ -166,7 +166,7 @@ fn loom_wake_a_producer_waiting_for_space_is_signalled() {
                 cs.store(true, Relaxed);
             }
         });
-        let slept = sleepers.arm(|| {});
+        let slept = sleepers.arm();
         consumer.join().unwrap();
         assert!(!slept || signalled.load(Relaxed), "the producer slept and was never signalled");
         if !slept {

@@ -8,7 +8,7 @@
 //! (or releases), fences, then reads the flag, so one of the two sees the other.
 //!
 //! It owns the count and the list of rings to flag; it does not touch the eventfd (the caller
-//! passes what to do on the first arm).
+//! resets it before every arm).
 
 use crate::loom::Mutex;
 use crate::loom::atomic::{Ordering, fence};
@@ -50,14 +50,10 @@ impl<R: Sleeper> Sleepers<R> {
         self.state.lock().unwrap().rings.retain(keep);
     }
 
-    /// A context is about to sleep; `first` runs when it is the only one (to reset the fd).
-    /// Returns `false` if a link is already ready.
-    pub(crate) fn arm(&self, first: impl FnOnce()) -> bool {
+    /// A context is about to sleep. Returns `false` if a link is already ready.
+    pub(crate) fn arm(&self) -> bool {
         let mut s = self.state.lock().unwrap();
         s.count += 1;
-        if s.count == 1 {
-            first();
-        }
         for r in &s.rings {
             r.set_asleep(true);
         }
