@@ -50,13 +50,24 @@ pub(crate) fn numa_of_cpu(cpu: usize) -> usize {
     topology().cores().iter().find(|c| c.pus.contains(&cpu)).map_or(0, |c| c.numa_node)
 }
 
-/// Machine state without marcel: cores allowed, and idle cores from the kernel's runnable count
-/// (system-wide, minus the caller itself).
+/// Machine state without marcel: the machine's online CPUs, and idle cores from the kernel's
+/// runnable count (system-wide, minus the caller itself).
+///
+/// Both counts are machine-wide. Not the CPUs this thread may use: an MPI rank pinned to one
+/// core would compare the whole machine's runnable threads (its peers spinning on their own
+/// cores) with its single core, always find it busy, and never spin.
 pub(crate) fn os_state() -> MachineState {
-    let cores = marcel::topology::allowed_cpus().len().max(1);
+    let cores = online_cpus();
     let runnable = runnable_threads();
     let others = runnable.saturating_sub(1);
     MachineState { cores, idle_cores: cores.saturating_sub(others), local_ready: 0, under_marcel: false }
+}
+
+/// CPUs online in the system (at least 1).
+fn online_cpus() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    // SAFETY: sysconf has no preconditions.
+    *N.get_or_init(|| (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as usize)
 }
 
 /// The first number of `/proc/loadavg`'s fourth field ("running/total"), cached for 1 ms.

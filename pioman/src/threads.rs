@@ -66,8 +66,10 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
         };
         match action {
             IdleAction::Poll if inner.waiter_spins_on(node) => {
-                // A waiting thread polls these sources itself: do not compete with it.
-                std::thread::park_timeout(POLL_SLICE);
+                // A waiting thread polls these sources itself: do not compete with it. It pokes
+                // us when it stops spinning; until then, waking up would only take its core
+                // away from it now and then.
+                std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now()));
             }
             IdleAction::Poll => {
                 let end = Instant::now() + POLL_SLICE;

@@ -604,12 +604,17 @@ impl Gate {
 
     /// Credit returned by the peer.
     pub(crate) fn add_credit(&self, core: &Core, bytes: u64, slots: u64) {
-        {
+        let waiting = {
             let mut out = self.out.lock().unwrap();
             out.credit = out.credit.saturating_add(bytes);
             out.slots = out.slots.saturating_add(slots);
+            !out.msgs.is_empty() || !out.control.is_empty()
+        };
+        // Credit arrives with almost every packet of a ping-pong: flush only if something waits
+        // for it (what we owe the peer is flushed where it is counted).
+        if waiting {
+            self.flush(core);
         }
-        self.flush(core);
     }
 
     /// Credit we owe the peer (a message it sent was consumed); sent back when due.

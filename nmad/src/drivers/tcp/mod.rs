@@ -192,6 +192,7 @@ impl TcpDriver {
     /// Adopts connections handed over since the last poll and reports bulk sends finished
     /// outside poll.
     fn drain_doorbell(&self, rx: &mut HashMap<u64, Rx>, sink: &mut dyn Sink) -> usize {
+        self.shared.clear_rung();
         self.shared.doorbell.clear();
         let mut n = 0;
         for new in self.shared.take_new_conns() {
@@ -288,6 +289,9 @@ impl Driver for TcpDriver {
         if self.shared.is_closed() {
             rx.clear();
             return 0;
+        }
+        if rx.is_empty() && !self.shared.rung() {
+            return 0; // no connection, nothing handed over: spare the system call
         }
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_POLL];
         let n = self.shared.epoll.ready_now(&mut events).unwrap_or(0);

@@ -25,6 +25,10 @@ pub struct NewConn {
 pub struct Shared {
     pub epoll: Epoll,
     pub doorbell: EventFd,
+    /// Set before every ring of the doorbell, cleared by the poll that drains it: a driver with
+    /// no connection skips its `epoll_wait` (a system call per progress round) while this is
+    /// clear.
+    rung: AtomicBool,
     /// Strangers turned away (failed handshakes, bad hellos).
     pub rejected: AtomicU64,
     next_token: AtomicU64,
@@ -43,6 +47,7 @@ impl Shared {
         Ok(Arc::new(Shared {
             epoll,
             doorbell,
+            rung: AtomicBool::new(false),
             rejected: AtomicU64::new(0),
             next_token: AtomicU64::new(DOORBELL + 1),
             closed: AtomicBool::new(false),
@@ -75,8 +80,25 @@ impl Shared {
             all.push(Arc::downgrade(&conn));
         }
         self.new_conns.lock().unwrap().push(NewConn { conn, accepted });
-        self.doorbell.ring();
+        self.ring();
         Ok(())
+    }
+
+    /// Rings the doorbell (after queueing what the poll must see).
+    fn ring(&self) {
+        self.rung.store(true, Release);
+        self.doorbell.ring();
+    }
+
+    /// Whether the doorbell rang since [`Shared::clear_rung`].
+    pub fn rung(&self) -> bool {
+        self.rung.load(Acquire)
+    }
+
+    /// Before draining the doorbell and taking the queues: a ring after this is seen by the
+    /// next poll.
+    pub fn clear_rung(&self) {
+        self.rung.store(false, SeqCst);
     }
 
     pub fn take_new_conns(&self) -> Vec<NewConn> {
@@ -88,7 +110,7 @@ impl Shared {
             return;
         }
         self.finished.lock().unwrap().extend(tokens.iter().map(|&t| (peer, t)));
-        self.doorbell.ring();
+        self.ring();
     }
 
     pub fn take_finished(&self) -> Vec<(PeerId, u64)> {
@@ -104,6 +126,6 @@ impl Shared {
         };
         all.iter().filter_map(Weak::upgrade).for_each(|c| c.close());
         self.new_conns.lock().unwrap().clear();
-        self.doorbell.ring();
+        self.ring();
     }
 }
