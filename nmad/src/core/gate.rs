@@ -12,12 +12,15 @@
 //! without a slot it waits. The receiver returns credit as messages are consumed, piggy-backed
 //! on any packet to the peer or, past a threshold, in a packet of its own.
 
+mod eager_now;
+
 use super::Core;
 use super::request::{Error, Kind, ReqPtr};
 use super::slab::Slab;
 use super::wire::{self, Encoder, FLAG_READ, FLAG_SYNC, MsgHeader, Piece};
 use crate::drivers::{BulkHeader, LargePath, Link, PeerId, Segment, Sent};
 use crate::strategies::{Plan, RailInfo, Strategy};
+use eager_now::Now;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
@@ -210,7 +213,7 @@ impl Gate {
     /// # Safety
     /// `req` is an active send request the caller holds; it passes to the gate.
     pub(crate) unsafe fn enqueue(&self, core: &Core, req: ReqPtr) -> Result<(), Error> {
-        {
+        let failed = {
             let mut out = self.out.lock().unwrap();
             if let Some(e) = self.failure() {
                 return Err(e);
@@ -221,9 +224,25 @@ impl Gate {
             let seq = out.next_seq.entry(session).or_insert(0);
             st.seq = *seq;
             *seq = seq.wrapping_add(1);
+            // SAFETY: we hold the request and the gate lock.
+            let failed = match unsafe { self.eager_now(core, &mut out, req) } {
+                Ok(Now::Sent) => {
+                    drop(out);
+                    // SAFETY: never queued: we still hold it.
+                    unsafe { req.complete(None) };
+                    return Ok(());
+                }
+                Ok(Now::NotNow) => None,
+                Err(e) => Some(e),
+            };
             out.msgs.push_back(req);
+            failed
+        };
+        match failed {
+            // `fail` completes every queued request, this one included, with the error.
+            Some(e) => self.fail(core, &format!("sending failed: {e}")),
+            None => self.flush(core),
         }
-        self.flush(core);
         Ok(())
     }
 
