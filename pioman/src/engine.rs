@@ -365,7 +365,7 @@ impl Inner {
                 return true;
             }
             let (scope, vp) = self.caller_scope();
-            let plan = self.policy().wait(&self.machine(vp));
+            let plan = self.policy.load().0.wait(&self.machine(vp));
             if let Some(r) = self.spin(cond, mask, scope, &plan, deadline) {
                 return r;
             }

@@ -6,7 +6,6 @@
 use crate::policy::MachineState;
 use crate::source::Binding;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Instant;
 
 /// Which bound tasks a context may poll.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -74,8 +73,8 @@ fn online_cpus() -> usize {
 fn runnable_threads() -> usize {
     static LAST_NS: AtomicU64 = AtomicU64::new(0);
     static VALUE: AtomicU64 = AtomicU64::new(1);
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    let now = EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64;
+    // Asked at every wait: the TSC clock, not a clock_gettime.
+    let now = crate::clock::now_ns();
     let last = LAST_NS.load(Relaxed);
     if last != 0 && now.saturating_sub(last) < 1_000_000 {
         return VALUE.load(Relaxed) as usize;
