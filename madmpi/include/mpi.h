@@ -168,7 +168,8 @@ typedef struct MPI_Status {
 #define MPI_MESSAGE_NULL    ((MPI_Message)0x2c000000)
 #define MPI_MESSAGE_NO_PROC ((MPI_Message)0x6c000000)
 
-/* Info objects and windows */
+/* Info objects and windows. Info objects the library creates are direct handles
+ * (0x9c000000 | index), like MPICH's. MPI_INFO_ENV is read-only. */
 #define MPI_INFO_NULL ((MPI_Info)0x1c000000)
 #define MPI_INFO_ENV  ((MPI_Info)0x5c000001)
 #define MPI_WIN_NULL  ((MPI_Win)0x20000000)
@@ -192,7 +193,9 @@ typedef struct MPI_Status {
 #define MPI_STATUSES_IGNORE ((MPI_Status *)1)
 #define MPI_ERRCODES_IGNORE ((int *)0)
 
-/* Lengths of the caller-supplied string buffers, terminating NUL included. */
+/* Lengths of the caller-supplied string buffers, terminating NUL included; except the two info
+ * limits, which are the longest key and value without their NUL (a buffer for any key needs
+ * MPI_MAX_INFO_KEY + 1 bytes). */
 #define MPI_MAX_PROCESSOR_NAME         128
 #define MPI_MAX_ERROR_STRING           512
 #define MPI_MAX_OBJECT_NAME            128
@@ -453,6 +456,8 @@ int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
 int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info);
+int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used);
 
 int PMPI_Comm_size(MPI_Comm comm, int *size);
 int PMPI_Comm_rank(MPI_Comm comm, int *rank);
@@ -472,6 +477,8 @@ int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
 int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
 int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info);
+int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used);
 
 /* ---- Groups ---- */
 
@@ -502,6 +509,33 @@ int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_
     int ranks2[]);
 int PMPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
 int PMPI_Group_free(MPI_Group *group);
+
+/* ---- Info objects (callable before MPI_Init and after MPI_Finalize too) ---- */
+
+int MPI_Info_create(MPI_Info *info);
+int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info);
+int MPI_Info_set(MPI_Info info, const char *key, const char *value);
+int MPI_Info_delete(MPI_Info info, const char *key);
+/* Deprecated by MPI 4.0 (use MPI_Info_get_string); value needs valuelen + 1 bytes. */
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
+int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_free(MPI_Info *info);
+
+int PMPI_Info_create(MPI_Info *info);
+int PMPI_Info_create_env(int argc, char *argv[], MPI_Info *info);
+int PMPI_Info_set(MPI_Info info, const char *key, const char *value);
+int PMPI_Info_delete(MPI_Info info, const char *key);
+int PMPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int PMPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
+int PMPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+int PMPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int PMPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int PMPI_Info_free(MPI_Info *info);
 
 /* ---- Point-to-point communication and requests ---- */
 

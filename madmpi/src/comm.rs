@@ -6,12 +6,16 @@
 //! with the parent's internal operations (`internal`), numbered by a per-communicator sequence so
 //! that successive operations never mix their messages.
 //!
-//! Owns communicator state (group, context id, name) and its session's lifetime; it must not
-//! touch nmad beyond its session interface. Error handlers and attributes attach here later.
+//! Each communicator also keeps its info hints ([`CommHints`]: `MPI_Comm_set_info`,
+//! `MPI_Comm_get_info`); a duplicate copies them, [`Comm::dup_with_info`] takes its info's.
+//!
+//! Owns communicator state (group, context id, name, hints) and its session's lifetime; it must
+//! not touch nmad beyond its session interface. Error handlers and attributes attach here later.
 
 use crate::context::{self, ContextIds};
 use crate::error::{Error, ErrorClass, Result};
 use crate::group::{Group, GroupComparison};
+use crate::info::{CommHints, Info};
 use crate::internal::{Members, allgather};
 use nmad::{Nmad, Session};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -62,6 +66,7 @@ struct Inner {
     /// Internal operations started on this communicator (the same count at every member).
     ops: AtomicU64,
     name: Mutex<String>,
+    hints: Mutex<CommHints>,
 }
 
 impl Drop for Inner {
@@ -101,6 +106,7 @@ impl Comm {
             session,
             ops: AtomicU64::new(0),
             name: Mutex::new(name.to_string()),
+            hints: Mutex::new(CommHints::default()),
         }))
     }
 
@@ -163,6 +169,27 @@ impl Comm {
         *self.0.name.lock().unwrap_or_else(|e| e.into_inner()) = name.to_string();
     }
 
+    /// The info hints MadMPI recognizes, with their current values.
+    pub fn hints(&self) -> CommHints {
+        *self.0.hints.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `MPI_Comm_set_info`: takes the hints of `info` that MadMPI recognizes, with a valid value
+    /// (the others keep theirs; unknown keys are ignored). Local here: no hint needs the other
+    /// members to agree.
+    pub fn set_info(&self, info: &Info) {
+        self.0.hints.lock().unwrap_or_else(|e| e.into_inner()).update(info);
+    }
+
+    /// `MPI_Comm_get_info`: every recognized hint with its current value, as a new info.
+    pub fn get_info(&self) -> Info {
+        self.hints().to_info()
+    }
+
+    fn replace_hints(&self, hints: CommHints) {
+        *self.0.hints.lock().unwrap_or_else(|e| e.into_inner()) = hints;
+    }
+
     /// `MPI_Comm_compare`.
     pub fn compare(&self, other: &Comm) -> Comparison {
         if Arc::ptr_eq(&self.0, &other.0) {
@@ -193,10 +220,20 @@ impl Comm {
         self.internal(|m| context::agree(&self.0.rt.ids, m).map_err(from_nmad))
     }
 
-    /// `MPI_Comm_dup` (collective): the same group in a new context.
+    /// `MPI_Comm_dup` (collective): the same group in a new context, with the same hints.
     pub fn dup(&self) -> Result<Comm> {
         let id = self.agree_context()?;
-        Ok(Comm::make(&self.0.rt, self.0.group.clone(), id, ""))
+        let c = Comm::make(&self.0.rt, self.0.group.clone(), id, "");
+        c.replace_hints(self.hints());
+        Ok(c)
+    }
+
+    /// `MPI_Comm_dup_with_info` (collective): [`Comm::dup`], with the default hints updated by
+    /// `info` instead of this communicator's.
+    pub fn dup_with_info(&self, info: &Info) -> Result<Comm> {
+        let c = self.dup()?;
+        c.replace_hints(CommHints::from_info(info));
+        Ok(c)
     }
 
     /// `MPI_Comm_split` (collective): the members giving the same `color` form a communicator,
@@ -370,6 +407,25 @@ pub(crate) mod tests {
         assert_eq!(got[3].0, None);
         assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), [Some(1), None, Some(0), None]);
         assert!(got.iter().all(|g| g.2 == 4), "one node: everybody shares it");
+    }
+
+    #[test]
+    fn hints_are_set_copied_by_dup_and_replaced_by_dup_with_info() {
+        on_all(2, |world| {
+            assert_eq!(world.hints(), CommHints::default());
+            world.set_info(&Info::from_pairs([("mpi_assert_no_any_tag", "true"), ("unknown", "x")]).unwrap());
+            assert!(world.hints().no_any_tag);
+            assert!(!world.get_info().contains("unknown"), "unknown keys are ignored");
+            let d = world.dup().unwrap();
+            assert_eq!(d.hints(), world.hints(), "a duplicate has the same hints");
+            let overtaking = Info::from_pairs([("mpi_assert_allow_overtaking", "true")]).unwrap();
+            let e = world.dup_with_info(&overtaking).unwrap();
+            assert_eq!(e.hints(), CommHints { allow_overtaking: true, ..Default::default() });
+            assert_eq!(e.get_info().get_str("mpi_assert_allow_overtaking"), Some("true"));
+            all_to_all(&e);
+            let s = world.split(Some(0), 0).unwrap().unwrap();
+            assert_eq!(s.hints(), CommHints::default(), "other new communicators start with the defaults");
+        });
     }
 
     #[test]

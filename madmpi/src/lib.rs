@@ -11,6 +11,7 @@
 //!   pack/unpack, element counts);
 //! - [`group`], [`error`] (classes, message-carrying codes, error handler registry), [`attr`]
 //!   (keyvals and attribute caching);
+//! - [`info`]: info objects, `MPI_INFO_ENV`'s contents and the communicator hints;
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
 //!   `context` ids for communicator creation.
 //!
@@ -25,6 +26,7 @@ mod context;
 pub mod datatype;
 pub mod error;
 pub mod group;
+pub mod info;
 mod internal;
 pub mod mprobe;
 pub mod p2p;

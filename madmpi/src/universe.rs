@@ -56,6 +56,7 @@ pub fn init(threading: Threading) -> Result<Universe> {
         }));
     }
     let nm = Nmad::init().map_err(|e| Error::other(format!("MPI_Init: starting nmad: {e}")))?;
+    crate::info::record_start(nm.size(), threading);
     Ok(Universe::with(nm, threading))
 }
 

@@ -31,7 +31,9 @@ const FUNCTIONS: &str = "\
     Comm_get_errhandler Comm_call_errhandler Errhandler_free Error_string Error_class Comm_size \
     Comm_rank Comm_dup Comm_dup_with_info Comm_split Comm_split_type Comm_create Comm_free \
     Comm_compare Comm_set_name Comm_get_name Comm_create_keyval Comm_free_keyval Comm_set_attr \
-    Comm_get_attr Comm_delete_attr Comm_group Group_size Group_rank Group_incl Group_excl \
+    Comm_get_attr Comm_delete_attr Comm_group Comm_set_info Comm_get_info Info_create \
+    Info_create_env Info_set Info_delete Info_get Info_get_string Info_get_valuelen Info_get_nkeys \
+    Info_get_nthkey Info_dup Info_free Group_size Group_rank Group_incl Group_excl \
     Group_range_incl Group_range_excl Group_union Group_intersection Group_difference \
     Group_translate_ranks Group_compare Group_free Send Recv Isend Irecv Ssend Issend Rsend Irsend \
     Bsend Ibsend Buffer_attach Buffer_detach Sendrecv Sendrecv_replace Probe Iprobe Mprobe Improbe \

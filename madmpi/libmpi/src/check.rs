@@ -1,7 +1,7 @@
 //! Argument checks shared by the exported functions, each failing with the error class MPI
 //! (and MPICH) gives that argument: counts `MPI_ERR_COUNT`, ranks `MPI_ERR_RANK`, tags
 //! `MPI_ERR_TAG`, a null buffer with data `MPI_ERR_BUFFER`, null or misaligned output pointers
-//! `MPI_ERR_ARG`. Handles are checked where they are resolved (`comms`, `datatypes`,
+//! `MPI_ERR_ARG`; string arguments are read with a bound ([`c_string`]). Handles are checked where they are resolved (`comms`, `datatypes`,
 //! `requests`). Callers run the checks in the order of the function's parameters, after the
 //! communicator, as MPICH does.
 //!
@@ -13,7 +13,7 @@ use madmpi::datatype::Datatype;
 use madmpi::error::Error;
 use madmpi::p2p::{From, Rank, Tag};
 use madmpi::tags::TAG_UB;
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 
 /// A non-negative element count.
 pub(crate) fn count(n: c_int) -> Result<i64, Error> {
@@ -118,6 +118,31 @@ pub(crate) unsafe fn array_in<'a, T>(p: *const T, n: usize, what: &str) -> Resul
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
+/// A string argument read at most `max + 1` bytes far: `None` if `p` is null, `Some(Err(()))`
+/// if the string is longer than `max` bytes, else its bytes (the NUL not included). A string
+/// too long is never read to its end.
+///
+/// # Safety
+/// A non-null `p` must point to a NUL-terminated string valid for reads for `'a`.
+pub(crate) unsafe fn c_string<'a>(p: *const c_char, max: usize) -> Option<Result<&'a [u8], ()>> {
+    if p.is_null() {
+        return None;
+    }
+    let mut n = 0;
+    loop {
+        // SAFETY: `p + n` is within the string: every byte before it is not its NUL.
+        if unsafe { *p.add(n) } == 0 {
+            break;
+        }
+        if n == max {
+            return Some(Err(()));
+        }
+        n += 1;
+    }
+    // SAFETY: the `n` bytes before the NUL, read above.
+    Some(Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) }))
+}
+
 /// A status argument: `None` for `MPI_STATUS_IGNORE`; `MPI_ERR_ARG` if null or misaligned.
 ///
 /// # Safety
@@ -184,6 +209,10 @@ mod tests {
             assert_eq!(array_in::<i32>(std::ptr::null(), 1, "a").unwrap_err().class(), ErrorClass::Arg);
             assert_eq!(array_in(&x, 1, "a").unwrap(), [5]);
             assert_eq!(status(std::ptr::null_mut()).unwrap_err().class(), ErrorClass::Arg);
+            assert_eq!(c_string(c"abc".as_ptr(), 3), Some(Ok(&b"abc"[..])));
+            assert_eq!(c_string(c"abcd".as_ptr(), 3), Some(Err(())));
+            assert_eq!(c_string(c"".as_ptr(), 0), Some(Ok(&b""[..])));
+            assert_eq!(c_string(std::ptr::null(), 3), None);
             assert_eq!(
                 status_in(abi::MPI_STATUS_IGNORE as *const Status).unwrap_err().class(),
                 ErrorClass::Arg

@@ -14,6 +14,8 @@
 //!   classes; `persistent`: starting persistent requests; `completion`: reporting completed
 //!   requests (statuses, `MPI_ERR_IN_STATUS`) and waiting on several;
 //! - `groups`: group handles; `attrs`: keyvals, attribute tables and C attribute callbacks;
+//! - `infos`: info handles, in a table that outlives the MPI state (info objects work before
+//!   `MPI_Init` and after `MPI_Finalize`);
 //! - `errors`: the path of a failure to its error handler and the code a call returns;
 //!   `errhandlers`: error handler handles (user handlers, reference counts);
 //! - `check`: argument validation; `status`: writing `MPI_Status`;
@@ -29,6 +31,7 @@ mod errhandlers;
 mod errors;
 mod export;
 mod groups;
+mod infos;
 mod messages;
 mod persistent;
 mod requests;

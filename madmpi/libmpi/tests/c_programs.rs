@@ -291,6 +291,13 @@ fn persistent_requests_start_again_and_again() {
     passes("persistent");
 }
 
+/// Every info call with its error paths, `MPI_INFO_ENV`, communicator hints, threads sharing
+/// info objects, and info objects used before `MPI_Init` and after `MPI_Finalize`.
+#[test]
+fn info_objects_keep_their_keys_in_order_and_work_outside_init_and_finalize() {
+    passes("info");
+}
+
 #[test]
 fn matched_probes_under_mpi_thread_multiple() {
     passes("mprobe");

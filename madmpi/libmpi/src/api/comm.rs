@@ -1,6 +1,9 @@
 //! Communicator queries and management: `MPI_Comm_size`, `MPI_Comm_rank`, `MPI_Comm_compare`,
-//! `MPI_Comm_group`, `MPI_Comm_set_name`, `MPI_Comm_get_name`, `MPI_Comm_free` (creation is in
-//! [`comm_create`](super::comm_create)).
+//! `MPI_Comm_group`, `MPI_Comm_set_name`, `MPI_Comm_get_name`, `MPI_Comm_set_info`,
+//! `MPI_Comm_get_info`, `MPI_Comm_free` (creation is in [`comm_create`](super::comm_create)).
+//!
+//! Info hints: the four assertions of MPI 4.0 are recorded and reported, other keys ignored
+//! (see `madmpi::info::CommHints`).
 //!
 //! Errors go to the communicator's handler once it is resolved (for `MPI_Comm_compare`, the
 //! first one's).
@@ -9,6 +12,7 @@ use super::write_string;
 use crate::check;
 use crate::errors::On;
 use crate::export::export;
+use crate::infos;
 use crate::state::state;
 use madmpi::abi;
 use madmpi::comm::Comparison;
@@ -108,6 +112,26 @@ export! {
         // SAFETY: `comm_name` has MPI_MAX_OBJECT_NAME bytes (MPI's contract).
         unsafe { write_string(&c.comm.name(), comm_name, abi::MPI_MAX_OBJECT_NAME, resultlen, "comm_name") }
             .on(&c)
+    }
+
+    /// `MPI_Comm_set_info`: takes the hints of `info` MadMPI recognizes, with a valid value;
+    /// other keys are ignored, as MPI allows (`MPI_INFO_NULL`: nothing changes; MPICH 4.0.2
+    /// says `MPI_ERR_ARG`). Collective in MPI's terms, but no hint needs the members to agree,
+    /// so nothing is exchanged.
+    fn MPI_Comm_set_info / PMPI_Comm_set_info(comm: abi::Comm, info: abi::Info) {
+        let c = state()?.comm(comm)?;
+        c.comm.set_info(&infos::hints(info).on(&c)?);
+        Ok(())
+    }
+
+    /// `MPI_Comm_get_info`: a new info object with every recognized hint and its current value
+    /// (the program frees it).
+    fn MPI_Comm_get_info / PMPI_Comm_get_info(comm: abi::Comm, info_used: *mut abi::Info) {
+        let c = state()?.comm(comm)?;
+        // SAFETY: an output argument.
+        let out = unsafe { check::out(info_used, "info_used") }.on(&c)?;
+        *out = infos::add(c.comm.get_info()).on(&c)?;
+        Ok(())
     }
 
     /// `MPI_Comm_free`: deletes the attributes (their delete callbacks run; if one fails, the

@@ -5,28 +5,25 @@
 //! the attributes that the copy callbacks copy (after the collective part, so a failing
 //! callback cannot leave the other members waiting in it; the new communicator is then freed
 //! and the handle is `MPI_COMM_NULL`, as in MPICH). Arguments MPICH checks locally are checked
-//! before the collective part, like there; the info argument, which MPICH 4.0.2 does not check
-//! at all, is checked after it, so a bad one fails only where it was given (`MPI_ERR_INFO`:
-//! there are no info objects yet, only `MPI_INFO_NULL` and `MPI_INFO_ENV` are accepted).
+//! before the collective part, like there; a bad info argument (`MPI_ERR_INFO`: not
+//! `MPI_INFO_NULL`, `MPI_INFO_ENV` nor a live info object) is reported after it, so it fails
+//! only where it was given (MPICH 4.0.2 does not check direct info handles at all).
+//!
+//! Hints (`madmpi::info::CommHints`): a duplicate keeps its parent's, `MPI_Comm_dup_with_info`
+//! and `MPI_Comm_split_type` give the defaults updated by their info (unknown keys ignored),
+//! the others the defaults.
 
 use crate::check;
 use crate::comms::CommObj;
 use crate::errors::{Fail, On};
 use crate::export::export;
+use crate::infos;
 use crate::state::{State, state};
 use madmpi::abi;
 use madmpi::comm::Comm;
 use madmpi::error::Error;
 use std::ffi::c_int;
 use std::sync::Arc;
-
-/// `MPI_ERR_INFO` unless `info` is `MPI_INFO_NULL` or `MPI_INFO_ENV`.
-fn check_info(info: abi::Info) -> Result<(), Error> {
-    match info {
-        abi::MPI_INFO_NULL | abi::MPI_INFO_ENV => Ok(()),
-        _ => Err(Error::info(format!("invalid info handle {info:#x} (no info objects exist yet)"))),
-    }
-}
 
 /// Stores `comm` (if this process is a member), created from `parent`, and writes its handle
 /// (or `MPI_COMM_NULL`) to `out`.
@@ -48,9 +45,16 @@ unsafe fn dup(comm: abi::Comm, info: Option<abi::Info>, newcomm: *mut abi::Comm)
     // SAFETY: the caller's contract.
     let out = unsafe { check::out(newcomm, "newcomm") }.on(&c)?;
     *out = abi::MPI_COMM_NULL;
-    let new = c.comm.dup().on(&c)?;
-    if let Some(info) = info {
-        check_info(info).on(&c)?;
+    // Resolved now (a copy: the program may change the object meanwhile), reported after the
+    // collective part.
+    let hints = info.map(infos::hints);
+    let new = match &hints {
+        Some(Ok(info)) => c.comm.dup_with_info(info),
+        _ => c.comm.dup(),
+    }
+    .on(&c)?;
+    if let Some(Err(e)) = hints {
+        return Err(e).on(&c);
     }
     let (h, obj) = st.add_comm(CommObj::child(new, &c)).on(&c)?;
     let copied = c.attrs.with(|t| t.copy_for_dup(&c.handle(), &h)).and_then(|r| r);
@@ -71,8 +75,8 @@ export! {
         unsafe { dup(comm, None, newcomm) }
     }
 
-    /// `MPI_Comm_dup_with_info`: `MPI_Comm_dup` (the info may only be `MPI_INFO_NULL` or
-    /// `MPI_INFO_ENV`, and has no effect).
+    /// `MPI_Comm_dup_with_info`: `MPI_Comm_dup`, with the hints of `info` (any info object,
+    /// `MPI_INFO_NULL` or `MPI_INFO_ENV`) instead of the parent's.
     fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: abi::Comm, info: abi::Info, newcomm: *mut abi::Comm) {
         // SAFETY: an output argument.
         unsafe { dup(comm, Some(info), newcomm) }
@@ -97,7 +101,7 @@ export! {
     /// `MPI_UNDEFINED` gives `MPI_COMM_NULL`, and so do `MPI_COMM_TYPE_HW_GUIDED` (no info
     /// naming a resource can be given) and `MPI_COMM_TYPE_HW_UNGUIDED` (no hardware level below
     /// the node is known), as in MPICH 4.0.2 with `MPI_INFO_NULL`. Other types are
-    /// `MPI_ERR_ARG`.
+    /// `MPI_ERR_ARG`. The new communicator takes the hints of `info`.
     fn MPI_Comm_split_type / PMPI_Comm_split_type(
         comm: abi::Comm,
         split_type: c_int,
@@ -115,8 +119,12 @@ export! {
         // SAFETY: an output argument.
         let out = unsafe { check::out(newcomm, "newcomm") }.on(&c)?;
         *out = abi::MPI_COMM_NULL;
+        let hints = infos::hints(info);
         let new = c.comm.split_shared_opt(shared.then_some(key)).on(&c)?;
-        check_info(info).on(&c)?;
+        let hints = hints.on(&c)?;
+        if let Some(new) = &new {
+            new.set_info(&hints);
+        }
         publish(&st, &c, new, out)?;
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! The exported functions, one file per chapter of the standard: [`env`](mod@env) (initialization,
 //! threads, identification, timers, abort), [`errh`] (error handlers and strings), [`comm`]
-//! (communicator queries, names, free), [`comm_create`] (dup, split, create), [`group`]
+//! (communicator queries, names, info hints, free), [`comm_create`] (dup, split, create),
+//! [`info`] (info objects, usable before `MPI_Init` and after `MPI_Finalize`), [`group`]
 //! (groups), [`attr`] (keyvals and attributes), [`datatype`] (every datatype call, pack and
 //! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
 //! nonblocking operations, freeing and cancelling requests), [`completion`] (waits and tests),
@@ -22,6 +23,7 @@ pub mod datatype;
 pub mod env;
 pub mod errh;
 pub mod group;
+pub mod info;
 pub mod mprobe;
 pub mod nonblocking;
 pub mod p2p;

@@ -6,8 +6,8 @@
  * running it on MPICH's own library under mpiexec.hydra -n 4):
  * - a negative color in MPI_Comm_split is MPI_ERR_ARG here at the process that gave it (the
  *   others go on without it); MPICH takes it as a color;
- * - an info handle other than MPI_INFO_NULL / MPI_INFO_ENV is MPI_ERR_INFO here; MPICH does not
- *   look at it;
+ * - an info handle that is no info object (0x9c000005, of the direct kind) is MPI_ERR_INFO here;
+ *   MPICH does not check direct info handles (info objects are tested by info.c);
  * - MPI_Comm_group hands out a new handle each time here, the same one in MPICH (not checked). */
 #include "check.h"
 
