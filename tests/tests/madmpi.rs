@@ -1,0 +1,133 @@
+//! madmpi's Rust API with real processes: `madmpi_check <scenario>` (`src/bin/madmpi_check/`) as
+//! 3-rank jobs under madrun, one test per scenario: typed point-to-point (also under MPICH's
+//! `mpiexec.hydra`), derived datatypes, communicators and groups, error classes, marcel user
+//! threads blocking in MPI on one LWP (under each pioman policy), and several OS threads per rank.
+//! Each job must exit with status 0 and every rank must print the OK line of every step.
+//!
+//! The program ends itself (status 2) if a rank is stuck for 20 s; the harness kills a job that
+//! is still running after `jobs::HANG`.
+
+use std::path::PathBuf;
+use std::process::Command;
+use tests::jobs::{Done, madrun, run, serial, unique_marker};
+
+const FULL: bool = !cfg!(debug_assertions);
+const PROGRAM: &str = env!("CARGO_BIN_EXE_madmpi_check");
+
+/// `madrun -n 3 [-genv K V]... madmpi_check <args>`.
+fn job(env: &[(&str, &str)], args: &[&str]) -> Done {
+    let mut a: Vec<&str> = Vec::new();
+    for (k, v) in env {
+        a.extend(["-genv", k, v]);
+    }
+    a.extend(["-n", "3", PROGRAM]);
+    a.extend(args);
+    run(madrun(&unique_marker(), &a))
+}
+
+/// Exit status 0, and for each rank the line `OK <rank>: <step>...` of every step of `steps(rank)`
+/// (prefixes of the step descriptions).
+fn assert_steps(d: &Done, steps: impl Fn(u32) -> Vec<&'static str>) {
+    assert_eq!(d.code, Some(0), "{d:?}");
+    for rank in 0..3 {
+        for step in steps(rank) {
+            let want = format!("OK {rank}: {step}");
+            assert!(d.stdout.lines().any(|l| l.starts_with(&want)), "missing {want:?}: {d:?}");
+        }
+    }
+}
+
+const TYPED: [&str; 6] = [
+    "blocking send/recv i32 f64 u8 TwoInt",
+    "isend/irecv i32 f64 u8",
+    "sendrecv f64 and TwoInt",
+    "probe and iprobe",
+    "MPI_ANY_SOURCE and MPI_ANY_TAG",
+    "issend incomplete until matched; ssend",
+];
+
+#[test]
+fn typed_point_to_point() {
+    let _g = serial();
+    assert_steps(&job(&[], &["typed"]), |_| TYPED.to_vec());
+}
+
+/// `tool` from `PATH`, or a failure naming the Debian package that provides it.
+fn require(tool: &str, package: &str) -> PathBuf {
+    let found = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file());
+    found.unwrap_or_else(|| {
+        panic!("`{tool}` is not installed: this test needs it (Debian: apt-get install {package})")
+    })
+}
+
+#[test]
+fn typed_point_to_point_under_hydra() {
+    let _g = serial();
+    let mut cmd = Command::new(require("mpiexec.hydra", "mpich"));
+    cmd.args(["-n", "3", PROGRAM, "typed"]).env_remove("PM2_PMI");
+    assert_steps(&run(cmd), |_| TYPED.to_vec());
+}
+
+#[test]
+fn derived_datatypes() {
+    let _g = serial();
+    let steps = ["vector (resized columns", "indexed into contiguous f64", "struct type of a repr(C) struct"];
+    assert_steps(&job(&[], &["datatypes"]), |_| steps.to_vec());
+}
+
+#[test]
+fn communicators_and_groups() {
+    let _g = serial();
+    let steps = [
+        "dup: congruent",
+        "split by parity",
+        "groups: incl, excl",
+        "create from incl and excl",
+        "dup and split after",
+    ];
+    assert_steps(&job(&[], &["comms"]), |_| steps.to_vec());
+}
+
+#[test]
+fn errors_have_their_class_and_the_job_goes_on() {
+    let _g = serial();
+    let steps = [
+        "bad ranks and tags are MPI_ERR_RANK and MPI_ERR_TAG",
+        "truncation is MPI_ERR_TRUNCATE",
+        "uncommitted type, negative count",
+        "traffic goes on after the errors",
+    ];
+    assert_steps(&job(&[], &["errors"]), |_| steps.to_vec());
+}
+
+/// Under the default policy (adaptive) and each built-in one: waiting threads park, spin or
+/// block in the kernel, and the other user threads of the LWP must run in every case.
+#[test]
+fn marcel_user_threads_blocked_in_mpi_leave_their_lwp_to_the_others() {
+    let _g = serial();
+    for policy in [None, Some("block"), Some("poll"), Some("timer")] {
+        let env: Vec<(&str, &str)> = policy.map(|p| ("PIOMAN_POLICY", p)).into_iter().collect();
+        let d = job(&env, &["marcel"]);
+        assert_steps(&d, |rank| {
+            vec![if rank == 0 {
+                "4 user threads blocked in MPI while a 5th"
+            } else {
+                "relayed after the trigger"
+            }]
+        });
+        assert!(d.stdout.contains("hog hand-offs 0"), "policy {policy:?}: {d:?}");
+    }
+}
+
+#[test]
+fn os_threads_exchange_many_messages_concurrently() {
+    let _g = serial();
+    let messages = if FULL { "2000" } else { "400" };
+    let d = job(&[], &["os-threads", messages]);
+    assert_steps(&d, |_| vec!["4 threads x 2 peers x", "2 threads x 2 peers x"]);
+    assert_eq!(d.stdout.matches(&format!("x {messages} messages")).count(), 6, "{d:?}");
+}
