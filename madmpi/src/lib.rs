@@ -32,4 +32,5 @@ pub mod mprobe;
 pub mod p2p;
 pub mod request;
 pub mod tags;
+pub mod typed;
 pub mod universe;
