@@ -100,7 +100,7 @@ mod tests {
                 let e = w.send_typed(&m, -1, &column, Rank::Rank(1), 7).unwrap_err();
                 assert_eq!(e.class(), ErrorClass::Count, "{e}");
             } else {
-                let mut m = vec![-1i32; 16];
+                let mut m = [-1i32; 16];
                 let st = w.recv_typed(&mut m[2..], 1, &column, From::Rank(0), Tag::Tag(7)).unwrap();
                 assert_eq!(st.bytes, 16);
                 let col: Vec<i32> = (0..4).map(|r| m[2 + 4 * r]).collect();

@@ -18,6 +18,19 @@ static SERIAL: Mutex<()> = Mutex::new(());
 static BUILD: Once = Once::new();
 
 /// Serializes jobs (2 cores) and survives a previous test's panic.
+/// `tool` from `PATH`, or a test failure naming the Debian package that provides it (tests that
+/// need MPICH, a compiler or Hydra are never skipped).
+pub fn require(tool: &str, package: &str) -> PathBuf {
+    let found = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file());
+    found.unwrap_or_else(|| {
+        panic!("`{tool}` is not installed: this test needs it (Debian: apt-get install {package})")
+    })
+}
+
 pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -7,9 +7,8 @@
 //! The program ends itself (status 2) if a rank is stuck for 20 s; the harness kills a job that
 //! is still running after `jobs::HANG`.
 
-use std::path::PathBuf;
 use std::process::Command;
-use tests::jobs::{Done, madrun, run, serial, unique_marker};
+use tests::jobs::{Done, madrun, require, run, serial, unique_marker};
 
 const FULL: bool = !cfg!(debug_assertions);
 const PROGRAM: &str = env!("CARGO_BIN_EXE_madmpi_check");
@@ -50,18 +49,6 @@ const TYPED: [&str; 6] = [
 fn typed_point_to_point() {
     let _g = serial();
     assert_steps(&job(&[], &["typed"]), |_| TYPED.to_vec());
-}
-
-/// `tool` from `PATH`, or a failure naming the Debian package that provides it.
-fn require(tool: &str, package: &str) -> PathBuf {
-    let found = std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file());
-    found.unwrap_or_else(|| {
-        panic!("`{tool}` is not installed: this test needs it (Debian: apt-get install {package})")
-    })
 }
 
 #[test]

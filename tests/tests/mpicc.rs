@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
-use tests::jobs::{Done, bin_dir, run_limited, serial};
+use tests::jobs::{Done, bin_dir, require, run_limited, serial};
 
 /// A job that takes longer is a hang.
 const HANG: Duration = Duration::from_secs(30);
@@ -27,18 +27,6 @@ fn workspace() -> &'static Path {
 
 fn ring_c() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("c/ring.c")
-}
-
-/// `tool` from `PATH`, or a failure naming the package that provides it.
-fn require(tool: &str, package: &str) -> PathBuf {
-    let found = std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file());
-    found.unwrap_or_else(|| {
-        panic!("`{tool}` is not installed: this test needs it (Debian: apt-get install {package})")
-    })
 }
 
 /// A fresh scratch directory for `what`.

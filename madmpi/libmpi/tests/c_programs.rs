@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
-use tests::jobs::{Done, bin_dir, madrun_path, run_limited, serial};
+use tests::jobs::{Done, bin_dir, madrun_path, require, run_limited, serial};
 
 /// A job that takes longer is a hang.
 const HANG: Duration = Duration::from_secs(60);
@@ -23,18 +23,6 @@ const HANG: Duration = Duration::from_secs(60);
 /// The source directory of the C programs.
 fn c_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c")
-}
-
-/// `tool` from `PATH`, or a failure naming the package that provides it.
-fn require(tool: &str, package: &str) -> PathBuf {
-    let found = std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file());
-    found.unwrap_or_else(|| {
-        panic!("`{tool}` is not installed: these tests need it (Debian: apt-get install {package})")
-    })
 }
 
 /// The directory of `libmpi.so` (built here, in this test's profile) with its soname links.
