@@ -63,13 +63,24 @@ impl Datatype {
     /// # Safety
     /// As [`nmad::Data::from_layout`], for every block of [`Datatype::layout`]`(count)`.
     pub unsafe fn data(&self, buf: *mut u8, count: i64) -> Result<nmad::Data> {
-        let layout = self.layout(count)?;
-        Ok(match self.contiguous_offset() {
+        if let Some(off) = self.contiguous_offset() {
+            // Every send and receive of a predefined type comes here: check what `layout` would
+            // (committed, count, no overflow) without building one.
+            self.flat()?;
+            if count < 0 {
+                return Err(TypeError::count(format!("negative count ({count})")));
+            }
+            let bytes = (count as u64)
+                .checked_mul(self.size())
+                .and_then(|b| isize::try_from(b).ok())
+                .filter(|&b| (off as isize).checked_add(b).is_some())
+                .ok_or_else(TypeError::overflow)?;
             // SAFETY: the range is the single block of the layout, which the caller vouches for.
-            Some(off) => unsafe { nmad::Data::from_raw(buf.wrapping_offset(off as isize), layout.size()) },
-            // SAFETY: the caller vouches for every block of the layout.
-            None => unsafe { nmad::Data::from_layout(buf, Arc::new(layout)) },
-        })
+            return Ok(unsafe { nmad::Data::from_raw(buf.wrapping_offset(off as isize), bytes as usize) });
+        }
+        let layout = self.layout(count)?;
+        // SAFETY: the caller vouches for every block of the layout.
+        Ok(unsafe { nmad::Data::from_layout(buf, Arc::new(layout)) })
     }
 }
 
