@@ -31,6 +31,24 @@ pub fn require(tool: &str, package: &str) -> PathBuf {
     })
 }
 
+/// Builds `libmpi.so` and the tools (madrun, mpicc) in the calling test's profile; their directory
+/// (`target/<profile>`). Tests cache it: a build per test binary.
+pub fn build_mpi_tree() -> PathBuf {
+    let dir = bin_dir();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q", "-p", "madmpi-libmpi", "-p", "tools", "--target-dir"])
+        .arg(dir.parent().expect("target dir"));
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    assert!(
+        cmd.status().expect("run cargo build").success(),
+        "building libmpi.so and the tools failed: {cmd:?}"
+    );
+    assert!(dir.join("libmpi.so").is_file(), "no libmpi.so in {}", dir.display());
+    dir
+}
+
 pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
-use tests::jobs::{Done, bin_dir, require, run_limited, serial};
+use tests::jobs::{Done, bin_dir, build_mpi_tree, require, run_limited, serial};
 
 /// A job that takes longer is a hang.
 const HANG: Duration = Duration::from_secs(30);
@@ -40,17 +40,7 @@ fn scratch(what: &str) -> PathBuf {
 /// The build tree's `target/<profile>` with `libmpi.so`, `mpicc` and `madrun` built.
 fn build_tree() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = bin_dir();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "madmpi-libmpi", "-p", "tools", "--target-dir"])
-            .arg(dir.parent().expect("target dir"));
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().expect("run cargo build").success(), "cargo build failed: {cmd:?}");
-        dir
-    })
+    DIR.get_or_init(build_mpi_tree)
 }
 
 /// Runs `cmd` to completion; its output, after checking it succeeded.

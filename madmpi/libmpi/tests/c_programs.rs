@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
-use tests::jobs::{Done, bin_dir, madrun_path, require, run_limited, serial};
+use tests::jobs::{Done, build_mpi_tree, madrun_path, require, run_limited, serial};
 
 /// A job that takes longer is a hang.
 const HANG: Duration = Duration::from_secs(60);
@@ -29,15 +29,7 @@ fn c_dir() -> PathBuf {
 fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = bin_dir();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "madmpi-libmpi", "-p", "tools", "--target-dir"])
-            .arg(dir.parent().expect("target dir"));
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().expect("run cargo build").success(), "building libmpi.so and mpicc failed");
-        assert!(dir.join("libmpi.so").is_file(), "no libmpi.so in {}", dir.display());
+        let dir = build_mpi_tree();
         for link in ["libmpi.so.12", "libmpich.so.12"] {
             let path = dir.join(link);
             if std::fs::read_link(&path).ok().as_deref() != Some(Path::new("libmpi.so")) {
