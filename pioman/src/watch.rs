@@ -80,19 +80,27 @@ impl<B: Bell + Clone> Watch<B> {
     }
 }
 
+/// A bell that counts its rings (tests and models).
+#[cfg(test)]
+#[derive(Clone)]
+struct Count(Arc<crate::loom::atomic::AtomicUsize>);
+
+#[cfg(all(test, loom))]
+use loom::sync::Arc;
+#[cfg(all(test, not(loom)))]
+use std::sync::Arc;
+
+#[cfg(test)]
+impl Bell for Count {
+    fn ring(&self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use loom::sync::Arc;
     use loom::sync::atomic::AtomicUsize;
-
-    #[derive(Clone)]
-    struct Count(Arc<AtomicUsize>);
-    impl Bell for Count {
-        fn ring(&self) {
-            self.0.fetch_add(1, SeqCst);
-        }
-    }
 
     /// A watcher leaves while another context goes to sleep passively: either the sleeper took
     /// the watch, or it was rung.
@@ -134,16 +142,7 @@ mod loom_tests {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
-
-    #[derive(Clone)]
-    struct Count(Arc<AtomicUsize>);
-    impl Bell for Count {
-        fn ring(&self) {
-            self.0.fetch_add(1, SeqCst);
-        }
-    }
 
     #[test]
     fn hand_over_rings_the_first_passive_sleeper_only() {
