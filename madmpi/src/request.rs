@@ -257,6 +257,11 @@ pub struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
+    /// A request over memory borrowed for `'a` (the caller made `raw` from that memory).
+    pub(crate) fn borrowing(raw: RawRequest) -> Request<'a> {
+        Request { raw, _buf: PhantomData }
+    }
+
     /// Waits for completion (`MPI_Wait`).
     pub fn wait(self) -> Result<Status> {
         self.raw.wait()

@@ -1,14 +1,15 @@
 //! Point-to-point with derived datatypes, safely: `count` elements of a [`Datatype`] laid over a
 //! borrowed slice (a column of a matrix, the fields of an array of structs), sent or received
-//! without a copy, after checking that every byte the type map touches lies inside the slice.
+//! without a copy, blocking or as requests that borrow the slice, after checking that every byte
+//! the type map touches lies inside it.
 //!
-//! Owns that bounds check; the transfers are the raw `send_data`/`recv_data` of `request.rs`.
+//! Owns that bounds check; the transfers are `request.rs`'s raw operations.
 
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
 use crate::p2p::{Equivalence, From, Rank, Status, Tag};
-use crate::request::Mode;
+use crate::request::{Mode, RawRequest, Request};
 
 /// Checks that `count` elements of `dtype` starting at the slice's first byte touch only bytes of
 /// the slice (`len` bytes). MPI lets a type reach before its start (negative displacements);
@@ -79,6 +80,47 @@ impl Comm {
     }
 }
 
+impl Comm {
+    /// `MPI_Isend` / `MPI_Issend` of `count` elements of `dtype` laid over `buf`, which stays
+    /// borrowed until the request ends. `MPI_ERR_BUFFER` if the type map leaves `buf`.
+    pub fn isend_typed<'a, T: Equivalence>(
+        &self,
+        buf: &'a [T],
+        count: i64,
+        dtype: &Datatype,
+        dest: Rank,
+        tag: i32,
+        mode: Mode,
+    ) -> Result<Request<'a>> {
+        check_fits("MPI_Isend", std::mem::size_of_val(buf), count, dtype)?;
+        // SAFETY: every byte the layout reads lies in `buf` (checked above), borrowed (shared) for
+        // 'a, which the returned request carries.
+        let data = unsafe { dtype.data(buf.as_ptr().cast_mut().cast(), count) }?;
+        // SAFETY: as above.
+        let raw = unsafe { RawRequest::isend(self, data, dest, tag, mode) }?;
+        Ok(Request::borrowing(raw))
+    }
+
+    /// `MPI_Irecv` of up to `count` elements of `dtype` laid over `buf`, borrowed exclusively
+    /// until the request ends. `MPI_ERR_BUFFER` if the type map leaves `buf`.
+    pub fn irecv_typed<'a, T: Equivalence>(
+        &self,
+        buf: &'a mut [T],
+        count: i64,
+        dtype: &Datatype,
+        from: From,
+        tag: Tag,
+    ) -> Result<Request<'a>> {
+        check_fits("MPI_Irecv", std::mem::size_of_val(buf), count, dtype)?;
+        // SAFETY: every byte the layout writes lies in `buf` (checked above), borrowed exclusively
+        // for 'a, which the request carries; any bytes are valid `T`s (Equivalence's contract).
+        let data = unsafe { dtype.data(buf.as_mut_ptr().cast(), count) }?;
+        // SAFETY: as above.
+        let raw = unsafe { RawRequest::irecv(self, data, from, tag) }?;
+        Ok(Request::borrowing(raw))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +148,29 @@ mod tests {
                 let col: Vec<i32> = (0..4).map(|r| m[2 + 4 * r]).collect();
                 assert_eq!(col, [1, 5, 9, 13]);
                 assert_eq!(m.iter().filter(|&&x| x == -1).count(), 12, "only the column was written");
+            }
+        });
+    }
+
+    #[test]
+    fn nonblocking_typed_requests_borrow_their_slices() {
+        on_all(2, |w| {
+            let int = Datatype::predefined(crate::datatype::Predefined::Int);
+            let every_other = Datatype::vector(3, 1, 2, &int).unwrap();
+            every_other.commit().unwrap();
+            if w.rank() == 0 {
+                let v = [10i32, -1, 11, -1, 12];
+                let r = w.isend_typed(&v, 1, &every_other, Rank::Rank(1), 3, Mode::Synchronous).unwrap();
+                r.wait().unwrap();
+                let e =
+                    w.isend_typed(&v[1..], 1, &every_other, Rank::Rank(1), 3, Mode::Standard).err().unwrap();
+                assert_eq!(e.class(), ErrorClass::Buffer, "{e}");
+            } else {
+                let mut v = [0i32; 6];
+                let r = w.irecv_typed(&mut v[1..], 1, &every_other, From::Any, Tag::Any).unwrap();
+                let st = r.wait().unwrap();
+                assert_eq!((st.bytes, st.tag), (12, 3));
+                assert_eq!(v, [0, 10, 0, 11, 0, 12]);
             }
         });
     }
