@@ -192,17 +192,8 @@ export! {
         array_of_indices: *mut c_int,
         array_of_statuses: *mut Status,
     ) {
-        let st = state()?;
         // SAFETY: MPI's contract for every argument.
-        let (handles, active, outcount, indices, statuses) =
-            unsafe { some_args(&st, incount, array_of_requests, outcount, array_of_indices, array_of_statuses) }?;
-        let ops = ops(&active);
-        if ops.is_empty() {
-            *outcount = abi::MPI_UNDEFINED;
-            return Ok(());
-        }
-        wait_any_complete(&ops);
-        report_some("MPI_Waitsome", &st, handles, &active, outcount, indices, statuses)
+        unsafe { some("MPI_Waitsome", true, incount, array_of_requests, outcount, array_of_indices, array_of_statuses) }
     }
 
     /// `MPI_Testsome`: reports the active requests that are complete (`outcount` may be 0);
@@ -214,17 +205,8 @@ export! {
         array_of_indices: *mut c_int,
         array_of_statuses: *mut Status,
     ) {
-        let st = state()?;
         // SAFETY: MPI's contract for every argument.
-        let (handles, active, outcount, indices, statuses) =
-            unsafe { some_args(&st, incount, array_of_requests, outcount, array_of_indices, array_of_statuses) }?;
-        let ops = ops(&active);
-        if ops.is_empty() {
-            *outcount = abi::MPI_UNDEFINED;
-            return Ok(());
-        }
-        progress_once(&ops);
-        report_some("MPI_Testsome", &st, handles, &active, outcount, indices, statuses)
+        unsafe { some("MPI_Testsome", false, incount, array_of_requests, outcount, array_of_indices, array_of_statuses) }
     }
 
     /// `MPI_Request_get_status`: `MPI_Test` without freeing or deactivating the request; a
@@ -260,6 +242,37 @@ export! {
         *flag = c_int::from(status.cancelled());
         Ok(())
     }
+}
+
+/// `MPI_Waitsome` (`block`: wait until one active request completes) and `MPI_Testsome`
+/// (drive progress once), then report the complete ones.
+///
+/// # Safety
+/// As [`some_args`].
+unsafe fn some(
+    name: &str,
+    block: bool,
+    incount: c_int,
+    array_of_requests: *mut abi::Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut Status,
+) -> Result<(), Fail> {
+    let st = state()?;
+    // SAFETY: the caller's contract.
+    let (handles, active, outcount, indices, statuses) =
+        unsafe { some_args(&st, incount, array_of_requests, outcount, array_of_indices, array_of_statuses) }?;
+    let ops = ops(&active);
+    if ops.is_empty() {
+        *outcount = abi::MPI_UNDEFINED;
+        return Ok(());
+    }
+    if block {
+        wait_any_complete(&ops);
+    } else {
+        progress_once(&ops);
+    }
+    report_some(name, &st, handles, &active, outcount, indices, statuses)
 }
 
 /// The checked arguments of `MPI_Waitsome` / `MPI_Testsome`.
