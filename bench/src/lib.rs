@@ -5,6 +5,7 @@
 
 pub mod limits;
 pub mod mpi;
+pub mod record;
 
 use std::time::Duration;
 
