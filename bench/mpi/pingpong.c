@@ -1,23 +1,25 @@
 /*
  * MPI ping-pong latency and streaming bandwidth between ranks 0 and 1, for comparing MPI
  * libraries: the same source is built against madmpi's libmpi, MPICH and Open MPI
- * (bench/benches/mpi.rs conducts it).
+ * (`madbench pingpong` and `madbench bw` conduct it).
  *
  *   latency:   0 B to 4 MiB (powers of 4); one-way time = round trip / 2
- *   bandwidth: 4 KiB to 4 MiB; rank 0 posts a window of 8 MPI_Isend, MPI_Waitall, and rank 1
+ *   bandwidth: 64 KiB to 16 MiB; rank 0 posts a window of 8 MPI_Isend, MPI_Waitall, and rank 1
  *              answers each window with a 4-byte message (as osu_bw does)
  *
  * Each size is measured REPS times (a fixed iteration count per size, the same for every
- * library, after a warm-up); rank 0 prints one line per measurement:
+ * library, after a warm-up); rank 0 prints one line per measurement, in the format of
+ * bench/src/record.rs:
  *
- *   lat <bytes> <median ns> <min ns> <max ns> <iterations> <reps>
- *   bw  <bytes> <median MB/s> <min MB/s> <max MB/s> <iterations> <reps>
+ *   m bench=pingpong size=<bytes> median=<ns> min=<ns> max=<ns> unit=ns iterations=<n>
+ *   m bench=bw size=<bytes> median=<MB/s> min=<MB/s> max=<MB/s> unit=MB/s iterations=<n>
  *
  * preceded by "# library <MPI_Get_library_version's first line>". Times come from
  * CLOCK_MONOTONIC, not MPI_Wtime, so every library is timed by the same clock. Only
  * point-to-point calls are used (ranks synchronize by a zero-byte exchange).
  *
- * Usage: pingpong [reps] (default 7). Pinning is the launcher's or a wrapper's business.
+ * Usage: pingpong [lat|bw|both] [reps] [quick] (default: both, 5 repetitions; `quick` measures
+ * fewer sizes). Pinning is the launcher's or a wrapper's business.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -27,7 +29,8 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_SIZE (4 << 20)
+#define MAX_LAT_SIZE (4 << 20)
+#define MAX_SIZE (16 << 20)
 #define WINDOW 8
 #define MAX_REPS 99
 #define TAG_DATA 1
@@ -89,7 +92,9 @@ static int bw_iters(int size)
         return 200;
     if (size <= 262144)
         return 40;
-    return 6;
+    if (size <= 4194304)
+        return 6;
+    return 3;
 }
 
 /* n round trips of `size` bytes; rank 0 returns the elapsed ns. */
@@ -133,25 +138,36 @@ static double stream(int rank, char *buf, int size, int n)
 }
 
 /* Prints "<kind> <size> <median> <min> <max> <iters> <reps>" from per-repetition values. */
-static void report(const char *kind, int size, double *v, int reps, int iters)
+static void report(const char *bench, int size, double *v, int reps, int iters, const char *unit)
 {
     double m = median(v, reps);
-    printf("%s %d %.1f %.1f %.1f %d %d\n", kind, size, m, v[0], v[reps - 1], iters, reps);
+    printf("m bench=%s size=%d median=%.1f min=%.1f max=%.1f unit=%s iterations=%d\n", bench, size, m, v[0],
+           v[reps - 1], unit, iters);
     fflush(stdout);
 }
 
 int main(int argc, char **argv)
 {
-    int rank, nprocs, reps = argc > 1 ? atoi(argv[1]) : 7;
+    int rank, nprocs, reps = 5, quick = 0, do_lat = 1, do_bw = 1;
     double v[MAX_REPS];
-    char *buf;
+    char *buf = NULL;
 
     check(MPI_Init(&argc, &argv), "MPI_Init");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "lat"))
+            do_bw = 0;
+        else if (!strcmp(argv[i], "bw"))
+            do_lat = 0;
+        else if (!strcmp(argv[i], "quick"))
+            quick = 1;
+        else if (strcmp(argv[i], "both"))
+            reps = atoi(argv[i]);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (nprocs != 2 || reps < 1 || reps > MAX_REPS) {
         if (rank == 0)
-            fprintf(stderr, "usage: run 2 ranks of pingpong [reps: 1..%d]\n", MAX_REPS);
+            fprintf(stderr, "usage: run 2 ranks of pingpong [lat|bw|both] [reps: 1..%d] [quick]\n", MAX_REPS);
         MPI_Finalize();
         return 2;
     }
@@ -170,7 +186,11 @@ int main(int argc, char **argv)
     }
     int peer = 1 - rank;
 
-    for (int size = 0; size <= MAX_SIZE; size = size ? size * 4 : 1) {
+    /* quick: every fourth latency size (0, 64 B, 4 KiB, 256 KiB), bandwidth at 64 KiB and 4 MiB. */
+    int lat_step = quick ? 64 : 4, bw_step = quick ? 64 : 4;
+    for (int size = 0; do_lat && size <= MAX_LAT_SIZE; size = size ? size * lat_step : 1) {
+        if (quick && size == 1)
+            size = 64;
         int n = lat_iters(size);
         pingpong(rank, buf, size, n / 10 + 1); /* warm-up: connections, caches, pinned pages */
         for (int r = 0; r < reps; r++) {
@@ -178,9 +198,9 @@ int main(int argc, char **argv)
             v[r] = pingpong(rank, buf, size, n) / (2.0 * n);
         }
         if (rank == 0)
-            report("lat", size, v, reps, n);
+            report("pingpong", size, v, reps, n, "ns");
     }
-    for (int size = 4096; size <= MAX_SIZE; size *= 4) {
+    for (int size = 65536; do_bw && size <= MAX_SIZE; size *= bw_step) {
         int n = bw_iters(size);
         stream(rank, buf, size, 1);
         for (int r = 0; r < reps; r++) {
@@ -189,7 +209,7 @@ int main(int argc, char **argv)
             v[r] = (double)size * WINDOW * n / ns * 1e3; /* bytes per ns * 1e3 = MB/s */
         }
         if (rank == 0)
-            report("bw", size, v, reps, n);
+            report("bw", size, v, reps, n, "MB/s");
     }
     free(buf);
     MPI_Finalize();

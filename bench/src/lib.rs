@@ -5,7 +5,11 @@
 
 pub mod limits;
 pub mod mpi;
+pub mod plot;
+pub mod ranks;
 pub mod record;
+pub mod sched;
+pub mod suite;
 
 use std::time::Duration;
 

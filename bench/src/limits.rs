@@ -4,9 +4,11 @@
 //! (the floor of the tcp driver).
 //!
 //! Each function times `iters` operations and returns the elapsed time (for criterion's
-//! `iter_custom`).
+//! `iter_custom`). [`measure`] times them without criterion and returns `madbench` records;
+//! [`samples`] and [`AffinityGuard`] are the timing pieces it shares with [`crate::sched`].
 
 use crate::pin_to;
+use crate::record::{Impl, Measurement, Stat};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -217,5 +219,234 @@ impl Drop for RawTcp {
         if let Some(h) = self.peer.take() {
             let _ = h.join();
         }
+    }
+}
+
+// ------------------------------------------------------------------ timing without criterion
+
+/// The calling thread's CPU affinity, put back when the guard drops.
+pub struct AffinityGuard {
+    set: Option<libc::cpu_set_t>,
+}
+
+impl AffinityGuard {
+    /// Saves the calling thread's affinity (nothing is restored if it cannot be read).
+    pub fn save() -> AffinityGuard {
+        // SAFETY: cpu_set_t is plain data (all zeroes is an empty set); sched_getaffinity(0)
+        // writes at most `size_of::<cpu_set_t>()` bytes into it for the calling thread.
+        let set = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            let ok = libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0;
+            ok.then_some(set)
+        };
+        AffinityGuard { set }
+    }
+}
+
+impl Drop for AffinityGuard {
+    fn drop(&mut self) {
+        if let Some(set) = &self.set {
+            // SAFETY: sched_setaffinity(0) targets the calling thread and only reads the set.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
+        }
+    }
+}
+
+/// How long one timed batch lasts: long enough to be stable, short enough for the budgets.
+fn batch_target(quick: bool) -> Duration {
+    if quick { Duration::from_millis(3) } else { Duration::from_millis(25) }
+}
+
+/// Nanoseconds per operation of `reps` batches of `run(iters)` (which times `iters` operations
+/// and returns the time it measured). The batch size grows from 1 until a call lasts a quarter
+/// of the target (25 ms of wall time, 3 ms if `quick`), then is scaled to the target; warm-up
+/// batches of that size rescale it (at most three times) until one lasts between half and twice
+/// the target, so that a calibration step slowed down by another process does not leave
+/// batches far too short.
+pub fn samples(reps: u32, quick: bool, mut run: impl FnMut(u64) -> Duration) -> Vec<f64> {
+    let target = batch_target(quick).as_secs_f64();
+    let wall = |run: &mut dyn FnMut(u64) -> Duration, n: u64| {
+        let t = Instant::now();
+        run(n);
+        t.elapsed().as_secs_f64().max(1e-9)
+    };
+    let mut iters = 1u64;
+    let mut w = wall(&mut run, iters);
+    while w < target / 4.0 && iters < 1 << 40 {
+        iters *= ((target / 4.0 / w).ceil() as u64).clamp(2, 16);
+        w = wall(&mut run, iters);
+    }
+    for _ in 0..3 {
+        iters = ((iters as f64 * (target / w).clamp(1.0 / 16.0, 16.0)) as u64).max(1);
+        w = wall(&mut run, iters);
+        if (target / 2.0..=target * 2.0).contains(&w) {
+            break;
+        }
+    }
+    (0..reps.max(1)).map(|_| run(iters).as_nanos() as f64 / iters as f64).collect()
+}
+
+/// `samples` converted by `f` (ns per operation → the unit reported), then summarised.
+pub fn stat_of(mut samples: Vec<f64>, f: impl Fn(f64) -> f64) -> Option<Stat> {
+    samples.iter_mut().for_each(|v| *v = f(*v));
+    Stat::of(&mut samples)
+}
+
+/// Megabytes (1e6 bytes) per second when `bytes` take `ns` nanoseconds.
+pub fn mb_per_s(bytes: usize, ns: f64) -> f64 {
+    bytes as f64 * 1e3 / ns
+}
+
+/// The sizes of the bandwidth limits (memcpy, CMA copy, TCP stream).
+pub const SIZES: [usize; 5] = [64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20];
+
+/// Whether `process_vm_readv` on this process works here (seccomp may forbid it).
+fn cma_available() -> std::io::Result<()> {
+    let src = [1u8; 8];
+    let mut dst = [0u8; 8];
+    let local = libc::iovec { iov_base: dst.as_mut_ptr().cast(), iov_len: dst.len() };
+    let remote = libc::iovec { iov_base: src.as_ptr().cast_mut().cast(), iov_len: src.len() };
+    // SAFETY: both iovecs describe live local buffers of 8 bytes; `dst` is exclusively ours.
+    let n = unsafe { libc::process_vm_readv(std::process::id() as libc::pid_t, &local, 1, &remote, 1, 0) };
+    match n {
+        -1 => Err(std::io::Error::last_os_error()),
+        8 if dst == src => Ok(()),
+        _ => Err(std::io::Error::other(format!("process_vm_readv copied {n} of 8 bytes"))),
+    }
+}
+
+/// The machine's limits as `madbench` records (`bench` = `limits`, `Impl::Limit`):
+///
+/// | case | transport | size | unit |
+/// |------|-----------|------|------|
+/// | `cacheline-pingpong` | `shm` | 64 | ns one way (half a round trip) |
+/// | `memcpy` | `shm` | [`SIZES`] | MB/s |
+/// | `cma-copy` (`process_vm_readv`) | `shm` | [`SIZES`] | MB/s |
+/// | `tcp-pingpong` (loopback, polling) | `tcp` | 4 | ns one way |
+/// | `tcp-stream` (loopback, polling) | `tcp` | [`SIZES`] | MB/s |
+///
+/// The calling thread runs on `cpus.0` and the peer threads on `cpus.1`; the caller's affinity
+/// is restored before returning. Each figure is the median, min and max over `reps` batches
+/// (see [`samples`]). A case that cannot run here (no loopback TCP, CMA forbidden) is reported
+/// through `progress` and left out. About 3 s with `reps` 5, 0.3 s quick (on 2 cores).
+pub fn measure(
+    reps: u32,
+    quick: bool,
+    cpus: (usize, usize),
+    progress: &mut dyn FnMut(&str),
+) -> Vec<Measurement> {
+    let _affinity = AffinityGuard::save();
+    pin_to(cpus.0);
+    let mut out = Vec::new();
+    let one_way = |ns: f64| ns / 2.0;
+
+    progress("limits: cacheline-pingpong");
+    {
+        let pp = CacheLinePingPong::start(cpus.1);
+        let stat = stat_of(samples(reps, quick, |n| pp.run(n)), one_way);
+        push(&mut out, progress, "cacheline-pingpong", "shm", 64, stat, "ns");
+    }
+
+    progress("limits: memcpy");
+    for size in SIZES {
+        let src = vec![1u8; size];
+        let mut dst = vec![0u8; size];
+        let stat = stat_of(samples(reps, quick, |n| memcpy(&src, &mut dst, n)), |ns| mb_per_s(size, ns));
+        push(&mut out, progress, "memcpy", "shm", size, stat, "MB/s");
+    }
+
+    progress("limits: cma-copy");
+    match cma_available() {
+        Ok(()) => {
+            for size in SIZES {
+                let src = vec![1u8; size];
+                let mut dst = vec![0u8; size];
+                let stat =
+                    stat_of(samples(reps, quick, |n| cma_copy(&src, &mut dst, n)), |ns| mb_per_s(size, ns));
+                push(&mut out, progress, "cma-copy", "shm", size, stat, "MB/s");
+            }
+        }
+        Err(e) => progress(&format!("limits cma-copy: process_vm_readv unavailable: {e}")),
+    }
+
+    progress("limits: tcp-pingpong, tcp-stream");
+    match RawTcp::start(cpus.1) {
+        Ok(mut t) => {
+            let stat = stat_of(samples(reps, quick, |n| t.pingpong(4, n)), one_way);
+            push(&mut out, progress, "tcp-pingpong", "tcp", 4, stat, "ns");
+            for size in SIZES {
+                let data = vec![1u8; size];
+                let stat = stat_of(samples(reps, quick, |n| t.stream(&data, n)), |ns| mb_per_s(size, ns));
+                push(&mut out, progress, "tcp-stream", "tcp", size, stat, "MB/s");
+            }
+        }
+        Err(e) => progress(&format!("limits tcp: loopback connection failed: {e}")),
+    }
+    out
+}
+
+/// Adds a `limits` record to `out`, or says why there is none.
+fn push(
+    out: &mut Vec<Measurement>,
+    progress: &mut dyn FnMut(&str),
+    case: &str,
+    transport: &str,
+    size: usize,
+    stat: Option<Stat>,
+    unit: &str,
+) {
+    match stat {
+        Some(stat) => {
+            out.push(Measurement::new("limits", case, Impl::Limit, transport, size as u64, stat, unit))
+        }
+        None => progress(&format!("limits {case} {size}: no finite sample")),
+    }
+}
+
+/// Serialises the tests that time things on pinned threads (they would slow each other down).
+#[cfg(test)]
+pub(crate) static TIMING_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_grow_the_batch_and_time_each_repetition() {
+        let mut calls = Vec::new();
+        let v = samples(3, true, |n| {
+            calls.push(n);
+            crate::spin_for(Duration::from_micros(n));
+            Duration::from_micros(n)
+        });
+        assert_eq!(v.len(), 3);
+        assert!(v.iter().all(|&ns| (ns - 1000.0).abs() < 1e-6), "{v:?}");
+        assert_eq!(calls[0], 1, "{calls:?}");
+        let last = *calls.last().unwrap();
+        assert!(calls[calls.len() - 3..].iter().all(|&n| n == last), "{calls:?}");
+    }
+
+    #[test]
+    fn quick_run_reports_every_limit() {
+        let _serial = TIMING_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        let before = AffinityGuard::save().set.map(|s| format!("{s:?}"));
+        let mut notes = Vec::new();
+        let ms = measure(1, true, crate::two_cpus(), &mut |s| notes.push(s.to_string()));
+        assert_eq!(AffinityGuard::save().set.map(|s| format!("{s:?}")), before, "affinity restored");
+        let mut want = vec![("cacheline-pingpong", 64, "ns"), ("tcp-pingpong", 4, "ns")];
+        for size in SIZES {
+            want.extend([("memcpy", size, "MB/s"), ("cma-copy", size, "MB/s"), ("tcp-stream", size, "MB/s")]);
+        }
+        for (case, size, unit) in want {
+            let m = ms
+                .iter()
+                .find(|m| m.case == case && m.size == size as u64)
+                .unwrap_or_else(|| panic!("{case} {size} missing; notes: {notes:?}"));
+            assert_eq!((m.bench.as_str(), m.imp, m.unit.as_str()), ("limits", Impl::Limit, unit));
+            let s = m.stat;
+            assert!(s.median.is_finite() && s.median > 0.0, "{case} {size}: {s:?}");
+            assert!(s.min <= s.median && s.median <= s.max, "{case} {size}: {s:?}");
+        }
+        assert_eq!(ms.len(), 2 + 3 * SIZES.len());
     }
 }

@@ -1,50 +1,31 @@
-//! Support for `benches/mpi.rs`, which runs the C program `bench/mpi/pingpong.c` built against
-//! madmpi's `libmpi.so`, MPICH and Open MPI: the configurations (library × transport), how each
-//! is launched, the parser of the program's output, and the tables.
+//! Runs the C benchmark programs of `bench/mpi/` under three MPI libraries: ours (`libmpi.so`,
+//! started by `madrun`), MPICH (`mpicc.mpich`, `mpiexec.hydra`) and Open MPI (`mpicc.openmpi`,
+//! `mpiexec.openmpi`). The same source, the same pinning (`pin.sh`: rank i on the i-th CPU of
+//! the pair), the same clock; each library's own binding is off.
 //!
-//! The program prints `lat <bytes> <median ns> <min> <max> <iterations> <reps>` and
-//! `bw <bytes> <median MB/s> <min> <max> <iterations> <reps>` lines (one-way latency from
-//! ping-pong round trips; streaming bandwidth with a window of 8), after a
-//! `# library <version>` line. The conductor runs every configuration several times (rounds,
-//! interleaved, so that a noisy minute does not hit one library only) and keeps, per size, the
-//! median of the rounds' medians.
+//! This module owns building the programs (their sources are embedded in madbench, so the binary
+//! works from anywhere), the launch commands and the hang limit; it knows nothing of what a
+//! program measures: its output is parsed by `record::parse_program_output`.
 
-use std::collections::BTreeMap;
+use crate::record::{Impl, Measurement, parse_program_output};
 use std::fmt::Write as _;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-/// An MPI library under test.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lib {
-    Madmpi,
-    Mpich,
-    OpenMpi,
-}
+/// The programs, by name: their sources, embedded.
+pub const PROGRAMS: [(&str, &str); 4] = [
+    ("pingpong", include_str!("../mpi/pingpong.c")),
+    ("overlap", include_str!("../mpi/overlap.c")),
+    ("reactivity", include_str!("../mpi/reactivity.c")),
+    ("mt", include_str!("../mpi/mt.c")),
+];
 
-impl Lib {
-    /// The column name's prefix.
-    pub fn label(self) -> &'static str {
-        match self {
-            Lib::Madmpi => "madmpi",
-            Lib::Mpich => "MPICH",
-            Lib::OpenMpi => "OpenMPI",
-        }
-    }
-
-    /// What `MPI_Get_library_version` must start with: proof that the intended library ran
-    /// (a stray `LD_LIBRARY_PATH` could make an MPICH binary load madmpi's soname link).
-    pub fn version_prefix(self) -> &'static str {
-        match self {
-            Lib::Madmpi => "MadMPI",
-            Lib::Mpich => "MPICH",
-            Lib::OpenMpi => "Open MPI",
-        }
-    }
-}
+const PIN_SH: &str = include_str!("../mpi/pin.sh");
 
 /// How the two ranks talk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Transport {
     Shm,
     Tcp,
@@ -59,74 +40,181 @@ impl Transport {
     }
 }
 
-/// The configurations, in the tables' column order.
-pub const CONFIGS: [(Lib, Transport); 6] = [
-    (Lib::Madmpi, Transport::Shm),
-    (Lib::Mpich, Transport::Shm),
-    (Lib::OpenMpi, Transport::Shm),
-    (Lib::Madmpi, Transport::Tcp),
-    (Lib::Mpich, Transport::Tcp),
-    (Lib::OpenMpi, Transport::Tcp),
-];
+/// The MPI libraries, in the tables' column order.
+pub const LIBS: [Impl; 3] = [Impl::Madmpi, Impl::Mpich, Impl::OpenMpi];
 
-/// `madmpi-shm` and so on.
-pub fn config_name(lib: Lib, t: Transport) -> String {
-    format!("{}-{}", lib.label(), t.label())
+/// What `MPI_Get_library_version` must start with: proof that the intended library ran (a stray
+/// `LD_LIBRARY_PATH` could make an MPICH binary load our soname link).
+pub fn version_prefix(imp: Impl) -> &'static str {
+    match imp {
+        Impl::Madmpi => "MadMPI",
+        Impl::Mpich => "MPICH",
+        Impl::OpenMpi => "Open MPI",
+        Impl::Limit | Impl::Os => "",
+    }
 }
 
-/// Paths the launch commands need.
-pub struct Paths {
-    /// The directory of `libmpi.so` and its `libmpi.so.12` link.
+/// Where our library and launcher are, and where the programs are built.
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    /// The directory of `libmpi.so` (and its `libmpi.so.12` link), `madrun` and `mpicc`:
+    /// madbench's own.
     pub lib_dir: PathBuf,
     pub madrun: PathBuf,
-    /// `bench/mpi/pin.sh`.
+    /// Built programs and `pin.sh`.
+    pub work: PathBuf,
     pub pin: PathBuf,
 }
 
-/// Variables a launch must not inherit from the conductor: they would change a library's
-/// behaviour (or, for `LD_LIBRARY_PATH`, which library an MPICH binary loads).
+impl Toolchain {
+    /// Finds `libmpi.so` and `madrun` beside `exe` (madbench is built with them:
+    /// `cargo build --release -p madmpi-libmpi -p tools -p bench`), links the soname, and
+    /// writes the sources and `pin.sh` into `<dir>/madbench-programs`.
+    pub fn locate(exe: &Path) -> Result<Toolchain, String> {
+        let dir = exe.parent().ok_or("madbench has no directory")?.to_path_buf();
+        let lib = dir.join("libmpi.so");
+        let madrun = dir.join("madrun");
+        for f in [&lib, &madrun, &dir.join("mpicc")] {
+            if !f.exists() {
+                return Err(format!(
+                    "{} is missing: build it with `cargo build --release -p madmpi-libmpi -p tools` \
+                     (./run bench does)",
+                    f.display()
+                ));
+            }
+        }
+        let link = dir.join("libmpi.so.12");
+        if std::fs::read_link(&link).ok().as_deref() != Some(Path::new("libmpi.so")) {
+            let _ = std::fs::remove_file(&link);
+            // Another process (the C tests) may make the same link at the same time.
+            if let Err(e) = std::os::unix::fs::symlink("libmpi.so", &link)
+                && e.kind() != std::io::ErrorKind::AlreadyExists
+            {
+                return Err(format!("linking {}: {e}", link.display()));
+            }
+        }
+        let work = dir.join("madbench-programs");
+        std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+        let pin = work.join("pin.sh");
+        write_if_changed(&pin, PIN_SH)?;
+        std::fs::set_permissions(&pin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .map_err(|e| format!("{}: {e}", pin.display()))?;
+        for (name, src) in PROGRAMS {
+            write_if_changed(&work.join(format!("{name}.c")), src)?;
+        }
+        Ok(Toolchain { lib_dir: dir, madrun, work, pin })
+    }
+
+    /// Compiles program `name` for `imp` at -O2 (as MPI libraries' own benchmarks are); its path.
+    pub fn compile(&self, imp: Impl, name: &str) -> Result<PathBuf, String> {
+        let src = self.work.join(format!("{name}.c"));
+        let exe = self.work.join(format!("{name}.{}", imp.key()));
+        let (mut c, package) = match imp {
+            // Our wrapper adds the header, the library and an rpath to it.
+            Impl::Madmpi => (Command::new(self.lib_dir.join("mpicc")), "build-essential"),
+            Impl::Mpich => (Command::new("mpicc.mpich"), "libmpich-dev"),
+            Impl::OpenMpi => (Command::new("mpicc.openmpi"), "libopenmpi-dev"),
+            Impl::Limit | Impl::Os => return Err("not an MPI library".into()),
+        };
+        // gcc 12 warns about MPI_STATUSES_IGNORE passed for an array parameter, with every header.
+        c.args(["-O2", "-Wall", "-Wno-stringop-overflow"]).arg(&src).arg("-o").arg(&exe);
+        c.arg("-lpthread");
+        let out = c.output().map_err(|e| format!("{e} (Debian: apt-get install {package})"))?;
+        if !out.status.success() {
+            return Err(format!("compiling {name} failed: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok(exe)
+    }
+}
+
+fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// One launch: a program under a library, over a transport, with our pioman policy.
+#[derive(Clone, Debug)]
+pub struct Launch<'a> {
+    pub imp: Impl,
+    pub transport: Transport,
+    /// `PIOMAN_POLICY` for our library (`None`: its default, `adaptive`); ignored by the others.
+    pub policy: Option<&'a str>,
+    pub exe: &'a Path,
+    pub args: Vec<String>,
+    /// `"A,B"`: rank i runs on the i-th CPU.
+    pub cpus: &'a str,
+}
+
+impl Launch<'_> {
+    /// The policy column of this launch's measurements.
+    pub fn policy_label(&self) -> String {
+        match self.imp {
+            Impl::Madmpi => self.policy.unwrap_or("adaptive").to_string(),
+            _ => "default".into(),
+        }
+    }
+
+    /// The command: two ranks, pinned by `pin.sh`, tcp over the loopback interface.
+    pub fn command(&self, tc: &Toolchain) -> Command {
+        let mut c;
+        match self.imp {
+            Impl::Madmpi => {
+                c = Command::new(&tc.madrun);
+                c.args(["-n", "2"]);
+                c.env("LD_LIBRARY_PATH", &tc.lib_dir);
+                c.env("NMAD_DRIVERS", if self.transport == Transport::Shm { "shm" } else { "tcp:lo" });
+                if let Some(p) = self.policy {
+                    c.env("PIOMAN_POLICY", p);
+                }
+            }
+            Impl::Mpich => {
+                c = Command::new("mpiexec.hydra");
+                c.args(["-n", "2", "-bind-to", "none"]);
+                if self.transport == Transport::Tcp {
+                    // Debian's MPICH is ch4:ucx: UCX carries local messages too, so limiting UCX to
+                    // tcp (and telling MPICH that no peer is local) makes it talk over TCP.
+                    c.env("MPIR_CVAR_NOLOCAL", "1").env("UCX_TLS", "tcp,self").env("UCX_NET_DEVICES", "lo");
+                }
+            }
+            _ => {
+                c = Command::new("mpiexec.openmpi");
+                c.args(["--allow-run-as-root", "--bind-to", "none", "-n", "2", "--mca", "pml", "ob1"]);
+                match self.transport {
+                    Transport::Shm => c.args(["--mca", "btl", "self,vader"]),
+                    Transport::Tcp => {
+                        c.args(["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"])
+                    }
+                };
+            }
+        }
+        c.env("MPI_BENCH_CPUS", self.cpus).arg(&tc.pin).arg(self.exe).args(&self.args);
+        c
+    }
+
+    /// Runs it and parses what it measured (`hang`: the limit after which the job is killed).
+    pub fn run(&self, tc: &Toolchain, hang: Duration) -> Result<Vec<Measurement>, String> {
+        let text = run(self.command(tc), hang)?;
+        let (library, ms) =
+            parse_program_output(&text, self.imp, self.transport.label(), &self.policy_label())?;
+        if !library.starts_with(version_prefix(self.imp)) {
+            return Err(format!("ran on the wrong library: {library}"));
+        }
+        Ok(ms)
+    }
+}
+
+/// Variables a launch must not inherit from madbench: they would change a library's behaviour
+/// (or, for `LD_LIBRARY_PATH`, which library an MPICH binary loads).
 pub fn scrubbed(name: &str) -> bool {
-    ["NMAD_", "PIOMAN_", "MARCEL_", "UCX_", "MPIR_CVAR_", "OMPI_", "PMI_", "PM2_", "HYDRA_"]
+    ["NMAD_", "PIOMAN_", "MARCEL_", "UCX_", "MPIR_CVAR_", "OMPI_", "PMI_", "PM2_", "HYDRA_", "MADBENCH_"]
         .iter()
         .any(|p| name.starts_with(p))
         || name == "LD_LIBRARY_PATH"
-}
-
-/// The command running `exe reps` as two ranks of `lib` over `t`, each pinned by `pin.sh` to
-/// its CPU of `cpus` (`"A,B"`). Every library polls while it waits (its default, and madmpi's
-/// `PIOMAN_POLICY=poll` without progression threads), and tcp goes over the loopback interface.
-pub fn launch(lib: Lib, t: Transport, exe: &Path, reps: u32, cpus: &str, p: &Paths) -> Command {
-    let mut c;
-    match lib {
-        Lib::Madmpi => {
-            c = Command::new(&p.madrun);
-            c.args(["-n", "2"]);
-            c.env("LD_LIBRARY_PATH", &p.lib_dir);
-            c.env("NMAD_DRIVERS", if t == Transport::Shm { "shm" } else { "tcp:lo" });
-            // The waiting thread polls, as MPICH and Open MPI do; no progression thread
-            // competes for the two cores.
-            c.env("PIOMAN_POLICY", "poll").env("PIOMAN_THREADS", "0");
-        }
-        Lib::Mpich => {
-            c = Command::new("mpiexec.hydra");
-            c.args(["-n", "2", "-bind-to", "none"]);
-            if t == Transport::Tcp {
-                // Debian's MPICH is ch4:ucx: UCX carries local messages too, so limiting UCX to
-                // tcp (and telling MPICH that no peer is local) makes it talk over TCP.
-                c.env("MPIR_CVAR_NOLOCAL", "1").env("UCX_TLS", "tcp,self").env("UCX_NET_DEVICES", "lo");
-            }
-        }
-        Lib::OpenMpi => {
-            c = Command::new("mpiexec.openmpi");
-            c.args(["--allow-run-as-root", "--bind-to", "none", "-n", "2", "--mca", "pml", "ob1"]);
-            match t {
-                Transport::Shm => c.args(["--mca", "btl", "self,vader"]),
-                Transport::Tcp => c.args(["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]),
-            };
-        }
-    }
-    c.env("MPI_BENCH_CPUS", cpus).arg(&p.pin).arg(exe).arg(reps.to_string());
-    c
 }
 
 /// The command line and the variables a launch sets, for the record.
@@ -145,79 +233,56 @@ pub fn describe(c: &Command) -> String {
     s
 }
 
-/// One size's figures in one run: the median, min and max over the repetitions.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Stat {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-}
-
-/// What one run of the program printed.
-#[derive(Debug, Default, PartialEq)]
-pub struct Output {
-    /// `MPI_Get_library_version`'s first line.
-    pub library: String,
-    /// One-way latency (ns) per size.
-    pub lat: BTreeMap<usize, Stat>,
-    /// Bandwidth (MB/s) per size.
-    pub bw: BTreeMap<usize, Stat>,
-}
-
-/// Parses the program's standard output (other lines, such as a launcher's notices, are
-/// ignored; a malformed measurement line is an error).
-pub fn parse(text: &str) -> Result<Output, String> {
-    let mut out = Output::default();
-    for line in text.lines() {
-        if let Some(v) = line.strip_prefix("# library ") {
-            out.library = v.trim().to_string();
-            continue;
-        }
-        let mut f = line.split_whitespace();
-        let map = match f.next() {
-            Some("lat") => &mut out.lat,
-            Some("bw") => &mut out.bw,
-            _ => continue,
-        };
-        let bad = || format!("malformed line: {line:?}");
-        let size: usize = f.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
-        let mut num =
-            || f.next().and_then(|s| s.parse::<f64>().ok()).filter(|v| v.is_finite()).ok_or_else(bad);
-        let stat = Stat { median: num()?, min: num()?, max: num()? };
-        map.insert(size, stat);
-    }
-    if out.library.is_empty() {
-        return Err("no `# library` line".into());
-    }
-    if out.lat.is_empty() || out.bw.is_empty() {
-        return Err("no measurement".into());
-    }
-    Ok(out)
-}
-
-/// The median of `v` (sorted in place); NaN if empty.
-pub fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
-}
-
-/// Per size, the median of the runs' medians (sizes missing from a run are skipped).
-pub fn combine(runs: &[BTreeMap<usize, Stat>]) -> BTreeMap<usize, f64> {
-    let mut by_size: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    for r in runs {
-        for (&size, s) in r {
-            by_size.entry(size).or_default().push(s.median);
+/// Runs a launch with a clean environment and a hang limit; its standard output.
+pub fn run(mut cmd: Command, hang: Duration) -> Result<String, String> {
+    use std::os::unix::process::CommandExt;
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        // Keep what the launch itself sets.
+        if scrubbed(&k) && !cmd.get_envs().any(|(n, v)| n == &*k && v.is_some()) {
+            cmd.env_remove(&*k);
         }
     }
-    by_size.into_iter().map(|(size, mut v)| (size, median(&mut v))).collect()
+    // Its own process group, so that a hang ends every process of the job.
+    cmd.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("starting {:?}: {e}", cmd.get_program()))?;
+    let mut out = child.stdout.take().ok_or("no stdout")?;
+    let mut err = child.stderr.take().ok_or("no stderr")?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+            break s;
+        }
+        if t.elapsed() > hang {
+            // SAFETY: signals the process group this function created.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            let text = reader.join().unwrap_or_default();
+            let errs = err_reader.join().unwrap_or_default();
+            return Err(format!("no end after {hang:?}: killed; it had printed:\n{text}{errs}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = reader.join().unwrap_or_default();
+    let errs = err_reader.join().unwrap_or_default();
+    if !status.success() {
+        return Err(format!("the job failed ({status}):\n{text}{errs}"));
+    }
+    Ok(text)
 }
 
 /// `4096` → `4 KiB`.
-pub fn human_bytes(n: usize) -> String {
+pub fn human_bytes(n: u64) -> String {
     match n {
         n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
         n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
@@ -225,104 +290,17 @@ pub fn human_bytes(n: usize) -> String {
     }
 }
 
-/// A markdown table, one row per size: the six configurations' values (`cell` formats them),
-/// then madmpi ÷ MPICH and madmpi ÷ Open MPI per transport. `values` is keyed by
-/// configuration name, then size.
-pub fn table(
-    title: &str,
-    values: &BTreeMap<String, BTreeMap<usize, f64>>,
-    cell: impl Fn(f64) -> String,
-) -> String {
-    let mut s = format!("{title}\n\n| size |");
-    for (l, t) in CONFIGS {
-        let _ = write!(s, " {} |", config_name(l, t));
-    }
-    s.push_str(" shm ÷ MPICH | shm ÷ OpenMPI | tcp ÷ MPICH | tcp ÷ OpenMPI |\n|---:|");
-    s.push_str(&"---:|".repeat(CONFIGS.len() + 4));
-    s.push('\n');
-    let sizes: std::collections::BTreeSet<usize> = values.values().flat_map(|m| m.keys().copied()).collect();
-    let get = |l: Lib, t: Transport, size: usize| {
-        values.get(&config_name(l, t)).and_then(|m| m.get(&size)).copied()
-    };
-    for size in sizes {
-        let _ = write!(s, "| {} |", human_bytes(size));
-        for (l, t) in CONFIGS {
-            let _ = write!(s, " {} |", get(l, t, size).map_or("-".into(), &cell));
-        }
-        for t in [Transport::Shm, Transport::Tcp] {
-            for other in [Lib::Mpich, Lib::OpenMpi] {
-                let r = get(Lib::Madmpi, t, size).zip(get(other, t, size)).map(|(a, b)| a / b);
-                let _ = write!(s, " {} |", r.map_or("-".into(), |r| format!("{r:.2}")));
-            }
-        }
-        s.push('\n');
-    }
-    s
-}
-
-/// Formats nanoseconds for the latency table.
-pub fn cell_ns(ns: f64) -> String {
-    crate::human_ns(ns)
-}
-
-/// Formats MB/s for the bandwidth table.
-pub fn cell_mbps(v: f64) -> String {
-    format!("{v:.0}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = "\
-# library MPICH Version:\t4.0.2
-lat 0 200.6 193.7 280.0 2000 5
-lat 4096 962.3 916.2 981.4 1000 5
-some launcher notice
-bw 4096 7434.8 6913.6 7650.2 200 5
-";
-
-    #[test]
-    fn parses_the_program_output() {
-        let o = parse(SAMPLE).unwrap();
-        assert_eq!(o.library, "MPICH Version:\t4.0.2");
-        assert_eq!(o.lat.len(), 2);
-        assert_eq!(o.lat[&0], Stat { median: 200.6, min: 193.7, max: 280.0 });
-        assert_eq!(o.bw[&4096].median, 7434.8);
-    }
-
-    #[test]
-    fn rejects_malformed_or_empty_output() {
-        assert!(parse("lat 0 1 2 3 4 5\nbw 1 1 1 1 1 1\n").is_err(), "no library line");
-        assert!(parse("# library X\n").is_err(), "no measurement");
-        assert!(parse("# library X\nlat 0 1.0 nan 3\nbw 1 1 1 1\n").is_err());
-        assert!(parse("# library X\nlat x 1 2 3\nbw 1 1 1 1\n").is_err());
-        assert!(parse("# library X\nlat 8 1 2\nbw 1 1 1 1\n").is_err(), "missing max");
-    }
-
-    #[test]
-    fn combines_rounds_by_median() {
-        let s = |m| Stat { median: m, min: m, max: m };
-        let runs = vec![
-            BTreeMap::from([(0, s(3.0)), (8, s(10.0))]),
-            BTreeMap::from([(0, s(1.0))]),
-            BTreeMap::from([(0, s(2.0)), (8, s(20.0))]),
-        ];
-        assert_eq!(combine(&runs), BTreeMap::from([(0, 2.0), (8, 15.0)]));
-        assert!(median(&mut []).is_nan());
-    }
-
-    #[test]
-    fn table_has_every_column_and_ratio() {
-        let mut v: BTreeMap<String, BTreeMap<usize, f64>> = BTreeMap::new();
-        for (i, (l, t)) in CONFIGS.into_iter().enumerate() {
-            v.insert(config_name(l, t), BTreeMap::from([(4096, 100.0 * (i + 1) as f64)]));
+    fn tc() -> Toolchain {
+        Toolchain {
+            lib_dir: "/l".into(),
+            madrun: "/l/madrun".into(),
+            work: "/l/w".into(),
+            pin: "/l/w/pin.sh".into(),
         }
-        let t = table("T", &v, cell_mbps);
-        let row = t.lines().find(|l| l.starts_with("| 4 KiB")).unwrap();
-        // madmpi-shm 100, MPICH-shm 200, OpenMPI-shm 300, madmpi-tcp 400, MPICH 500, Open MPI 600.
-        assert_eq!(row, "| 4 KiB | 100 | 200 | 300 | 400 | 500 | 600 | 0.50 | 0.33 | 0.80 | 0.67 |");
-        assert_eq!(t.lines().nth(2).unwrap().matches('|').count(), 12);
     }
 
     #[test]
@@ -337,16 +315,34 @@ bw 4096 7434.8 6913.6 7650.2 200 5
 
     #[test]
     fn launches_pin_every_rank_through_the_wrapper() {
-        let p = Paths { lib_dir: "/l".into(), madrun: "/m/madrun".into(), pin: "/b/pin.sh".into() };
-        for (l, t) in CONFIGS {
-            let c = launch(l, t, Path::new("/x/pp"), 5, "0,1", &p);
-            let d = describe(&c);
-            assert!(d.contains("MPI_BENCH_CPUS=0,1"), "{d}");
-            assert!(d.ends_with("/b/pin.sh /x/pp 5"), "{d}");
-            assert_eq!(d.contains("LD_LIBRARY_PATH=/l"), l == Lib::Madmpi, "{d}");
+        for imp in LIBS {
+            for t in [Transport::Shm, Transport::Tcp] {
+                let l = Launch {
+                    imp,
+                    transport: t,
+                    policy: None,
+                    exe: Path::new("/x/pp"),
+                    args: vec!["5".into()],
+                    cpus: "0,1",
+                };
+                let d = describe(&l.command(&tc()));
+                assert!(d.contains("MPI_BENCH_CPUS=0,1"), "{d}");
+                assert!(d.ends_with("/l/w/pin.sh /x/pp 5"), "{d}");
+                assert_eq!(d.contains("LD_LIBRARY_PATH=/l"), imp == Impl::Madmpi, "{d}");
+                assert!(!d.contains("PIOMAN_POLICY"), "{d}");
+            }
         }
-        let d = describe(&launch(Lib::Madmpi, Transport::Tcp, Path::new("p"), 1, "0,1", &p));
-        assert!(d.contains("NMAD_DRIVERS=tcp:lo") && d.contains("PIOMAN_POLICY=poll"), "{d}");
+        let l = Launch {
+            imp: Impl::Madmpi,
+            transport: Transport::Tcp,
+            policy: Some("block"),
+            exe: Path::new("p"),
+            args: vec![],
+            cpus: "0,1",
+        };
+        let d = describe(&l.command(&tc()));
+        assert!(d.contains("NMAD_DRIVERS=tcp:lo") && d.contains("PIOMAN_POLICY=block"), "{d}");
+        assert_eq!(l.policy_label(), "block");
     }
 
     #[test]

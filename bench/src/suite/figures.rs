@@ -1,0 +1,337 @@
+//! The PNG plots madbench draws from its measurements: latency and bandwidth curves, overlap
+//! heatmaps, the paper test's curve, reactivity, overhead, scheduler and message-rate bars.
+//! This module chooses what goes in which picture; [`crate::plot`] draws.
+
+use crate::mpi::human_bytes;
+use crate::plot::{BarGroup, Heatmap, Scale, Series, bars, heatmaps, lines};
+use crate::record::{Impl, Measurement};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Draws every picture the measurements allow; the files written.
+pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    let mut out = |name: String, r: Result<(), String>| -> Result<(), String> {
+        r?;
+        files.push(dir.join(name).display().to_string());
+        Ok(())
+    };
+    let bytes = |x: f64| human_bytes(x.round() as u64);
+    let ns = |y: f64| axis_ns(y);
+    let mbps = |y: f64| format!("{y:.0}");
+    for t in ["shm", "tcp"] {
+        let lat = curves(
+            all,
+            "pingpong",
+            t,
+            &limit_curve(
+                all,
+                if t == "shm" { "cacheline-pingpong" } else { "tcp-pingpong" },
+                t,
+                (1, 64),
+                "limit: ",
+            ),
+        );
+        if !lat.is_empty() {
+            let name = format!("latency-{t}.png");
+            out(
+                name.clone(),
+                lines(
+                    &dir.join(&name),
+                    &format!("MPI one-way latency over {t} (ping-pong / 2; lower is better)"),
+                    "message size",
+                    "one-way latency",
+                    Scale::Log,
+                    Scale::Log,
+                    &lat,
+                    &bytes,
+                    &ns,
+                ),
+            )?;
+        }
+        let bw_limit = if t == "shm" { "memcpy" } else { "tcp-stream" };
+        let bw = curves(all, "bw", t, &limit_series(all, bw_limit, t));
+        if !bw.is_empty() {
+            let name = format!("bandwidth-{t}.png");
+            out(
+                name.clone(),
+                lines(
+                    &dir.join(&name),
+                    &format!("MPI streaming bandwidth over {t}, 8 messages in flight (higher is better)"),
+                    "message size",
+                    "MB/s",
+                    Scale::Log,
+                    Scale::Linear,
+                    &bw,
+                    &bytes,
+                    &mbps,
+                ),
+            )?;
+        }
+        for imp in [Impl::Madmpi, Impl::Mpich, Impl::OpenMpi] {
+            let panels = overlap_panels(all, t, imp);
+            if !panels.is_empty() {
+                let name = format!("overlap-{}-{t}.png", imp.key());
+                out(
+                    name.clone(),
+                    heatmaps(
+                        &dir.join(&name),
+                        &format!(
+                            "{} over {t}: overlap ratio (0 = perfect overlap, 1 = serialized, > 1 worse)",
+                            imp.label()
+                        ),
+                        &panels,
+                    ),
+                )?;
+            }
+        }
+        let paper = curves(all, "overlap-paper", t, &[]);
+        if !paper.is_empty() {
+            let name = format!("overlap-paper-{t}.png");
+            out(
+                name.clone(),
+                lines(
+                    &dir.join(&name),
+                    &format!(
+                        "Sender's MPI_Send time while the receiver computes 50 ms ({t}; lower is better)"
+                    ),
+                    "message size",
+                    "MPI_Send duration",
+                    Scale::Log,
+                    Scale::Log,
+                    &paper,
+                    &bytes,
+                    &ns,
+                ),
+            )?;
+        }
+    }
+    for (kind, title) in [
+        ("os", "Reactivity, OS compute threads: 4-byte one-way latency (log; lower is better)"),
+        ("marcel", "Reactivity, marcel compute threads (madmpi; MPICH, Open MPI with OS threads)"),
+    ] {
+        let (names, groups) = reactivity_bars(all, kind);
+        if !groups.is_empty() {
+            let name = format!("reactivity-{kind}.png");
+            out(
+                name.clone(),
+                bars(&dir.join(&name), title, "one-way latency (ns)", &names, &groups, Scale::Log),
+            )?;
+        }
+    }
+    let simple: [(&str, &str, &str, Scale); 3] = [
+        ("overhead", "Progression overhead: one-way latency (lower is better)", "ns", Scale::Linear),
+        ("sched", "marcel versus OS threads, per operation (log; lower is better)", "ns", Scale::Log),
+        (
+            "mt",
+            "MPI_THREAD_MULTIPLE message rate, 8-byte messages (higher is better)",
+            "messages/s",
+            Scale::Linear,
+        ),
+    ];
+    for (bench, title, unit, scale) in simple {
+        let (names, groups) = grouped(all, bench);
+        if !groups.is_empty() {
+            let name = format!("{bench}.png");
+            out(name.clone(), bars(&dir.join(&name), title, unit, &names, &groups, scale))?;
+        }
+    }
+    Ok(files)
+}
+
+/// One series per implementation (and our policy when several), x = size, plus `extra`.
+fn curves(all: &[Measurement], bench: &str, transport: &str, extra: &[Series]) -> Vec<Series> {
+    let mut by: BTreeMap<(Impl, String), Vec<(f64, f64)>> = BTreeMap::new();
+    for m in all.iter().filter(|m| m.bench == bench && m.transport == transport && m.size > 0) {
+        by.entry((m.imp, m.policy.clone())).or_default().push((m.size as f64, m.stat.median));
+    }
+    if by.is_empty() {
+        return vec![];
+    }
+    let ours = by.keys().filter(|(i, _)| *i == Impl::Madmpi).count();
+    let mut v: Vec<Series> = by
+        .into_iter()
+        .map(|((i, p), mut points)| {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let name =
+                if i == Impl::Madmpi && ours > 1 { format!("{} ({p})", i.label()) } else { i.label().into() };
+            Series { name, points }
+        })
+        .collect();
+    v.extend(extra.iter().map(|s| Series { name: s.name.clone(), points: s.points.clone() }));
+    v
+}
+
+/// A limit measured at one size drawn flat over `span`.
+fn limit_curve(
+    all: &[Measurement],
+    case: &str,
+    transport: &str,
+    span: (u64, u64),
+    prefix: &str,
+) -> Vec<Series> {
+    all.iter()
+        .filter(|m| m.bench == "limits" && m.case == case && m.transport == transport)
+        .take(1)
+        .map(|m| Series {
+            name: format!("{prefix}{case}"),
+            points: vec![(span.0 as f64, m.stat.median), (span.1 as f64, m.stat.median)],
+        })
+        .collect()
+}
+
+/// A limit measured per size.
+fn limit_series(all: &[Measurement], case: &str, transport: &str) -> Vec<Series> {
+    let mut points: Vec<(f64, f64)> = all
+        .iter()
+        .filter(|m| m.bench == "limits" && m.case == case && m.transport == transport)
+        .map(|m| (m.size as f64, m.stat.median))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if points.is_empty() { vec![] } else { vec![Series { name: format!("limit: {case}"), points }] }
+}
+
+fn overlap_panels(all: &[Measurement], transport: &str, imp: Impl) -> Vec<Heatmap> {
+    let sel: Vec<&Measurement> =
+        all.iter().filter(|m| m.bench == "overlap" && m.transport == transport && m.imp == imp).collect();
+    let mut panels = Vec::new();
+    for side in ["sender", "receiver", "both"] {
+        let cells: Vec<&&Measurement> = sel.iter().filter(|m| m.case == side).collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let mut sizes: Vec<u64> = cells.iter().map(|m| m.size).collect();
+        sizes.sort();
+        sizes.dedup();
+        let mut factors: Vec<f64> = cells.iter().filter_map(|m| m.extra_f64("factor")).collect();
+        factors.sort_by(f64::total_cmp);
+        factors.dedup();
+        let values = sizes
+            .iter()
+            .map(|&s| {
+                factors
+                    .iter()
+                    .map(|&f| {
+                        cells
+                            .iter()
+                            .find(|m| m.size == s && m.extra_f64("factor") == Some(f))
+                            .map(|m| m.stat.median)
+                    })
+                    .collect()
+            })
+            .collect();
+        panels.push(Heatmap {
+            title: format!("computation on the {side} side"),
+            x_label: "computation time ÷ transfer time".into(),
+            y_label: "message size".into(),
+            x_labels: factors.iter().map(|f| format!("{f}×")).collect(),
+            y_labels: sizes.iter().map(|&s| human_bytes(s)).collect(),
+            values,
+        });
+    }
+    panels
+}
+
+/// Reactivity bars: groups = compute threads per core; series = ours per policy (with OS or
+/// marcel compute threads), then MPICH and Open MPI (OS threads).
+fn reactivity_bars(all: &[Measurement], kind: &str) -> (Vec<String>, Vec<BarGroup>) {
+    let sel: Vec<&Measurement> =
+        all.iter().filter(|m| m.bench == "reactivity" && (m.imp != Impl::Madmpi || m.case == kind)).collect();
+    if !sel.iter().any(|m| m.imp == Impl::Madmpi) {
+        return (vec![], vec![]);
+    }
+    let key = |m: &Measurement| {
+        if m.imp == Impl::Madmpi { format!("madmpi {} ({})", m.case, m.policy) } else { m.imp.label().into() }
+    };
+    let mut names: Vec<(Impl, String)> = Vec::new();
+    for m in &sel {
+        let k = (m.imp, key(m));
+        if !names.contains(&k) {
+            names.push(k);
+        }
+    }
+    names.sort();
+    let mut threads: Vec<u32> = sel.iter().map(|m| m.threads).collect();
+    threads.sort();
+    threads.dedup();
+    let groups = threads
+        .iter()
+        .map(|&t| BarGroup {
+            label: format!("{t} compute thread{} per core", if t == 1 { "" } else { "s" }),
+            values: names
+                .iter()
+                .map(|(_, n)| sel.iter().find(|m| m.threads == t && key(m) == *n).map(|m| m.stat.median))
+                .collect(),
+        })
+        .collect();
+    (names.into_iter().map(|(_, n)| n).collect(), groups)
+}
+
+/// A bar's group or series name, from its measurement.
+type Label = fn(&Measurement) -> String;
+
+/// Bars for the benchmarks whose rows are cases or thread counts: groups = the row, series =
+/// implementation (and case, for overhead).
+fn grouped(all: &[Measurement], bench: &str) -> (Vec<String>, Vec<BarGroup>) {
+    let sel: Vec<&Measurement> = all.iter().filter(|m| m.bench == bench).collect();
+    let (group, series): (Label, Label) = match bench {
+        "overhead" => (|m| format!("{} {}", m.transport, human_bytes(m.size)), |m| m.case.clone()),
+        "sched" => (
+            |m| m.case.clone(),
+            |m| if m.imp == Impl::Madmpi { "marcel".into() } else { "OS threads".into() },
+        ),
+        _ => (
+            |m| format!("{} thread{} per rank", m.threads, if m.threads == 1 { "" } else { "s" }),
+            |m| m.imp.label().into(),
+        ),
+    };
+    let mut names: Vec<String> = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
+    for m in &sel {
+        let (s, g) = (series(m), group(m));
+        if !names.contains(&s) {
+            names.push(s);
+        }
+        if !labels.contains(&g) {
+            labels.push(g);
+        }
+    }
+    let groups = labels
+        .into_iter()
+        .map(|g| BarGroup {
+            values: names
+                .iter()
+                .map(|n| sel.iter().find(|m| group(m) == g && series(m) == *n).map(|m| m.stat.median))
+                .collect(),
+            label: g,
+        })
+        .collect();
+    (names, groups)
+}
+
+/// Axis labels for times: `100 µs`, `2.5 ms`, `40 ns` (no trailing zeros).
+fn axis_ns(v: f64) -> String {
+    let (x, unit) = if v >= 1e9 {
+        (v / 1e9, "s")
+    } else if v >= 1e6 {
+        (v / 1e6, "ms")
+    } else if v >= 1e3 {
+        (v / 1e3, "µs")
+    } else {
+        (v, "ns")
+    };
+    let t = format!("{x:.2}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    format!("{t} {unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn axis_labels_are_short() {
+        assert_eq!(super::axis_ns(100e3), "100 µs");
+        assert_eq!(super::axis_ns(2.5e6), "2.5 ms");
+        assert_eq!(super::axis_ns(40.0), "40 ns");
+    }
+}

@@ -1,0 +1,266 @@
+//! madbench's command line.
+
+use crate::mpi::{LIBS, Transport};
+use crate::record::Impl;
+use std::path::PathBuf;
+
+pub const USAGE: &str = "\
+usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched | mt | limits]...
+                [--quick] [--json[=FILE]] [--out DIR] [--only madmpi,mpich,openmpi]
+                [--transport shm,tcp] [--reps N] [--rounds N] [--policy NAME] [--no-plots] [--quiet]
+
+  all          every benchmark (the default): about 5 minutes on 2 cores
+  pingpong     MPI latency 0 B-4 MiB over shm and tcp, beside MPICH and Open MPI
+  bw           MPI streaming bandwidth 64 KiB-16 MiB
+  overlap      overlap ratio heatmaps (sender, receiver, both computing) and the PIOMan paper's test
+  reactivity   4-byte latency with 0, 1, 2, 4 compute threads per core on the receiver, per policy
+  overhead     small-message latency through pioman (poll, block) versus nmad polled directly
+  sched        marcel user threads versus OS threads
+  mt           MPI_THREAD_MULTIPLE message rate with 1, 2, 4 threads per rank
+  limits       the machine's physical limits (cache line, memcpy, raw TCP)
+
+  --quick      a smoke run (< 60 s): fewer sizes and points
+  --json       one JSON object per measurement and line, to FILE (bench-results/madbench.json)
+  --out DIR    where CSV files, plots and config.json go (bench-results)
+  --only       the MPI libraries to run (all three by default; missing compilers are reported)
+  --transport  shm, tcp or both (both)
+  --reps N     repetitions per point (5); --rounds N: interleaved rounds of pingpong/bw (3; quick 1)
+  --policy P   our pioman policy for every MPI benchmark but reactivity (default: the library's own)
+";
+
+/// A benchmark of the suite, in running order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    Limits,
+    Pingpong,
+    Bw,
+    Overlap,
+    Reactivity,
+    Overhead,
+    Sched,
+    Mt,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 8] = [
+        Stage::Limits,
+        Stage::Pingpong,
+        Stage::Bw,
+        Stage::Overlap,
+        Stage::Reactivity,
+        Stage::Overhead,
+        Stage::Sched,
+        Stage::Mt,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Limits => "limits",
+            Stage::Pingpong => "pingpong",
+            Stage::Bw => "bw",
+            Stage::Overlap => "overlap",
+            Stage::Reactivity => "reactivity",
+            Stage::Overhead => "overhead",
+            Stage::Sched => "sched",
+            Stage::Mt => "mt",
+        }
+    }
+
+    /// The C program of `bench/mpi/` it runs, if any.
+    pub fn program(self) -> Option<&'static str> {
+        match self {
+            Stage::Pingpong | Stage::Bw => Some("pingpong"),
+            Stage::Overlap => Some("overlap"),
+            Stage::Reactivity => Some("reactivity"),
+            Stage::Mt => Some("mt"),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Asked for (sorted, no repeats); empty = all.
+    pub asked: Vec<Stage>,
+    pub quick: bool,
+    pub json: Option<PathBuf>,
+    pub out: PathBuf,
+    pub libs: Vec<Impl>,
+    pub transports: Vec<Transport>,
+    pub reps: u32,
+    pub rounds: u32,
+    pub policy: Option<String>,
+    pub plots: bool,
+    pub quiet: bool,
+}
+
+impl Options {
+    /// Reads the arguments (without the program name). `Err` carries the message to print
+    /// (the usage for `--help`).
+    pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Options, String> {
+        let mut o = Options {
+            asked: vec![],
+            quick: false,
+            json: None,
+            out: PathBuf::from("bench-results"),
+            libs: LIBS.to_vec(),
+            transports: vec![Transport::Shm, Transport::Tcp],
+            reps: 5,
+            rounds: 0,
+            policy: None,
+            plots: true,
+            quiet: false,
+        };
+        let mut all = false;
+        let mut it = args.into_iter();
+        while let Some(a) = it.next() {
+            let (flag, inline) = match a.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+                _ => (a.clone(), None),
+            };
+            let mut value = |name: &str| -> Result<String, String> {
+                inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs a value\n\n{USAGE}"))
+            };
+            match flag.as_str() {
+                "-h" | "--help" | "help" => return Err(USAGE.to_string()),
+                "all" => all = true,
+                "--quick" => o.quick = true,
+                "--no-plots" => o.plots = false,
+                "--quiet" => o.quiet = true,
+                "--json" => {
+                    o.json = Some(inline.clone().map_or(PathBuf::new(), PathBuf::from));
+                }
+                "--out" => o.out = PathBuf::from(value("--out")?),
+                "--policy" => o.policy = Some(value("--policy")?),
+                "--reps" => o.reps = count(&value("--reps")?, "--reps", 99)?,
+                "--rounds" => o.rounds = count(&value("--rounds")?, "--rounds", 20)?,
+                "--only" => {
+                    o.libs = value("--only")?
+                        .split(',')
+                        .map(|s| {
+                            Impl::from_key(&s.to_ascii_lowercase().replace(' ', ""))
+                                .filter(|i| LIBS.contains(i))
+                                .ok_or_else(|| format!("--only: {s:?} is not madmpi, mpich or openmpi"))
+                        })
+                        .collect::<Result<_, _>>()?;
+                }
+                "--transport" => {
+                    o.transports = value("--transport")?
+                        .split(',')
+                        .map(|s| match s {
+                            "shm" => Ok(Transport::Shm),
+                            "tcp" => Ok(Transport::Tcp),
+                            _ => Err(format!("--transport: {s:?} is not shm or tcp")),
+                        })
+                        .collect::<Result<_, _>>()?;
+                }
+                s => match Stage::ALL.iter().find(|st| st.name() == s) {
+                    Some(&st) => o.asked.push(st),
+                    None => return Err(format!("unknown argument {s:?}\n\n{USAGE}")),
+                },
+            }
+        }
+        if all {
+            o.asked.clear();
+        }
+        o.asked.sort();
+        o.asked.dedup();
+        o.libs.dedup();
+        o.transports.dedup();
+        if o.libs.is_empty() || o.transports.is_empty() {
+            return Err("--only and --transport need at least one value".into());
+        }
+        if o.rounds == 0 {
+            o.rounds = if o.quick { 1 } else { 3 };
+        }
+        if let Some(j) = &mut o.json
+            && j.as_os_str().is_empty()
+        {
+            *j = o.out.join("madbench.json");
+        }
+        Ok(o)
+    }
+
+    /// The stages to run, in order. The limits come with latency and bandwidth (their tables
+    /// show them).
+    pub fn stages(&self) -> Vec<Stage> {
+        if self.asked.is_empty() {
+            return Stage::ALL.to_vec();
+        }
+        let mut v = self.asked.clone();
+        if (self.has(Stage::Pingpong) || self.has(Stage::Bw)) && !v.contains(&Stage::Limits) {
+            v.insert(0, Stage::Limits);
+        }
+        v
+    }
+
+    pub fn has(&self, s: Stage) -> bool {
+        self.asked.is_empty() || self.asked.contains(&s)
+    }
+
+    /// The C programs the stages need.
+    pub fn programs(&self) -> Vec<&'static str> {
+        let mut v: Vec<&str> = self.stages().iter().filter_map(|s| s.program()).collect();
+        v.dedup();
+        v
+    }
+
+    pub fn describe_stages(&self) -> String {
+        if self.asked.is_empty() {
+            "all".into()
+        } else {
+            self.stages().iter().map(|s| s.name()).collect::<Vec<_>>().join(" ")
+        }
+    }
+}
+
+fn count(v: &str, name: &str, max: u32) -> Result<u32, String> {
+    v.parse::<u32>()
+        .ok()
+        .filter(|&n| (1..=max).contains(&n))
+        .ok_or_else(|| format!("{name}: expected 1..{max}, got {v:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Options, String> {
+        Options::parse(s.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn defaults_run_everything() {
+        let o = parse("").unwrap();
+        assert_eq!(o.stages(), Stage::ALL);
+        assert_eq!((o.reps, o.rounds, o.quick), (5, 3, false));
+        assert!(o.json.is_none());
+        assert_eq!(o.libs, LIBS);
+        assert_eq!(o.programs(), ["pingpong", "overlap", "reactivity", "mt"]);
+    }
+
+    #[test]
+    fn subcommands_and_flags() {
+        let o = parse("bw --quick --json --only madmpi,MPICH --transport tcp --policy block").unwrap();
+        assert_eq!(o.stages(), [Stage::Limits, Stage::Bw]);
+        assert_eq!(o.rounds, 1);
+        assert_eq!(o.json.as_deref(), Some(std::path::Path::new("bench-results/madbench.json")));
+        assert_eq!(o.libs, [Impl::Madmpi, Impl::Mpich]);
+        assert_eq!(o.transports, [Transport::Tcp]);
+        assert_eq!(o.policy.as_deref(), Some("block"));
+        let o = parse("sched mt --json=/tmp/x.json --out /tmp/r --reps 7").unwrap();
+        assert_eq!(o.stages(), [Stage::Sched, Stage::Mt]);
+        assert_eq!(o.json.as_deref(), Some(std::path::Path::new("/tmp/x.json")));
+        assert_eq!(o.reps, 7);
+        assert_eq!(parse("mt all").unwrap().stages(), Stage::ALL);
+    }
+
+    #[test]
+    fn bad_arguments_are_explained() {
+        for bad in ["frobnicate", "--reps 0", "--reps x", "--only lam", "--transport ib", "--out"] {
+            let e = parse(bad).unwrap_err();
+            assert!(!e.is_empty(), "{bad}");
+        }
+        assert!(parse("--help").unwrap_err().starts_with("usage"));
+    }
+}

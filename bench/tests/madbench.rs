@@ -1,0 +1,78 @@
+//! `madbench all --quick` runs to the end and its JSON is well formed: every line one object
+//! with the documented keys, every benchmark present, every implementation whose tools are
+//! installed present. No timing is asserted (figures belong to the benchmark's report).
+//!
+//! Release builds only: madbench finds `libmpi.so`, `madrun` and `mpicc` beside itself, and
+//! `./run test` builds those in release mode before the tests (a debug smoke run would also
+//! measure nothing worth reading).
+
+use std::path::Path;
+use std::process::Command;
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "release builds only: madbench needs the release libmpi.so beside it")]
+fn quick_run_writes_well_formed_json_tables_and_plots() {
+    let exe = Path::new(env!("CARGO_BIN_EXE_madbench"));
+    let dir = std::env::temp_dir().join(format!("madbench-smoke-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let json = dir.join("m.json");
+    let mut libs = vec!["madmpi"];
+    // ./run test installs MPICH and Open MPI; a developer's machine may lack one.
+    if have("mpicc.mpich") && have("mpiexec.hydra") {
+        libs.push("mpich");
+    }
+    if have("mpicc.openmpi") && have("mpiexec.openmpi") {
+        libs.push("openmpi");
+    }
+    let out = Command::new(exe)
+        .args(["all", "--quick", "--quiet", "--only", &libs.join(",")])
+        .arg(format!("--json={}", json.display()))
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .expect("madbench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "madbench failed ({}):\n{stdout}\n{stderr}", out.status);
+
+    let text = std::fs::read_to_string(&json).expect("the JSON file");
+    let mut benches = std::collections::BTreeSet::new();
+    let mut impls = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        for k in ["bench", "impl", "transport", "size", "threads", "policy", "median", "min", "max", "unit"] {
+            assert!(v.get(k).is_some(), "no {k} in {line}");
+        }
+        for k in ["median", "min", "max"] {
+            assert!(v[k].as_f64().is_some_and(f64::is_finite), "{k} not a number in {line}");
+        }
+        assert!(
+            v["min"].as_f64() <= v["median"].as_f64() && v["median"].as_f64() <= v["max"].as_f64(),
+            "{line}"
+        );
+        benches.insert(v["bench"].as_str().unwrap().to_string());
+        impls.insert(v["impl"].as_str().unwrap().to_string());
+    }
+    for b in ["limits", "pingpong", "bw", "overlap", "overlap-paper", "reactivity", "overhead", "sched", "mt"]
+    {
+        assert!(benches.contains(b), "no {b} measurement in {benches:?}");
+    }
+    for i in libs.iter().chain(&["limit", "os"]) {
+        assert!(impls.contains(*i), "no {i} measurement in {impls:?}");
+    }
+    for f in
+        ["latency-shm.png", "bandwidth-tcp.png", "overlap-madmpi-shm.png", "reactivity-os.png", "sched.png"]
+    {
+        let bytes = std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(bytes.starts_with(b"\x89PNG"), "{f} is not a PNG");
+    }
+    for f in ["pingpong.csv", "overlap.csv", "config.json"] {
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+    assert!(stdout.contains("MPI one-way latency over shm"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
