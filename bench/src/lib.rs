@@ -1,7 +1,13 @@
-//! Benchmark support shared by the criterion benches in `benches/`.
+//! The benchmarks: the `madbench` suite (`src/bin/madbench`, [`suite`]) and the criterion
+//! micro-benchmarks of `benches/` (scheduler, pioman, nmad).
 //!
-//! The scheduler benches (`benches/sched.rs`) measure marcel against OS threads in the same run.
-//! Later issues add the `madbench` suite (MPI latency, bandwidth, overlap, reactivity) here.
+//! - [`suite`]: what madbench runs, prints and writes;
+//! - [`mpi`]: the C programs of `bench/mpi/` under our library, MPICH and Open MPI;
+//! - [`ranks`]: benchmarks through our runtime's Rust API (marcel reactivity, progression
+//!   overhead), madbench being its own rank program;
+//! - [`sched`], [`limits`]: in-process measurements (marcel versus OS threads; the machine's
+//!   physical limits);
+//! - [`record`]: the measurement every benchmark returns; [`plot`]: PNG charts.
 
 pub mod limits;
 pub mod mpi;

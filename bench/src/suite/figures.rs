@@ -108,8 +108,8 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
         }
     }
     for (kind, title) in [
-        ("os", "Reactivity, OS compute threads: 4-byte one-way latency (log; lower is better)"),
-        ("marcel", "Reactivity, marcel compute threads (madmpi; MPICH, Open MPI with OS threads)"),
+        ("os", "Reactivity, OS compute threads on the receiver: 4-byte one-way latency (lower is better)"),
+        ("marcel", "Reactivity, marcel compute threads (madmpi; MPICH, Open MPI: OS threads)"),
     ] {
         let (names, groups) = reactivity_bars(all, kind);
         if !groups.is_empty() {
@@ -122,7 +122,12 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
     }
     let simple: [(&str, &str, &str, Scale); 3] = [
         ("overhead", "Progression overhead: one-way latency (lower is better)", "ns", Scale::Linear),
-        ("sched", "marcel versus OS threads, per operation (log; lower is better)", "ns", Scale::Log),
+        (
+            "sched",
+            "marcel versus OS threads, per operation (log; lower is better)",
+            "ns per operation",
+            Scale::Log,
+        ),
         (
             "mt",
             "MPI_THREAD_MULTIPLE message rate, 8-byte messages (higher is better)",
@@ -222,7 +227,11 @@ fn overlap_panels(all: &[Measurement], transport: &str, imp: Impl) -> Vec<Heatma
             })
             .collect();
         panels.push(Heatmap {
-            title: format!("computation on the {side} side"),
+            title: if side == "both" {
+                "computation on both sides".into()
+            } else {
+                format!("computation on the {side} side")
+            },
             x_label: "computation time ÷ transfer time".into(),
             y_label: "message size".into(),
             x_labels: factors.iter().map(|f| format!("{f}×")).collect(),
@@ -258,7 +267,7 @@ fn reactivity_bars(all: &[Measurement], kind: &str) -> (Vec<String>, Vec<BarGrou
     let groups = threads
         .iter()
         .map(|&t| BarGroup {
-            label: format!("{t} compute thread{} per core", if t == 1 { "" } else { "s" }),
+            label: format!("{t} threads/core"),
             values: names
                 .iter()
                 .map(|(_, n)| sel.iter().find(|m| m.threads == t && key(m) == *n).map(|m| m.stat.median))
@@ -278,8 +287,8 @@ fn grouped(all: &[Measurement], bench: &str) -> (Vec<String>, Vec<BarGroup>) {
     let (group, series): (Label, Label) = match bench {
         "overhead" => (|m| format!("{} {}", m.transport, human_bytes(m.size)), |m| m.case.clone()),
         "sched" => (
-            |m| m.case.clone(),
-            |m| if m.imp == Impl::Madmpi { "marcel".into() } else { "OS threads".into() },
+            |m| short_case(&m.case),
+            |m| if m.imp == Impl::Madmpi { "madmpi (marcel)".into() } else { "OS threads".into() },
         ),
         _ => (
             |m| format!("{} thread{} per rank", m.threads, if m.threads == 1 { "" } else { "s" }),
@@ -308,6 +317,19 @@ fn grouped(all: &[Measurement], bench: &str) -> (Vec<String>, Vec<BarGroup>) {
         })
         .collect();
     (names, groups)
+}
+
+/// Scheduler operations named short enough for a bar group.
+fn short_case(case: &str) -> String {
+    match case {
+        "yield-switch" => "yield".into(),
+        "pingpong-2cores" => "ping-pong".into(),
+        "mutex-handoff-1core" => "mutex, 1 core".into(),
+        "mutex-handoff-2cores" => "mutex, 2 cores".into(),
+        "blocking-call" => "blocking call".into(),
+        "resume-after-block" => "resume".into(),
+        c => c.into(),
+    }
 }
 
 /// Axis labels for times: `100 µs`, `2.5 ms`, `40 ns` (no trailing zeros).
