@@ -10,10 +10,13 @@
  * thread answers every ping; how fast it gets the CPU back from the compute threads, and how
  * its library waits (polling, blocking, a progress thread), decide the latency.
  *
- * A repetition is a series of round trips that ends after 2000 of them or once ~100 ms have
- * passed, whichever comes first (with compute threads a round trip may take milliseconds):
- * every ping carries a flag telling rank 1 whether it is the repetition's last. One-way
- * latency = repetition time / (2 x round trips done). Rank 0 prints, after
+ * A repetition lasts ~100 ms: rank 0 sends a ping, times the round trip, then waits a
+ * pseudo-random 200-1000 us (the same sequence for every library) before the next one, so that
+ * pings land at random points of rank 1's schedule, as messages do in an application (back-to-
+ * back round trips would mostly run inside the time slice rank 1's polling thread already has,
+ * and hide the wait for the CPU). Every ping carries a flag telling rank 1 whether it is the
+ * repetition's last. A repetition's figure is the MEAN one-way latency (round trip / 2) of its
+ * pings: the expected reaction time. Rank 0 prints, after
  * "# library <MPI_Get_library_version's first line>":
  *
  *   m bench=reactivity case=os size=4 threads=<k> median=<ns> min=.. max=.. unit=ns
@@ -39,7 +42,8 @@
 #include <time.h>
 
 #define MAX_REPS 99
-#define MAX_ROUNDTRIPS 2000 /* per repetition */
+#define GAP_MIN_NS 200000.0 /* between pings */
+#define GAP_SPAN_NS 800000.0
 #define MAX_THREADS 1024
 #define TAG_PING 1
 #define TAG_SYNC 3
@@ -93,24 +97,41 @@ static void *spin(void *arg)
     return NULL;
 }
 
+/* The gaps between pings: a fixed pseudo-random sequence (the same for every library). */
+static uint64_t gap_state = 88172645463325252ull;
+
+static double next_gap_ns(void)
+{
+    gap_state ^= gap_state << 13;
+    gap_state ^= gap_state >> 7;
+    gap_state ^= gap_state << 17;
+    return GAP_MIN_NS + (double)(gap_state % 1000000) / 1e6 * GAP_SPAN_NS;
+}
+
 /*
- * One repetition. Rank 0 pings (4 bytes holding 1, or 0 for the last ping) until
- * MAX_ROUNDTRIPS round trips or `budget` ns, and returns the one-way latency and the count;
- * rank 1 echoes every ping until the last.
+ * One repetition. Rank 0 pings (4 bytes holding 1, or 0 for the last ping) with random gaps
+ * until `budget` ns have passed, and returns the mean one-way latency and the count; rank 1
+ * echoes every ping until the last.
  */
 static double series(int32_t *buf, double budget, int *count)
 {
     int n = 0;
-    double t = now_ns();
+    double sum = 0, t = now_ns();
     if (rank == 0) {
         int last;
         do {
-            last = n + 1 >= MAX_ROUNDTRIPS || now_ns() - t >= budget;
+            last = now_ns() - t >= budget;
             buf[0] = !last;
+            double t0 = now_ns();
             check(MPI_Send(buf, 4, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD), "MPI_Send");
             check(MPI_Recv(buf, 4, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
                   "MPI_Recv");
+            sum += (now_ns() - t0) / 2.0;
             n++;
+            /* Rank 0 is alone on its core: waiting by spinning costs nobody anything. */
+            double until = now_ns() + next_gap_ns();
+            while (!last && now_ns() < until)
+                ;
         } while (!last);
     } else {
         do {
@@ -121,7 +142,7 @@ static double series(int32_t *buf, double budget, int *count)
         } while (buf[0]);
     }
     *count = n;
-    return (now_ns() - t) / (2.0 * n);
+    return n ? sum / n : 0;
 }
 
 int main(int argc, char **argv)
@@ -183,7 +204,7 @@ int main(int argc, char **argv)
 
     int warm;
     sync_peers();
-    series(buf, 1e6, &warm); /* warm-up: connections, caches */
+    series(buf, 5e6, &warm); /* warm-up: connections, caches */
     for (int i = 0; i < 4; i++) {
         int k = ks[i], nthreads = rank == 1 ? k * cores : 0, total = 0;
         atomic_store(&stop, 0);

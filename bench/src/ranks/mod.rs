@@ -22,10 +22,12 @@
 //! [`Bound::time`] (100 ms, 30 ms when quick) or [`MAX_ROUND_TRIPS`], whichever comes first
 //! (with compute threads and the `poll` policy a round trip may take milliseconds), after one
 //! warm-up repetition of the whole time bound; a sample is the repetition's mean one-way latency
-//! (round trip / 2). Each benchmark owns its file:
+//! (round trip / 2). ([`reactivity`] runs its own repetitions instead, as its C counterpart
+//! does: spaced pings for the whole [`Bound::time`], no round-trip cap.) Each benchmark owns its
+//! file:
 //! - [`reactivity`]: `reactivity_marcel`, madmpi ping-pong with marcel compute threads beside
 //!   the receiver, per pioman policy;
-//! - [`overhead`]: `overhead`, the cost of waiting through pioman against nmad polled directly.
+//! - [`mod@overhead`]: `overhead`, the cost of waiting through pioman against nmad polled directly.
 
 pub mod overhead;
 pub mod reactivity;

@@ -1,5 +1,7 @@
 //! Reactivity with marcel user threads: how fast a receiver answers a 4-byte MPI message while
-//! compute threads keep its core busy, per pioman policy.
+//! compute threads keep its core busy, per pioman policy. It measures exactly as the C program
+//! `bench/mpi/reactivity.c` does with OS compute threads (same pings, gaps, budget and figure),
+//! so the two are comparable.
 //!
 //! One job per policy (`PIOMAN_POLICY`, over shm: `NMAD_DRIVERS=shm`); within it one
 //! configuration per count k of compute threads per core. Rank 1, the receiver, runs a marcel
@@ -16,6 +18,22 @@
 //! progress once per call), whatever the job's policy: the figure is the receiver's reactivity,
 //! not the pinger's wait (under `timer` a pinger waiting through pioman would add its own tick).
 //!
+//! Spaced pings. A repetition lasts the whole time budget ([`super::Bound::new`]`(quick).time`:
+//! 100 ms, 30 ms when quick; no cap on the round trips): rank 0 sends a ping, times that single
+//! round trip (one-way = round trip / 2), then waits a pseudo-random 200–1000 µs by spinning
+//! (it is alone on its core) before the next ping. The gaps are the C program's xorshift
+//! sequence (`Gaps`), one generator for the whole run, carried across thread counts and
+//! repetitions as the C program's static is. Spacing makes pings land at random points of the
+//! receiver's schedule, as an application's messages do: back-to-back round trips would mostly
+//! run inside the time slice the receiver's polling MPI thread already holds, and hide the wait
+//! for the CPU that this benchmark is about. The budget is checked before each ping; the ping
+//! sent once it has elapsed is the last (no gap after it). Each ping's payload is the "not
+//! last" flag (1, or 0 for the last), as in C; rank 1 echoes it. A repetition's figure is the
+//! MEAN one-way latency of its pings (the expected reaction time); the statistics (median, min,
+//! max) are over the repetitions. Each configuration starts with one warm-up repetition of the
+//! whole budget, measured the same way and discarded (it also lets the compute threads reach
+//! their steady state: marcel hands a hog's core over after one or two 10 ms quanta).
+//!
 //! `PIOMAN_THREADS=0` in both ranks: rank 0 busy-tests on its only core, where a progression
 //! thread could only compete with it (polling under `poll`/`adaptive`, being woken by every
 //! message under `block`); under marcel (rank 1) progression threads only do background blocking
@@ -27,7 +45,7 @@
 //! and answers), `QUIT`. Measurements: `reactivity`/`marcel`, madmpi, shm, 4 B, `threads` = k,
 //! `policy` = the policy.
 
-use super::{Bench, RankArgs, Row, base_env, check_common, latency, measure, run_job, stat_of, write_rows};
+use super::{Bench, RankArgs, Row, base_env, check_common, latency, run_job, stat_of, write_rows};
 use crate::record::Measurement;
 use madmpi::comm::Comm;
 use madmpi::p2p::{From, Rank, Tag};
@@ -36,7 +54,7 @@ use madmpi::universe::{self, Threading};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The message size (one `u32`).
 pub const SIZE: u64 = 4;
@@ -44,6 +62,10 @@ const PING: i32 = 1;
 const START: i32 = 2;
 const STOP: i32 = 3;
 const QUIT: i32 = 4;
+/// The shortest gap between two pings (ns), as in the C program.
+const GAP_MIN_NS: f64 = 200_000.0;
+/// Gaps span `GAP_MIN_NS` to `GAP_MIN_NS + GAP_SPAN_NS` (ns).
+const GAP_SPAN_NS: f64 = 800_000.0;
 
 /// Reactivity with marcel user threads: 4-byte ping-pong latency (madmpi Rust API, MPI
 /// point-to-point) while k compute user threads per core (k in `threads`, e.g. `[0, 1, 2, 4]`)
@@ -132,22 +154,82 @@ fn command(w: &Comm, tag: i32, v: u32) -> Result<(), String> {
     spin(r)
 }
 
+/// The gaps between pings: the C program's xorshift sequence (`next_gap_ns`), from the same
+/// seed, so both programs wait the same pseudo-random 200–1000 µs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Gaps(u64);
+
+impl Gaps {
+    const SEED: u64 = 88_172_645_463_325_252;
+
+    fn new() -> Gaps {
+        Gaps(Gaps::SEED)
+    }
+
+    /// The next gap, in ns.
+    fn next_ns(&mut self) -> f64 {
+        let mut s = self.0;
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        self.0 = s;
+        GAP_MIN_NS + (s % 1_000_000) as f64 / 1e6 * GAP_SPAN_NS
+    }
+}
+
+/// One repetition (rank 0), as the C program's `series`: until `budget` has elapsed (checked
+/// before each ping), `ping(last)` does one round trip, timed here; then a gap from `gaps`,
+/// spent spinning, except after the last ping. Returns the mean one-way latency (ns) and the
+/// number of round trips.
+fn series(
+    budget: Duration,
+    gaps: &mut Gaps,
+    ping: &mut dyn FnMut(bool) -> Result<(), String>,
+) -> Result<(f64, u64), String> {
+    let t = Instant::now();
+    let (mut sum, mut n) = (0.0, 0u64);
+    loop {
+        let last = t.elapsed() >= budget;
+        let t0 = Instant::now();
+        ping(last)?;
+        sum += t0.elapsed().as_nanos() as f64 / 2.0;
+        n += 1;
+        // Drawn after the last ping too, as in C, so the sequence stays the C program's.
+        let until = Instant::now() + Duration::from_nanos(gaps.next_ns() as u64);
+        if last {
+            return Ok((sum / n as f64, n));
+        }
+        // Rank 0 is alone on its core: waiting by spinning costs nobody anything.
+        while Instant::now() < until {}
+    }
+}
+
 fn pinger(a: &RankArgs) -> Result<(), String> {
     let u = universe::init(Threading::Multiple).map_err(mpi)?;
     let w = u.world().clone();
     if (w.rank(), w.size()) != (0, 2) {
         return Err(format!("rank 0 of 2 expected, MPI says {} of {}", w.rank(), w.size()));
     }
-    let (out, mut inb) = ([0x5a5a_5a5au32], [0u32]);
+    let mut inb = [0u32];
+    let mut ping = |last: bool| -> Result<(), String> {
+        let out = [u32::from(!last)];
+        let r = w.irecv(&mut inb, From::Rank(1), Tag::Tag(PING)).map_err(mpi)?;
+        spin(w.isend(&out, Rank::Rank(1), PING, Mode::Standard).map_err(mpi)?)?;
+        spin(r)
+    };
+    // One generator for the whole run, as the C program's static.
+    let mut gaps = Gaps::new();
     let mut rows = Vec::new();
     for &k in &a.threads {
         command(&w, START, k).map_err(|e| format!("starting {k} compute thread(s): {e}"))?;
-        let samples = measure(&a.bound, a.reps, &mut || {
-            let r = w.irecv(&mut inb, From::Rank(1), Tag::Tag(PING)).map_err(mpi)?;
-            spin(w.isend(&out, Rank::Rank(1), PING, Mode::Standard).map_err(mpi)?)?;
-            spin(r)
-        })
-        .map_err(|e| format!("ping-pong beside {k} compute thread(s): {e}"))?;
+        let mut samples = Vec::with_capacity(a.reps as usize);
+        for i in 0..=a.reps {
+            let (mean, _round_trips) = series(a.bound.time, &mut gaps, &mut ping)
+                .map_err(|e| format!("ping-pong beside {k} compute thread(s): {e}"))?;
+            if i > 0 {
+                samples.push(mean); // repetition 0 is the warm-up
+            }
+        }
         command(&w, STOP, 0).map_err(|e| format!("stopping {k} compute thread(s): {e}"))?;
         rows.push(Row { threads: k, size: SIZE, samples });
     }
@@ -271,5 +353,59 @@ mod tests {
         assert_eq!(m.stat, Stat { median: 2.0, min: 1.0, max: 3.0 });
         assert_eq!(ms[1].threads, 2);
         assert!(measurements(&rows, "block", &[0, 4]).unwrap_err().contains("4 thread"));
+    }
+
+    #[test]
+    fn gaps_are_the_c_programs() {
+        // The first values of reactivity.c's next_gap_ns (and its state), printed by C.
+        let mut g = Gaps::new();
+        let want = [
+            (486_809.6, 8_748_534_153_485_358_512u64),
+            (788_412.0, 3_040_900_993_826_735_515),
+            (391_449.6, 3_453_997_556_048_239_312),
+            (208_682.4, 16_431_732_851_926_010_853),
+            (782_644.8, 8_204_724_074_003_728_306),
+        ];
+        for (gap, state) in want {
+            assert_eq!((g.next_ns(), g.0), (gap, state));
+        }
+        for _ in 0..10_000 {
+            let x = g.next_ns();
+            assert!((GAP_MIN_NS..GAP_MIN_NS + GAP_SPAN_NS).contains(&x), "{x}");
+        }
+    }
+
+    #[test]
+    fn a_series_spaces_its_pings_until_the_budget() {
+        let budget = Duration::from_millis(3);
+        let mut g = Gaps::new();
+        let mut calls: Vec<(bool, Instant)> = Vec::new();
+        let t = Instant::now();
+        let (mean, n) = series(budget, &mut g, &mut |last| {
+            calls.push((last, Instant::now()));
+            std::thread::sleep(Duration::from_micros(20));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n as usize, calls.len());
+        assert!(n >= 2, "{n} ping(s)");
+        // Only the last ping says so, and it is sent once the budget has elapsed.
+        assert!(calls[..calls.len() - 1].iter().all(|c| !c.0));
+        assert!(calls[calls.len() - 1].0);
+        assert!(calls[calls.len() - 1].1 - t >= budget);
+        // Between two pings, the round trip and then the next gap of the sequence.
+        let mut check = Gaps::new();
+        for p in calls.windows(2) {
+            let gap = Duration::from_nanos(check.next_ns() as u64);
+            assert!(p[1].1 - p[0].1 >= gap + Duration::from_micros(20));
+        }
+        // One draw per ping, the last one's included (as in C).
+        check.next_ns();
+        assert_eq!(check, g);
+        // The mean of one-way times: half of a round trip of at least 20 µs.
+        assert!(mean >= 10_000.0, "{mean}");
+        // A failing round trip ends the series.
+        let err = series(budget, &mut g, &mut |_| Err("boom".into())).unwrap_err();
+        assert_eq!(err, "boom");
     }
 }
