@@ -108,8 +108,8 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
         }
     }
     for (kind, title) in [
-        ("os", "Reactivity, OS compute threads on the receiver: 4-byte one-way latency (lower is better)"),
-        ("marcel", "Reactivity, marcel compute threads (madmpi; MPICH, Open MPI: OS threads)"),
+        ("os", "Reactivity, OS compute threads on the receiver (4 B; lower is better)"),
+        ("marcel", "Reactivity, marcel compute threads (MPICH, Open MPI: OS threads)"),
     ] {
         let (names, groups) = reactivity_bars(all, kind);
         if !groups.is_empty() {
