@@ -28,6 +28,8 @@
  * repetitions for smoke tests. Pinning is the launcher's or a wrapper's business.
  */
 #define _GNU_SOURCE
+#define BENCH_NAME "mt"
+#include "common.h"
 #include <mpi.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -50,42 +52,6 @@ static pthread_barrier_t barrier;
 static double elapsed[MAX_THREADS];    /* this repetition, per thread */
 static long messages[MAX_THREADS];
 static double rate[MAX_REPS];          /* rank 0: msg/s per repetition */
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v and returns its median. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void check(int rc, const char *what)
-{
-    if (rc != MPI_SUCCESS) {
-        fprintf(stderr, "mt: %s failed (%d)\n", what, rc);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-}
-
-/* Both ranks leave together (no collectives: they are not part of every library under test). */
-static void sync_peers(void)
-{
-    check(MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_SYNC, NULL, 0, MPI_BYTE, peer, TAG_SYNC,
-                       MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-          "MPI_Sendrecv");
-}
 
 static void wait_barrier(void)
 {
@@ -146,7 +112,7 @@ static void *worker(void *arg)
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
         wait_barrier();
         if (id == 0)
-            sync_peers();
+            sync_with(peer, TAG_SYNC);
         wait_barrier();
         messages[id] = stream(id, slots, r < 0 ? budget / 5 : budget) * WINDOW;
         wait_barrier();
@@ -197,12 +163,7 @@ int main(int argc, char **argv)
     }
     budget = quick ? 10e6 : 50e6;
     if (rank == 0) {
-        char version[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len = 0;
-        check(MPI_Get_library_version(version, &len), "MPI_Get_library_version");
-        version[strcspn(version, "\n")] = 0;
-        printf("# library %s\n", version);
-        fflush(stdout);
+        print_library();
     }
     peer = 1 - rank;
 

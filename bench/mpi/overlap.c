@@ -37,6 +37,8 @@
  * repetitions). Pinning is the launcher's or a wrapper's business.
  */
 #define _GNU_SOURCE
+#define BENCH_NAME "overlap"
+#include "common.h"
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,44 +60,8 @@ static const char *side_name[] = { "none", "sender", "receiver", "both" };
 
 static int rank, peer;
 
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v and returns its median. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double max2(double a, double b) { return a > b ? a : b; }
 static double min2(double a, double b) { return a < b ? a : b; }
-
-static void check(int rc, const char *what)
-{
-    if (rc != MPI_SUCCESS) {
-        fprintf(stderr, "overlap: %s failed (%d)\n", what, rc);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-}
-
-/* Both ranks leave together (no collectives: they are not part of every library under test). */
-static void sync_peers(void)
-{
-    check(MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_SYNC, NULL, 0, MPI_BYTE, peer, TAG_SYNC,
-                       MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-          "MPI_Sendrecv");
-}
 
 /* The computation: a busy loop on the clock for `ns` nanoseconds, calling no MPI function. */
 static void compute(double ns)
@@ -120,7 +86,7 @@ static double transfer(char *buf, int size, int n, enum side s, double c)
 {
     MPI_Request req;
     int busy = computes(s);
-    sync_peers();
+    sync_with(peer, TAG_SYNC);
     double t = now_ns();
     for (int i = 0; i < n; i++) {
         if (rank == 0)
@@ -206,14 +172,14 @@ static void overlap_paper(char *buf, int reps, int quick)
 
     for (int i = 0; i < nsizes; i++) {
         int size = sizes[i];
-        sync_peers(); /* warm-up, without computation */
+        sync_with(peer, TAG_SYNC); /* warm-up, without computation */
         if (rank == 0)
             check(MPI_Send(buf, size, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD), "MPI_Send");
         else
             check(MPI_Recv(buf, size, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
                   "MPI_Recv");
         for (int r = 0; r < reps; r++) {
-            sync_peers();
+            sync_with(peer, TAG_SYNC);
             if (rank == 0) {
                 double t = now_ns();
                 check(MPI_Send(buf, size, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD), "MPI_Send");
@@ -265,12 +231,7 @@ int main(int argc, char **argv)
     }
     memset(buf, rank + 1, MAX_SIZE);
     if (rank == 0) {
-        char version[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len = 0;
-        check(MPI_Get_library_version(version, &len), "MPI_Get_library_version");
-        version[strcspn(version, "\n")] = 0;
-        printf("# library %s\n", version);
-        fflush(stdout);
+        print_library();
     }
     peer = 1 - rank;
 

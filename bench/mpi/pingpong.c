@@ -22,6 +22,8 @@
  * fewer sizes). Pinning is the launcher's or a wrapper's business.
  */
 #define _GNU_SOURCE
+#define BENCH_NAME "pingpong"
+#include "common.h"
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,42 +38,6 @@
 #define TAG_DATA 1
 #define TAG_ACK 2
 #define TAG_SYNC 3
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v and returns its median. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void check(int rc, const char *what)
-{
-    if (rc != MPI_SUCCESS) {
-        fprintf(stderr, "pingpong: %s failed (%d)\n", what, rc);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-}
-
-/* Both ranks leave together (no collectives: they are not part of every library under test). */
-static void sync_peers(int peer)
-{
-    check(MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_SYNC, NULL, 0, MPI_BYTE, peer, TAG_SYNC,
-                       MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-          "MPI_Sendrecv");
-}
 
 /* Round trips per repetition: enough for a few ms per repetition on shm, few for big sizes. */
 static int lat_iters(int size)
@@ -178,11 +144,7 @@ int main(int argc, char **argv)
     }
     memset(buf, rank + 1, MAX_SIZE);
     if (rank == 0) {
-        char version[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len = 0;
-        MPI_Get_library_version(version, &len);
-        version[strcspn(version, "\n")] = 0;
-        printf("# library %s\n", version);
+        print_library();
     }
     int peer = 1 - rank;
 
@@ -194,7 +156,7 @@ int main(int argc, char **argv)
         int n = lat_iters(size);
         pingpong(rank, buf, size, n / 10 + 1); /* warm-up: connections, caches, pinned pages */
         for (int r = 0; r < reps; r++) {
-            sync_peers(peer);
+            sync_with(peer, TAG_SYNC);
             v[r] = pingpong(rank, buf, size, n) / (2.0 * n);
         }
         if (rank == 0)
@@ -204,7 +166,7 @@ int main(int argc, char **argv)
         int n = bw_iters(size);
         stream(rank, buf, size, 1);
         for (int r = 0; r < reps; r++) {
-            sync_peers(peer);
+            sync_with(peer, TAG_SYNC);
             double ns = stream(rank, buf, size, n);
             v[r] = (double)size * WINDOW * n / ns * 1e3; /* bytes per ns * 1e3 = MB/s */
         }

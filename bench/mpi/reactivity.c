@@ -31,6 +31,8 @@
  * ~30 ms for smoke tests. Pinning is the launcher's or a wrapper's business.
  */
 #define _GNU_SOURCE
+#define BENCH_NAME "reactivity"
+#include "common.h"
 #include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
@@ -50,42 +52,6 @@
 
 static int rank, peer;
 static atomic_int stop;
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v and returns its median. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void check(int rc, const char *what)
-{
-    if (rc != MPI_SUCCESS) {
-        fprintf(stderr, "reactivity: %s failed (%d)\n", what, rc);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-}
-
-/* Both ranks leave together (no collectives: they are not part of every library under test). */
-static void sync_peers(void)
-{
-    check(MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_SYNC, NULL, 0, MPI_BYTE, peer, TAG_SYNC,
-                       MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-          "MPI_Sendrecv");
-}
 
 /* A compute thread: spins until told to stop, calling no MPI function. */
 static void *spin(void *arg)
@@ -193,17 +159,12 @@ int main(int argc, char **argv)
     }
     memset(buf, 0, 4096);
     if (rank == 0) {
-        char version[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len = 0;
-        check(MPI_Get_library_version(version, &len), "MPI_Get_library_version");
-        version[strcspn(version, "\n")] = 0;
-        printf("# library %s\n", version);
-        fflush(stdout);
+        print_library();
     }
     peer = 1 - rank;
 
     int warm;
-    sync_peers();
+    sync_with(peer, TAG_SYNC);
     series(buf, 5e6, &warm); /* warm-up: connections, caches */
     for (int i = 0; i < 4; i++) {
         int k = ks[i], nthreads = rank == 1 ? k * cores : 0, total = 0;
@@ -217,7 +178,7 @@ int main(int argc, char **argv)
         }
         for (int r = 0; r < reps; r++) {
             int n;
-            sync_peers();
+            sync_with(peer, TAG_SYNC);
             v[r] = series(buf, budget, &n);
             total += n;
         }

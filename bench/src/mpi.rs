@@ -23,6 +23,8 @@ pub const PROGRAMS: [(&str, &str); 4] = [
 ];
 
 const PIN_SH: &str = include_str!("../mpi/pin.sh");
+/// The helpers the programs share (`#include "common.h"`).
+const COMMON_H: &str = include_str!("../mpi/common.h");
 
 /// How the two ranks talk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -99,6 +101,7 @@ impl Toolchain {
         write_if_changed(&pin, PIN_SH)?;
         std::fs::set_permissions(&pin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .map_err(|e| format!("{}: {e}", pin.display()))?;
+        write_if_changed(&work.join("common.h"), COMMON_H)?;
         for (name, src) in PROGRAMS {
             write_if_changed(&work.join(format!("{name}.c")), src)?;
         }
