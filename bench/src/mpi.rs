@@ -15,11 +15,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The programs, by name: their sources, embedded.
-pub const PROGRAMS: [(&str, &str); 4] = [
+pub const PROGRAMS: [(&str, &str); 5] = [
     ("pingpong", include_str!("../mpi/pingpong.c")),
     ("overlap", include_str!("../mpi/overlap.c")),
     ("reactivity", include_str!("../mpi/reactivity.c")),
     ("mt", include_str!("../mpi/mt.c")),
+    ("coll", include_str!("../mpi/coll.c")),
 ];
 
 const PIN_SH: &str = include_str!("../mpi/pin.sh");
@@ -149,8 +150,10 @@ pub struct Launch<'a> {
     pub policy: Option<&'a str>,
     pub exe: &'a Path,
     pub args: Vec<String>,
-    /// `"A,B"`: rank i runs on the i-th CPU.
+    /// `"A,B,..."`: rank i runs on the i-th CPU (the first if the list is shorter).
     pub cpus: &'a str,
+    /// Ranks in the job (2 for every program but `coll`).
+    pub ranks: u32,
 }
 
 impl Launch<'_> {
@@ -162,13 +165,13 @@ impl Launch<'_> {
         }
     }
 
-    /// The command: two ranks, pinned by `pin.sh`, tcp over the loopback interface.
+    /// The command: `ranks` ranks, pinned by `pin.sh`, tcp over the loopback interface.
     pub fn command(&self, tc: &Toolchain) -> Command {
         let mut c;
         match self.imp {
             Impl::Madmpi => {
                 c = Command::new(&tc.madrun);
-                c.args(["-n", "2"]);
+                c.arg("-n").arg(self.ranks.to_string());
                 c.env("LD_LIBRARY_PATH", &tc.lib_dir);
                 c.env("NMAD_DRIVERS", if self.transport == Transport::Shm { "shm" } else { "tcp:lo" });
                 if let Some(p) = self.policy {
@@ -177,7 +180,7 @@ impl Launch<'_> {
             }
             Impl::Mpich => {
                 c = Command::new("mpiexec.hydra");
-                c.args(["-n", "2", "-bind-to", "none"]);
+                c.arg("-n").arg(self.ranks.to_string()).args(["-bind-to", "none"]);
                 if self.transport == Transport::Tcp {
                     // Debian's MPICH is ch4:ucx: UCX carries local messages too, so limiting UCX to
                     // tcp (and telling MPICH that no peer is local) makes it talk over TCP.
@@ -186,7 +189,8 @@ impl Launch<'_> {
             }
             _ => {
                 c = Command::new("mpiexec.openmpi");
-                c.args(["--allow-run-as-root", "--bind-to", "none", "-n", "2", "--mca", "pml", "ob1"]);
+                c.args(["--allow-run-as-root", "--bind-to", "none", "--oversubscribe", "-n"]);
+                c.arg(self.ranks.to_string()).args(["--mca", "pml", "ob1"]);
                 match self.transport {
                     Transport::Shm => c.args(["--mca", "btl", "self,vader"]),
                     Transport::Tcp => {
@@ -327,6 +331,7 @@ mod tests {
                     exe: Path::new("/x/pp"),
                     args: vec!["5".into()],
                     cpus: "0,1",
+                    ranks: 2,
                 };
                 let d = describe(&l.command(&tc()));
                 assert!(d.contains("MPI_BENCH_CPUS=0,1"), "{d}");
@@ -342,6 +347,7 @@ mod tests {
             exe: Path::new("p"),
             args: vec![],
             cpus: "0,1",
+            ranks: 2,
         };
         let d = describe(&l.command(&tc()));
         assert!(d.contains("NMAD_DRIVERS=tcp:lo") && d.contains("PIOMAN_POLICY=block"), "{d}");

@@ -120,7 +120,8 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
             )?;
         }
     }
-    let simple: [(&str, &str, &str, Scale); 3] = [
+    let simple: [(&str, &str, &str, Scale); 4] = [
+        ("coll", "Collectives over shm, time per call (log; lower is better)", "ns per call", Scale::Log),
         ("overhead", "Progression overhead: one-way latency (lower is better)", "ns", Scale::Linear),
         (
             "sched",
@@ -286,6 +287,9 @@ fn grouped(all: &[Measurement], bench: &str) -> (Vec<String>, Vec<BarGroup>) {
     let sel: Vec<&Measurement> = all.iter().filter(|m| m.bench == bench).collect();
     let (group, series): (Label, Label) = match bench {
         "overhead" => (|m| format!("{} {}", m.transport, human_bytes(m.size)), |m| m.case.clone()),
+        "coll" => {
+            (|m| format!("{} {} ×{}", m.case, human_bytes(m.size), m.threads), |m| m.imp.label().into())
+        }
         "sched" => (
             |m| short_case(&m.case),
             |m| if m.imp == Impl::Madmpi { "madmpi (marcel)".into() } else { "OS threads".into() },

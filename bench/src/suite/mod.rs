@@ -25,6 +25,8 @@ use std::time::Duration;
 pub const POLICIES: [&str; 4] = ["poll", "block", "adaptive", "timer"];
 /// Compute threads per core on the receiver, in the reactivity benchmark.
 pub const COMPUTE_THREADS: [u32; 4] = [0, 1, 2, 4];
+/// Job sizes of the collectives benchmark.
+pub const COLL_RANKS: [u32; 2] = [2, 4];
 /// A program that has not ended after this is killed (and reported).
 const HANG: Duration = Duration::from_secs(240);
 
@@ -122,6 +124,7 @@ pub fn run(opts: &Options, exe: &Path) -> i32 {
                 crate::sched::measure(opts.reps, opts.quick, &mut |s| p.note(s))
             }
             Stage::Mt => ctx.programs(&mut p, "mt", &[Transport::Shm], &[None]),
+            Stage::Coll => ctx.collectives(&mut p, (c0, c1)),
         };
         p.clear();
         print_tables(stage, &ms, &all);
@@ -218,6 +221,46 @@ impl Ctx<'_> {
         ms
     }
 
+    /// The collectives program at 2 and 4 ranks over shm (4 ranks share the two CPUs).
+    fn collectives(&mut self, p: &mut Progress, (c0, c1): (usize, usize)) -> Vec<Measurement> {
+        let mut args = vec![self.opts.reps.to_string()];
+        if self.opts.quick {
+            args.push("quick".into());
+        }
+        let mut ms = Vec::new();
+        for ranks in COLL_RANKS {
+            let cpus: Vec<String> =
+                (0..ranks).map(|r| if r % 2 == 0 { c0 } else { c1 }.to_string()).collect();
+            let cpus = cpus.join(",");
+            for &imp in &self.opts.libs {
+                p.step(&format!("coll: {} with {ranks} ranks", imp.label()));
+                let (Some(tc), Some(exe)) = (self.tc, self.exes.get(&(imp, "coll"))) else {
+                    continue;
+                };
+                let policy = if imp == Impl::Madmpi { self.opts.policy.as_deref() } else { None };
+                let l = Launch {
+                    imp,
+                    transport: Transport::Shm,
+                    policy,
+                    exe,
+                    args: args.clone(),
+                    cpus: &cpus,
+                    ranks,
+                };
+                let name = format!("coll {} {ranks} ranks", imp.key());
+                self.commands.insert(name.clone(), describe(&l.command(tc)));
+                match l.run(tc, HANG) {
+                    Ok(v) => ms.extend(v.into_iter().map(|m| m.threads(ranks))),
+                    Err(e) => {
+                        *self.failures += 1;
+                        p.warn(&format!("{name}: {e}"));
+                    }
+                }
+            }
+        }
+        ms
+    }
+
     fn launch(
         &mut self,
         p: &mut Progress,
@@ -231,7 +274,7 @@ impl Ctx<'_> {
             return vec![];
         };
         let policy = policy.or(if imp == Impl::Madmpi { self.opts.policy.as_deref() } else { None });
-        let l = Launch { imp, transport: t, policy, exe, args, cpus: self.cpus };
+        let l = Launch { imp, transport: t, policy, exe, args, cpus: self.cpus, ranks: 2 };
         let name = format!("{prog} {} {} {}", imp.key(), t.label(), l.policy_label());
         self.commands.insert(name.clone(), describe(&l.command(tc)));
         match l.run(tc, HANG) {
@@ -259,6 +302,7 @@ fn count_steps(o: &Options) -> usize {
             // Ours once per policy, with OS threads (the C program) and with marcel.
             Stage::Reactivity => libs + (POLICIES.len()) * ours,
             Stage::Mt => libs,
+            Stage::Coll => libs * COLL_RANKS.len(),
             Stage::Limits | Stage::Overhead | Stage::Sched => 1,
         })
         .sum()
@@ -421,6 +465,16 @@ pub fn stage_tables(stage: Stage, all: &[Measurement]) -> Vec<tables::Table> {
                 "Scheduler: marcel user threads versus OS threads, per operation",
                 "operation",
                 &row_case,
+                &|m| (m.imp, String::new()),
+            ));
+        }
+        Stage::Coll => {
+            out.extend(tables::pivot(
+                all,
+                "coll",
+                "Collectives over shm: time per call, the slowest rank (4 ranks share the 2 CPUs)",
+                "operation, size, ranks",
+                &|m| format!("{} {} ×{}", m.case, crate::mpi::human_bytes(m.size), m.threads),
                 &|m| (m.imp, String::new()),
             ));
         }

@@ -5,7 +5,7 @@ use crate::record::Impl;
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
-usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched | mt | limits]...
+usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched | mt | limits | coll]...
                 [--quick] [--json[=FILE]] [--out DIR] [--only madmpi,mpich,openmpi]
                 [--transport shm,tcp] [--reps N] [--rounds N] [--policy NAME] [--no-plots] [--quiet]
 
@@ -18,6 +18,8 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
   sched        marcel user threads versus OS threads
   mt           MPI_THREAD_MULTIPLE message rate with 1, 2, 4 threads per rank
   limits       the machine's physical limits (cache line, memcpy, raw TCP)
+  coll         Barrier, Bcast, Allreduce (8 B, 64 KiB, 1 MiB), Alltoall (1 KiB per peer) at 2 and
+               4 ranks (not in `all` until madmpi has collectives: issue 8)
 
   --quick      a smoke run (< 60 s): fewer sizes and points
   --json       one JSON object per measurement and line, to FILE (bench-results/madbench.json)
@@ -39,6 +41,7 @@ pub enum Stage {
     Overhead,
     Sched,
     Mt,
+    Coll,
 }
 
 impl Stage {
@@ -63,6 +66,7 @@ impl Stage {
             Stage::Overhead => "overhead",
             Stage::Sched => "sched",
             Stage::Mt => "mt",
+            Stage::Coll => "coll",
         }
     }
 
@@ -73,6 +77,7 @@ impl Stage {
             Stage::Overlap => Some("overlap"),
             Stage::Reactivity => Some("reactivity"),
             Stage::Mt => Some("mt"),
+            Stage::Coll => Some("coll"),
             _ => None,
         }
     }
@@ -154,7 +159,7 @@ impl Options {
                         })
                         .collect::<Result<_, _>>()?;
                 }
-                s => match Stage::ALL.iter().find(|st| st.name() == s) {
+                s => match Stage::ALL.iter().chain(&[Stage::Coll]).find(|st| st.name() == s) {
                     Some(&st) => o.asked.push(st),
                     None => return Err(format!("unknown argument {s:?}\n\n{USAGE}")),
                 },
