@@ -29,6 +29,8 @@ pub(crate) struct Runtime {
     pub(crate) node: u64,
     /// The buffer attached for buffered sends.
     pub(crate) bsend: crate::bsend::Pool,
+    /// The collectives' progress source.
+    pub(crate) coll: crate::coll::RuntimeState,
 }
 
 impl Runtime {
@@ -36,7 +38,13 @@ impl Runtime {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         nmad::drivers::node_id().hash(&mut h);
-        Arc::new(Runtime { nm, ids: ContextIds::default(), node: h.finish(), bsend: Default::default() })
+        Arc::new(Runtime {
+            nm,
+            ids: ContextIds::default(),
+            node: h.finish(),
+            bsend: Default::default(),
+            coll: Default::default(),
+        })
     }
 }
 
@@ -65,6 +73,8 @@ struct Inner {
     session: Session,
     /// Internal operations started on this communicator (the same count at every member).
     ops: AtomicU64,
+    /// Collective operations started on this communicator (the same count at every member).
+    coll_ops: AtomicU64,
     name: Mutex<String>,
     hints: Mutex<CommHints>,
 }
@@ -105,6 +115,7 @@ impl Comm {
             context,
             session,
             ops: AtomicU64::new(0),
+            coll_ops: AtomicU64::new(0),
             name: Mutex::new(name.to_string()),
             hints: Mutex::new(CommHints::default()),
         }))
@@ -144,6 +155,16 @@ impl Comm {
 
     pub(crate) fn runtime_nmad(&self) -> &Nmad {
         &self.0.rt.nm
+    }
+
+    /// The sequence number of the next collective operation on this communicator.
+    pub(crate) fn next_coll_seq(&self) -> u64 {
+        self.0.coll_ops.fetch_add(1, Relaxed)
+    }
+
+    /// The process's collective state (progress source).
+    pub(crate) fn coll_state(&self) -> &crate::coll::RuntimeState {
+        &self.0.rt.coll
     }
 
     /// The process's buffered-send pool (`MPI_Buffer_attach` / `detach`).

@@ -40,7 +40,7 @@ pub fn wait_any_complete(reqs: &[&RawRequest]) {
             return;
         };
         turn += 1;
-        pio.wait_timeout(r.nmad().cond(), nmad::COMPLETED, nap);
+        pio.wait_timeout(r.cond(), nmad::COMPLETED, nap);
         nap = (nap * 2).min(LONGEST_NAP);
     }
 }

@@ -20,6 +20,7 @@
 pub mod abi;
 pub mod attr;
 pub mod bsend;
+pub mod coll;
 pub mod comm;
 pub mod completion;
 mod context;
@@ -29,6 +30,7 @@ pub mod group;
 pub mod info;
 mod internal;
 pub mod mprobe;
+pub mod op;
 pub mod p2p;
 pub mod request;
 pub mod tags;

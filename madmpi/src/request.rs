@@ -30,6 +30,9 @@ pub struct RawRequest {
     inner: Pin<Box<nmad::Request>>,
     comm: Comm,
     op: Op,
+    /// A collective operation (`inner` is then unused): its schedule's completion stands for
+    /// the nmad request's in every method below.
+    coll: Option<crate::coll::Handle>,
 }
 
 /// What a completed operation left: its status, and its error if it failed. A truncated receive
@@ -71,7 +74,7 @@ pub enum Mode {
 
 impl RawRequest {
     fn null(comm: &Comm) -> RawRequest {
-        RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Null }
+        RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Null, coll: None }
     }
 
     /// A request that is already complete, with an empty status: the request of an operation
@@ -83,7 +86,7 @@ impl RawRequest {
     /// The receive of a message matched by a probe, running in `inner` (see
     /// [`crate::mprobe::Message`]).
     pub(crate) fn matched_recv(inner: Pin<Box<nmad::Request>>, comm: &Comm) -> RawRequest {
-        RawRequest { inner, comm: comm.clone(), op: Op::Recv }
+        RawRequest { inner, comm: comm.clone(), op: Op::Recv, coll: None }
     }
 
     /// Starts sending `data` to `dest` with `tag`.
@@ -94,7 +97,12 @@ impl RawRequest {
         let t = crate::p2p::check_tag("MPI_Isend", tag)?;
         let Rank::Rank(r) = dest else { return Ok(RawRequest::null(comm)) };
         let to = comm.peer("MPI_Isend", r)?;
-        let req = RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Send };
+        let req = RawRequest {
+            inner: Box::pin(nmad::Request::new()),
+            comm: comm.clone(),
+            op: Op::Send,
+            coll: None,
+        };
         let m = SendMode { sync: mode == Mode::Synchronous, header_len: 0 };
         // SAFETY: the caller keeps `data` valid; the request is pinned in its box and its Drop
         // waits for completion.
@@ -113,26 +121,48 @@ impl RawRequest {
             From::Any => Source::Any,
             From::ProcNull => return Ok(RawRequest::null(comm)),
         };
-        let req = RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Recv };
+        let req = RawRequest {
+            inner: Box::pin(nmad::Request::new()),
+            comm: comm.clone(),
+            op: Op::Recv,
+            coll: None,
+        };
         // SAFETY: as in `isend`.
         unsafe { comm.session().irecv(src, tm, data, req.inner.as_ref()) }.map_err(from_nmad)?;
         Ok(req)
     }
 
+    /// The request of a running collective operation (see [`crate::coll`]).
+    pub(crate) fn collective(comm: &Comm, h: crate::coll::Handle) -> RawRequest {
+        RawRequest { coll: Some(h), ..RawRequest::null(comm) }
+    }
+
     /// Whether the operation completed.
     pub fn is_complete(&self) -> bool {
-        self.inner.test()
+        match &self.coll {
+            Some(c) => c.is_complete(),
+            None => self.inner.test(),
+        }
+    }
+
+    /// The condition signalled with `nmad::COMPLETED` at completion (to wait on several
+    /// requests at once).
+    pub fn cond(&self) -> &pioman::Cond {
+        match &self.coll {
+            Some(c) => c.cond(),
+            None => self.inner.cond(),
+        }
     }
 
     /// Whether the operation completed, after driving progress once (`MPI_Test`: a program
     /// polling with it must see its messages arrive even without progression threads). When it
     /// has not, the caller yields its core ([`found_nothing`]).
     pub fn test(&self) -> bool {
-        if self.inner.test() {
+        if self.is_complete() {
             return true;
         }
         self.comm.runtime_nmad().pioman().progress();
-        let done = self.inner.test();
+        let done = self.is_complete();
         if !done {
             found_nothing();
         }
@@ -146,13 +176,19 @@ impl RawRequest {
 
     /// The status and error, once complete (a truncated receive keeps its status).
     pub fn outcome(&self) -> Option<Outcome> {
+        if let Some(c) = &self.coll {
+            return c.outcome().map(|error| Outcome { error, ..Outcome::DONE });
+        }
         let r = self.inner.result()?;
         Some(outcome_of(&self.comm, self.op, r, self.inner.status()))
     }
 
     /// Waits for completion; returns the outcome.
     pub fn wait(&self) -> Result<Status> {
-        self.inner.wait();
+        match &self.coll {
+            Some(c) => c.wait(),
+            None => self.inner.wait(),
+        }
         self.status().expect("completed")
     }
 
@@ -160,10 +196,10 @@ impl RawRequest {
     /// (it then completes with [`Outcome::cancelled`]). Sends cannot be cancelled once started
     /// (as in MPICH for sent messages), nor can receives of messages matched by a probe.
     pub fn cancel(&self) -> bool {
-        self.op == Op::Recv && self.comm.session().cancel(&self.inner)
+        self.op == Op::Recv && self.coll.is_none() && self.comm.session().cancel(&self.inner)
     }
 
-    /// The nmad request (to wait on several at once).
+    /// The nmad request (for a collective: an unused, completed one; see [`RawRequest::cond`]).
     pub fn nmad(&self) -> &nmad::Request {
         &self.inner
     }

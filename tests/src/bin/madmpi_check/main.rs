@@ -18,6 +18,7 @@
 //! - `marcel`: MPI_THREAD_MULTIPLE with marcel user threads on one LWP ([`user_threads`]);
 //! - `os-threads`: several OS threads per rank exchanging many messages ([`os_threads`]).
 
+mod coll;
 mod comms;
 mod datatypes;
 mod errors;
@@ -69,6 +70,7 @@ fn main() {
         "errors" => errors::run,
         "os-threads" => os_threads::run,
         "marcel" => return user_threads::run(),
+        "coll" => return coll::main(),
         _ => {
             eprintln!("usage: madmpi_check typed|datatypes|comms|errors|marcel|os-threads");
             std::process::exit(64);

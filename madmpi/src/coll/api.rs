@@ -1,0 +1,323 @@
+//! The collectives of the Rust API, on [`Comm`]: typed like point-to-point (slices of
+//! [`Equivalence`] types), blocking (start + wait) and nonblocking (requests borrowing their
+//! slices until they end, completed in the background; see `coll`'s module docs).
+//!
+//! In place (`MPI_IN_PLACE`) has its own methods taking one `&mut` slice: `reduce_in_place`
+//! (at the root the slice is the input and receives the result, elsewhere it is only the input
+//! and is left unchanged, as `MPI_Reduce(MPI_IN_PLACE…)` at the root and a plain send buffer
+//! elsewhere) and `allreduce_in_place`. A broadcast is in place by nature.
+//!
+//! Argument errors (root outside the communicator, output length, operation not defined on the
+//! type) are MPI errors before anything starts; they do not use a collective sequence number.
+//!
+//! Owns argument checks and the binding of slices to schedules.
+
+use super::choice::{self, Forced};
+use super::engine::{Bind, Exec, Handle, Reducer};
+use super::schedule::{RECV, SEND, Schedule};
+use super::{Op, algo};
+use crate::comm::Comm;
+use crate::datatype::Datatype;
+use crate::error::{Error, Result};
+use crate::p2p::Equivalence;
+use crate::request::{RawRequest, Request};
+
+fn input<T: Equivalence>(buf: &[T]) -> (*mut u8, usize) {
+    (buf.as_ptr().cast_mut().cast(), std::mem::size_of_val(buf))
+}
+
+fn output<T: Equivalence>(buf: &mut [T]) -> (*mut u8, usize) {
+    (buf.as_mut_ptr().cast(), std::mem::size_of_val(buf))
+}
+
+const NONE: (*mut u8, usize) = (std::ptr::null_mut(), 0);
+
+/// The reduction of `T`s by `op`, if `op` is defined on `T`'s datatype.
+fn reducer<T: Equivalence>(call: &str, op: &Op) -> Result<Reducer> {
+    let dtype = Datatype::predefined(T::DATATYPE);
+    op.check(&dtype).map_err(|e| Error::new(e.class(), format!("{call}: {}", e.message())))?;
+    Ok(Reducer { op: op.clone(), dtype })
+}
+
+impl Comm {
+    fn check_root(&self, call: &str, root: u32) -> Result<()> {
+        if root >= self.size() {
+            return Err(Error::root(format!(
+                "{call}: root {root} is outside the communicator (size {})",
+                self.size()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Starts `sched` over `bind` as this communicator's next collective.
+    ///
+    /// # Safety
+    /// `bind`'s memory must stay valid and untouched by others until the request ends.
+    unsafe fn launch(&self, sched: Schedule, bind: Bind, reducer: Option<Reducer>) -> Result<RawRequest> {
+        let seq = self.next_coll_seq();
+        // SAFETY: forwarded contract.
+        let exec = unsafe { Exec::start(self, seq, sched, bind, reducer) }?;
+        Ok(RawRequest::collective(self, Handle(exec)))
+    }
+
+    // ------------------------------------------------------------------ barrier
+
+    /// `MPI_Barrier`.
+    pub fn barrier(&self) -> Result<()> {
+        self.ibarrier()?.wait().map(drop)
+    }
+
+    /// `MPI_Ibarrier`.
+    pub fn ibarrier(&self) -> Result<Request<'static>> {
+        let a = Forced::from_env()?.barrier.unwrap_or(choice::Barrier::Dissemination);
+        let s = algo::barrier(self.size(), self.rank(), a);
+        // SAFETY: no memory is involved.
+        let raw = unsafe { self.launch(s, Bind { send: NONE, recv: NONE }, None) }?;
+        Ok(Request::borrowing(raw))
+    }
+
+    // ------------------------------------------------------------------ broadcast
+
+    /// `MPI_Bcast`: `buf` of `root` to every rank's `buf` (all of the same length).
+    pub fn bcast<T: Equivalence>(&self, buf: &mut [T], root: u32) -> Result<()> {
+        self.ibcast(buf, root)?.wait().map(drop)
+    }
+
+    /// `MPI_Ibcast`.
+    pub fn ibcast<'a, T: Equivalence>(&self, buf: &'a mut [T], root: u32) -> Result<Request<'a>> {
+        self.ibcast_with(buf, root, Forced::from_env()?.bcast)
+    }
+
+    pub(crate) fn ibcast_with<'a, T: Equivalence>(
+        &self,
+        buf: &'a mut [T],
+        root: u32,
+        forced: Option<choice::Bcast>,
+    ) -> Result<Request<'a>> {
+        self.check_root("MPI_Bcast", root)?;
+        let len = std::mem::size_of_val(buf);
+        let a = choice::bcast(forced, self.size(), len);
+        let s = algo::bcast(self.size(), self.rank(), root, len, a);
+        // SAFETY: `buf` is borrowed exclusively for 'a, which the request carries; any bytes are
+        // valid `T`s (Equivalence).
+        let raw = unsafe { self.launch(s, Bind { send: NONE, recv: output(buf) }, None) }?;
+        Ok(Request::borrowing(raw))
+    }
+
+    // ------------------------------------------------------------------ reduce
+
+    /// `MPI_Reduce`: `send` of every rank combined by `op` in rank order into `recv` at `root`
+    /// (of `send`'s length there; ignored elsewhere: pass `&mut []`).
+    pub fn reduce<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: &Op, root: u32) -> Result<()> {
+        self.ireduce(send, recv, op, root)?.wait().map(drop)
+    }
+
+    /// `MPI_Ireduce`.
+    pub fn ireduce<'a, T: Equivalence>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: &Op,
+        root: u32,
+    ) -> Result<Request<'a>> {
+        self.ireduce_with(send, Some(recv), op, root, Forced::from_env()?.reduce)
+    }
+
+    /// `MPI_Reduce` with `MPI_IN_PLACE` at the root: there `buf` is the input and receives the
+    /// result; elsewhere it is the input only.
+    pub fn reduce_in_place<T: Equivalence>(&self, buf: &mut [T], op: &Op, root: u32) -> Result<()> {
+        self.ireduce_in_place(buf, op, root)?.wait().map(drop)
+    }
+
+    /// `MPI_Ireduce` with `MPI_IN_PLACE` at the root (see [`Comm::reduce_in_place`]).
+    pub fn ireduce_in_place<'a, T: Equivalence>(
+        &self,
+        buf: &'a mut [T],
+        op: &Op,
+        root: u32,
+    ) -> Result<Request<'a>> {
+        let forced = Forced::from_env()?.reduce;
+        if self.rank() == root {
+            let n = buf.len();
+            // In place: the input is the output's memory, borrowed exclusively for 'a.
+            self.ireduce_raw::<T>(NONE, n, Some(output(buf)), op, root, forced)
+        } else {
+            self.ireduce_with(buf, None, op, root, forced)
+        }
+    }
+
+    pub(crate) fn ireduce_with<'a, T: Equivalence>(
+        &self,
+        send: &'a [T],
+        recv: Option<&'a mut [T]>,
+        op: &Op,
+        root: u32,
+        forced: Option<choice::Reduce>,
+    ) -> Result<Request<'a>> {
+        self.check_root("MPI_Reduce", root)?;
+        let recv = recv.map(output);
+        if self.rank() == root && recv.is_none_or(|r| r.1 != std::mem::size_of_val(send)) {
+            return Err(Error::count(format!(
+                "MPI_Reduce: the root's output holds {} bytes for {} bytes of input",
+                recv.map_or(0, |r| r.1),
+                std::mem::size_of_val(send)
+            )));
+        }
+        self.ireduce_raw::<T>(input(send), send.len(), recv, op, root, forced)
+    }
+
+    /// Starts a reduce of `count` `T`s from `send` (`NONE`: in place, from `recv`) into `recv`.
+    fn ireduce_raw<'a, T: Equivalence>(
+        &self,
+        send: (*mut u8, usize),
+        count: usize,
+        recv: Option<(*mut u8, usize)>,
+        op: &Op,
+        root: u32,
+        forced: Option<choice::Reduce>,
+    ) -> Result<Request<'a>> {
+        self.check_root("MPI_Reduce", root)?;
+        let r = reducer::<T>("MPI_Reduce", op)?;
+        let a = choice::reduce(forced, op.is_commutative());
+        let from = if send.0.is_null() { RECV } else { SEND };
+        let s = algo::reduce(self.size(), self.rank(), root, from, count, std::mem::size_of::<T>(), a);
+        let bind = Bind { send, recv: recv.unwrap_or(NONE) };
+        // SAFETY: the callers hold the slices' borrows for 'a, which the request carries.
+        let raw = unsafe { self.launch(s, bind, Some(r)) }?;
+        Ok(Request::borrowing(raw))
+    }
+
+    // ------------------------------------------------------------------ allreduce
+
+    /// `MPI_Allreduce`: `send` of every rank combined by `op` in rank order into every `recv`
+    /// (of `send`'s length).
+    pub fn allreduce<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
+        self.iallreduce(send, recv, op)?.wait().map(drop)
+    }
+
+    /// `MPI_Iallreduce`.
+    pub fn iallreduce<'a, T: Equivalence>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: &Op,
+    ) -> Result<Request<'a>> {
+        if send.len() != recv.len() {
+            return Err(Error::count(format!(
+                "MPI_Allreduce: {} output elements for {} input elements",
+                recv.len(),
+                send.len()
+            )));
+        }
+        let n = send.len();
+        self.iallreduce_raw::<T>(input(send), n, output(recv), op, Forced::from_env()?.allreduce)
+    }
+
+    /// `MPI_Allreduce` with `MPI_IN_PLACE`: `buf` is the input and receives the result.
+    pub fn allreduce_in_place<T: Equivalence>(&self, buf: &mut [T], op: &Op) -> Result<()> {
+        self.iallreduce_in_place(buf, op)?.wait().map(drop)
+    }
+
+    /// `MPI_Iallreduce` with `MPI_IN_PLACE`.
+    pub fn iallreduce_in_place<'a, T: Equivalence>(&self, buf: &'a mut [T], op: &Op) -> Result<Request<'a>> {
+        let n = buf.len();
+        self.iallreduce_raw::<T>(NONE, n, output(buf), op, Forced::from_env()?.allreduce)
+    }
+
+    /// Starts an allreduce of `count` `T`s from `send` (`NONE`: in place) into `recv`; the
+    /// caller holds both memories' borrows for `'a`.
+    pub(crate) fn iallreduce_raw<'a, T: Equivalence>(
+        &self,
+        send: (*mut u8, usize),
+        count: usize,
+        recv: (*mut u8, usize),
+        op: &Op,
+        forced: Option<choice::Allreduce>,
+    ) -> Result<Request<'a>> {
+        let r = reducer::<T>("MPI_Allreduce", op)?;
+        let elem = std::mem::size_of::<T>();
+        let a = choice::allreduce(forced, self.size(), count, count * elem, op.is_commutative());
+        let from = if send.0.is_null() { RECV } else { SEND };
+        let s = algo::allreduce(self.size(), self.rank(), from, count, elem, a, op.is_commutative());
+        // SAFETY: the callers hold the memories' borrows for 'a, which the request carries.
+        let raw = unsafe { self.launch(s, Bind { send, recv }, Some(r)) }?;
+        Ok(Request::borrowing(raw))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comm::tests::on_all;
+    use crate::error::ErrorClass;
+    use crate::op::Builtin;
+
+    /// Every algorithm through the engine, over real nmad ranks (threads as ranks, shm).
+    #[test]
+    fn collectives_through_the_engine() {
+        for n in [1u32, 2, 3, 5] {
+            on_all(n, |w| {
+                let me = w.rank();
+                let sum = Op::builtin(Builtin::Sum);
+                w.barrier().unwrap();
+                for len in [0usize, 3, 5000, 70_000] {
+                    for a in [choice::Bcast::Binomial, choice::Bcast::ScatterRing] {
+                        let root = (len as u32) % n;
+                        let want: Vec<u32> = (0..len as u32).map(|i| i * 3 + root).collect();
+                        let mut b = if me == root { want.clone() } else { vec![0; len] };
+                        w.ibcast_with(&mut b, root, Some(a)).unwrap().wait().unwrap();
+                        assert!(b == want, "bcast {a:?} n={n} len={len}");
+                    }
+                    let mine: Vec<i64> = (0..len as i64).map(|i| i + i64::from(me) * 1000).collect();
+                    let want: Vec<i64> = (0..len as i64)
+                        .map(|i| i * i64::from(n) + 1000 * i64::from(n * (n - 1) / 2))
+                        .collect();
+                    for a in [
+                        choice::Allreduce::RecursiveDoubling,
+                        choice::Allreduce::Rabenseifner,
+                        choice::Allreduce::ReduceBcast,
+                    ] {
+                        let mut out = vec![0i64; len];
+                        w.iallreduce_raw::<i64>(input(&mine), len, output(&mut out), &sum, Some(a))
+                            .unwrap()
+                            .wait()
+                            .unwrap();
+                        assert!(out == want, "allreduce {a:?} n={n} len={len}");
+                    }
+                    for a in [choice::Reduce::Binomial, choice::Reduce::Ordered] {
+                        let root = n - 1;
+                        let mut out = vec![0i64; if me == root { len } else { 0 }];
+                        w.ireduce_with(&mine, Some(&mut out), &sum, root, Some(a)).unwrap().wait().unwrap();
+                        if me == root {
+                            assert!(out == want, "reduce {a:?} n={n} len={len}");
+                        }
+                    }
+                    let mut inplace = mine.clone();
+                    w.allreduce_in_place(&mut inplace, &sum).unwrap();
+                    assert!(inplace == want);
+                }
+                // Several nonblocking collectives in flight at once, completed in any order.
+                let (mut a, mut b) = (vec![me as u64; 100], vec![0u64; 100]);
+                let src = vec![1u64; 100];
+                let r1 = w.iallreduce_in_place(&mut a, &sum).unwrap();
+                let r2 = w.iallreduce(&src, &mut b, &sum).unwrap();
+                let r3 = w.ibarrier().unwrap();
+                crate::request::wait_all(vec![r3, r2, r1]).unwrap();
+                assert!(
+                    a.iter().all(|&v| v == u64::from(n * (n - 1) / 2))
+                        && b.iter().all(|&v| v == u64::from(n))
+                );
+                // Argument errors.
+                assert_eq!(w.bcast(&mut [0u8; 4], n).unwrap_err().class(), ErrorClass::Root);
+                assert_eq!(
+                    w.allreduce(&[1u8; 4], &mut [0u8; 3], &sum).unwrap_err().class(),
+                    ErrorClass::Count
+                );
+                let e = w.allreduce(&[1.0f64], &mut [0.0], &Op::builtin(Builtin::Band)).unwrap_err();
+                assert_eq!(e.class(), ErrorClass::Op, "{e}");
+                w.barrier().unwrap();
+            });
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! Running a schedule: an [`Exec`] binds a [`Schedule`] to memory (the user's buffers, its own
+//! temporaries), posts each round's transfers as nmad requests once the rounds it depends on are
+//! done, runs local operations, and signals its condition when the last round is done (or, after
+//! an error, once nothing it posted is in flight any more).
+//!
+//! Who advances it: the thread that starts it (the first rounds are posted before the call
+//! returns), then whoever polls the process's collective progress source
+//! ([`super::progress::Progress`]): every nmad request of a schedule carries a monitor that only
+//! counts the completion and queues the schedule there; the source's poll calls
+//! [`Exec::advance`]. See the module docs of `coll` for why monitors do not advance schedules
+//! themselves.
+//!
+//! Owns schedule execution state and the temporaries; it must not choose algorithms.
+
+use super::progress::Progress;
+use super::schedule::{Local, Range, SEND, Schedule, Xfer};
+use crate::comm::{Comm, from_nmad};
+use crate::datatype::Datatype;
+use crate::error::{Error, ErrorClass, Result};
+use crate::tags::{self, Kind};
+use nmad::{Data, Event, Monitor, SendMode, Source, TagMatch};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::Op;
+
+/// Condition bit of a finished schedule (the same as nmad's, so waits look alike).
+pub(crate) const COMPLETED: u32 = nmad::COMPLETED;
+
+/// The reduction of a schedule's `Reduce` operations: `inout = input op inout`, on packed elements.
+pub(crate) struct Reducer {
+    pub op: Op,
+    pub dtype: Datatype,
+}
+
+impl Reducer {
+    fn apply(&self, input: &[u8], inout: &mut [u8], count: usize) -> Result<()> {
+        self.op.reduce(input, inout, count, &self.dtype)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RoundState {
+    /// Waiting for this many rounds.
+    Waiting(usize),
+    Running,
+    Done,
+}
+
+struct State {
+    rounds: Vec<RoundState>,
+    /// In-flight requests of each running round.
+    reqs: Vec<Vec<Pin<Box<nmad::Request>>>>,
+    /// Requests seen complete so far (compared with `Exec::events`).
+    seen: usize,
+    /// Rounds not done yet.
+    left: usize,
+    error: Option<Error>,
+    finished: bool,
+}
+
+/// A schedule bound to memory and running.
+pub(crate) struct Exec {
+    comm: Comm,
+    seq: u64,
+    sched: Schedule,
+    /// Rounds depending on each round.
+    succ: Vec<Vec<usize>>,
+    /// (address, length) of each buffer of the schedule.
+    bufs: Vec<(*mut u8, usize)>,
+    /// The temporaries (freed on drop).
+    tmp: Vec<*mut [u8]>,
+    reducer: Option<Reducer>,
+    state: Mutex<State>,
+    /// In the progress source's queue.
+    pub(super) queued: AtomicBool,
+    /// Completions reported by monitors.
+    events: AtomicUsize,
+    monitor: Monitor,
+    progress: Arc<Progress>,
+    done: pioman::Cond,
+    result: Mutex<Option<Error>>,
+}
+
+// SAFETY: the raw pointers are the user's buffers, valid until `done` is signalled (the request
+// that owns the `Exec` borrows them and its drop waits for that), and our own temporaries. Local
+// operations touch them under `state`'s lock; transfers are nmad's, on ranges that never overlap
+// a range touched by another operation of the same round (`Schedule::validate`), and rounds that
+// touch the same bytes are ordered by their dependencies.
+unsafe impl Send for Exec {}
+// SAFETY: as above.
+unsafe impl Sync for Exec {}
+
+impl Drop for Exec {
+    fn drop(&mut self) {
+        for &t in &self.tmp {
+            // SAFETY: made by `Box::into_raw` in `start`, freed once here; no request is in
+            // flight (an `Exec` is dropped only after it finished, or before it started).
+            drop(unsafe { Box::from_raw(t) });
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The memory a schedule runs on: the user's input and output (address, length).
+#[derive(Clone, Copy)]
+pub(crate) struct Bind {
+    pub send: (*mut u8, usize),
+    pub recv: (*mut u8, usize),
+}
+
+impl Exec {
+    /// Starts `sched` on `comm` as collective number `seq`, over `bind`: allocates the
+    /// temporaries, posts what can start, and returns the running schedule.
+    ///
+    /// # Safety
+    /// `bind`'s memory must stay valid (the input for reads, the output for writes and reads)
+    /// and not be touched by anyone else until the schedule finishes (its condition is
+    /// signalled).
+    pub(crate) unsafe fn start(
+        comm: &Comm,
+        seq: u64,
+        sched: Schedule,
+        bind: Bind,
+        reducer: Option<Reducer>,
+    ) -> Result<Arc<Exec>> {
+        if cfg!(debug_assertions) {
+            sched
+                .validate(bind.send.1, bind.recv.1)
+                .map_err(|e| Error::intern(format!("bad schedule: {e}")))?;
+        }
+        let progress = comm.coll_state().progress(comm.runtime_nmad().pioman())?;
+        let mut bufs = vec![bind.send, bind.recv];
+        let mut tmp = Vec::new();
+        for &len in &sched.tmp_len[2..] {
+            let t = Box::into_raw(vec![0u8; len].into_boxed_slice());
+            tmp.push(t);
+            bufs.push((t.cast::<u8>(), len));
+        }
+        let mut succ = vec![Vec::new(); sched.rounds.len()];
+        for (i, r) in sched.rounds.iter().enumerate() {
+            for &d in &r.deps {
+                succ[d].push(i);
+            }
+        }
+        let state = State {
+            rounds: sched.rounds.iter().map(|r| RoundState::Waiting(r.deps.len())).collect(),
+            reqs: (0..sched.rounds.len()).map(|_| Vec::new()).collect(),
+            seen: 0,
+            left: sched.rounds.len(),
+            error: None,
+            finished: false,
+        };
+        let done = pioman::Cond::new();
+        let exec = Arc::new_cyclic(|weak: &std::sync::Weak<Exec>| {
+            let weak = weak.clone();
+            let monitor: Monitor = Arc::new(move |ev, _| {
+                if ev == Event::DataArrived {
+                    return;
+                }
+                if let Some(e) = weak.upgrade() {
+                    e.events.fetch_add(1, SeqCst);
+                    e.progress.push(&e);
+                }
+            });
+            Exec {
+                comm: comm.clone(),
+                seq,
+                sched,
+                succ,
+                bufs,
+                tmp,
+                reducer,
+                state: Mutex::new(state),
+                queued: AtomicBool::new(false),
+                events: AtomicUsize::new(0),
+                monitor,
+                progress,
+                done,
+                result: Mutex::new(None),
+            }
+        });
+        if exec.advance() {
+            exec.progress.push(&exec);
+        }
+        Ok(exec)
+    }
+
+    pub(crate) fn is_complete(&self) -> bool {
+        self.done.test(COMPLETED)
+    }
+
+    pub(crate) fn cond(&self) -> &pioman::Cond {
+        &self.done
+    }
+
+    pub(crate) fn pioman(&self) -> &pioman::Pioman {
+        self.comm.runtime_nmad().pioman()
+    }
+
+    /// The error it ended with, once finished (`Some(None)`: success).
+    pub(crate) fn outcome(&self) -> Option<Option<Error>> {
+        self.is_complete().then(|| lock(&self.result).clone())
+    }
+
+    /// The address of range `r`.
+    fn ptr(&self, r: Range) -> *mut u8 {
+        // SAFETY: `validate` (and the builders) keep ranges inside their buffers.
+        unsafe { self.bufs[r.buf].0.add(r.off) }
+    }
+
+    /// Runs one local operation.
+    fn local(&self, l: &Local) -> Result<()> {
+        let (from, to) = match *l {
+            Local::Copy { from, to } | Local::Reduce { from, into: to, .. } => (from, to),
+        };
+        if from.len != to.len || from.overlaps(&to) || to.buf == SEND {
+            return Err(Error::intern(format!("collective schedule: bad local operation {l:?}")));
+        }
+        // SAFETY: both ranges lie in live buffers (see `Exec`'s Send impl), do not overlap
+        // (checked above), and no transfer in flight touches them (round order).
+        let (src, dst) = unsafe {
+            (
+                std::slice::from_raw_parts(self.ptr(from), from.len),
+                std::slice::from_raw_parts_mut(self.ptr(to), to.len),
+            )
+        };
+        match *l {
+            Local::Copy { .. } => dst.copy_from_slice(src),
+            Local::Reduce { count, .. } => match &self.reducer {
+                Some(r) => r.apply(src, dst, count)?,
+                None => return Err(Error::intern("collective schedule: a reduction without an operation")),
+            },
+        }
+        Ok(())
+    }
+
+    /// Posts one transfer; the request is pushed even when posting failed (nmad completed it
+    /// with the error, which the round's end reports).
+    fn post(&self, x: &Xfer, reqs: &mut Vec<Pin<Box<nmad::Request>>>) -> Result<()> {
+        let (Xfer::Send { peer, step, data } | Xfer::Recv { peer, step, data }) = *x;
+        let Some(world) = self.comm.world_rank(peer) else {
+            return Err(Error::intern(format!("collective schedule: no rank {peer}")));
+        };
+        let tag = tags::internal(Kind::Collective, self.seq, step);
+        let mut req = Box::pin(nmad::Request::new());
+        req.as_mut().set_monitor(Some(self.monitor.clone()));
+        // SAFETY: the range lies in a live buffer (see `Exec`'s Send impl).
+        let d = unsafe { Data::from_raw(self.ptr(data), data.len) };
+        let s = self.comm.session();
+        let r = match x {
+            // SAFETY: the memory stays valid and untouched until the request completes (the
+            // round, hence the schedule, waits for it), and the request stays pinned in `reqs`.
+            Xfer::Send { .. } => unsafe { s.isend(world, tag, d, SendMode::default(), req.as_ref()) },
+            // SAFETY: as above.
+            Xfer::Recv { .. } => unsafe {
+                s.irecv(Source::Rank(world), TagMatch::exact(tag), d, req.as_ref())
+            },
+        };
+        reqs.push(req);
+        r.map_err(from_nmad)
+    }
+
+    /// The error of a completed request of transfer `x`, if any.
+    fn check(x: &Xfer, req: &nmad::Request) -> Option<Error> {
+        match req.result()? {
+            Err(e) => Some(from_nmad(e)),
+            Ok(st) => match *x {
+                Xfer::Recv { data, peer, .. } if st.len != data.len as u64 => Some(Error::new(
+                    ErrorClass::Truncate,
+                    format!("collective: {} bytes from rank {peer} where {} were expected", st.len, data.len),
+                )),
+                _ => None,
+            },
+        }
+    }
+
+    /// Advances the schedule as far as it can go now. Returns `true` if it must be advanced
+    /// again soon: a monitor reported a completion whose request has not signalled yet.
+    pub(crate) fn advance(self: &Arc<Self>) -> bool {
+        let mut st = lock(&self.state);
+        if st.finished {
+            return false;
+        }
+        loop {
+            let mut changed = false;
+            for r in 0..st.rounds.len() {
+                if st.rounds[r] != RoundState::Running || !st.reqs[r].iter().all(|q| q.test()) {
+                    continue;
+                }
+                let reqs = std::mem::take(&mut st.reqs[r]);
+                st.seen += reqs.len();
+                for (x, q) in self.sched.rounds[r].xfers.iter().zip(&reqs) {
+                    if let Some(e) = Self::check(x, q) {
+                        st.error.get_or_insert(e);
+                    }
+                }
+                st.rounds[r] = RoundState::Done;
+                st.left -= 1;
+                for &s in &self.succ[r] {
+                    if let RoundState::Waiting(k) = &mut st.rounds[s] {
+                        *k -= 1;
+                    }
+                }
+                changed = true;
+            }
+            if st.error.is_none() {
+                for r in 0..st.rounds.len() {
+                    if st.rounds[r] == RoundState::Waiting(0) {
+                        st.rounds[r] = RoundState::Running;
+                        self.start_round(r, &mut st);
+                        changed = true;
+                    }
+                }
+            }
+            let running = st.rounds.contains(&RoundState::Running);
+            if !running && (st.left == 0 || st.error.is_some()) {
+                st.finished = true;
+                *lock(&self.result) = st.error.take();
+                drop(st);
+                // Last access by the engine for the waiter: it may drop its handle now.
+                self.done.signal(COMPLETED);
+                return false;
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.events.load(SeqCst) > st.seen
+    }
+
+    fn start_round(&self, r: usize, st: &mut State) {
+        let round = &self.sched.rounds[r];
+        for l in &round.local {
+            if let Err(e) = self.local(l) {
+                st.error.get_or_insert(e);
+                return;
+            }
+        }
+        let mut reqs = Vec::with_capacity(round.xfers.len());
+        for x in &round.xfers {
+            if let Err(e) = self.post(x, &mut reqs) {
+                st.error.get_or_insert(e);
+                break;
+            }
+        }
+        st.reqs[r] = reqs;
+    }
+}
+
+/// A running collective, as a request holds it: dropping it waits for the schedule to finish
+/// (collectives cannot be cancelled, and the schedule uses the request's borrowed buffers).
+pub struct Handle(pub(crate) Arc<Exec>);
+
+impl Handle {
+    pub(crate) fn is_complete(&self) -> bool {
+        self.0.is_complete()
+    }
+
+    pub(crate) fn cond(&self) -> &pioman::Cond {
+        self.0.cond()
+    }
+
+    /// Waits until finished, driving progress as pioman's policy says.
+    pub(crate) fn wait(&self) {
+        if !self.0.is_complete() {
+            self.0.pioman().wait(self.0.cond(), COMPLETED);
+        }
+    }
+
+    pub(crate) fn outcome(&self) -> Option<Option<Error>> {
+        self.0.outcome()
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.wait();
+    }
+}

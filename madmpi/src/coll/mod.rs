@@ -1,0 +1,106 @@
+//! Collective operations (issue 8): a schedule engine running nonblocking collectives in the
+//! background, and the collectives of the Rust API built on it.
+//!
+//! # Design
+//!
+//! A collective is a [`schedule::Schedule`] per rank: rounds of sends and receives of byte ranges
+//! (of the user's buffers or of temporaries) to and from communicator ranks, and local copies and
+//! reductions (through [`Op`]), with dependencies between rounds. The algorithms (`algo`) are
+//! pure functions building a rank's schedule from `(n, rank, sizes)`; `choice` picks one by size,
+//! process count and commutativity, or as `MADMPI_COLL_*` variables force (documented there). The
+//! engine (`engine`) runs a schedule: the starting thread posts the first rounds, and the
+//! schedule then advances **in the background**, whether or not the user calls MPI again.
+//!
+//! Messages are tagged `tags::internal(Kind::Collective, seq, step)`: `seq` counts the
+//! collectives started on the communicator (MPI makes every member start them in the same order,
+//! so the counts agree), `step` is fixed by the algorithm for both ends of a message. Successive
+//! and concurrent nonblocking collectives on one communicator never mix their messages, nor mix
+//! with point-to-point traffic (`MPI_ANY_TAG` matches kind 0 only) or with communicator
+//! management (kind `Management`, another counter).
+//!
+//! ## Background progress: why a pioman source, not the monitors
+//!
+//! Every nmad request of a schedule carries a [`nmad::Monitor`]. Advancing the schedule right
+//! there (posting the next round from the callback) is not safe: monitors run inside nmad's
+//! completion path, in whatever context completed the request, including **synchronously inside
+//! `isend`/`irecv`** (an eager send that leaves at once, a receive that finds its message among
+//! the unexpected ones). A monitor posting requests would re-enter the schedule while the thread
+//! that posted is still inside it (holding its lock: a deadlock, or without a lock a data race),
+//! recurse without bound through chains of immediate completions, and run a lazy connection
+//! handshake (`marcel::blocking` around a connect) inside a driver's poll. nmad also documents
+//! that monitors "must be quick and must not wait". Worse, a monitor runs *before* its request's
+//! condition is signalled, so the schedule could not even see that request as complete yet.
+//!
+//! So monitors only count the completion and queue the schedule on the process's collective
+//! progress source (`progress`, one per runtime, registered with the communicator's pioman on
+//! the first collective). pioman polls it from the same contexts as nmad's driver sources: idle
+//! cores, progression threads (a rank that computes without calling MPI still advances its
+//! schedules there), context switches and ticks under marcel, and threads waiting in MPI. The
+//! poll advances each queued schedule under its lock, outside any nmad lock or callback. A
+//! schedule whose monitor reported a completion that has not been signalled yet (the window
+//! between the monitor and the signal) stays queued, so no completion is lost. Its eventfd
+//! joins pioman's blocking waits, so `block`-policy sleepers are woken when a schedule is
+//! queued, and told not to sleep while one is.
+//!
+//! ## Requests
+//!
+//! A collective's request is a [`crate::request::RawRequest`] holding an [`engine::Handle`]
+//! instead of an nmad request (`RawRequest::collective`): `wait`, `test`, `status`,
+//! `wait_all`/`wait_any` and the multi-request waits of `completion` use its condition and
+//! outcome; dropping it waits (collectives cannot be cancelled). Blocking collectives are start
+//! + wait.
+//!
+//! # Files
+//!
+//! - `schedule`: the representation (pure data, structural checks);
+//! - `algo`: the algorithms, one file per collective;
+//! - `choice`: algorithm selection and the environment variables;
+//! - `engine`: executing a schedule (buffers, nmad requests, local operations, completion);
+//! - `progress`: the pioman source that advances schedules in the background;
+//! - `api`: the Rust API (`Comm::barrier`, `bcast`, `reduce`, `allreduce`, nonblocking and
+//!   in-place variants);
+//! - `sim` (tests): an in-process simulator running the schedules of n ranks against each other.
+//!
+//! Owns the collective layer; it talks to nmad through sessions and requests only and must not
+//! use `internal` (communicator management's own exchanges).
+
+mod algo;
+mod api;
+pub mod choice;
+pub(crate) mod engine;
+mod progress;
+mod schedule;
+#[cfg(test)]
+mod sim;
+
+pub use crate::op::{Builtin, Op};
+
+pub use engine::Handle;
+
+use std::sync::{Arc, Mutex};
+
+/// What the collectives keep per runtime (process): the progress source, registered on first use.
+#[derive(Default)]
+pub(crate) struct RuntimeState {
+    progress: Mutex<Option<Arc<progress::Progress>>>,
+}
+
+impl RuntimeState {
+    pub(crate) fn progress(&self, pio: &pioman::Pioman) -> crate::error::Result<Arc<progress::Progress>> {
+        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = &*p {
+            return Ok(p.clone());
+        }
+        let new = progress::Progress::register(pio)?;
+        *p = Some(new.clone());
+        Ok(new)
+    }
+}
+
+impl Drop for RuntimeState {
+    fn drop(&mut self) {
+        if let Some(p) = self.progress.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+            p.cancel();
+        }
+    }
+}
