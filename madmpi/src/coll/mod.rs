@@ -3,7 +3,7 @@
 //!
 //! # Design
 //!
-//! A collective is a [`schedule::Schedule`] per rank: rounds of sends and receives of byte ranges
+//! A collective is a `schedule::Schedule` per rank: rounds of sends and receives of byte ranges
 //! (of the user's buffers or of temporaries) to and from communicator ranks, and local copies and
 //! reductions (through [`Op`]), with dependencies between rounds. The algorithms (`algo`) are
 //! pure functions building a rank's schedule from `(n, rank, sizes)`; `choice` picks one by size,
