@@ -33,6 +33,7 @@ mod export;
 mod groups;
 mod infos;
 mod messages;
+mod ops;
 mod persistent;
 mod requests;
 mod state;

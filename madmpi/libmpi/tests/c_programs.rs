@@ -282,3 +282,13 @@ fn info_objects_keep_their_keys_in_order_and_work_outside_init_and_finalize() {
 fn matched_probes_under_mpi_thread_multiple() {
     passes("mprobe");
 }
+
+/// Barrier, broadcast, reduce and allreduce (blocking, nonblocking and overlapped, in place),
+/// every predefined operation, a non-commutative user operation, a vector datatype, and the
+/// argument errors, at 1, 2, 3, 4 and 8 processes (the program also passes on MPICH's library).
+#[test]
+fn collectives_and_reduction_operations_match_local_references() {
+    for n in [1, 2, 3, 4, 8] {
+        passes_on("coll_basic", n);
+    }
+}

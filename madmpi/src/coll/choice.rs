@@ -7,6 +7,14 @@
 //! | `MADMPI_COLL_BCAST` | `binomial`, `scatter_ring` | `scatter_ring` from [`BCAST_LARGE`] bytes on 3 ranks or more, else `binomial` |
 //! | `MADMPI_COLL_REDUCE` | `binomial`, `ordered` | `binomial` for commutative operations, else `ordered` |
 //! | `MADMPI_COLL_ALLREDUCE` | `recursive_doubling`, `rabenseifner`, `reduce_bcast` | `rabenseifner` from [`ALLREDUCE_LARGE`] bytes for commutative operations with at least as many elements as the largest power of two ≤ n, else `recursive_doubling` |
+//! | `MADMPI_COLL_REDUCE_SCATTER` (also `MPI_Reduce_scatter_block`) | `recursive_halving`, `pairwise`, `reduce_scatterv` | below [`REDUCE_SCATTER_LARGE`] bytes in all `recursive_halving` for commutative operations, `reduce_scatterv` for others; from there `pairwise` (a forced `recursive_halving` gives way to this for non-commutative operations) |
+//! | `MADMPI_COLL_SCAN` (also `MPI_Exscan`) | `recursive_doubling`, `linear` | `linear` (a pipelined chain) from [`SCAN_LARGE`] bytes on 3 ranks or more, else `recursive_doubling` |
+//! | `MADMPI_COLL_GATHER` | `binomial`, `linear` | `linear` from [`GATHER_LARGE`] bytes per block, else `binomial` (`MPI_Gatherv`: always linear) |
+//! | `MADMPI_COLL_SCATTER` | `binomial`, `linear` | as for gather (`MPI_Scatterv`: always linear) |
+//! | `MADMPI_COLL_ALLGATHER` | `recursive_doubling`, `bruck`, `ring` | below [`ALLGATHER_LONG`] bytes in all `recursive_doubling` if n is a power of two, else below [`ALLGATHER_SHORT`] `bruck`, else `ring` (a forced `recursive_doubling` gives way to this on other n) |
+//! | `MADMPI_COLL_ALLGATHERV` | `ring`, `linear` | `ring` |
+//! | `MADMPI_COLL_ALLTOALL` | `bruck`, `linear`, `pairwise` | `bruck` up to [`ALLTOALL_SHORT`] bytes per block on 8 ranks or more, else `linear` up to [`ALLTOALL_MEDIUM`] bytes per block, else `pairwise` |
+//! | `MADMPI_COLL_ALLTOALLV` | `linear`, `pairwise` | by this rank's largest block, as for alltoall (the two match each other, so ranks may differ) |
 //!
 //! A forced algorithm that cannot serve a call (`binomial` reduce or `rabenseifner` with a
 //! non-commutative operation, `rabenseifner` with fewer elements than that power of two) gives
@@ -25,6 +33,24 @@ use std::sync::OnceLock;
 pub const BCAST_LARGE: usize = 128 << 10;
 /// Allreduces of at least this many bytes use Rabenseifner's algorithm (MPICH's threshold).
 pub const ALLREDUCE_LARGE: usize = 2 << 10;
+/// Reduce-scatters of at least this many bytes in all go pairwise (MPICH's threshold for
+/// commutative operations).
+pub const REDUCE_SCATTER_LARGE: usize = 512 << 10;
+/// Scans of at least this many bytes use the pipelined chain (not measured: recursive doubling
+/// moves the whole vector log2 n times and reduces it twice per step).
+pub const SCAN_LARGE: usize = 128 << 10;
+/// Gathers and scatters with blocks of at least this many bytes go linear: the binomial tree's
+/// intermediate copies of whole subtrees cost more than its fewer steps save.
+pub const GATHER_LARGE: usize = 16 << 10;
+/// Allgathers below this many bytes in all use recursive doubling on powers of two (MPICH's).
+pub const ALLGATHER_LONG: usize = 512 << 10;
+/// Allgathers below this many bytes in all use Bruck's algorithm on other n (MPICH's).
+pub const ALLGATHER_SHORT: usize = 80 << 10;
+/// Alltoalls with blocks up to this many bytes use Bruck's algorithm on 8 ranks or more (MPICH's).
+pub const ALLTOALL_SHORT: usize = 256;
+/// Alltoalls with blocks up to this many bytes post everything at once, larger ones go pairwise
+/// (MPICH's).
+pub const ALLTOALL_MEDIUM: usize = 32 << 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Barrier {
@@ -50,6 +76,51 @@ pub enum Allreduce {
     ReduceBcast,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceScatter {
+    RecursiveHalving,
+    Pairwise,
+    ReduceScatterv,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scan {
+    RecursiveDoubling,
+    Linear,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gather {
+    Binomial,
+    Linear,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allgather {
+    RecursiveDoubling,
+    Bruck,
+    Ring,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allgatherv {
+    Ring,
+    Linear,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Alltoall {
+    Bruck,
+    Linear,
+    Pairwise,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Alltoallv {
+    Linear,
+    Pairwise,
+}
+
 /// Algorithms forced by the environment (`None`: choose by size).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Forced {
@@ -57,6 +128,15 @@ pub struct Forced {
     pub bcast: Option<Bcast>,
     pub reduce: Option<Reduce>,
     pub allreduce: Option<Allreduce>,
+    pub reduce_scatter: Option<ReduceScatter>,
+    pub scan: Option<Scan>,
+    pub gather: Option<Gather>,
+    /// The same algorithms as gather, run downwards.
+    pub scatter: Option<Gather>,
+    pub allgather: Option<Allgather>,
+    pub allgatherv: Option<Allgatherv>,
+    pub alltoall: Option<Alltoall>,
+    pub alltoallv: Option<Alltoallv>,
 }
 
 fn pick<T: Copy>(
@@ -103,6 +183,54 @@ impl Forced {
                     ("reduce_bcast", Allreduce::ReduceBcast),
                 ],
             )?,
+            reduce_scatter: pick(
+                "MADMPI_COLL_REDUCE_SCATTER",
+                v("MADMPI_COLL_REDUCE_SCATTER").as_deref(),
+                &[
+                    ("recursive_halving", ReduceScatter::RecursiveHalving),
+                    ("pairwise", ReduceScatter::Pairwise),
+                    ("reduce_scatterv", ReduceScatter::ReduceScatterv),
+                ],
+            )?,
+            scan: pick(
+                "MADMPI_COLL_SCAN",
+                v("MADMPI_COLL_SCAN").as_deref(),
+                &[("recursive_doubling", Scan::RecursiveDoubling), ("linear", Scan::Linear)],
+            )?,
+            gather: pick(
+                "MADMPI_COLL_GATHER",
+                v("MADMPI_COLL_GATHER").as_deref(),
+                &[("binomial", Gather::Binomial), ("linear", Gather::Linear)],
+            )?,
+            scatter: pick(
+                "MADMPI_COLL_SCATTER",
+                v("MADMPI_COLL_SCATTER").as_deref(),
+                &[("binomial", Gather::Binomial), ("linear", Gather::Linear)],
+            )?,
+            allgather: pick(
+                "MADMPI_COLL_ALLGATHER",
+                v("MADMPI_COLL_ALLGATHER").as_deref(),
+                &[
+                    ("recursive_doubling", Allgather::RecursiveDoubling),
+                    ("bruck", Allgather::Bruck),
+                    ("ring", Allgather::Ring),
+                ],
+            )?,
+            allgatherv: pick(
+                "MADMPI_COLL_ALLGATHERV",
+                v("MADMPI_COLL_ALLGATHERV").as_deref(),
+                &[("ring", Allgatherv::Ring), ("linear", Allgatherv::Linear)],
+            )?,
+            alltoall: pick(
+                "MADMPI_COLL_ALLTOALL",
+                v("MADMPI_COLL_ALLTOALL").as_deref(),
+                &[("bruck", Alltoall::Bruck), ("linear", Alltoall::Linear), ("pairwise", Alltoall::Pairwise)],
+            )?,
+            alltoallv: pick(
+                "MADMPI_COLL_ALLTOALLV",
+                v("MADMPI_COLL_ALLTOALLV").as_deref(),
+                &[("linear", Alltoallv::Linear), ("pairwise", Alltoallv::Pairwise)],
+            )?,
         })
     }
 
@@ -143,6 +271,60 @@ pub(crate) fn allreduce(
     }
 }
 
+/// Gather and scatter, by block size.
+pub(crate) fn gather(forced: Option<Gather>, block: usize) -> Gather {
+    forced.unwrap_or(if block >= GATHER_LARGE { Gather::Linear } else { Gather::Binomial })
+}
+
+/// Allgather, by total size (`total` = n blocks).
+pub(crate) fn allgather(forced: Option<Allgather>, n: u32, total: usize) -> Allgather {
+    match forced {
+        Some(Allgather::RecursiveDoubling) if !n.is_power_of_two() => allgather(None, n, total),
+        Some(a) => a,
+        None if total < ALLGATHER_LONG && n.is_power_of_two() => Allgather::RecursiveDoubling,
+        None if total < ALLGATHER_SHORT => Allgather::Bruck,
+        None => Allgather::Ring,
+    }
+}
+
+pub(crate) fn allgatherv(forced: Option<Allgatherv>) -> Allgatherv {
+    forced.unwrap_or(Allgatherv::Ring)
+}
+
+/// Alltoall, by block size.
+pub(crate) fn alltoall(forced: Option<Alltoall>, n: u32, block: usize) -> Alltoall {
+    forced.unwrap_or(if n >= 8 && block <= ALLTOALL_SHORT {
+        Alltoall::Bruck
+    } else if block <= ALLTOALL_MEDIUM {
+        Alltoall::Linear
+    } else {
+        Alltoall::Pairwise
+    })
+}
+
+/// Alltoallv, by this rank's largest block (send or receive).
+pub(crate) fn alltoallv(forced: Option<Alltoallv>, largest: usize) -> Alltoallv {
+    forced.unwrap_or(if largest <= ALLTOALL_MEDIUM { Alltoallv::Linear } else { Alltoallv::Pairwise })
+}
+
+pub(crate) fn reduce_scatter(
+    forced: Option<ReduceScatter>,
+    bytes: usize,
+    commutative: bool,
+) -> ReduceScatter {
+    match forced {
+        Some(ReduceScatter::RecursiveHalving) if !commutative => reduce_scatter(None, bytes, false),
+        Some(a) => a,
+        None if bytes >= REDUCE_SCATTER_LARGE => ReduceScatter::Pairwise,
+        None if commutative => ReduceScatter::RecursiveHalving,
+        None => ReduceScatter::ReduceScatterv,
+    }
+}
+
+pub(crate) fn scan(forced: Option<Scan>, n: u32, bytes: usize) -> Scan {
+    forced.unwrap_or(if n >= 3 && bytes >= SCAN_LARGE { Scan::Linear } else { Scan::RecursiveDoubling })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +342,15 @@ mod tests {
         assert_eq!(allreduce(None, 5, 1000, 8000, true), Allreduce::Rabenseifner);
         assert_eq!(allreduce(None, 5, 1000, 8000, false), Allreduce::RecursiveDoubling);
         assert_eq!(allreduce(Some(Allreduce::Rabenseifner), 8, 3, 12, true), Allreduce::RecursiveDoubling);
+        assert_eq!(
+            allgather(Some(Allgather::RecursiveDoubling), 6, 8),
+            Allgather::Bruck,
+            "never wrong results"
+        );
+        assert_eq!(allgather(None, 8, 1 << 20), Allgather::Ring);
+        assert_eq!(alltoall(None, 8, 8), Alltoall::Bruck);
+        assert_eq!(alltoall(None, 4, 1 << 20), Alltoall::Pairwise);
+        let f = Forced::parse(|k| (k == "MADMPI_COLL_ALLTOALL").then(|| "pairwise".to_string())).unwrap();
+        assert_eq!(f.alltoall, Some(Alltoall::Pairwise));
     }
 }

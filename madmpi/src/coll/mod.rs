@@ -57,8 +57,11 @@
 //! - `choice`: algorithm selection and the environment variables;
 //! - `engine`: executing a schedule (buffers, nmad requests, local operations, completion);
 //! - `progress`: the pioman source that advances schedules in the background;
+//! - `api_gather`: the Rust API of gather, scatter, allgather and alltoall (and their `v`
+//!   forms, and alltoallw);
 //! - `api`: the Rust API (`Comm::barrier`, `bcast`, `reduce`, `allreduce`, nonblocking and
 //!   in-place variants);
+//! - `api_reduce`: the Rust API of reduce-scatter (block), scan, exscan and `reduce_local`;
 //! - `sim` (tests): an in-process simulator running the schedules of n ranks against each other.
 //!
 //! Owns the collective layer; it talks to nmad through sessions and requests only and must not
@@ -66,15 +69,19 @@
 
 mod algo;
 mod api;
+mod api_gather;
+mod api_reduce;
 pub mod choice;
 pub(crate) mod engine;
 mod progress;
+pub mod raw;
 mod schedule;
 #[cfg(test)]
 mod sim;
 
 pub use crate::op::{Builtin, Op};
 
+pub use api_reduce::reduce_local;
 pub use engine::Handle;
 
 use std::sync::{Arc, Mutex};

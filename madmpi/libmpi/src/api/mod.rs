@@ -16,6 +16,7 @@
 
 pub mod attr;
 pub mod buffered;
+pub mod coll;
 pub mod comm;
 pub mod comm_create;
 pub mod completion;
@@ -26,6 +27,7 @@ pub mod group;
 pub mod info;
 pub mod mprobe;
 pub mod nonblocking;
+pub mod op;
 pub mod p2p;
 pub mod persistent;
 

@@ -5,10 +5,16 @@
 //!
 //! Owns the algorithms (one file per collective); choosing one is `super::choice`'s job.
 
+pub(crate) mod allgather;
 pub(crate) mod allreduce;
+pub(crate) mod alltoall;
 pub(crate) mod barrier;
 pub(crate) mod bcast;
+pub(crate) mod gather;
 pub(crate) mod reduce;
+pub(crate) mod reduce_scatter;
+pub(crate) mod scan;
+pub(crate) mod scatter;
 
 /// The byte range of elements `[from, to)` of `elem`-byte elements in `buf`.
 pub(crate) fn elems(

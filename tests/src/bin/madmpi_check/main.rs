@@ -19,6 +19,8 @@
 //! - `os-threads`: several OS threads per rank exchanging many messages ([`os_threads`]).
 
 mod coll;
+mod coll_gather;
+mod coll_reduce;
 mod comms;
 mod datatypes;
 mod errors;
@@ -71,6 +73,8 @@ fn main() {
         "os-threads" => os_threads::run,
         "marcel" => return user_threads::run(),
         "coll" => return coll::main(),
+        "coll-gather" => return coll_gather::main(),
+        "coll-reduce" => return coll_reduce::main(),
         _ => {
             eprintln!("usage: madmpi_check typed|datatypes|comms|errors|marcel|os-threads");
             std::process::exit(64);
