@@ -765,6 +765,66 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
 int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 int MPI_Op_free(MPI_Op *op);
 int MPI_Op_commutative(MPI_Op op, int *commute);
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
+    MPI_Request *request);
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+    MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+    MPI_Comm comm);
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+    MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+    MPI_Comm comm, MPI_Request *request);
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+    MPI_Request *request);
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+    MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+    const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[],
+    const MPI_Datatype recvtypes[], MPI_Comm comm);
+int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+    const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[],
+    const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request);
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+    MPI_Comm comm);
+int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+    MPI_Comm comm, MPI_Request *request);
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+    MPI_Comm comm);
+int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+    MPI_Comm comm, MPI_Request *request);
 
 int PMPI_Barrier(MPI_Comm comm);
 int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request);
@@ -784,6 +844,66 @@ int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype
 int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 int PMPI_Op_free(MPI_Op *op);
 int PMPI_Op_commutative(MPI_Op op, int *commute);
+int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm);
+int PMPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
+    MPI_Request *request);
+int PMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+    MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+    MPI_Comm comm);
+int PMPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+    MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+    MPI_Comm comm, MPI_Request *request);
+int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+    MPI_Request *request);
+int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+    MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int PMPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+    const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[],
+    const MPI_Datatype recvtypes[], MPI_Comm comm);
+int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+    const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[],
+    const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request);
+int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+    MPI_Comm comm);
+int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+    MPI_Comm comm, MPI_Request *request);
+int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+    MPI_Comm comm);
+int PMPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+    MPI_Comm comm, MPI_Request *request);
 #ifdef __cplusplus
 }
 #endif

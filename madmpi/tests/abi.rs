@@ -44,7 +44,10 @@ const FUNCTIONS: &str = "\
     Type_create_resized Type_create_subarray Type_dup Type_commit Type_free Type_size Type_size_x \
     Type_get_extent Type_get_extent_x Type_get_true_extent Type_get_true_extent_x Type_get_envelope \
     Type_get_contents Type_set_name Type_get_name Pack Unpack Pack_size Barrier Ibarrier Bcast Ibcast \
-    Reduce Ireduce Allreduce Iallreduce Reduce_local Op_create Op_free Op_commutative
+    Reduce Ireduce Allreduce Iallreduce Reduce_local Op_create Op_free Op_commutative Gather Igather \
+    Gatherv Igatherv Scatter Iscatter Scatterv Iscatterv Allgather Iallgather Allgatherv \
+    Iallgatherv Alltoall Ialltoall Alltoallv Ialltoallv Alltoallw Ialltoallw Reduce_scatter \
+    Ireduce_scatter Reduce_scatter_block Ireduce_scatter_block Scan Iscan Exscan Iexscan
 ";
 
 /// Functions the header declares besides the MPI/PMPI pairs: MPICH's `MPI_COMM_DUP_FN` expands

@@ -294,3 +294,14 @@ fn collectives_and_reduction_operations_match_local_references() {
         passes_on("coll_basic", n);
     }
 }
+
+/// Gather, scatter, allgather, alltoall (and their `v` forms), alltoallw, reduce-scatter (block), scan and
+/// exscan: blocking, nonblocking and overlapped, in place and not, uneven counts with zeros, a
+/// vector receive type, and argument errors, at 1, 2, 3 and 4 processes (the program also
+/// passes on MPICH's library).
+#[test]
+fn gather_family_and_prefix_reductions_match_local_references() {
+    for n in [1, 2, 3, 4] {
+        passes_on("coll_more", n);
+    }
+}

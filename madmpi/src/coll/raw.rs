@@ -28,8 +28,8 @@
 
 use super::choice::{self, Forced};
 use super::engine::{Bind, Exec, Handle, Reducer};
-use super::schedule::{Local, RECV, Range, Round, SEND, Schedule};
-use super::{Op, algo};
+use super::schedule::{BufId, Local, RECV, Range, Round, SEND, Schedule};
+use super::{Op, algo, api_gather};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
@@ -312,4 +312,559 @@ pub unsafe fn iallreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: 
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
     // SAFETY: the caller's contract.
     unsafe { launch(comm, s, sb, rm.bind(), Some(r)) }
+}
+
+// ---------------------------------------------------------------------- gather family
+
+/// A `v` buffer (`MPI_Gatherv` and co.): `counts[i]` elements of the committed `dtype` at
+/// `base + displs[i] × extent` for each rank i.
+#[derive(Clone, Debug)]
+pub struct RawVBuf<'a> {
+    pub base: *mut u8,
+    pub counts: &'a [usize],
+    pub displs: &'a [isize],
+    pub dtype: Datatype,
+}
+
+impl RawVBuf<'_> {
+    /// `n` consecutive blocks of `count` elements (the buffer of `MPI_Gather` and co.).
+    fn uniform(
+        b: &RawBuf,
+        n: u32,
+        f: impl FnOnce(&RawVBuf<'_>) -> Result<(Mem, Vec<Range>)>,
+    ) -> Result<(Mem, Vec<Range>)> {
+        let counts = vec![b.count; n as usize];
+        let displs = (0..n as usize)
+            .map(|i| isize::try_from(i * b.count).map_err(|_| Error::count("count too large")))
+            .collect::<Result<Vec<_>>>()?;
+        f(&RawVBuf { base: b.base, counts: &counts, displs: &displs, dtype: b.dtype.clone() })
+    }
+
+    /// The binding of the buffer and each block's range in the bound memory (contiguous type)
+    /// or the packed temporary (otherwise) of schedule buffer `buf`.
+    fn mem(&self, call: &str, buf: BufId) -> Result<(Mem, Vec<Range>)> {
+        let n = self.counts.len();
+        if self.displs.len() != n {
+            return Err(Error::arg(format!("{call}: {n} counts and {} displacements", self.displs.len())));
+        }
+        let size = elem_size(&self.dtype)?;
+        let extent = isize::try_from(self.dtype.extent()).map_err(|_| Error::count("extent too large"))?;
+        let overflow = || Error::arg(format!("{call}: a block's address overflows"));
+        let mut ranges = Vec::with_capacity(n);
+        if let Some(off) = self.dtype.contiguous_offset() {
+            let off = off as isize;
+            let mut spans = Vec::with_capacity(n);
+            for (&c, &d) in self.counts.iter().zip(self.displs) {
+                let len = c.checked_mul(size).filter(|&l| isize::try_from(l).is_ok()).ok_or_else(overflow)?;
+                let at = d.checked_mul(extent).and_then(|x| x.checked_add(off)).ok_or_else(overflow)?;
+                at.checked_add(len as isize).ok_or_else(overflow)?;
+                spans.push((at, len));
+            }
+            let used = spans.iter().filter(|s| s.1 > 0);
+            let Some(lo) = used.clone().map(|s| s.0).min() else {
+                return Ok((Mem::Contiguous((self.base, 0)), vec![Range::new(buf, 0, 0); n]));
+            };
+            let hi = used.map(|s| s.0 + s.1 as isize).max().unwrap_or(lo);
+            ranges.extend(
+                spans
+                    .iter()
+                    .map(|&(at, len)| Range::new(buf, if len > 0 { (at - lo) as usize } else { 0 }, len)),
+            );
+            return Ok((Mem::Contiguous((self.base.wrapping_offset(lo), (hi - lo) as usize)), ranges));
+        }
+        let mut raw = Vec::new();
+        let mut at = 0usize;
+        for (&c, &d) in self.counts.iter().zip(self.displs) {
+            let count = i64::try_from(c).map_err(|_| Error::count("count too large"))?;
+            let layout = self.dtype.layout(count).map_err(Error::from)?;
+            let shift = d.checked_mul(extent).ok_or_else(overflow)?;
+            layout.blocks(0, &mut |o, l| {
+                if l > 0 {
+                    raw.push((o + shift, l));
+                }
+                true
+            });
+            let len = c.checked_mul(size).ok_or_else(overflow)?;
+            ranges.push(Range::new(buf, if len > 0 { at } else { 0 }, len));
+            at += len;
+        }
+        let Some(lo) = raw.iter().map(|b| b.0).min() else {
+            return Ok((Mem::Contiguous((self.base, 0)), vec![Range::new(buf, 0, 0); n]));
+        };
+        let hi = raw.iter().map(|&(o, l)| o + l as isize).max().unwrap_or(lo);
+        let blocks = raw.into_iter().map(|(o, l)| ((o - lo) as usize, l)).collect();
+        let span = (self.base.wrapping_offset(lo), (hi - lo) as usize);
+        Ok((Mem::Scattered { span, blocks, packed: at }, ranges))
+    }
+}
+
+fn bytes_mismatch(call: &str, what: &str, got: usize, want: usize) -> Error {
+    Error::count(format!("{call}: {what} holds {got} bytes, {want} expected (type signatures differ)"))
+}
+
+/// Wraps, binds and starts a schedule without reduction.
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn start(
+    comm: &Comm,
+    s: Schedule,
+    sm: Option<&Mem>,
+    rm: Option<&Mem>,
+    recv_in: bool,
+    r: Option<Reducer>,
+) -> Result<RawRequest> {
+    let s = wrap(s, sm, rm, recv_in, true);
+    let sb = sm.map_or(NONE, Mem::bind);
+    let rb = rm.map_or(NONE, Mem::bind);
+    // SAFETY: the caller's contract.
+    unsafe { launch(comm, s, sb, rb, r) }
+}
+
+/// `MPI_Igather`: every rank's `send` to the root's `recv` (`recv.count` elements per rank, in
+/// rank order; ignored elsewhere). `send` `None`: in place at the root, its block already in
+/// its slot.
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn igather(
+    comm: &Comm,
+    send: Option<&RawBuf>,
+    recv: Option<&RawBuf>,
+    root: u32,
+) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Gather";
+    check_root(comm, CALL, root)?;
+    let (n, me) = (comm.size(), comm.rank());
+    let sm = send.map(Mem::of).transpose()?;
+    let (rm, mine, b) = if me == root {
+        let recv = recv.ok_or_else(|| Error::buffer(format!("{CALL}: the root has no output buffer")))?;
+        let (rm, blocks) = RawVBuf::uniform(recv, n, |v| v.mem(CALL, RECV))?;
+        let b = blocks[0].len;
+        let mine = match &sm {
+            Some(sm) if sm.packed_len() != b => {
+                return Err(bytes_mismatch(CALL, "the root's input", sm.packed_len(), b));
+            }
+            Some(_) => Range::new(SEND, 0, b),
+            None => blocks[root as usize],
+        };
+        (Some(rm), mine, b)
+    } else {
+        let sm =
+            sm.as_ref().ok_or_else(|| Error::buffer(format!("{CALL}: MPI_IN_PLACE is only for the root")))?;
+        let b = sm.packed_len();
+        (None, Range::new(SEND, 0, b), b)
+    };
+    let s = api_gather::gather_schedule(n, me, root, mine, b, choice::gather(Forced::from_env()?.gather, b));
+    // SAFETY: the caller's contract.
+    unsafe { start(comm, s, sm.as_ref(), rm.as_ref(), send.is_none(), None) }
+}
+
+/// `MPI_Igatherv`: every rank's `send` to the root's `recv` (rank i's block as
+/// `recv.counts[i]` elements at `recv.displs[i]`; ignored elsewhere). `send` `None`: in place
+/// at the root.
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn igatherv(
+    comm: &Comm,
+    send: Option<&RawBuf>,
+    recv: Option<&RawVBuf<'_>>,
+    root: u32,
+) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Gatherv";
+    check_root(comm, CALL, root)?;
+    let (n, me) = (comm.size(), comm.rank());
+    let sm = send.map(Mem::of).transpose()?;
+    let (rm, mine, blocks) = if me == root {
+        let recv = recv.ok_or_else(|| Error::buffer(format!("{CALL}: the root has no output buffer")))?;
+        if recv.counts.len() != n as usize {
+            return Err(Error::arg(format!("{CALL}: {} counts for {n} ranks", recv.counts.len())));
+        }
+        let (rm, blocks) = recv.mem(CALL, RECV)?;
+        let own = blocks[root as usize];
+        let mine = match &sm {
+            Some(sm) if sm.packed_len() != own.len => {
+                return Err(bytes_mismatch(CALL, "the root's input", sm.packed_len(), own.len));
+            }
+            Some(_) => Range::new(SEND, 0, own.len),
+            None => own,
+        };
+        (Some(rm), mine, blocks)
+    } else {
+        let sm =
+            sm.as_ref().ok_or_else(|| Error::buffer(format!("{CALL}: MPI_IN_PLACE is only for the root")))?;
+        (None, Range::new(SEND, 0, sm.packed_len()), vec![Range::EMPTY; n as usize])
+    };
+    let mut s = Schedule::new();
+    algo::gather::linear(&mut s, n, me, root, mine, &blocks);
+    // SAFETY: the caller's contract.
+    unsafe { start(comm, s, sm.as_ref(), rm.as_ref(), send.is_none(), None) }
+}
+
+/// `MPI_Iscatter`: block i of the root's `send` (`send.count` elements per rank; ignored
+/// elsewhere) to rank i's `recv`. `recv` `None`: in place at the root (its block stays).
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn iscatter(
+    comm: &Comm,
+    send: Option<&RawBuf>,
+    recv: Option<&RawBuf>,
+    root: u32,
+) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Scatter";
+    check_root(comm, CALL, root)?;
+    let (n, me) = (comm.size(), comm.rank());
+    let rm = recv.map(Mem::of).transpose()?;
+    let (sm, b) = if me == root {
+        let send = send.ok_or_else(|| Error::buffer(format!("{CALL}: the root has no input buffer")))?;
+        let (sm, blocks) = RawVBuf::uniform(send, n, |v| v.mem(CALL, SEND))?;
+        let b = blocks[0].len;
+        if let Some(rm) = rm.as_ref().filter(|rm| rm.packed_len() != b) {
+            return Err(bytes_mismatch(CALL, "the root's output", rm.packed_len(), b));
+        }
+        (Some(sm), b)
+    } else {
+        let rm =
+            rm.as_ref().ok_or_else(|| Error::buffer(format!("{CALL}: MPI_IN_PLACE is only for the root")))?;
+        (None, rm.packed_len())
+    };
+    let out = rm.as_ref().map(|_| Range::new(RECV, 0, b));
+    let a = choice::gather(Forced::from_env()?.scatter, b);
+    let s = api_gather::scatter_schedule(n, me, root, out, b, a);
+    // SAFETY: the caller's contract.
+    unsafe { start(comm, s, sm.as_ref(), rm.as_ref(), false, None) }
+}
+
+/// `MPI_Iscatterv`: block i of the root's `send` (`send.counts[i]` elements at
+/// `send.displs[i]`; ignored elsewhere) to rank i's `recv`. `recv` `None`: in place at the root.
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn iscatterv(
+    comm: &Comm,
+    send: Option<&RawVBuf<'_>>,
+    recv: Option<&RawBuf>,
+    root: u32,
+) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Scatterv";
+    check_root(comm, CALL, root)?;
+    let (n, me) = (comm.size(), comm.rank());
+    let rm = recv.map(Mem::of).transpose()?;
+    let (sm, blocks) = if me == root {
+        let send = send.ok_or_else(|| Error::buffer(format!("{CALL}: the root has no input buffer")))?;
+        if send.counts.len() != n as usize {
+            return Err(Error::arg(format!("{CALL}: {} counts for {n} ranks", send.counts.len())));
+        }
+        let (sm, blocks) = send.mem(CALL, SEND)?;
+        let own = blocks[root as usize].len;
+        if let Some(rm) = rm.as_ref().filter(|rm| rm.packed_len() != own) {
+            return Err(bytes_mismatch(CALL, "the root's output", rm.packed_len(), own));
+        }
+        (Some(sm), blocks)
+    } else {
+        if rm.is_none() {
+            return Err(Error::buffer(format!("{CALL}: MPI_IN_PLACE is only for the root")));
+        }
+        (None, vec![Range::EMPTY; n as usize])
+    };
+    let out = rm.as_ref().map(|m| Range::new(RECV, 0, m.packed_len()));
+    let mut s = Schedule::new();
+    algo::scatter::linear(&mut s, n, me, root, out, &blocks);
+    // SAFETY: the caller's contract.
+    unsafe { start(comm, s, sm.as_ref(), rm.as_ref(), false, None) }
+}
+
+/// `MPI_Iallgather`: every rank's `send` to every `recv` (`recv.count` elements per rank, in
+/// rank order). `send` `None`: in place, this rank's block already in its slot.
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn iallgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Allgather";
+    let (n, me) = (comm.size(), comm.rank());
+    let sm = send.map(Mem::of).transpose()?;
+    let (rm, blocks) = RawVBuf::uniform(recv, n, |v| v.mem(CALL, RECV))?;
+    let b = blocks[0].len;
+    let mine = match &sm {
+        Some(sm) if sm.packed_len() != b => {
+            return Err(bytes_mismatch(CALL, "the input", sm.packed_len(), b));
+        }
+        Some(_) => Range::new(SEND, 0, b),
+        None => blocks[me as usize],
+    };
+    let a = choice::allgather(Forced::from_env()?.allgather, n, n as usize * b);
+    let s = api_gather::allgather_schedule(n, me, mine, b, a);
+    // SAFETY: the caller's contract.
+    unsafe { start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None) }
+}
+
+/// `MPI_Iallgatherv`: every rank's `send` to every `recv` (rank i's block as `recv.counts[i]`
+/// elements at `recv.displs[i]`). `send` `None`: in place.
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn iallgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Allgatherv";
+    let (n, me) = (comm.size(), comm.rank());
+    if recv.counts.len() != n as usize {
+        return Err(Error::arg(format!("{CALL}: {} counts for {n} ranks", recv.counts.len())));
+    }
+    let sm = send.map(Mem::of).transpose()?;
+    let (rm, blocks) = recv.mem(CALL, RECV)?;
+    let own = blocks[me as usize];
+    let mine = match &sm {
+        Some(sm) if sm.packed_len() != own.len => {
+            return Err(bytes_mismatch(CALL, "the input", sm.packed_len(), own.len));
+        }
+        Some(_) => Range::new(SEND, 0, own.len),
+        None => own,
+    };
+    let s = api_gather::allgatherv_schedule(
+        n,
+        me,
+        mine,
+        &blocks,
+        choice::allgatherv(Forced::from_env()?.allgatherv),
+    );
+    // SAFETY: the caller's contract.
+    unsafe { start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None) }
+}
+
+/// `MPI_Ialltoall`: block j of rank i's `send` to block i of rank j's `recv` (`count` elements
+/// per rank each). `send` `None`: in place, `recv` is the input too.
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn ialltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Alltoall";
+    let (n, me) = (comm.size(), comm.rank());
+    let (rm, blocks) = RawVBuf::uniform(recv, n, |v| v.mem(CALL, RECV))?;
+    let b = blocks[0].len;
+    let sm = match send {
+        Some(s) => {
+            let (sm, sb) = RawVBuf::uniform(s, n, |v| v.mem(CALL, SEND))?;
+            if sb[0].len != b {
+                return Err(bytes_mismatch(CALL, "each input block", sb[0].len, b));
+            }
+            Some(sm)
+        }
+        None => None,
+    };
+    let s = api_gather::alltoall_schedule(
+        n,
+        me,
+        send.is_none(),
+        b,
+        choice::alltoall(Forced::from_env()?.alltoall, n, b),
+    );
+    // SAFETY: the caller's contract.
+    unsafe { start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None) }
+}
+
+/// `MPI_Ialltoallv`: `send.counts[j]` elements at `send.displs[j]` of rank i's `send` to rank
+/// j's `recv` at `recv.displs[i]`. `send` `None`: in place, the input laid out as `recv`.
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn ialltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf<'_>) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Alltoallv";
+    let (n, me) = (comm.size(), comm.rank());
+    for c in std::iter::once(recv.counts.len()).chain(send.map(|s| s.counts.len())) {
+        if c != n as usize {
+            return Err(Error::arg(format!("{CALL}: {c} counts for {n} ranks")));
+        }
+    }
+    let (rm, rblocks) = recv.mem(CALL, RECV)?;
+    let (sm, sblocks) = match send {
+        Some(s) => {
+            let (m, b) = s.mem(CALL, SEND)?;
+            (Some(m), Some(b))
+        }
+        None => (None, None),
+    };
+    let largest = rblocks.iter().chain(sblocks.iter().flatten()).map(|r| r.len).max().unwrap_or(0);
+    let a = choice::alltoallv(Forced::from_env()?.alltoallv, largest);
+    let s = api_gather::alltoallv_schedule(n, me, sblocks.as_deref(), &rblocks, a);
+    // SAFETY: the caller's contract.
+    unsafe { start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None) }
+}
+
+// ---------------------------------------------------------------------- reduce-scatter, scans
+
+/// `MPI_Ireduce_scatter`: the `Σ counts` elements of `send` of every rank combined by `op` in
+/// rank order; rank i receives block i (`counts[i]` elements) in `recv`. `send` `None`: in
+/// place, `recv` holds the whole vector (`recv.count` must be `Σ counts`) and receives the
+/// block at its start (the rest is left unspecified).
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn ireduce_scatter(
+    comm: &Comm,
+    send: Option<&RawBuf>,
+    recv: &RawBuf,
+    counts: &[usize],
+    op: &Op,
+) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Reduce_scatter";
+    let (n, me) = (comm.size() as usize, comm.rank() as usize);
+    if counts.len() != n {
+        return Err(Error::arg(format!("{CALL}: {} counts for {n} ranks", counts.len())));
+    }
+    let input = send.unwrap_or(recv);
+    let r = reducer(CALL, op, &input.dtype)?;
+    let elem = elem_size(&input.dtype)?;
+    let total = counts
+        .iter()
+        .try_fold(0usize, |a, &c| a.checked_add(c))
+        .filter(|t| t.checked_mul(elem).is_some())
+        .ok_or_else(|| Error::count(format!("{CALL}: the counts add up to more than memory")))?;
+    let sm = send.map(Mem::of).transpose()?;
+    let rm = Mem::of(recv)?;
+    let want_out = if send.is_none() { total } else { counts[me] } * elem;
+    if let Some(sm) = sm.as_ref().filter(|m| m.packed_len() != total * elem) {
+        return Err(bytes_mismatch(CALL, "the input", sm.packed_len(), total * elem));
+    }
+    if rm.packed_len() != want_out {
+        return Err(bytes_mismatch(CALL, "the output", rm.packed_len(), want_out));
+    }
+    let c = op.is_commutative();
+    let a = choice::reduce_scatter(Forced::from_env()?.reduce_scatter, total * elem, c);
+    let from = if send.is_none() { RECV } else { SEND };
+    let s = algo::reduce_scatter::schedule(me as u32, from, counts, elem, a, c);
+    // SAFETY: the caller's contract.
+    unsafe { start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), Some(r)) }
+}
+
+/// `MPI_Iscan` (`exclusive`: `MPI_Iexscan`): rank r receives the reduction of the inputs of
+/// ranks `0..=r` (`0..r`) in `recv`. `send` `None`: in place, `recv` is the input. Exscan
+/// leaves rank 0's `recv` untouched.
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn iscan(
+    comm: &Comm,
+    send: Option<&RawBuf>,
+    recv: &RawBuf,
+    op: &Op,
+    exclusive: bool,
+) -> Result<RawRequest> {
+    let call = if exclusive { "MPI_Exscan" } else { "MPI_Scan" };
+    let input = send.unwrap_or(recv);
+    let r = reducer(call, op, &input.dtype)?;
+    let sm = send.map(Mem::of).transpose()?;
+    let rm = Mem::of(recv)?;
+    let count = input.count;
+    let elem = elem_size(&input.dtype)?;
+    if rm.packed_len() != count * elem {
+        return Err(bytes_mismatch(call, "the output", rm.packed_len(), count * elem));
+    }
+    let (n, me, c) = (comm.size(), comm.rank(), op.is_commutative());
+    let a = choice::scan(Forced::from_env()?.scan, n, count * elem);
+    let from = if send.is_none() { RECV } else { SEND };
+    let s = algo::scan::schedule(n, me, from, count, elem, a, c, exclusive);
+    // Exscan never writes rank 0's output: do not unpack a packed temporary over it either.
+    let s = wrap(s, sm.as_ref(), Some(&rm), send.is_none(), !(exclusive && me == 0));
+    let sb = sm.as_ref().map_or(NONE, Mem::bind);
+    // SAFETY: the caller's contract.
+    unsafe { launch(comm, s, sb, rm.bind(), Some(r)) }
+}
+
+/// Memory bound to a schedule buffer: (address, length).
+type Span = (*mut u8, usize);
+
+/// A `w` buffer (`MPI_Alltoallw`): `counts[i]` elements of the committed `dtypes[i]` at byte
+/// `base + displs[i]` for each rank i.
+#[derive(Clone, Debug)]
+pub struct RawWBuf<'a> {
+    pub base: *mut u8,
+    pub counts: &'a [usize],
+    pub displs: &'a [isize],
+    pub dtypes: &'a [Datatype],
+}
+
+impl RawWBuf<'_> {
+    /// The span of memory the blocks cover (bound as is: the schedule packs non-contiguous
+    /// blocks itself) and each block's pieces in it (packed order, adjacent ones merged).
+    fn pieces(&self, call: &str, n: usize, buf: BufId) -> Result<(Span, Vec<Vec<Range>>)> {
+        if self.counts.len() != n || self.displs.len() != n || self.dtypes.len() != n {
+            return Err(Error::arg(format!(
+                "{call}: {} counts, {} displacements and {} types for {n} ranks",
+                self.counts.len(),
+                self.displs.len(),
+                self.dtypes.len()
+            )));
+        }
+        let overflow = || Error::arg(format!("{call}: a block's address overflows"));
+        let mut abs: Vec<Vec<(isize, usize)>> = Vec::with_capacity(n);
+        for i in 0..n {
+            let (c, ty) = (self.counts[i], &self.dtypes[i]);
+            let mut v: Vec<(isize, usize)> = Vec::new();
+            if c > 0 && ty.size() > 0 {
+                let blocks = ty.blocks().ok_or_else(|| {
+                    Error::datatype(format!("{call}: the datatype of block {i} is not committed"))
+                })?;
+                let ext = isize::try_from(ty.extent()).map_err(|_| overflow())?;
+                for k in 0..c {
+                    let at = isize::try_from(k).ok().and_then(|k| k.checked_mul(ext));
+                    let at = at.and_then(|a| a.checked_add(self.displs[i])).ok_or_else(overflow)?;
+                    for &(off, l) in blocks.iter().filter(|b| b.1 > 0) {
+                        let start = at.checked_add(off).ok_or_else(overflow)?;
+                        match v.last_mut() {
+                            Some(last) if last.0 + last.1 as isize == start => last.1 += l,
+                            _ => v.push((start, l)),
+                        }
+                    }
+                }
+            }
+            abs.push(v);
+        }
+        let all = abs.iter().flatten();
+        let Some(lo) = all.clone().map(|p| p.0).min() else {
+            return Ok(((self.base, 0), vec![Vec::new(); n]));
+        };
+        let hi = all.map(|p| p.0 + p.1 as isize).max().unwrap_or(lo);
+        let rel = abs
+            .into_iter()
+            .map(|v| v.into_iter().map(|(o, l)| Range::new(buf, (o - lo) as usize, l)).collect())
+            .collect();
+        Ok(((self.base.wrapping_offset(lo), (hi - lo) as usize), rel))
+    }
+}
+
+/// `MPI_Ialltoallw`: `send.counts[j]` elements of `send.dtypes[j]` at byte `send.displs[j]` of
+/// rank i's `send` to rank j, which receives them as described by `recv` for rank i. `send`
+/// `None`: in place, the input laid out as `recv`.
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn ialltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf<'_>) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Alltoallw";
+    let (n, me) = (comm.size(), comm.rank());
+    let (rb, rblocks) = recv.pieces(CALL, n as usize, RECV)?;
+    let mut all: Vec<&Range> = rblocks.iter().flatten().collect();
+    all.sort_by_key(|r| r.off);
+    if all.windows(2).any(|w| w[0].end() > w[1].off) {
+        return Err(Error::arg(format!("{CALL}: output blocks overlap")));
+    }
+    let (sb, sblocks) = match send {
+        Some(s) => {
+            let (b, p) = s.pieces(CALL, n as usize, SEND)?;
+            (b, Some(p))
+        }
+        None => (NONE, None),
+    };
+    let len = |p: &[Range]| p.iter().map(|r| r.len).sum::<usize>();
+    if let Some(sbl) = &sblocks {
+        let (a, b) = (len(&sbl[me as usize]), len(&rblocks[me as usize]));
+        if a != b {
+            return Err(bytes_mismatch(CALL, "the block to this rank itself", a, b));
+        }
+    }
+    let largest = rblocks.iter().chain(sblocks.iter().flatten()).map(|p| len(p)).max().unwrap_or(0);
+    let a = choice::alltoallv(Forced::from_env()?.alltoallv, largest);
+    let s = api_gather::alltoallw_schedule(n, me, sblocks.as_deref(), &rblocks, rb.1, a);
+    // SAFETY: the caller's contract.
+    unsafe { launch(comm, s, sb, rb, None) }
 }

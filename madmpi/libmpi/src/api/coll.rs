@@ -24,12 +24,12 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 /// Whether `p` is `MPI_IN_PLACE`.
-fn in_place(p: *const c_void) -> bool {
+pub(super) fn in_place(p: *const c_void) -> bool {
     p as usize == abi::MPI_IN_PLACE
 }
 
 /// A root: a rank of the communicator (`MPI_ERR_ROOT` otherwise).
-fn root(c: &Arc<CommObj>, r: c_int) -> Result<u32, Fail> {
+pub(super) fn root(c: &Arc<CommObj>, r: c_int) -> Result<u32, Fail> {
     u32::try_from(r)
         .ok()
         .filter(|&r| r < c.comm.size())
@@ -38,7 +38,7 @@ fn root(c: &Arc<CommObj>, r: c_int) -> Result<u32, Fail> {
 }
 
 /// The checked count and datatype of a collective.
-fn count_type(
+pub(super) fn count_type(
     st: &State,
     c: &Arc<CommObj>,
     count: c_int,
@@ -51,7 +51,7 @@ fn count_type(
 
 /// `count` elements of `ty` at `buf`, checked (`MPI_ERR_BUFFER` for a null buffer with data or
 /// `MPI_IN_PLACE`, `what` naming it).
-fn buffer(
+pub(super) fn buffer(
     c: &Arc<CommObj>,
     buf: *const c_void,
     count: i64,
@@ -66,17 +66,17 @@ fn buffer(
 }
 
 /// The operation of handle `op`, checked.
-fn operation(c: &Arc<CommObj>, op: abi::Op) -> Result<OpRef, Fail> {
+pub(super) fn operation(c: &Arc<CommObj>, op: abi::Op) -> Result<OpRef, Fail> {
     ops::resolve(op).on(c)
 }
 
 /// Waits for a blocking collective.
-fn finish(c: &Arc<CommObj>, raw: RawRequest) -> Outcome {
+pub(super) fn finish(c: &Arc<CommObj>, raw: RawRequest) -> Outcome {
     raw.wait().map(drop).on(c)
 }
 
 /// Stores the request of a nonblocking collective.
-fn store(st: &State, c: &Arc<CommObj>, raw: RawRequest, request: &mut abi::Request) -> Outcome {
+pub(super) fn store(st: &State, c: &Arc<CommObj>, raw: RawRequest, request: &mut abi::Request) -> Outcome {
     *request = st.add_request(raw, c).on(c)?;
     Ok(())
 }

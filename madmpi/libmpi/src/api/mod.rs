@@ -17,6 +17,8 @@
 pub mod attr;
 pub mod buffered;
 pub mod coll;
+pub mod coll_gather;
+pub mod coll_reduce;
 pub mod comm;
 pub mod comm_create;
 pub mod completion;
