@@ -166,3 +166,30 @@ pub fn marked(marker: &str) -> Vec<u32> {
         })
         .collect()
 }
+
+/// `madrun [-genv K V]... -n N program args...`, run to the end; prints its duration (the
+/// multi-process tests show where their time goes).
+pub fn madrun_job(program: &str, n: u32, env: &[(&str, &str)], args: &[&str]) -> Done {
+    let mut a: Vec<String> = Vec::new();
+    for (k, v) in env {
+        a.extend(["-genv".into(), k.to_string(), v.to_string()]);
+    }
+    a.extend(["-n".into(), n.to_string(), program.into()]);
+    a.extend(args.iter().map(|s| s.to_string()));
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let t = std::time::Instant::now();
+    let d = run(madrun(&unique_marker(), &a));
+    eprintln!("madrun -n {n} {env:?} {args:?}: {:.2} s", t.elapsed().as_secs_f64());
+    d
+}
+
+/// Exit status 0 and, for every rank below `n`, an `OK <rank>: <step>` line for each of `steps`.
+pub fn assert_ranks_ok(d: &Done, n: u32, steps: &[&str]) {
+    assert_eq!(d.code, Some(0), "{d:?}");
+    for rank in 0..n {
+        for step in steps {
+            let want = format!("OK {rank}: {step}");
+            assert!(d.stdout.lines().any(|l| l.starts_with(&want)), "missing {want:?}: {d:?}");
+        }
+    }
+}

@@ -5,36 +5,18 @@
 //! references computed locally; and the background-progress check (4 and 8 ranks). Each job
 //! prints its time; see `src/bin/madmpi_check/coll.rs` for what is checked.
 
-use std::time::Instant;
-use tests::jobs::{Done, madrun, run, serial, unique_marker};
+use tests::jobs::{Done, assert_ranks_ok, madrun_job, serial};
 
 const PROGRAM: &str = env!("CARGO_BIN_EXE_madmpi_check");
 const MAX_BYTES: &str = if cfg!(debug_assertions) { "1048576" } else { "4194304" };
 const RANKS: [u32; 6] = [1, 2, 3, 4, 5, 8];
 
 fn job(n: u32, env: &[(&str, &str)], args: &[&str]) -> Done {
-    let mut a: Vec<String> = Vec::new();
-    for (k, v) in env {
-        a.extend(["-genv".into(), k.to_string(), v.to_string()]);
-    }
-    a.extend(["-n".into(), n.to_string(), PROGRAM.into()]);
-    a.extend(args.iter().map(|s| s.to_string()));
-    let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    let t = Instant::now();
-    let d = run(madrun(&unique_marker(), &a));
-    eprintln!("madrun -n {n} {env:?} {args:?}: {:.2} s", t.elapsed().as_secs_f64());
-    d
+    madrun_job(PROGRAM, n, env, args)
 }
 
-/// Exit status 0 and every rank's OK line for `step`.
 fn assert_ok(d: &Done, n: u32, steps: &[&str]) {
-    assert_eq!(d.code, Some(0), "{d:?}");
-    for rank in 0..n {
-        for step in steps {
-            let want = format!("OK {rank}: {step}");
-            assert!(d.stdout.lines().any(|l| l.starts_with(&want)), "missing {want:?}: {d:?}");
-        }
-    }
+    assert_ranks_ok(d, n, steps)
 }
 
 fn check_all(env: &[(&str, &str)]) {

@@ -22,25 +22,30 @@ use crate::error::{Error, Result};
 use crate::p2p::Equivalence;
 use crate::request::{RawRequest, Request};
 
-fn input<T: Equivalence>(buf: &[T]) -> (*mut u8, usize) {
+/// Raw memory of a call: (address, bytes). The other API files (`api_gather`, `api_reduce`)
+/// share these helpers.
+pub(super) type Mem = (*mut u8, usize);
+
+pub(super) fn input<T: Equivalence>(buf: &[T]) -> Mem {
     (buf.as_ptr().cast_mut().cast(), std::mem::size_of_val(buf))
 }
 
-fn output<T: Equivalence>(buf: &mut [T]) -> (*mut u8, usize) {
+pub(super) fn output<T: Equivalence>(buf: &mut [T]) -> Mem {
     (buf.as_mut_ptr().cast(), std::mem::size_of_val(buf))
 }
 
-const NONE: (*mut u8, usize) = (std::ptr::null_mut(), 0);
+/// No memory; as an input, `MPI_IN_PLACE`.
+pub(super) const NONE: Mem = (std::ptr::null_mut(), 0);
 
 /// The reduction of `T`s by `op`, if `op` is defined on `T`'s datatype.
-fn reducer<T: Equivalence>(call: &str, op: &Op) -> Result<Reducer> {
+pub(super) fn reducer<T: Equivalence>(call: &str, op: &Op) -> Result<Reducer> {
     let dtype = Datatype::predefined(T::DATATYPE);
     op.check(&dtype).map_err(|e| Error::new(e.class(), format!("{call}: {}", e.message())))?;
     Ok(Reducer { op: op.clone(), dtype })
 }
 
 impl Comm {
-    fn check_root(&self, call: &str, root: u32) -> Result<()> {
+    pub(super) fn check_root(&self, call: &str, root: u32) -> Result<()> {
         if root >= self.size() {
             return Err(Error::root(format!(
                 "{call}: root {root} is outside the communicator (size {})",
@@ -54,7 +59,12 @@ impl Comm {
     ///
     /// # Safety
     /// `bind`'s memory must stay valid and untouched by others until the request ends.
-    unsafe fn launch(&self, sched: Schedule, bind: Bind, reducer: Option<Reducer>) -> Result<RawRequest> {
+    pub(super) unsafe fn launch(
+        &self,
+        sched: Schedule,
+        bind: Bind,
+        reducer: Option<Reducer>,
+    ) -> Result<RawRequest> {
         let seq = self.next_coll_seq();
         // SAFETY: forwarded contract.
         let exec = unsafe { Exec::start(self, seq, sched, bind, reducer) }?;

@@ -29,25 +29,15 @@
 
 use super::algo::{allgather, alltoall, gather, scatter};
 use super::choice::{self, Allgather, Allgatherv, Alltoall, Alltoallv, Forced, Gather};
-use super::engine::{Bind, Exec, Handle};
+use super::engine::Bind;
 use super::schedule::{BufId, RECV, Range, SEND, Schedule};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
 use crate::p2p::Equivalence;
-use crate::request::{RawRequest, Request};
+use crate::request::Request;
 
-type Mem = (*mut u8, usize);
-
-fn input<T: Equivalence>(buf: &[T]) -> Mem {
-    (buf.as_ptr().cast_mut().cast(), std::mem::size_of_val(buf))
-}
-
-fn output<T: Equivalence>(buf: &mut [T]) -> Mem {
-    (buf.as_mut_ptr().cast(), std::mem::size_of_val(buf))
-}
-
-const NONE: Mem = (std::ptr::null_mut(), 0);
+use super::api::{Mem, NONE, input, output};
 
 /// Equal blocks of `b` bytes in `buf`.
 fn uniform(buf: BufId, n: u32, b: usize) -> Vec<Range> {
@@ -199,25 +189,14 @@ pub(crate) fn alltoallv_schedule(
 }
 
 impl Comm {
-    fn gx_check_root(&self, call: &str, root: u32) -> Result<()> {
-        if root >= self.size() {
-            return Err(Error::root(format!(
-                "{call}: root {root} is outside the communicator (size {})",
-                self.size()
-            )));
-        }
-        Ok(())
-    }
-
     /// Starts `sched` over `send` and `recv` as this communicator's next collective.
     ///
     /// # Safety
     /// The memories must stay valid and untouched by others (`send` is only read) for `'a`.
     unsafe fn gx_launch<'a>(&self, sched: Schedule, send: Mem, recv: Mem) -> Result<Request<'a>> {
-        let seq = self.next_coll_seq();
         // SAFETY: forwarded contract.
-        let exec = unsafe { Exec::start(self, seq, sched, Bind { send, recv }, None) }?;
-        Ok(Request::borrowing(RawRequest::collective(self, Handle(exec))))
+        let raw = unsafe { self.launch(sched, Bind { send, recv }, None) }?;
+        Ok(Request::borrowing(raw))
     }
 
     // ------------------------------------------------------------------ gather
@@ -264,7 +243,7 @@ impl Comm {
         forced: Option<Gather>,
     ) -> Result<Request<'a>> {
         const CALL: &str = "MPI_Gather";
-        self.gx_check_root(CALL, root)?;
+        self.check_root(CALL, root)?;
         let (n, me, elem) = (self.size(), self.rank(), std::mem::size_of::<T>());
         let (mine, b) = if me != root {
             (Range::new(SEND, 0, send.1), send.1)
@@ -350,7 +329,7 @@ impl Comm {
         root: u32,
     ) -> Result<Request<'a>> {
         const CALL: &str = "MPI_Gatherv";
-        self.gx_check_root(CALL, root)?;
+        self.check_root(CALL, root)?;
         let (n, me, elem) = (self.size(), self.rank(), std::mem::size_of::<T>());
         let (mine, blocks) = if me == root {
             let blocks = layout(CALL, n, counts, displs, recv.1 / elem.max(1), elem, RECV, true)?;
@@ -418,7 +397,7 @@ impl Comm {
         forced: Option<Gather>,
     ) -> Result<Request<'a>> {
         const CALL: &str = "MPI_Scatter";
-        self.gx_check_root(CALL, root)?;
+        self.check_root(CALL, root)?;
         let (n, me, elem) = (self.size(), self.rank(), std::mem::size_of::<T>());
         let b = match recv {
             Some(r) if me != root => r.1,
@@ -500,7 +479,7 @@ impl Comm {
         root: u32,
     ) -> Result<Request<'a>> {
         const CALL: &str = "MPI_Scatterv";
-        self.gx_check_root(CALL, root)?;
+        self.check_root(CALL, root)?;
         let (n, me, elem) = (self.size(), self.rank(), std::mem::size_of::<T>());
         let blocks = if me == root {
             let blocks = layout(CALL, n, counts, displs, send.1 / elem.max(1), elem, SEND, false)?;

@@ -28,34 +28,15 @@
 //! and `algo::scan`.
 
 use super::choice::{self, Forced};
-use super::engine::{Bind, Exec, Handle, Reducer};
-use super::schedule::{RECV, SEND, Schedule};
+use super::engine::Bind;
+use super::schedule::{RECV, SEND};
 use super::{Op, algo};
 use crate::comm::Comm;
-use crate::datatype::Datatype;
 use crate::error::{Error, Result};
 use crate::p2p::Equivalence;
-use crate::request::{RawRequest, Request};
+use crate::request::Request;
 
-/// Raw memory of a call: (address, bytes); a null address is `MPI_IN_PLACE` for an input.
-type Mem = (*mut u8, usize);
-
-const IN_PLACE: Mem = (std::ptr::null_mut(), 0);
-
-fn input<T: Equivalence>(buf: &[T]) -> Mem {
-    (buf.as_ptr().cast_mut().cast(), std::mem::size_of_val(buf))
-}
-
-fn output<T: Equivalence>(buf: &mut [T]) -> Mem {
-    (buf.as_mut_ptr().cast(), std::mem::size_of_val(buf))
-}
-
-/// The reduction of `T`s by `op`, if `op` is defined on `T`'s datatype.
-fn reducer<T: Equivalence>(call: &str, op: &Op) -> Result<Reducer> {
-    let dtype = Datatype::predefined(T::DATATYPE);
-    op.check(&dtype).map_err(|e| Error::new(e.class(), format!("{call}: {}", e.message())))?;
-    Ok(Reducer { op: op.clone(), dtype })
-}
+use super::api::{Mem, NONE as IN_PLACE, input, output, reducer};
 
 /// `MPI_Reduce_local`: `inout[i] = input[i] op inout[i]` for every element (no communication).
 /// Errors: `MPI_ERR_COUNT` if the slices differ in length, `MPI_ERR_OP` if `op` is not defined
@@ -83,23 +64,6 @@ pub fn reduce_local<T: Equivalence>(input: &[T], inout: &mut [T], op: &Op) -> Re
 }
 
 impl Comm {
-    /// Starts `sched` over (`send`, `recv`) as this communicator's next collective.
-    ///
-    /// # Safety
-    /// The memory must stay valid and untouched by others until the request ends.
-    unsafe fn launch_reduction(
-        &self,
-        sched: Schedule,
-        send: Mem,
-        recv: Mem,
-        r: Reducer,
-    ) -> Result<RawRequest> {
-        let seq = self.next_coll_seq();
-        // SAFETY: forwarded contract.
-        let exec = unsafe { Exec::start(self, seq, sched, Bind { send, recv }, Some(r)) }?;
-        Ok(RawRequest::collective(self, Handle(exec)))
-    }
-
     // ------------------------------------------------------------------ reduce-scatter
 
     /// `MPI_Reduce_scatter`: the `Σ counts` elements of `send` of every rank combined by `op`
@@ -242,7 +206,7 @@ impl Comm {
         let from = if in_place { RECV } else { SEND };
         let s = algo::reduce_scatter::schedule(me as u32, from, counts, elem, a, op.is_commutative());
         // SAFETY: the callers hold the memories' borrows for 'a, which the request carries.
-        let raw = unsafe { self.launch_reduction(s, send, recv, r) }?;
+        let raw = unsafe { self.launch(s, Bind { send, recv }, Some(r)) }?;
         Ok(Request::borrowing(raw))
     }
 
@@ -340,7 +304,7 @@ impl Comm {
         let (n, me, c) = (self.size(), self.rank(), op.is_commutative());
         let s = algo::scan::schedule(n, me, from, count, elem, a, c, exclusive);
         // SAFETY: the callers hold the memories' borrows for 'a, which the request carries.
-        let raw = unsafe { self.launch_reduction(s, send, recv, r) }?;
+        let raw = unsafe { self.launch(s, Bind { send, recv }, Some(r)) }?;
         Ok(Request::borrowing(raw))
     }
 }
@@ -361,7 +325,7 @@ mod tests {
 
     fn affine_op() -> Op {
         Op::user(
-            Arc::new(|i: &[u8], o: &mut [u8], _, _: &Datatype| {
+            Arc::new(|i: &[u8], o: &mut [u8], _, _: &crate::datatype::Datatype| {
                 for (i, o) in i.chunks_exact(8).zip(o.chunks_exact_mut(8)) {
                     let v = compose(
                         u64::from_ne_bytes(i.try_into().unwrap()),
