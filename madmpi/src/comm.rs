@@ -75,6 +75,8 @@ struct Inner {
     ops: AtomicU64,
     /// Collective operations started on this communicator (the same count at every member).
     coll_ops: AtomicU64,
+    /// The node layout of the members, for hierarchical collectives (computed on first use).
+    coll_layout: std::sync::OnceLock<Option<Arc<crate::coll::Layout>>>,
     name: Mutex<String>,
     hints: Mutex<CommHints>,
 }
@@ -116,6 +118,7 @@ impl Comm {
             session,
             ops: AtomicU64::new(0),
             coll_ops: AtomicU64::new(0),
+            coll_layout: std::sync::OnceLock::new(),
             name: Mutex::new(name.to_string()),
             hints: Mutex::new(CommHints::default()),
         }))
@@ -160,6 +163,21 @@ impl Comm {
     /// The sequence number of the next collective operation on this communicator.
     pub(crate) fn next_coll_seq(&self) -> u64 {
         self.0.coll_ops.fetch_add(1, Relaxed)
+    }
+
+    /// The members' node layout if it calls for hierarchical collectives (several nodes, one
+    /// of them with several members), from the nodes nmad's peers published; computed once.
+    pub(crate) fn coll_layout(&self) -> Result<Option<Arc<crate::coll::Layout>>> {
+        if let Some(l) = self.0.coll_layout.get() {
+            return Ok(l.clone());
+        }
+        let nodes = (0..self.size())
+            .map(|r| self.0.rt.nm.node_of(self.0.group.member(r).expect("a member")))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(from_nmad)?;
+        let l = crate::coll::Layout::new(&nodes);
+        let l = l.is_hierarchical().then(|| Arc::new(l));
+        Ok(self.0.coll_layout.get_or_init(|| l).clone())
     }
 
     /// The process's collective state (progress source).

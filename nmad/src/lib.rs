@@ -139,6 +139,12 @@ impl Nmad {
         self.0.core.rails_to(peer)
     }
 
+    /// The node `peer` runs on, as an opaque id: equal ids mean the same machine (boot id and
+    /// network namespace), whatever the drivers. Reads the peer's published card once.
+    pub fn node_of(&self, peer: u32) -> Result<String, Error> {
+        self.0.core.node_of(peer)
+    }
+
     pub fn strategy(&self) -> &str {
         self.0.core.strategy.name()
     }

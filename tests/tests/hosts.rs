@@ -199,3 +199,54 @@ fn nmad_uses_shm_within_a_host_and_tcp_between_hosts() {
         }
     }
 }
+
+/// madmpi's collectives across the namespace hosts (round-robin placement: every host holds
+/// several ranks): barrier, bcast, reduce and allreduce run hierarchically — within each host
+/// over shared memory, then between one leader per host over tcp — as `MADMPI_COLL_TRACE`
+/// shows, and check their results against local references (`madmpi_check coll check`: every
+/// root, in place and not, commutative and not); with `MADMPI_COLL_HIERARCHICAL=off` the same
+/// job runs the flat algorithms.
+#[test]
+fn madmpi_collectives_go_hierarchical_across_namespace_hosts() {
+    if skip() {
+        return;
+    }
+    let madrun = madrun();
+    let check = PathBuf::from(env!("CARGO_BIN_EXE_madmpi_check"));
+    let h = hosts();
+    for (n, mode) in [(5u32, "auto"), (4, "auto"), (5, "off")] {
+        let mut c = Command::new(&madrun);
+        c.args(["-n", &n.to_string(), "-hosts", "pm2h1,pm2h2", "--launcher-exec"]).arg(&h.script);
+        c.args(["--pmi-host", "10.77.0.1", "--timeout", "120"]);
+        c.args(["-genv", "MADMPI_COLL_TRACE", "1", "-genv", "MADMPI_COLL_HIERARCHICAL", mode]);
+        c.arg(&check).args(["coll", "check", "65536"]);
+        let out = c.output().expect("start the job");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "n={n} {mode}: {}\n{stdout}\n{stderr}", out.status);
+        for r in 0..n {
+            let done = format!("OK {r}: bcast reduce allreduce 65536 B");
+            assert!(
+                stdout.lines().any(|l| l.starts_with(&done)),
+                "n={n} {mode}: {done}:\n{stdout}\n{stderr}"
+            );
+        }
+        let hier = stderr.lines().filter(|l| l.contains("hierarchical over 2 nodes")).count();
+        let traced = stderr.lines().filter(|l| l.starts_with("madmpi coll: ")).count();
+        assert!(traced > 0, "the trace is on: {stderr}");
+        match mode {
+            "auto" => {
+                for what in ["barrier", "bcast", "reduce", "allreduce"] {
+                    let want = format!(": {what} ");
+                    assert!(
+                        stderr.lines().any(|l| l.contains(&want) && l.contains("hierarchical over 2 nodes")),
+                        "n={n}: {what} went hierarchical:\n{stderr}"
+                    );
+                }
+                // Non-commutative reductions stay flat.
+                assert!(hier < traced, "n={n}: some calls stay flat");
+            }
+            _ => assert_eq!(hier, 0, "n={n}: hierarchies are off:\n{stderr}"),
+        }
+    }
+}

@@ -12,10 +12,11 @@
 //!
 //! Owns argument checks and the binding of slices to schedules.
 
+use super::Op;
 use super::choice::{self, Forced};
 use super::engine::{Bind, Exec, Handle, Reducer};
+use super::plan::{self, Site};
 use super::schedule::{RECV, SEND, Schedule};
-use super::{Op, algo};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
@@ -55,6 +56,14 @@ impl Comm {
         Ok(())
     }
 
+    /// Where this rank's collectives run (with the node layout unless `f` turns hierarchies off;
+    /// fewer than 3 ranks never need one).
+    pub(super) fn coll_site(&self, f: &Forced) -> Result<Site> {
+        let layout =
+            if f.hierarchical == Some(false) || self.size() < 3 { None } else { self.coll_layout()? };
+        Ok(Site { n: self.size(), me: self.rank(), ctx: self.context_id(), layout })
+    }
+
     /// Starts `sched` over `bind` as this communicator's next collective.
     ///
     /// # Safety
@@ -80,8 +89,8 @@ impl Comm {
 
     /// `MPI_Ibarrier`.
     pub fn ibarrier(&self) -> Result<Request<'static>> {
-        let a = Forced::from_env()?.barrier.unwrap_or(choice::Barrier::Dissemination);
-        let s = algo::barrier(self.size(), self.rank(), a);
+        let f = Forced::from_env()?;
+        let s = plan::barrier(&self.coll_site(&f)?, &f);
         // SAFETY: no memory is involved.
         let raw = unsafe { self.launch(s, Bind { send: NONE, recv: NONE }, None) }?;
         Ok(Request::borrowing(raw))
@@ -107,8 +116,8 @@ impl Comm {
     ) -> Result<Request<'a>> {
         self.check_root("MPI_Bcast", root)?;
         let len = std::mem::size_of_val(buf);
-        let a = choice::bcast(forced, self.size(), len);
-        let s = algo::bcast(self.size(), self.rank(), root, len, a);
+        let f = Forced { bcast: forced, ..Forced::from_env()? };
+        let s = plan::bcast(&self.coll_site(&f)?, &f, root, len);
         // SAFETY: `buf` is borrowed exclusively for 'a, which the request carries; any bytes are
         // valid `T`s (Equivalence).
         let raw = unsafe { self.launch(s, Bind { send: NONE, recv: output(buf) }, None) }?;
@@ -189,9 +198,10 @@ impl Comm {
     ) -> Result<Request<'a>> {
         self.check_root("MPI_Reduce", root)?;
         let r = reducer::<T>("MPI_Reduce", op)?;
-        let a = choice::reduce(forced, op.is_commutative());
+        let f = Forced { reduce: forced, ..Forced::from_env()? };
         let from = if send.0.is_null() { RECV } else { SEND };
-        let s = algo::reduce(self.size(), self.rank(), root, from, count, std::mem::size_of::<T>(), a);
+        let elem = std::mem::size_of::<T>();
+        let s = plan::reduce(&self.coll_site(&f)?, &f, root, from, count, elem, op.is_commutative());
         let bind = Bind { send, recv: recv.unwrap_or(NONE) };
         // SAFETY: the callers hold the slices' borrows for 'a, which the request carries.
         let raw = unsafe { self.launch(s, bind, Some(r)) }?;
@@ -247,9 +257,9 @@ impl Comm {
     ) -> Result<Request<'a>> {
         let r = reducer::<T>("MPI_Allreduce", op)?;
         let elem = std::mem::size_of::<T>();
-        let a = choice::allreduce(forced, self.size(), count, count * elem, op.is_commutative());
+        let f = Forced { allreduce: forced, ..Forced::from_env()? };
         let from = if send.0.is_null() { RECV } else { SEND };
-        let s = algo::allreduce(self.size(), self.rank(), from, count, elem, a, op.is_commutative());
+        let s = plan::allreduce(&self.coll_site(&f)?, &f, from, count, elem, op.is_commutative());
         // SAFETY: the callers hold the memories' borrows for 'a, which the request carries.
         let raw = unsafe { self.launch(s, Bind { send, recv }, Some(r)) }?;
         Ok(Request::borrowing(raw))

@@ -3,6 +3,7 @@
 //!
 //! | variable | values | default choice |
 //! |---|---|---|
+//! | `MADMPI_COLL_HIERARCHICAL` | `auto`, `off` | `auto`: barrier, bcast, and reduce and allreduce with commutative operations run hierarchically (within nodes, then between one leader per node; see `algo::hier`) on communicators spanning several nodes with several ranks on one of them |
 //! | `MADMPI_COLL_BARRIER` | `dissemination` | dissemination |
 //! | `MADMPI_COLL_BCAST` | `binomial`, `scatter_ring` | `scatter_ring` from [`BCAST_LARGE`] bytes on 3 ranks or more, else `binomial` |
 //! | `MADMPI_COLL_REDUCE` | `binomial`, `ordered` | `binomial` for commutative operations, else `ordered` |
@@ -124,6 +125,8 @@ pub enum Alltoallv {
 /// Algorithms forced by the environment (`None`: choose by size).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Forced {
+    /// `Some(false)`: never hierarchical.
+    pub hierarchical: Option<bool>,
     pub barrier: Option<Barrier>,
     pub bcast: Option<Bcast>,
     pub reduce: Option<Reduce>,
@@ -159,6 +162,11 @@ impl Forced {
     pub fn parse(get: impl Fn(&str) -> Option<String>) -> std::result::Result<Forced, String> {
         let v = |k: &str| get(k).filter(|s| !s.is_empty());
         Ok(Forced {
+            hierarchical: pick(
+                "MADMPI_COLL_HIERARCHICAL",
+                v("MADMPI_COLL_HIERARCHICAL").as_deref(),
+                &[("auto", true), ("off", false)],
+            )?,
             barrier: pick(
                 "MADMPI_COLL_BARRIER",
                 v("MADMPI_COLL_BARRIER").as_deref(),

@@ -55,6 +55,8 @@
 //! - `schedule`: the representation (pure data, structural checks);
 //! - `algo`: the algorithms, one file per collective;
 //! - `choice`: algorithm selection and the environment variables;
+//! - `plan`: flat or hierarchical (communicators spanning several nodes) for barrier, bcast,
+//!   reduce and allreduce, and the `MADMPI_COLL_TRACE` trace of the choices;
 //! - `engine`: executing a schedule (buffers, nmad requests, local operations, completion);
 //! - `progress`: the pioman source that advances schedules in the background;
 //! - `api_gather`: the Rust API of gather, scatter, allgather and alltoall (and their `v`
@@ -73,6 +75,7 @@ mod api_gather;
 mod api_reduce;
 pub mod choice;
 pub(crate) mod engine;
+mod plan;
 mod progress;
 pub mod raw;
 mod schedule;
@@ -83,6 +86,8 @@ pub use crate::op::{Builtin, Op};
 
 pub use api_reduce::reduce_local;
 pub use engine::Handle;
+
+pub(crate) use algo::hier::Layout;
 
 use std::sync::{Arc, Mutex};
 

@@ -28,6 +28,7 @@
 
 use super::choice::{self, Forced};
 use super::engine::{Bind, Exec, Handle, Reducer};
+use super::plan;
 use super::schedule::{BufId, Local, RECV, Range, Round, SEND, Schedule};
 use super::{Op, algo, api_gather};
 use crate::comm::Comm;
@@ -213,8 +214,8 @@ fn elem_size(dtype: &Datatype) -> Result<usize> {
 
 /// `MPI_Ibarrier`.
 pub fn ibarrier(comm: &Comm) -> Result<RawRequest> {
-    let a = Forced::from_env()?.barrier.unwrap_or(choice::Barrier::Dissemination);
-    let s = algo::barrier(comm.size(), comm.rank(), a);
+    let f = Forced::from_env()?;
+    let s = plan::barrier(&comm.coll_site(&f)?, &f);
     // SAFETY: no memory is involved.
     unsafe { launch(comm, s, NONE, NONE, None) }
 }
@@ -228,8 +229,8 @@ pub unsafe fn ibcast(comm: &Comm, buf: &RawBuf, root: u32) -> Result<RawRequest>
     check_root(comm, "MPI_Bcast", root)?;
     let m = Mem::of(buf)?;
     let len = m.packed_len();
-    let a = choice::bcast(Forced::from_env()?.bcast, comm.size(), len);
-    let s = algo::bcast(comm.size(), comm.rank(), root, len, a);
+    let f = Forced::from_env()?;
+    let s = plan::bcast(&comm.coll_site(&f)?, &f, root, len);
     let is_root = comm.rank() == root;
     let s = wrap(s, None, Some(&m), is_root, !is_root);
     // SAFETY: the caller's contract.
@@ -275,9 +276,9 @@ pub unsafe fn ireduce(
             count * elem
         )));
     }
-    let a = choice::reduce(Forced::from_env()?.reduce, op.is_commutative());
+    let f = Forced::from_env()?;
     let from = if send.is_none() { RECV } else { SEND };
-    let s = algo::reduce(comm.size(), comm.rank(), root, from, count, elem, a);
+    let s = plan::reduce(&comm.coll_site(&f)?, &f, root, from, count, elem, op.is_commutative());
     let s = wrap(s, sm.as_ref(), rm.as_ref(), send.is_none(), true);
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
     let rb = rm.as_ref().map_or(NONE, Mem::bind);
@@ -304,10 +305,9 @@ pub unsafe fn iallreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: 
             count * elem
         )));
     }
-    let c = op.is_commutative();
-    let a = choice::allreduce(Forced::from_env()?.allreduce, comm.size(), count, count * elem, c);
+    let f = Forced::from_env()?;
     let from = if send.is_none() { RECV } else { SEND };
-    let s = algo::allreduce(comm.size(), comm.rank(), from, count, elem, a, c);
+    let s = plan::allreduce(&comm.coll_site(&f)?, &f, from, count, elem, op.is_commutative());
     let s = wrap(s, sm.as_ref(), Some(&rm), send.is_none(), true);
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
     // SAFETY: the caller's contract.

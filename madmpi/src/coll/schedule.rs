@@ -30,6 +30,9 @@ pub(crate) const RECV: BufId = 1;
 /// Steps reserved by one call of [`Schedule::steps`].
 pub(crate) const STEP_BLOCK: u32 = 1 << 16;
 
+/// Steps of one phase of a composed schedule ([`Schedule::phase`]): 16 blocks.
+pub(crate) const PHASE_STEPS: u32 = 16 * STEP_BLOCK;
+
 /// A byte range of a buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Range {
@@ -121,6 +124,13 @@ impl Schedule {
         s
     }
 
+    /// Moves on to the steps of phase `k` of a composed schedule (phases never share steps: a
+    /// rank absent from a phase still agrees with the others on where the next one starts).
+    pub(crate) fn phase(&mut self, k: u32) {
+        debug_assert!(self.next_step <= k * PHASE_STEPS, "phase {k} comes too late");
+        self.next_step = k * PHASE_STEPS;
+    }
+
     /// A new round depending on the last one created (if any).
     pub(crate) fn round(&mut self) -> usize {
         let deps = self.rounds.len().checked_sub(1).into_iter().collect::<Vec<_>>();
@@ -153,6 +163,59 @@ impl Schedule {
     pub(crate) fn reduce(&mut self, round: usize, from: Range, into: Range, count: usize) {
         if count > 0 {
             self.rounds[round].local.push(Local::Reduce { from, into, count });
+        }
+    }
+
+    /// Appends `sub`, a schedule built for a subset of the communicator, after everything
+    /// already here (its first rounds depend on every round nobody depends on yet): its rank `i`
+    /// is communicator rank `peers[i]`, its [`SEND`] and [`RECV`] are `send` and `recv` here, its
+    /// temporaries become new ones and its steps follow the last ones taken (see
+    /// [`Schedule::phase`]). Hierarchical algorithms compose flat ones this way.
+    pub(crate) fn splice(&mut self, sub: Schedule, peers: &[u32], send: BufId, recv: BufId) {
+        let sinks: Vec<usize> = (0..self.rounds.len())
+            .filter(|&i| !self.rounds[i + 1..].iter().any(|r| r.deps.contains(&i)))
+            .collect();
+        let first_tmp = self.tmp_len.len();
+        self.tmp_len.extend_from_slice(&sub.tmp_len[2..]);
+        let buf = |b: BufId| match b {
+            SEND => send,
+            RECV => recv,
+            t => first_tmp + t - 2,
+        };
+        let range = |r: Range| Range { buf: buf(r.buf), ..r };
+        let base_step = self.next_step;
+        debug_assert!(sub.next_step <= PHASE_STEPS, "a spliced schedule takes one phase at most");
+        self.next_step += sub.next_step.next_multiple_of(STEP_BLOCK);
+        let base_round = self.rounds.len();
+        for round in sub.rounds {
+            let deps = if round.deps.is_empty() {
+                sinks.clone()
+            } else {
+                round.deps.iter().map(|d| d + base_round).collect()
+            };
+            let local = round
+                .local
+                .into_iter()
+                .map(|l| match l {
+                    Local::Copy { from, to } => Local::Copy { from: range(from), to: range(to) },
+                    Local::Reduce { from, into, count } => {
+                        Local::Reduce { from: range(from), into: range(into), count }
+                    }
+                })
+                .collect();
+            let xfers = round
+                .xfers
+                .into_iter()
+                .map(|x| match x {
+                    Xfer::Send { peer, step, data } => {
+                        Xfer::Send { peer: peers[peer as usize], step: step + base_step, data: range(data) }
+                    }
+                    Xfer::Recv { peer, step, data } => {
+                        Xfer::Recv { peer: peers[peer as usize], step: step + base_step, data: range(data) }
+                    }
+                })
+                .collect();
+            self.rounds.push(Round { deps, local, xfers });
         }
     }
 

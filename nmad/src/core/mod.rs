@@ -88,6 +88,8 @@ pub struct Stats {
 struct Cards {
     credit: u64,
     slots: u64,
+    /// The peer's node id (`node_id()` there; empty from a peer that did not say).
+    node: String,
     by_driver: Vec<(String, String)>,
 }
 
@@ -103,6 +105,8 @@ impl Cards {
                 let (b, s) = card.split_once('/').ok_or("malformed credit entry")?;
                 c.credit = b.parse().map_err(|_| "malformed credit")?;
                 c.slots = s.parse().map_err(|_| "malformed slots")?;
+            } else if name == "node" {
+                c.node = card.to_string();
             } else {
                 c.by_driver.push((name.to_string(), card.to_string()));
             }
@@ -124,6 +128,8 @@ pub(crate) struct Core {
     /// Credit we grant each peer.
     grant: u64,
     gates: Box<[OnceLock<Arc<Gate>>]>,
+    /// Peers' business cards, read from the bootstrap once.
+    cards: Box<[OnceLock<Arc<Cards>>]>,
     gate_creation: Mutex<()>,
     sessions: RwLock<HashMap<u32, Arc<SessionInner>>>,
     /// Messages for sessions not created here yet (another rank created its communicator first).
@@ -169,7 +175,7 @@ impl Core {
         }
         let peers = u64::from(size.saturating_sub(1).max(1));
         let grant = (config.unexpected_budget / peers).max(16 << 10);
-        let mut card = format!("credit/{grant}/{}", config.rdv_slots);
+        let mut card = format!("credit/{grant}/{}|node/{}", config.rdv_slots, env.node);
         for d in &drivers {
             card.push_str(&format!("|{}/{}", d.name(), d.card()));
         }
@@ -191,6 +197,7 @@ impl Core {
             config,
             grant,
             gates: (0..size).map(|_| OnceLock::new()).collect(),
+            cards: (0..size).map(|_| OnceLock::new()).collect(),
             gate_creation: Mutex::new(()),
             sessions: RwLock::new(HashMap::default()),
             early: Mutex::new(HashMap::default()),
@@ -233,13 +240,38 @@ impl Core {
         Ok(g)
     }
 
-    fn new_gate(&self, peer: PeerId) -> Result<Gate, Error> {
+    /// `peer`'s business cards (read from the bootstrap on first use).
+    fn cards(&self, peer: PeerId) -> Result<Arc<Cards>, Error> {
+        let slot = self.cards.get(peer as usize).ok_or_else(|| {
+            Error::InvalidArgument(format!("rank {peer} is not in this job of {}", self.size))
+        })?;
+        if let Some(c) = slot.get() {
+            return Ok(c.clone());
+        }
         let key = format!("{CARD_KEY}-{peer}");
         let fail = |m: String| Error::PeerFailed { peer, reason: m };
         let v = marcel::blocking(|| self.bootstrap.get(&key))
             .map_err(|e| fail(format!("reading its business card: {e}")))?
             .ok_or_else(|| fail("it published no business card".into()))?;
         let cards = Cards::parse(&v).map_err(|e| fail(format!("its business card: {e}")))?;
+        Ok(slot.get_or_init(|| Arc::new(cards)).clone())
+    }
+
+    /// The node id `peer` published (as [`drivers::node_id`] there).
+    pub(crate) fn node_of(&self, peer: PeerId) -> Result<String, Error> {
+        if peer == self.rank {
+            return Ok(drivers::node_id());
+        }
+        let c = self.cards(peer)?;
+        if c.node.is_empty() {
+            return Err(Error::PeerFailed { peer, reason: "its business card names no node".into() });
+        }
+        Ok(c.node.clone())
+    }
+
+    fn new_gate(&self, peer: PeerId) -> Result<Gate, Error> {
+        let fail = |m: String| Error::PeerFailed { peer, reason: m };
+        let cards = self.cards(peer)?;
         let mut rails: Vec<Rail> = Vec::new();
         for (i, d) in self.drivers.iter().enumerate() {
             let is_self = d.name() == "self";

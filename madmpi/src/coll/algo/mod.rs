@@ -11,6 +11,7 @@ pub(crate) mod alltoall;
 pub(crate) mod barrier;
 pub(crate) mod bcast;
 pub(crate) mod gather;
+pub(crate) mod hier;
 pub(crate) mod reduce;
 pub(crate) mod reduce_scatter;
 pub(crate) mod scan;
