@@ -1,6 +1,6 @@
 /*
  * Collective operation latency, for comparing MPI libraries: the same source is built against
- * madmpi's libmpi, MPICH and Open MPI (`madbench coll` conducts it, at 2 and 4 ranks).
+ * madmpi's libmpi, MPICH and Open MPI (`madbench coll` conducts it, at 2, 4 and 8 ranks).
  *
  *   barrier
  *   bcast      8 B, 64 KiB, 1 MiB (root 0)
@@ -14,8 +14,10 @@
  *
  *   m bench=coll case=<op> size=<bytes> median=<ns> min=.. max=.. unit=ns ranks=<n> calls=<per rep>
  *
- * Usage: coll [reps] [quick] (reps 1..99, default 5). Pinning is the launcher's or a wrapper's
- * business.
+ * Usage: coll [reps] [quick] [sweep=OP] (reps 1..99, default 5). `sweep=OP` measures only OP
+ * (bcast, allreduce, allgather or alltoall) at 64 B, 1 KiB, 8 KiB, 64 KiB, 256 KiB and 1 MiB (per
+ * peer for allgather and alltoall; `madbench coll-algos` runs it once per forced algorithm).
+ * Pinning is the launcher's or a wrapper's business.
  */
 #define _GNU_SOURCE
 #define BENCH_NAME "coll"
@@ -25,8 +27,8 @@
 #define MAX_REPS 99
 #define MAX_BYTES (1 << 20)
 
-enum coll { BARRIER, BCAST, ALLREDUCE, ALLTOALL };
-static const char *coll_name[] = { "barrier", "bcast", "allreduce", "alltoall" };
+enum coll { BARRIER, BCAST, ALLREDUCE, ALLTOALL, ALLGATHER, NCOLL };
+static const char *coll_name[] = { "barrier", "bcast", "allreduce", "alltoall", "allgather" };
 
 static int rank, nprocs;
 static char *sbuf, *rbuf;
@@ -46,6 +48,11 @@ static void call(enum coll c, int bytes)
         break;
     case ALLTOALL:
         check(MPI_Alltoall(sbuf, bytes, MPI_BYTE, rbuf, bytes, MPI_BYTE, MPI_COMM_WORLD), "MPI_Alltoall");
+        break;
+    case ALLGATHER:
+        check(MPI_Allgather(sbuf, bytes, MPI_BYTE, rbuf, bytes, MPI_BYTE, MPI_COMM_WORLD), "MPI_Allgather");
+        break;
+    case NCOLL:
         break;
     }
 }
@@ -84,19 +91,26 @@ static void measure(enum coll c, int bytes, int reps, double target_ns)
 
 int main(int argc, char **argv)
 {
-    int reps = 5, quick = 0;
+    int reps = 5, quick = 0, sweep = -1;
     check(MPI_Init(&argc, &argv), "MPI_Init");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "quick"))
             quick = 1;
-        else
+        else if (!strncmp(argv[i], "sweep=", 6)) {
+            for (int c = BCAST; c < NCOLL; c++)
+                if (!strcmp(argv[i] + 6, coll_name[c]))
+                    sweep = c;
+            if (sweep < 0)
+                reps = 0; /* usage */
+        } else
             reps = atoi(argv[i]);
     }
     if (reps < 1 || reps > MAX_REPS) {
         if (rank == 0)
-            fprintf(stderr, "usage: coll [reps: 1..%d] [quick]\n", MAX_REPS);
+            fprintf(stderr, "usage: coll [reps: 1..%d] [quick] [sweep=bcast|allreduce|allgather|alltoall]\n",
+                    MAX_REPS);
         MPI_Finalize();
         return 2;
     }
@@ -112,6 +126,15 @@ int main(int argc, char **argv)
     if (rank == 0)
         print_library();
     double target = quick ? 5e6 : 20e6;
+    if (sweep >= 0) {
+        static const int sweep_sizes[] = { 64, 1024, 8192, 65536, 262144, 1 << 20 };
+        for (int i = 0; i < 6; i++)
+            measure(sweep, sweep_sizes[i], reps, target);
+        free(sbuf);
+        free(rbuf);
+        MPI_Finalize();
+        return 0;
+    }
     static const int sizes[] = { 8, 65536, 1 << 20 };
     measure(BARRIER, 0, reps, target);
     for (int i = 0; i < 3; i++)

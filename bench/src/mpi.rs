@@ -205,7 +205,13 @@ impl Launch<'_> {
 
     /// Runs it and parses what it measured (`hang`: the limit after which the job is killed).
     pub fn run(&self, tc: &Toolchain, hang: Duration) -> Result<Vec<Measurement>, String> {
-        let text = run(self.command(tc), hang)?;
+        self.run_command(self.command(tc), hang)
+    }
+
+    /// Runs `cmd` (this launch's [`Launch::command`], perhaps with more variables) and reads
+    /// its measurements.
+    pub fn run_command(&self, cmd: Command, hang: Duration) -> Result<Vec<Measurement>, String> {
+        let text = run(cmd, hang)?;
         let (library, ms) =
             parse_program_output(&text, self.imp, self.transport.label(), &self.policy_label())?;
         if !library.starts_with(version_prefix(self.imp)) {
@@ -218,9 +224,21 @@ impl Launch<'_> {
 /// Variables a launch must not inherit from madbench: they would change a library's behaviour
 /// (or, for `LD_LIBRARY_PATH`, which library an MPICH binary loads).
 pub fn scrubbed(name: &str) -> bool {
-    ["NMAD_", "PIOMAN_", "MARCEL_", "UCX_", "MPIR_CVAR_", "OMPI_", "PMI_", "PM2_", "HYDRA_", "MADBENCH_"]
-        .iter()
-        .any(|p| name.starts_with(p))
+    [
+        "NMAD_",
+        "PIOMAN_",
+        "MARCEL_",
+        "MADMPI_",
+        "UCX_",
+        "MPIR_CVAR_",
+        "OMPI_",
+        "PMI_",
+        "PM2_",
+        "HYDRA_",
+        "MADBENCH_",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
         || name == "LD_LIBRARY_PATH"
 }
 

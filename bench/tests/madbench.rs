@@ -57,8 +57,18 @@ fn quick_run_writes_well_formed_json_tables_and_plots() {
         benches.insert(v["bench"].as_str().unwrap().to_string());
         impls.insert(v["impl"].as_str().unwrap().to_string());
     }
-    for b in ["limits", "pingpong", "bw", "overlap", "overlap-paper", "reactivity", "overhead", "sched", "mt"]
-    {
+    for b in [
+        "limits",
+        "pingpong",
+        "bw",
+        "overlap",
+        "overlap-paper",
+        "reactivity",
+        "overhead",
+        "sched",
+        "mt",
+        "coll",
+    ] {
         assert!(benches.contains(b), "no {b} measurement in {benches:?}");
     }
     for i in libs.iter().chain(&["limit", "os"]) {
@@ -74,5 +84,54 @@ fn quick_run_writes_well_formed_json_tables_and_plots() {
         assert!(dir.join(f).exists(), "{f} missing");
     }
     assert!(stdout.contains("MPI one-way latency over shm"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `madbench coll-algos --quick` measures every algorithm it lists, and the default choice,
+/// for each swept operation and job size.
+#[test]
+#[cfg_attr(debug_assertions, ignore = "release builds only: madbench needs the release libmpi.so beside it")]
+fn coll_algos_measures_every_algorithm() {
+    let exe = Path::new(env!("CARGO_BIN_EXE_madbench"));
+    let dir = std::env::temp_dir().join(format!("madbench-algos-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let json = dir.join("m.json");
+    let out = Command::new(exe)
+        .args(["coll-algos", "--quick", "--quiet", "--no-plots", "--only", "madmpi"])
+        .arg(format!("--json={}", json.display()))
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .expect("madbench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "madbench failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&json).expect("the JSON file");
+    let mut seen = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(v["bench"], "coll-algos", "{line}");
+        let algo = v["algorithm"].as_str().unwrap_or_else(|| panic!("no algorithm in {line}"));
+        seen.insert((
+            v["case"].as_str().unwrap().to_string(),
+            algo.to_string(),
+            v["threads"].as_u64().unwrap(),
+        ));
+    }
+    for (op, _, algos) in bench::suite::coll_algos::ALGORITHMS {
+        for algo in algos.iter().chain(&["default"]) {
+            for n in bench::suite::coll_algos::RANKS {
+                assert!(
+                    seen.contains(&(op.to_string(), algo.to_string(), u64::from(n))),
+                    "{op} {algo} ×{n}: {seen:?}"
+                );
+            }
+        }
+    }
+    assert!(stdout.contains("each forced in turn"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }

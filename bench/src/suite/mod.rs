@@ -7,6 +7,7 @@
 //! [`output`] writes JSON and CSV, [`figures`] draws the PNG plots, [`progress`] tells where
 //! a long run is.
 
+pub mod coll_algos;
 pub mod figures;
 pub mod options;
 pub mod output;
@@ -26,7 +27,7 @@ pub const POLICIES: [&str; 4] = ["poll", "block", "adaptive", "timer"];
 /// Compute threads per core on the receiver, in the reactivity benchmark.
 pub const COMPUTE_THREADS: [u32; 4] = [0, 1, 2, 4];
 /// Job sizes of the collectives benchmark.
-pub const COLL_RANKS: [u32; 2] = [2, 4];
+pub const COLL_RANKS: [u32; 3] = [2, 4, 8];
 /// A program that has not ended after this is killed (and reported).
 const HANG: Duration = Duration::from_secs(240);
 
@@ -125,6 +126,7 @@ pub fn run(opts: &Options, exe: &Path) -> i32 {
             }
             Stage::Mt => ctx.programs(&mut p, "mt", &[Transport::Shm], &[None]),
             Stage::Coll => ctx.collectives(&mut p, (c0, c1)),
+            Stage::CollAlgos => ctx.coll_algos(&mut p, (c0, c1)),
         };
         p.clear();
         print_tables(stage, &ms, &all);
@@ -221,7 +223,7 @@ impl Ctx<'_> {
         ms
     }
 
-    /// The collectives program at 2 and 4 ranks over shm (4 ranks share the two CPUs).
+    /// The collectives program at 2, 4 and 8 ranks over shm (4 and 8 ranks share the two CPUs).
     fn collectives(&mut self, p: &mut Progress, (c0, c1): (usize, usize)) -> Vec<Measurement> {
         let mut args = vec![self.opts.reps.to_string()];
         if self.opts.quick {
@@ -303,6 +305,7 @@ fn count_steps(o: &Options) -> usize {
             Stage::Reactivity => libs + (POLICIES.len()) * ours,
             Stage::Mt => libs,
             Stage::Coll => libs * COLL_RANKS.len(),
+            Stage::CollAlgos => ours * coll_algos::steps(),
             Stage::Limits | Stage::Overhead | Stage::Sched => 1,
         })
         .sum()
@@ -472,10 +475,20 @@ pub fn stage_tables(stage: Stage, all: &[Measurement]) -> Vec<tables::Table> {
             out.extend(tables::pivot(
                 all,
                 "coll",
-                "Collectives over shm: time per call, the slowest rank (4 ranks share the 2 CPUs)",
+                "Collectives over shm: time per call, the slowest rank (4 and 8 ranks share the 2 CPUs)",
                 "operation, size, ranks",
                 &|m| format!("{} {} ×{}", m.case, crate::mpi::human_bytes(m.size), m.threads),
                 &|m| (m.imp, String::new()),
+            ));
+        }
+        Stage::CollAlgos => {
+            out.extend(tables::pivot(
+                all,
+                "coll-algos",
+                "madmpi's collective algorithms over shm, each forced in turn: time per call, the slowest rank (4 ranks share the 2 CPUs)",
+                "operation, size, ranks",
+                &|m| format!("{} {} ×{}", m.case, crate::mpi::human_bytes(m.size), m.threads),
+                &|m| (m.imp, m.extra.get("algorithm").and_then(|v| v.as_str()).unwrap_or("").to_string()),
             ));
         }
         Stage::Mt => {

@@ -18,8 +18,11 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
   sched        marcel user threads versus OS threads
   mt           MPI_THREAD_MULTIPLE message rate with 1, 2, 4 threads per rank
   limits       the machine's physical limits (cache line, memcpy, raw TCP)
-  coll         Barrier, Bcast, Allreduce (8 B, 64 KiB, 1 MiB), Alltoall (1 KiB per peer) at 2 and
-               4 ranks (4 ranks share the 2 CPUs of the other benchmarks)
+  coll         Barrier, Bcast, Allreduce (8 B, 64 KiB, 1 MiB), Alltoall (1 KiB per peer) at 2, 4
+               and 8 ranks (4 and 8 ranks share the 2 CPUs of the other benchmarks: oversubscribed)
+  coll-algos   not in `all`: each of our algorithms forced in turn (MADMPI_COLL_*) for bcast,
+               allreduce, allgather, alltoall, 64 B-1 MiB, at 2 and 4 ranks: where the choice
+               should switch on this machine
 
   --quick      a smoke run (< 60 s): fewer sizes and points
   --json       one JSON object per measurement and line, to FILE (bench-results/madbench.json)
@@ -42,6 +45,8 @@ pub enum Stage {
     Sched,
     Mt,
     Coll,
+    /// Our collective algorithms side by side (not part of `all`).
+    CollAlgos,
 }
 
 impl Stage {
@@ -68,6 +73,7 @@ impl Stage {
             Stage::Sched => "sched",
             Stage::Mt => "mt",
             Stage::Coll => "coll",
+            Stage::CollAlgos => "coll-algos",
         }
     }
 
@@ -78,7 +84,7 @@ impl Stage {
             Stage::Overlap => Some("overlap"),
             Stage::Reactivity => Some("reactivity"),
             Stage::Mt => Some("mt"),
-            Stage::Coll => Some("coll"),
+            Stage::Coll | Stage::CollAlgos => Some("coll"),
             _ => None,
         }
     }
@@ -160,7 +166,7 @@ impl Options {
                         })
                         .collect::<Result<_, _>>()?;
                 }
-                s => match Stage::ALL.iter().find(|st| st.name() == s) {
+                s => match Stage::ALL.iter().chain(&[Stage::CollAlgos]).find(|st| st.name() == s) {
                     Some(&st) => o.asked.push(st),
                     None => return Err(format!("unknown argument {s:?}\n\n{USAGE}")),
                 },
@@ -201,7 +207,7 @@ impl Options {
     }
 
     pub fn has(&self, s: Stage) -> bool {
-        self.asked.is_empty() || self.asked.contains(&s)
+        (self.asked.is_empty() && Stage::ALL.contains(&s)) || self.asked.contains(&s)
     }
 
     /// The C programs the stages need.
