@@ -201,7 +201,7 @@ impl Comm {
         let f = Forced { reduce: forced, ..Forced::from_env()? };
         let from = if send.0.is_null() { RECV } else { SEND };
         let elem = std::mem::size_of::<T>();
-        let s = plan::reduce(&self.coll_site(&f)?, &f, root, from, count, elem, op.is_commutative());
+        let s = plan::reduce(&self.coll_site(&f)?, &f, root, from, count, elem, op.reorderable());
         let bind = Bind { send, recv: recv.unwrap_or(NONE) };
         // SAFETY: the callers hold the slices' borrows for 'a, which the request carries.
         let raw = unsafe { self.launch(s, bind, Some(r)) }?;
@@ -259,7 +259,7 @@ impl Comm {
         let elem = std::mem::size_of::<T>();
         let f = Forced { allreduce: forced, ..Forced::from_env()? };
         let from = if send.0.is_null() { RECV } else { SEND };
-        let s = plan::allreduce(&self.coll_site(&f)?, &f, from, count, elem, op.is_commutative());
+        let s = plan::allreduce(&self.coll_site(&f)?, &f, from, count, elem, op.reorderable());
         // SAFETY: the callers hold the memories' borrows for 'a, which the request carries.
         let raw = unsafe { self.launch(s, Bind { send, recv }, Some(r)) }?;
         Ok(Request::borrowing(raw))

@@ -202,9 +202,9 @@ impl Comm {
             )));
         }
         let r = reducer::<T>(call, op)?;
-        let a = choice::reduce_scatter(forced, total * elem, op.is_commutative());
+        let a = choice::reduce_scatter(forced, total * elem, op.reorderable());
         let from = if in_place { RECV } else { SEND };
-        let s = algo::reduce_scatter::schedule(me as u32, from, counts, elem, a, op.is_commutative());
+        let s = algo::reduce_scatter::schedule(me as u32, from, counts, elem, a, op.reorderable());
         // SAFETY: the callers hold the memories' borrows for 'a, which the request carries.
         let raw = unsafe { self.launch(s, Bind { send, recv }, Some(r)) }?;
         Ok(Request::borrowing(raw))
@@ -301,7 +301,7 @@ impl Comm {
         let elem = std::mem::size_of::<T>();
         let a = choice::scan(forced, self.size(), count * elem);
         let from = if send.0.is_null() { RECV } else { SEND };
-        let (n, me, c) = (self.size(), self.rank(), op.is_commutative());
+        let (n, me, c) = (self.size(), self.rank(), op.reorderable());
         let s = algo::scan::schedule(n, me, from, count, elem, a, c, exclusive);
         // SAFETY: the callers hold the memories' borrows for 'a, which the request carries.
         let raw = unsafe { self.launch(s, Bind { send, recv }, Some(r)) }?;

@@ -326,19 +326,32 @@ impl Exec {
                 self.done.signal(COMPLETED);
                 return false;
             }
-            if !changed {
-                break;
+            if changed {
+                continue;
             }
+            // Requests of unfinished rounds that did complete count as seen, or a round whose
+            // send completed before its receive would poll in a loop until the receive came,
+            // holding a CPU its peer may need. Counted after the scan above, a request may have
+            // completed since: if that finished its round, go round again rather than leave the
+            // round for a monitor that already fired.
+            let mut pending_done = 0;
+            let mut round_done = false;
+            for r in 0..st.rounds.len() {
+                if st.rounds[r] == RoundState::Running {
+                    let done = st.reqs[r].iter().filter(|q| q.test()).count();
+                    round_done |= done == st.reqs[r].len();
+                    pending_done += done;
+                }
+            }
+            if round_done {
+                continue;
+            }
+            // Loaded after the count: every request counted there has reported (monitors run
+            // before requests signal). More reports than counted completions: a monitor ran and
+            // its request has not signalled yet; come back soon. A monitor that runs after this
+            // load queues the schedule again itself.
+            return self.events.load(SeqCst) > st.seen + pending_done;
         }
-        // Completions a monitor reported that no request shows yet (the window between a
-        // monitor and its request's signal): come back soon. Requests of unfinished rounds that
-        // did complete count as seen, or a round whose send completed before its receive would
-        // poll in a loop until the receive came, holding a CPU its peer may need.
-        let pending_done: usize = (0..st.rounds.len())
-            .filter(|&r| st.rounds[r] == RoundState::Running)
-            .map(|r| st.reqs[r].iter().filter(|q| q.test()).count())
-            .sum();
-        self.events.load(SeqCst) > st.seen + pending_done
     }
 
     fn start_round(&self, r: usize, st: &mut State) {

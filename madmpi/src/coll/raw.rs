@@ -278,7 +278,7 @@ pub unsafe fn ireduce(
     }
     let f = Forced::from_env()?;
     let from = if send.is_none() { RECV } else { SEND };
-    let s = plan::reduce(&comm.coll_site(&f)?, &f, root, from, count, elem, op.is_commutative());
+    let s = plan::reduce(&comm.coll_site(&f)?, &f, root, from, count, elem, op.reorderable());
     let s = wrap(s, sm.as_ref(), rm.as_ref(), send.is_none(), true);
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
     let rb = rm.as_ref().map_or(NONE, Mem::bind);
@@ -307,7 +307,7 @@ pub unsafe fn iallreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: 
     }
     let f = Forced::from_env()?;
     let from = if send.is_none() { RECV } else { SEND };
-    let s = plan::allreduce(&comm.coll_site(&f)?, &f, from, count, elem, op.is_commutative());
+    let s = plan::allreduce(&comm.coll_site(&f)?, &f, from, count, elem, op.reorderable());
     let s = wrap(s, sm.as_ref(), Some(&rm), send.is_none(), true);
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
     // SAFETY: the caller's contract.
@@ -729,7 +729,7 @@ pub unsafe fn ireduce_scatter(
     if rm.packed_len() != want_out {
         return Err(bytes_mismatch(CALL, "the output", rm.packed_len(), want_out));
     }
-    let c = op.is_commutative();
+    let c = op.reorderable();
     let a = choice::reduce_scatter(Forced::from_env()?.reduce_scatter, total * elem, c);
     let from = if send.is_none() { RECV } else { SEND };
     let s = algo::reduce_scatter::schedule(me as u32, from, counts, elem, a, c);
@@ -760,7 +760,7 @@ pub unsafe fn iscan(
     if rm.packed_len() != count * elem {
         return Err(bytes_mismatch(call, "the output", rm.packed_len(), count * elem));
     }
-    let (n, me, c) = (comm.size(), comm.rank(), op.is_commutative());
+    let (n, me, c) = (comm.size(), comm.rank(), op.reorderable());
     let a = choice::scan(Forced::from_env()?.scan, n, count * elem);
     let from = if send.is_none() { RECV } else { SEND };
     let s = algo::scan::schedule(n, me, from, count, elem, a, c, exclusive);

@@ -160,6 +160,20 @@ impl Op {
         }
     }
 
+    /// Whether the collective algorithms may combine contributions in any order. Not for
+    /// `MPI_REPLACE` and `MPI_NO_OP` although they report commutative: combined in rank order,
+    /// a reduction with them has one defined result on every algorithm and process count
+    /// (`REPLACE` keeps rank 0's contribution, `NO_OP` the last rank's: the input of
+    /// `inout = input op inout` is the lower ranks' part), where reordering would give any
+    /// rank's. They are for one-sided accumulate; MPI leaves them undefined in collectives
+    /// (MPICH rejects them there), and madmpi defines them this way.
+    pub fn reorderable(&self) -> bool {
+        match &*self.0 {
+            Inner::Builtin(b) => !matches!(b, Builtin::Replace | Builtin::NoOp),
+            Inner::User { commutative, .. } => *commutative,
+        }
+    }
+
     /// The builtin this is; `None` for a user operation.
     pub fn as_builtin(&self) -> Option<Builtin> {
         match &*self.0 {

@@ -85,7 +85,10 @@ pub enum Event {
 }
 
 /// A callback run by the progression context on a request's events, before the waiter is
-/// woken. It must be quick and must not wait for other requests.
+/// woken. It must be quick and must not wait for other requests. Every submission the request
+/// accepted (a send or receive call that did not refuse it as still in flight) completes exactly
+/// once, errors included, so a monitor sees exactly one `SendCompleted` or `RecvCompleted` per
+/// submission, always before the request's `test` turns true.
 pub type Monitor = Arc<dyn Fn(Event, &Status) + Send + Sync>;
 
 /// Where a request is in its life.

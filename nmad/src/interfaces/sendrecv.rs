@@ -85,9 +85,18 @@ impl Session {
         req: Pin<&Request>,
     ) -> Result<(), Error> {
         let core = &self.0.core;
-        let gate = core.gate(peer)?;
         // SAFETY: the caller keeps the request pinned until it completes.
         let p = unsafe { req.begin(core, None)? };
+        // Looked up once begun, so that a request refused here completes like any other (its
+        // monitor runs: monitors see every submitted request complete exactly once).
+        let gate = match core.gate(peer) {
+            Ok(g) => g,
+            Err(e) => {
+                // SAFETY: just begun: still ours.
+                unsafe { p.complete(Some(e.clone())) };
+                return Err(e);
+            }
+        };
         // SAFETY: just begun: we hold it until the gate takes it.
         let st = unsafe { p.state() };
         st.kind = Kind::Send { session: self.0.id, tag, flags: if mode.sync { FLAG_SYNC } else { 0 } };

@@ -58,11 +58,30 @@ pub(super) fn buffer(
     ty: &Datatype,
     what: &str,
 ) -> Result<RawBuf, Fail> {
+    not_in_place(c, buf, what)?;
+    check::buffer(buf, count, ty).on(c)?;
+    Ok(RawBuf { base: buf.cast_mut().cast(), count: count as usize, dtype: ty.clone() })
+}
+
+/// `MPI_ERR_BUFFER` if `buf` is `MPI_IN_PLACE` (`what` names the buffer).
+pub(super) fn not_in_place(c: &Arc<CommObj>, buf: *const c_void, what: &str) -> Result<(), Fail> {
     if in_place(buf) {
         return Err(Error::buffer(format!("MPI_IN_PLACE is not allowed as the {what} here"))).on(c);
     }
-    check::buffer(buf, count, ty).on(c)?;
-    Ok(RawBuf { base: buf.cast_mut().cast(), count: count as usize, dtype: ty.clone() })
+    Ok(())
+}
+
+/// `MPI_ERR_BUFFER` if `send` and `recv` are the same memory and data moves.
+pub(super) fn not_aliased(
+    c: &Arc<CommObj>,
+    send: *const c_void,
+    recv: *const c_void,
+    data: bool,
+) -> Result<(), Fail> {
+    if data && std::ptr::eq(send, recv) {
+        return Err(Error::buffer("the send and receive buffers are the same (use MPI_IN_PLACE)")).on(c);
+    }
+    Ok(())
 }
 
 /// The operation of handle `op`, checked.
@@ -126,9 +145,7 @@ unsafe fn ireduce(
     };
     let recv = if at_root {
         let r = buffer(c, recvbuf, count, &ty, "receive buffer")?;
-        if count > 0 && std::ptr::eq(sendbuf, recvbuf) {
-            return Err(Error::buffer("the send and receive buffers are the same (use MPI_IN_PLACE)")).on(c);
-        }
+        not_aliased(c, sendbuf, recvbuf, count > 0)?;
         Some(r)
     } else {
         None
@@ -155,9 +172,7 @@ unsafe fn iallreduce(
     let o = operation(c, op)?;
     let send = if in_place(sendbuf) { None } else { Some(buffer(c, sendbuf, count, &ty, "send buffer")?) };
     let recv = buffer(c, recvbuf, count, &ty, "receive buffer")?;
-    if count > 0 && std::ptr::eq(sendbuf, recvbuf) {
-        return Err(Error::buffer("the send and receive buffers are the same (use MPI_IN_PLACE)")).on(c);
-    }
+    not_aliased(c, sendbuf, recvbuf, count > 0)?;
     let op = o.op(datatype);
     // SAFETY: the caller's contract.
     unsafe { raw::iallreduce(&c.comm, send.as_ref(), &recv, &op) }.on(c)

@@ -17,42 +17,20 @@ use crate::ok;
 use madmpi::comm::Comm;
 use madmpi::op::{Builtin, Op};
 use madmpi::request::wait_all;
-use madmpi::universe::{self, Threading};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub fn main() {
-    let mode = std::env::args().nth(2).unwrap_or_default();
-    // `check`: the largest size in bytes; `background`: rank 0's computation in ms.
-    let arg = std::env::args().nth(3).and_then(|s| s.parse::<usize>().ok());
-    let max = arg.unwrap_or(if mode == "background" { 200 } else { 4 << 20 });
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let rank = crate::RANK.get().map_or("?".to_string(), u32::to_string);
-        eprintln!("FAILED rank {rank}: {info}");
-        hook(info);
-        std::process::exit(1);
-    }));
-    let u = universe::init(Threading::Multiple).expect("MPI_Init_thread");
-    let w = u.world().clone();
-    crate::RANK.set(w.rank()).expect("once");
-    let me = w.rank();
-    std::thread::spawn(move || {
-        std::thread::sleep(crate::WATCHDOG);
-        eprintln!("FAILED rank {me}: scenario coll still running after {:?} (deadlock?)", crate::WATCHDOG);
-        std::process::exit(2);
-    });
-    let t0 = Instant::now();
-    match mode.as_str() {
-        "check" => check(&w, max),
-        "background" => background(&w, max.min(10_000) as u64),
-        _ => {
-            eprintln!("usage: madmpi_check coll check|background [max_bytes]");
-            std::process::exit(64);
+    crate::coll_scenario("coll", "check|background [max_bytes|ms]", |w, mode, arg| {
+        match mode {
+            // The largest size in bytes.
+            "check" => check(w, arg.unwrap_or(4 << 20)),
+            // Rank 0's computation in ms.
+            "background" => background(w, arg.unwrap_or(200).min(10_000) as u64),
+            _ => return false,
         }
-    }
-    println!("COLL {me} {}", t0.elapsed().as_millis());
-    u.finalize().expect("MPI_Finalize");
+        true
+    });
 }
 
 /// Element `i` of rank `r`'s input.

@@ -15,43 +15,17 @@ use madmpi::comm::Comm;
 use madmpi::datatype::{Datatype, Predefined};
 use madmpi::error::ErrorClass;
 use madmpi::request::wait_all;
-use madmpi::universe::{self, Threading};
-use std::time::Instant;
 
 const GAP: u64 = 0xdead_beef;
 
 pub fn main() {
-    let mode = std::env::args().nth(2).unwrap_or_default();
-    let max = std::env::args().nth(3).and_then(|s| s.parse::<usize>().ok()).unwrap_or(4 << 20);
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let rank = crate::RANK.get().map_or("?".to_string(), u32::to_string);
-        eprintln!("FAILED rank {rank}: {info}");
-        hook(info);
-        std::process::exit(1);
-    }));
-    let u = universe::init(Threading::Multiple).expect("MPI_Init_thread");
-    let w = u.world().clone();
-    crate::RANK.set(w.rank()).expect("once");
-    let me = w.rank();
-    std::thread::spawn(move || {
-        std::thread::sleep(crate::WATCHDOG);
-        eprintln!(
-            "FAILED rank {me}: scenario coll-gather still running after {:?} (deadlock?)",
-            crate::WATCHDOG
-        );
-        std::process::exit(2);
-    });
-    let t0 = Instant::now();
-    match mode.as_str() {
-        "check" => check(&w, max),
-        _ => {
-            eprintln!("usage: madmpi_check coll-gather check [max_bytes]");
-            std::process::exit(64);
+    crate::coll_scenario("coll-gather", "check [max_bytes]", |w, mode, max| match mode {
+        "check" => {
+            check(w, max.unwrap_or(4 << 20));
+            true
         }
-    }
-    println!("COLL-GATHER {me} {}", t0.elapsed().as_millis());
-    u.finalize().expect("MPI_Finalize");
+        _ => false,
+    });
 }
 
 /// Element `i` of what rank `r` sends to rank `to`.

@@ -88,6 +88,32 @@ fn main() {
 /// Initializes MPI (`MPI_THREAD_MULTIPLE`) for `scenario` on 3 ranks, with the failure hook and
 /// the watchdog.
 pub fn start(scenario: &str) -> universe::Universe {
+    let u = start_any(scenario);
+    assert_eq!(u.world().size(), 3, "run with madrun -n 3");
+    u
+}
+
+/// A collective scenario (any number of ranks): `madmpi_check <scenario> <mode> [number]`.
+/// `run` gets the world, the mode and the number, and returns `false` for an unknown mode
+/// (then `usage` is printed and the process exits with 64). Prints `<SCENARIO> <rank> <ms>`
+/// at the end (the elapsed time, upper case).
+pub fn coll_scenario(scenario: &str, usage: &str, run: impl FnOnce(&Comm, &str, Option<usize>) -> bool) {
+    let mode = std::env::args().nth(2).unwrap_or_default();
+    let arg = std::env::args().nth(3).and_then(|s| s.parse::<usize>().ok());
+    let u = start_any(scenario);
+    let w = u.world().clone();
+    let t0 = std::time::Instant::now();
+    if !run(&w, &mode, arg) {
+        eprintln!("usage: madmpi_check {scenario} {usage}");
+        std::process::exit(64);
+    }
+    println!("{} {} {}", scenario.to_uppercase(), w.rank(), t0.elapsed().as_millis());
+    u.finalize().expect("MPI_Finalize");
+}
+
+/// Initializes MPI (`MPI_THREAD_MULTIPLE`) for `scenario`, with the failure hook and the
+/// watchdog.
+fn start_any(scenario: &str) -> universe::Universe {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let rank = RANK.get().map_or("?".to_string(), u32::to_string);
@@ -98,7 +124,6 @@ pub fn start(scenario: &str) -> universe::Universe {
     let u = universe::init(Threading::Multiple).expect("MPI_Init_thread");
     let w = u.world();
     RANK.set(w.rank()).expect("initialized once");
-    assert_eq!(w.size(), 3, "run with madrun -n 3");
     assert_eq!(u.threading(), Threading::Multiple);
     let (me, scenario) = (w.rank(), scenario.to_string());
     std::thread::spawn(move || {
