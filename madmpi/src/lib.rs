@@ -29,6 +29,7 @@ pub mod error;
 pub mod group;
 pub mod info;
 mod internal;
+mod loom;
 pub mod mprobe;
 pub mod op;
 pub mod p2p;

@@ -17,6 +17,9 @@
 //! | `MADMPI_COLL_ALLTOALL` | `bruck`, `linear`, `pairwise` | `bruck` up to [`ALLTOALL_SHORT`] bytes per block on 8 ranks or more, else `linear` up to [`ALLTOALL_MEDIUM`] bytes per block, else `pairwise` |
 //! | `MADMPI_COLL_ALLTOALLV` | `linear`, `pairwise` | by this rank's largest block, as for alltoall (the two match each other, so ranks may differ) |
 //!
+//! "Commutative" here means [`crate::op::Op::reorderable`]: `MPI_REPLACE` and `MPI_NO_OP` report
+//! commutative but are combined in rank order.
+//!
 //! A forced algorithm that cannot serve a call (`binomial` reduce or `rabenseifner` with a
 //! non-commutative operation, `rabenseifner` with fewer elements than that power of two) gives
 //! way to the default for that call: forcing must never give wrong results. An unknown value is

@@ -13,14 +13,16 @@
 //! Owns schedule execution state and the temporaries; it must not choose algorithms.
 
 use super::progress::Progress;
+use super::rounds::{self, Advance, Rounds};
 use super::schedule::{Local, Range, SEND, Schedule, Xfer};
 use crate::comm::{Comm, from_nmad};
 use crate::datatype::Datatype;
 use crate::error::{Error, ErrorClass, Result};
+use crate::loom::atomic::AtomicUsize;
 use crate::tags::{self, Kind};
 use nmad::{Data, Event, Monitor, SendMode, Source, TagMatch};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::Op;
@@ -40,22 +42,8 @@ impl Reducer {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RoundState {
-    /// Waiting for this many rounds.
-    Waiting(usize),
-    Running,
-    Done,
-}
-
 struct State {
-    rounds: Vec<RoundState>,
-    /// In-flight requests of each running round.
-    reqs: Vec<Vec<Pin<Box<nmad::Request>>>>,
-    /// Requests seen complete so far (compared with `Exec::events`).
-    seen: usize,
-    /// Rounds not done yet.
-    left: usize,
+    rounds: Rounds<Pin<Box<nmad::Request>>>,
     error: Option<Error>,
     finished: bool,
 }
@@ -65,8 +53,6 @@ pub(crate) struct Exec {
     comm: Comm,
     seq: u64,
     sched: Schedule,
-    /// Rounds depending on each round.
-    succ: Vec<Vec<usize>>,
     /// (address, length) of each buffer of the schedule.
     bufs: Vec<(*mut u8, usize)>,
     /// The temporaries (freed on drop).
@@ -75,7 +61,7 @@ pub(crate) struct Exec {
     state: Mutex<State>,
     /// In the progress source's queue.
     pub(super) queued: AtomicBool,
-    /// Completions reported by monitors.
+    /// Completions reported by monitors (see `rounds`).
     events: AtomicUsize,
     monitor: Monitor,
     progress: Arc<Progress>,
@@ -141,17 +127,8 @@ impl Exec {
             tmp.push(t);
             bufs.push((t.cast::<u8>(), len));
         }
-        let mut succ = vec![Vec::new(); sched.rounds.len()];
-        for (i, r) in sched.rounds.iter().enumerate() {
-            for &d in &r.deps {
-                succ[d].push(i);
-            }
-        }
         let state = State {
-            rounds: sched.rounds.iter().map(|r| RoundState::Waiting(r.deps.len())).collect(),
-            reqs: (0..sched.rounds.len()).map(|_| Vec::new()).collect(),
-            seen: 0,
-            left: sched.rounds.len(),
+            rounds: Rounds::new(sched.rounds.iter().map(|r| r.deps.as_slice())),
             error: None,
             finished: false,
         };
@@ -171,7 +148,6 @@ impl Exec {
                 comm: comm.clone(),
                 seq,
                 sched,
-                succ,
                 bufs,
                 tmp,
                 reducer,
@@ -282,94 +258,66 @@ impl Exec {
     /// Advances the schedule as far as it can go now. Returns `true` if it must be advanced
     /// again soon: a monitor reported a completion whose request has not signalled yet.
     pub(crate) fn advance(self: &Arc<Self>) -> bool {
-        let mut st = lock(&self.state);
+        let mut guard = lock(&self.state);
+        let st = &mut *guard;
         if st.finished {
             return false;
         }
-        loop {
-            let mut changed = false;
-            for r in 0..st.rounds.len() {
-                if st.rounds[r] != RoundState::Running || !st.reqs[r].iter().all(|q| q.test()) {
-                    continue;
-                }
-                let reqs = std::mem::take(&mut st.reqs[r]);
-                st.seen += reqs.len();
-                for (x, q) in self.sched.rounds[r].xfers.iter().zip(&reqs) {
-                    if let Some(e) = Self::check(x, q) {
-                        st.error.get_or_insert(e);
-                    }
-                }
-                st.rounds[r] = RoundState::Done;
-                st.left -= 1;
-                for &s in &self.succ[r] {
-                    if let RoundState::Waiting(k) = &mut st.rounds[s] {
-                        *k -= 1;
-                    }
-                }
-                changed = true;
-            }
-            if st.error.is_none() {
-                for r in 0..st.rounds.len() {
-                    if st.rounds[r] == RoundState::Waiting(0) {
-                        st.rounds[r] = RoundState::Running;
-                        self.start_round(r, &mut st);
-                        changed = true;
-                    }
-                }
-            }
-            let running = st.rounds.contains(&RoundState::Running);
-            if !running && (st.left == 0 || st.error.is_some()) {
+        let mut host = Host { exec: self, error: &mut st.error };
+        match st.rounds.advance(&mut host, &self.events) {
+            Advance::Running(again) => again,
+            Advance::Finished => {
                 st.finished = true;
                 *lock(&self.result) = st.error.take();
-                drop(st);
+                drop(guard);
                 // Last access by the engine for the waiter: it may drop its handle now.
                 self.done.signal(COMPLETED);
-                return false;
+                false
             }
-            if changed {
-                continue;
-            }
-            // Requests of unfinished rounds that did complete count as seen, or a round whose
-            // send completed before its receive would poll in a loop until the receive came,
-            // holding a CPU its peer may need. Counted after the scan above, a request may have
-            // completed since: if that finished its round, go round again rather than leave the
-            // round for a monitor that already fired.
-            let mut pending_done = 0;
-            let mut round_done = false;
-            for r in 0..st.rounds.len() {
-                if st.rounds[r] == RoundState::Running {
-                    let done = st.reqs[r].iter().filter(|q| q.test()).count();
-                    round_done |= done == st.reqs[r].len();
-                    pending_done += done;
-                }
-            }
-            if round_done {
-                continue;
-            }
-            // Loaded after the count: every request counted there has reported (monitors run
-            // before requests signal). More reports than counted completions: a monitor ran and
-            // its request has not signalled yet; come back soon. A monitor that runs after this
-            // load queues the schedule again itself.
-            return self.events.load(SeqCst) > st.seen + pending_done;
         }
     }
 
-    fn start_round(&self, r: usize, st: &mut State) {
+    /// Runs round `r`'s local operations, then posts its transfers; errors go to `error`.
+    fn start_round(&self, r: usize, error: &mut Option<Error>) -> Vec<Pin<Box<nmad::Request>>> {
         let round = &self.sched.rounds[r];
         for l in &round.local {
             if let Err(e) = self.local(l) {
-                st.error.get_or_insert(e);
-                return;
+                error.get_or_insert(e);
+                return Vec::new();
             }
         }
         let mut reqs = Vec::with_capacity(round.xfers.len());
         for x in &round.xfers {
             if let Err(e) = self.post(x, &mut reqs) {
-                st.error.get_or_insert(e);
+                error.get_or_insert(e);
                 break;
             }
         }
-        st.reqs[r] = reqs;
+        reqs
+    }
+}
+
+/// The engine as the round state machine's host: posts rounds, checks finished ones.
+struct Host<'a> {
+    exec: &'a Exec,
+    error: &'a mut Option<Error>,
+}
+
+impl rounds::Host<Pin<Box<nmad::Request>>> for Host<'_> {
+    fn retire(&mut self, r: usize, reqs: Vec<Pin<Box<nmad::Request>>>) {
+        for (x, q) in self.exec.sched.rounds[r].xfers.iter().zip(&reqs) {
+            if let Some(e) = Exec::check(x, q) {
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn start(&mut self, r: usize) -> Vec<Pin<Box<nmad::Request>>> {
+        self.exec.start_round(r, self.error)
+    }
+
+    fn halted(&self) -> bool {
+        self.error.is_some()
     }
 }
 

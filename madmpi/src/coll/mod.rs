@@ -58,6 +58,7 @@
 //! - `plan`: flat or hierarchical (communicators spanning several nodes) for barrier, bcast,
 //!   reduce and allreduce, and the `MADMPI_COLL_TRACE` trace of the choices;
 //! - `engine`: executing a schedule (buffers, nmad requests, local operations, completion);
+//! - `rounds`: the engine's round state machine and completion accounting (loom-modelled);
 //! - `progress`: the pioman source that advances schedules in the background;
 //! - `api_gather`: the Rust API of gather, scatter, allgather and alltoall (and their `v`
 //!   forms, and alltoallw);
@@ -78,6 +79,7 @@ pub(crate) mod engine;
 mod plan;
 mod progress;
 pub mod raw;
+mod rounds;
 mod schedule;
 #[cfg(test)]
 mod sim;
