@@ -19,6 +19,10 @@ pub trait Bootstrap: Send + Sync {
     /// Collective: everything put before is visible to every `get` after.
     fn fence(&self) -> io::Result<()>;
     fn get(&self, key: &str) -> io::Result<Option<String>>;
+    /// How many processes of the job run on this machine, if the launcher said. Default: unknown.
+    fn local_size(&self) -> Option<u32> {
+        None
+    }
     /// The process is done with the job (after the last fence). Default: nothing to do.
     fn finalize(&self) -> io::Result<()> {
         Ok(())
@@ -72,6 +76,9 @@ impl Bootstrap for PmiBootstrap {
     }
     fn put(&self, key: &str, value: &str) -> io::Result<()> {
         self.with(|p| p.put(key, value))
+    }
+    fn local_size(&self) -> Option<u32> {
+        self.with(|p| Ok(p.local().map(|(_, n)| n))).ok().flatten()
     }
     fn fence(&self) -> io::Result<()> {
         self.with(|p| p.fence())

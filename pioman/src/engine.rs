@@ -58,6 +58,9 @@ pub(crate) struct Inner {
     /// Doorbells of progression threads' wait sets (poked too: they may sleep in epoll).
     pub(crate) poke_bells: Mutex<Vec<Arc<crate::waitset::Doorbell>>>,
     pub(crate) stats_path: Option<std::path::PathBuf>,
+    /// More processes of the job share this machine than it has cores (told by the
+    /// communication layer; see `MachineState::oversubscribed`).
+    pub(crate) oversubscribed: AtomicBool,
     /// Statistics of finished tasks, folded by source name.
     retired: Mutex<Vec<crate::stats::SourceSnapshot>>,
 }
@@ -114,6 +117,7 @@ impl Inner {
             pokes: Mutex::new(Vec::new()),
             poke_bells: Mutex::new(Vec::new()),
             stats_path,
+            oversubscribed: AtomicBool::new(false),
             retired: Mutex::new(Vec::new()),
         })
     }
@@ -124,10 +128,12 @@ impl Inner {
 
     /// What the policy sees, from LWP `vp` (marcel) or from the calling thread.
     pub(crate) fn machine(&self, vp: Option<usize>) -> MachineState {
-        match &self.marcel {
+        let mut m = match &self.marcel {
             Some(h) => machine::marcel_state(h, vp),
             None => machine::os_state(),
-        }
+        };
+        m.oversubscribed = self.oversubscribed.load(Relaxed);
+        m
     }
 
     // ---------------------------------------------------------------- registry
@@ -398,8 +404,10 @@ impl Inner {
         let node = self.node_index(scope);
         let spinning = &self.spinning_waiters[node];
         spinning.fetch_add(1, AcqRel);
-        // A short (or no) spin reads the clock every round.
-        let clock_every = if plan.spin < Duration::from_micros(20) { 1 } else { CLOCK_EVERY };
+        // A short (or no) spin reads the clock every round, and so does one that yields the CPU
+        // (a yield may last a whole time slice).
+        let os_yield = plan.yield_cpu && !in_user_thread;
+        let clock_every = if plan.spin < Duration::from_micros(20) || os_yield { 1 } else { CLOCK_EVERY };
         let mut round = 0u32;
         let spun = loop {
             self.progress(Context::Waiter, scope, false, None);
@@ -418,6 +426,8 @@ impl Inner {
             }
             if plan.yield_while_spinning && in_user_thread {
                 marcel::yield_now();
+            } else if os_yield {
+                std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
             }

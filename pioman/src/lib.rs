@@ -324,6 +324,13 @@ impl Pioman {
         self.inner.policy().name().to_string()
     }
 
+    /// Says whether more processes of the job run on this machine than it has cores (the
+    /// communication layer knows: nmad sets it from the launcher's local rank count); policies
+    /// see it in [`MachineState::oversubscribed`].
+    pub fn set_oversubscribed(&self, yes: bool) {
+        self.inner.oversubscribed.store(yes, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// What the policy would see now from the calling thread.
     pub fn machine_state(&self) -> MachineState {
         self.inner.machine(marcel::current_lwp())

@@ -59,7 +59,7 @@ pub(crate) fn os_state() -> MachineState {
     let cores = online_cpus();
     let runnable = runnable_threads();
     let others = runnable.saturating_sub(1);
-    MachineState { cores, idle_cores: cores.saturating_sub(others), local_ready: 0, under_marcel: false }
+    MachineState { cores, idle_cores: cores.saturating_sub(others), ..MachineState::default() }
 }
 
 /// CPUs online in the system (at least 1).
@@ -106,7 +106,7 @@ pub(crate) fn marcel_state(h: &marcel::Handle, vp: Option<usize>) -> MachineStat
             local_ready = s.ready + s.detached;
         }
     }
-    MachineState { cores: n, idle_cores: idle, local_ready, under_marcel: true }
+    MachineState { cores: n, idle_cores: idle, local_ready, under_marcel: true, oversubscribed: false }
 }
 
 #[cfg(all(test, not(loom)))]

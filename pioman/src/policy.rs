@@ -32,6 +32,10 @@ pub struct MachineState {
     pub local_ready: usize,
     /// Whether pioman runs under marcel.
     pub under_marcel: bool,
+    /// More processes of the job run on this machine than it has cores (an MPI job started with
+    /// more ranks than cores): the other runnable threads are likely peers waiting for us, not
+    /// computations to stay out of the way of ([`crate::Pioman::set_oversubscribed`]).
+    pub oversubscribed: bool,
 }
 
 /// What an idle context (an idle marcel LWP, a progression thread) does now.
@@ -63,6 +67,9 @@ pub struct WaitPlan {
     pub spin: Duration,
     /// While spinning, let the other ready user threads of the core run between polls.
     pub yield_while_spinning: bool,
+    /// While spinning in an OS thread, give the CPU to its other runnable threads between polls
+    /// (`sched_yield`).
+    pub yield_cpu: bool,
     pub then: AfterSpin,
 }
 
@@ -113,7 +120,12 @@ pub const POLL: Fixed = Fixed {
     idle: IdleAction::Poll,
     at_switch: true,
     at_tick: true,
-    plan: WaitPlan { spin: Duration::from_millis(1), yield_while_spinning: true, then: AfterSpin::Park },
+    plan: WaitPlan {
+        spin: Duration::from_millis(1),
+        yield_while_spinning: true,
+        yield_cpu: false,
+        then: AfterSpin::Park,
+    },
     busy_poll: true,
 };
 
@@ -123,7 +135,12 @@ pub const BLOCK: Fixed = Fixed {
     idle: IdleAction::Block,
     at_switch: false,
     at_tick: true,
-    plan: WaitPlan { spin: Duration::ZERO, yield_while_spinning: false, then: AfterSpin::Block },
+    plan: WaitPlan {
+        spin: Duration::ZERO,
+        yield_while_spinning: false,
+        yield_cpu: false,
+        then: AfterSpin::Block,
+    },
     busy_poll: false,
 };
 
@@ -133,7 +150,12 @@ pub const TIMER: Fixed = Fixed {
     idle: IdleAction::Sleep,
     at_switch: false,
     at_tick: true,
-    plan: WaitPlan { spin: Duration::ZERO, yield_while_spinning: false, then: AfterSpin::Park },
+    plan: WaitPlan {
+        spin: Duration::ZERO,
+        yield_while_spinning: false,
+        yield_cpu: false,
+        then: AfterSpin::Park,
+    },
     busy_poll: false,
 };
 
@@ -158,6 +180,10 @@ impl Policy for Fixed {
     }
 }
 
+/// How long an oversubscribed waiter polls and yields before it sleeps: long enough for every
+/// other rank of a crowded machine to get its turn a few times (each turn is a poll).
+pub const OVERSUBSCRIBED_SPIN: Duration = Duration::from_millis(1);
+
 /// `poll` while a core is idle, `block` when every core computes (see the module docs).
 pub struct AdaptivePolicy;
 
@@ -178,13 +204,30 @@ impl Policy for AdaptivePolicy {
         if m.under_marcel && m.local_ready == 0 {
             // Nobody wants our core: spin a little, then park — our LWP goes idle and polls, and
             // runs us as soon as it detects the event (cheaper than a kernel wake-up).
-            return WaitPlan { spin: default_spin(), yield_while_spinning: false, then: AfterSpin::Park };
+            return WaitPlan {
+                spin: default_spin(),
+                yield_while_spinning: false,
+                yield_cpu: false,
+                then: AfterSpin::Park,
+            };
         }
         // Spin only if it costs nobody anything, then sleep in the kernel (under marcel inside
         // `marcel::blocking`, so the threads waiting for our core get it).
         let free = m.local_ready == 0 && m.idle_cores > 0;
+        if !free && m.oversubscribed && !m.under_marcel {
+            // The cores are busy with our job's other ranks, most likely waiting too: poll and
+            // hand the core over (sched_yield) for a while — the rank we wait for runs at once,
+            // where a sleep would cost a kernel wake-up per message. A computation that holds
+            // the core makes the first yield last a time slice, which ends the spin.
+            return WaitPlan {
+                spin: OVERSUBSCRIBED_SPIN,
+                yield_while_spinning: false,
+                yield_cpu: true,
+                then: AfterSpin::Block,
+            };
+        }
         let spin = if free { default_spin() } else { Duration::ZERO };
-        WaitPlan { spin, yield_while_spinning: false, then: AfterSpin::Block }
+        WaitPlan { spin, yield_while_spinning: false, yield_cpu: false, then: AfterSpin::Block }
     }
 }
 
@@ -254,7 +297,12 @@ mod tests {
                 true
             }
             fn wait(&self, _: &MachineState) -> WaitPlan {
-                WaitPlan { spin: Duration::ZERO, yield_while_spinning: false, then: AfterSpin::Park }
+                WaitPlan {
+                    spin: Duration::ZERO,
+                    yield_while_spinning: false,
+                    yield_cpu: false,
+                    then: AfterSpin::Park,
+                }
             }
         }
         register("mine", || Arc::new(Mine));
@@ -264,17 +312,38 @@ mod tests {
     #[test]
     fn adaptive_switches_on_idle_cores() {
         let a = AdaptivePolicy;
-        let busy = MachineState { cores: 2, idle_cores: 0, local_ready: 3, under_marcel: true };
-        let idle = MachineState { cores: 2, idle_cores: 1, local_ready: 0, under_marcel: true };
+        let busy = MachineState {
+            cores: 2,
+            idle_cores: 0,
+            local_ready: 3,
+            under_marcel: true,
+            oversubscribed: false,
+        };
+        let idle = MachineState {
+            cores: 2,
+            idle_cores: 1,
+            local_ready: 0,
+            under_marcel: true,
+            oversubscribed: false,
+        };
         assert_eq!(a.idle(&busy), IdleAction::Block);
         assert_eq!(a.idle(&idle), IdleAction::Poll);
         assert_eq!(a.wait(&busy).spin, Duration::ZERO);
         assert!(a.wait(&idle).spin > Duration::ZERO);
-        let alone = MachineState { cores: 2, idle_cores: 0, local_ready: 0, under_marcel: true };
+        let alone = MachineState {
+            cores: 2,
+            idle_cores: 0,
+            local_ready: 0,
+            under_marcel: true,
+            oversubscribed: false,
+        };
         assert_eq!(a.wait(&alone).then, AfterSpin::Park, "our LWP will poll when we park");
         assert_eq!(a.wait(&busy).then, AfterSpin::Block);
-        let os_busy = MachineState { cores: 2, idle_cores: 0, local_ready: 0, under_marcel: false };
+        let os_busy = MachineState { cores: 2, idle_cores: 0, local_ready: 0, ..Default::default() };
         assert_eq!(a.wait(&os_busy).spin, Duration::ZERO);
+        let crowded = MachineState { oversubscribed: true, ..os_busy };
+        assert!(a.wait(&crowded).spin > Duration::ZERO && a.wait(&crowded).yield_cpu);
+        assert_eq!(a.wait(&crowded).then, AfterSpin::Block);
         let control = Hints { prefers_blocking: true, latency_critical: false };
         assert!(!a.busy_poll_allowed(control, &idle));
     }

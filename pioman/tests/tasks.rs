@@ -249,6 +249,7 @@ fn policy_changes_at_run_time_and_user_policies_register_by_name() {
             pioman::WaitPlan {
                 spin: Duration::ZERO,
                 yield_while_spinning: false,
+                yield_cpu: false,
                 then: pioman::AfterSpin::Park,
             }
         }

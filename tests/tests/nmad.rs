@@ -53,7 +53,28 @@ fn every_rank_reaches_every_rank_on_each_driver() {
         |_| {},
     );
     ok_lines(&d, 2);
-    assert!(d.stdout.contains("rank 0/2 ok rails 0=self 1=shm"), "{d:?}");
+    assert!(d.stdout.contains("rank 0/2 ok rails 0=self 1=shm "), "{d:?}");
+}
+
+/// More ranks on the machine than it has CPUs (from the launcher's local rank count): pioman is
+/// told, so that waiting ranks yield their core to the ones they wait for.
+#[test]
+fn pioman_knows_when_the_ranks_outnumber_the_cpus() {
+    let _g = serial();
+    // SAFETY: sysconf has no preconditions.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
+    for n in [cpus, cpus + 1] {
+        let m = unique_marker();
+        let d = run_limited(
+            job(&m, n, &[], env!("CARGO_BIN_EXE_nmad_check"), &[]),
+            None,
+            Duration::from_secs(60),
+            |_| {},
+        );
+        ok_lines(&d, n);
+        let want = format!("oversubscribed {}", n > cpus);
+        assert_eq!(d.stdout.lines().filter(|l| l.ends_with(&want)).count(), n as usize, "{d:?}");
+    }
 }
 
 #[test]

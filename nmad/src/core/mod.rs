@@ -185,6 +185,13 @@ impl Core {
             Some(p) => (p, false),
             None => (Pioman::new()?, true),
         };
+        // More ranks here than the machine has CPUs: waiting ranks should hand their core to
+        // the ones they wait for (see pioman's adaptive policy).
+        // SAFETY: sysconf has no preconditions.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
+        if bootstrap.local_size().is_some_and(|n| n > cpus) {
+            pioman.set_oversubscribed(true);
+        }
         let core = Arc::new(Core {
             rank,
             size,

@@ -1,5 +1,6 @@
 //! A small nmad job: every rank exchanges a message with every rank (itself included), then
-//! prints which rails it uses to each peer, e.g. `rank 1/4 ok rails 0=shm 1=self 2=tcp 3=tcp`.
+//! prints which rails it uses to each peer and whether pioman was told the machine is
+//! oversubscribed, e.g. `rank 1/4 ok rails 0=shm 1=self 2=tcp 3=tcp oversubscribed false`.
 
 use nmad::{Nmad, Source};
 
@@ -28,6 +29,7 @@ fn main() {
     }
     let rails: Vec<String> =
         (0..n).map(|p| format!("{p}={}", nm.rails_to(p).expect("rails").join("+"))).collect();
-    println!("rank {me}/{n} ok rails {}", rails.join(" "));
+    let over = nm.pioman().machine_state().oversubscribed;
+    println!("rank {me}/{n} ok rails {} oversubscribed {over}", rails.join(" "));
     nm.finalize().expect("finalize");
 }
