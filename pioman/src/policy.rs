@@ -13,7 +13,9 @@
 //! - `adaptive`: `poll` while a core is idle, `block` when every core computes; sources hinted
 //!   `prefers_blocking` are never polled busily. Under marcel a waiter whose LWP has nothing else to
 //!   run parks (its idle LWP polls and resumes it); one whose core is wanted by other threads
-//!   (ready, or hogs marcel handed off) sleeps in a blocking wait.
+//!   (ready, or hogs marcel handed off) sleeps in a blocking wait. Without marcel, in a job with
+//!   more ranks on the machine than CPUs ([`MachineState::oversubscribed`]), a waiter whose core
+//!   is wanted polls and yields the CPU for up to [`OVERSUBSCRIBED_SPIN`] before it blocks.
 
 use crate::source::Hints;
 use std::collections::HashMap;
