@@ -27,12 +27,13 @@ mod core;
 pub mod drivers;
 pub mod interfaces;
 mod loom;
+pub mod observe;
 pub mod strategies;
 
 pub use crate::core::request::{COMPLETED, Error, Event, MATCHED, Monitor, Request, Status};
 pub use crate::core::session::SessionMonitor;
 pub use crate::core::wire;
-pub use crate::core::{Config, Stats};
+pub use crate::core::{Config, DriverStats, Stats};
 pub use interfaces::data::{Blocks, Data, Layout, Strided};
 pub use interfaces::sendrecv::{Scope, SendMode, Source, TagMatch, scope};
 
@@ -151,6 +152,11 @@ impl Nmad {
 
     pub fn stats(&self) -> Stats {
         self.0.core.stats()
+    }
+
+    /// Traffic per driver started, in start order.
+    pub fn driver_stats(&self) -> Vec<DriverStats> {
+        self.0.core.driver_stats()
     }
 
     /// Collective end: waits until every rank got here, then closes links quietly.

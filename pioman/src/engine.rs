@@ -4,9 +4,11 @@
 //! It owns no thread itself: marcel's hooks (`hooks.rs`) and progression threads (`threads.rs`)
 //! call in. It must not know what a source does: it sees `Source` and `Policy` only.
 
+use crate::clock;
 use crate::cond::{Cond, Wake};
 use crate::ltask::{Cancel, Ended, LTASK_CANCELLED, LTASK_DONE, Ltask, State};
 use crate::machine::{self, Scope};
+use crate::observe::Event;
 use crate::policy::{AfterSpin, MachineState, Policy};
 use crate::source::{Binding, BlockingWait, Context, Options, Poll, PollCtx, Source};
 use crate::stats::{Snapshot, SourceStats, context_index};
@@ -61,6 +63,8 @@ pub(crate) struct Inner {
     /// More processes of the job share this machine than it has cores (told by the
     /// communication layer; see `MachineState::oversubscribed`).
     pub(crate) oversubscribed: AtomicBool,
+    /// Time contexts spent asleep in the sources' blocking waits, in ns (summed over contexts).
+    blocked_ns: AtomicU64,
     /// Statistics of finished tasks, folded by source name.
     retired: Mutex<Vec<crate::stats::SourceSnapshot>>,
 }
@@ -118,6 +122,7 @@ impl Inner {
             poke_bells: Mutex::new(Vec::new()),
             stats_path,
             oversubscribed: AtomicBool::new(false),
+            blocked_ns: AtomicU64::new(0),
             retired: Mutex::new(Vec::new()),
         })
     }
@@ -259,7 +264,16 @@ impl Inner {
                 break;
             }
         }
-        let woke = ready || sleep();
+        let woke = ready || {
+            crate::observe::EVENTS
+                .fire(|| Event::BlockingWaitBegin { instance: self.id, sources: armed as u32 });
+            let t0 = clock::now_ns();
+            let woke = sleep();
+            let slept_ns = clock::now_ns().saturating_sub(t0);
+            self.blocked_ns.fetch_add(slept_ns, Relaxed);
+            crate::observe::EVENTS.fire(|| Event::BlockingWaitEnd { instance: self.id, woke, slept_ns });
+            woke
+        };
         for t in tasks.iter().filter(|t| scope.allows(t.opts.binding) && blocking_fd(t).is_some()).take(armed)
         {
             t.source.disarm();
@@ -584,7 +598,12 @@ impl Inner {
                 None => sources.push(snap),
             }
         }
-        Snapshot { instance: self.id, policy: self.policy().name().to_string(), sources }
+        Snapshot {
+            instance: self.id,
+            policy: self.policy().name().to_string(),
+            blocked_ns: self.blocked_ns.load(Relaxed),
+            sources,
+        }
     }
 }
 

@@ -51,6 +51,7 @@ mod hooks;
 mod loom;
 mod ltask;
 mod machine;
+pub mod observe;
 pub mod policy;
 mod source;
 pub mod stats;

@@ -265,6 +265,14 @@ pub fn by_name(name: &str) -> Result<Arc<dyn Policy>, String> {
     }
 }
 
+/// The names of the registered policies (the built-in ones and those added with [`register`]),
+/// sorted.
+pub fn names() -> Vec<String> {
+    let mut v: Vec<String> = registry().lock().unwrap().keys().cloned().collect();
+    v.sort();
+    v
+}
+
 /// `PIOMAN_POLICY`, or `adaptive`.
 pub fn from_env() -> Result<Arc<dyn Policy>, String> {
     match std::env::var("PIOMAN_POLICY") {

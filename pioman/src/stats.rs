@@ -214,6 +214,8 @@ pub struct Snapshot {
     /// Which instance (0 for the first of the process).
     pub instance: u64,
     pub policy: String,
+    /// Time contexts spent asleep in the sources' blocking waits (summed over contexts), in ns.
+    pub blocked_ns: u64,
     pub sources: Vec<SourceSnapshot>,
 }
 
@@ -244,6 +246,7 @@ impl Snapshot {
             "pid": std::process::id(),
             "instance": self.instance,
             "policy": self.policy,
+            "blocked_ns": self.blocked_ns,
             "sources": sources,
         })
     }
@@ -277,7 +280,7 @@ mod tests {
         let p50 = s.quantile_ns(0.5).unwrap();
         assert!((3..=4).contains(&p50), "{p50}");
         assert!(s.mean_ns().unwrap() > 160_000.0);
-        let j = Snapshot { instance: 0, policy: "poll".into(), sources: vec![] }.to_json();
+        let j = Snapshot { instance: 0, policy: "poll".into(), blocked_ns: 0, sources: vec![] }.to_json();
         assert_eq!(j["policy"], "poll");
     }
 }

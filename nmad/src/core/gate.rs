@@ -19,6 +19,7 @@ use super::request::{Error, Kind, ReqPtr};
 use super::slab::Slab;
 use super::wire::{self, Encoder, FLAG_READ, FLAG_SYNC, MsgHeader, Piece};
 use crate::drivers::{BulkHeader, LargePath, Link, PeerId, Segment, Sent};
+use crate::observe::Event;
 use crate::strategies::{Plan, RailInfo, Strategy};
 use eager_now::Now;
 use rustc_hash::FxHashMap as HashMap;
@@ -120,6 +121,9 @@ pub(crate) struct Out {
     msg_sizes: Vec<usize>,
     protos: Vec<Proto>,
     rails: Vec<RailInfo>,
+    /// Messages wait for credit (set at the first planning that finds none, for counting
+    /// stalls once).
+    stalled: bool,
 }
 
 /// A large message being received into a posted buffer, by receive cookie.
@@ -184,6 +188,7 @@ impl Gate {
                 msg_sizes: Vec::new(),
                 protos: Vec::new(),
                 rails: infos,
+                stalled: false,
             }),
             large_in: Mutex::new(Slab::default()),
             owed_bytes: AtomicU64::new(0),
@@ -298,7 +303,7 @@ impl Gate {
         let o = &mut *out;
         o.ctrl_sizes.clear();
         o.ctrl_sizes.extend(o.control.iter().map(Control::wire_size));
-        self.plan_messages(o);
+        self.plan_messages(core, o);
         let owed = (self.owed_bytes.load(Relaxed), self.owed_slots.load(Relaxed));
         let credit_due = owed.0 >= self.owed_threshold || owed.1 >= 16;
         let plan = if o.ctrl_sizes.is_empty() && o.msg_sizes.is_empty() {
@@ -326,12 +331,14 @@ impl Gate {
             }
             link.try_send(&[IoSlice::new(&o.flat)])
         };
+        let bytes = o.iov.iter().map(|s| s.len()).sum::<usize>();
         o.iov.clear(); // the slices borrowed `hdr` and user memory only for the send
         match sent {
             Ok(Sent::Done) => {
+                core.counters.sent(self.rails[plan.rail].driver, bytes);
                 core.packets.fetch_add(1, Relaxed);
                 core.chunks.fetch_add((plan.control + plan.messages) as u64, Relaxed);
-                self.commit(o, &plan, completed);
+                self.commit(core, o, &plan, completed);
                 Ok(true)
             }
             Ok(Sent::Busy) => {
@@ -352,7 +359,7 @@ impl Gate {
 
     /// Decides, in order, how each waiting message goes (eager or rendezvous) with the credit
     /// left, stopping at the first that cannot go yet (later ones must not overtake it).
-    fn plan_messages(&self, o: &mut Out) {
+    fn plan_messages(&self, core: &Core, o: &mut Out) {
         o.msg_sizes.clear();
         o.protos.clear();
         let (mut credit, mut slots) = (o.credit, o.slots);
@@ -368,11 +375,13 @@ impl Gate {
             let len = st.data.len();
             let cost = len as u64 + EAGER_OVERHEAD;
             if len <= self.eager_limit && credit >= cost {
+                o.stalled = false;
                 credit -= cost;
                 o.protos.push(Proto::Eager);
                 o.msg_sizes.push(wire::MAX_HEADER + 10 + len);
                 planned += wire::MAX_HEADER + 10 + len;
             } else if slots > 0 {
+                o.stalled = false;
                 slots -= 1;
                 o.protos.push(Proto::Rdv);
                 let hl = st.header_len.min(len).min(wire::MAX_RDV_HEADER);
@@ -380,6 +389,11 @@ impl Gate {
                 o.msg_sizes.push(size);
                 planned += size;
             } else {
+                if !o.stalled {
+                    o.stalled = true;
+                    core.counters.credit_stalls.fetch_add(1, Relaxed);
+                    crate::observe::EVENTS.fire(|| Event::CreditStall { peer: self.peer });
+                }
                 break;
             }
         }
@@ -520,7 +534,7 @@ impl Gate {
     }
 
     /// The link took the packet: the chunks in it leave the queues.
-    fn commit(&self, o: &mut Out, plan: &Plan, completed: &mut Completed) {
+    fn commit(&self, core: &Core, o: &mut Out, plan: &Plan, completed: &mut Completed) {
         o.control.drain(..plan.control);
         for i in 0..plan.messages {
             let req = o.msgs.pop_front().expect("planned message");
@@ -533,8 +547,14 @@ impl Gate {
                     if flags & FLAG_SYNC == 0 {
                         completed.push(req);
                     }
+                    core.counters.eager_sent.fetch_add(1, Relaxed);
                 }
-                Proto::Rdv => o.slots -= 1,
+                Proto::Rdv => {
+                    o.slots -= 1;
+                    core.counters.rdv_sent.fetch_add(1, Relaxed);
+                    let len = st.data.len() as u64;
+                    crate::observe::EVENTS.fire(|| Event::RendezvousStarted { peer: self.peer, len });
+                }
             }
         }
         o.cookies.clear();
@@ -578,6 +598,7 @@ impl Gate {
                 // SAFETY: the send's memory stays valid until it completes, which waits for
                 // every bulk_sent (or a failure).
                 unsafe { link.send_bulk(hdr, &o.segs, cookie) }.map_err(|e| format!("bulk send: {e}"))?;
+                core.counters.sent(self.rails[rail].driver, p.len as usize);
                 st.pending += 1;
             }
             if st.pending == 0 {

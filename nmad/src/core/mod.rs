@@ -6,6 +6,7 @@
 //! request completes. The core never sees MPI objects: madmpi maps communicators to sessions.
 
 mod buffers;
+mod counters;
 pub(crate) mod deliver;
 mod gate;
 pub(crate) mod matching;
@@ -28,6 +29,9 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use work_queue::WorkQueue;
+
+pub(crate) use counters::Counters;
+pub use counters::DriverStats;
 
 /// Settings (environment variables in brackets; builder values win).
 #[derive(Clone)]
@@ -81,6 +85,13 @@ pub struct Stats {
     /// Packets sent, and the chunks they carried (aggregation = chunks / packets).
     pub packets: u64,
     pub chunks: u64,
+    /// Messages sent eagerly, and as rendezvous requests.
+    pub eager_sent: u64,
+    pub rendezvous_sent: u64,
+    /// Times sends to a peer had to wait for credit (no eager credit nor rendezvous slot left).
+    pub credit_stalls: u64,
+    /// Messages that arrived before their receive was posted.
+    pub unexpected_messages: u64,
 }
 
 /// A peer's business cards, as published through the bootstrap.
@@ -145,6 +156,7 @@ pub(crate) struct Core {
     peak: AtomicU64,
     pub(crate) packets: AtomicU64,
     pub(crate) chunks: AtomicU64,
+    pub(crate) counters: Counters,
 }
 
 impl Core {
@@ -192,6 +204,7 @@ impl Core {
         if bootstrap.local_size().is_some_and(|n| n > cpus) {
             pioman.set_oversubscribed(true);
         }
+        let ndrivers = drivers.len();
         let core = Arc::new(Core {
             rank,
             size,
@@ -217,6 +230,7 @@ impl Core {
             peak: AtomicU64::new(0),
             packets: AtomicU64::new(0),
             chunks: AtomicU64::new(0),
+            counters: Counters::new(ndrivers),
         });
         for (i, d) in core.drivers.iter().enumerate() {
             let task =
@@ -468,7 +482,20 @@ impl Core {
             budget: peers * (self.grant + self.config.rdv_slots * (64 + wire::MAX_RDV_HEADER as u64)),
             packets: self.packets.load(Relaxed),
             chunks: self.chunks.load(Relaxed),
+            eager_sent: self.counters.eager_sent.load(Relaxed),
+            rendezvous_sent: self.counters.rdv_sent.load(Relaxed),
+            credit_stalls: self.counters.credit_stalls.load(Relaxed),
+            unexpected_messages: self.counters.unexpected_messages.load(Relaxed),
         }
+    }
+
+    pub(crate) fn driver_stats(&self) -> Vec<DriverStats> {
+        (self.drivers.iter().enumerate())
+            .map(|(i, d)| {
+                let (packets, bytes) = self.counters.driver(i);
+                DriverStats { name: d.name().to_string(), packets, bytes }
+            })
+            .collect()
     }
 
     // ------------------------------------------------------------ end

@@ -163,6 +163,15 @@ impl SessionInner {
             unsafe { deliver::matched(core, gate, req, inc) };
         }
         if !stored.is_empty() {
+            core.counters.unexpected_messages.fetch_add(stored.len() as u64, Relaxed);
+            for s in &stored {
+                crate::observe::EVENTS.fire(|| crate::observe::Event::Unexpected {
+                    session: self.id,
+                    source: s.source,
+                    tag: s.tag,
+                    len: s.len as u64,
+                });
+            }
             self.fire_monitors(&stored);
         }
     }
