@@ -64,6 +64,7 @@ impl Universe {
     /// The environment over an nmad instance set up by the caller (tests, embedding).
     pub(crate) fn with(nm: Nmad, threading: Threading) -> Universe {
         epoch();
+        crate::tools::runtime::attach(&nm);
         let rt = Runtime::new(nm);
         Universe {
             world: Comm::world(&rt),
@@ -107,6 +108,7 @@ impl Universe {
     /// nmad down.
     pub fn finalize(self) -> Result<()> {
         let nm = self.rt.nm.clone();
+        crate::tools::runtime::detach();
         drop(self);
         let r = nm.finalize().map_err(|e| Error::new(ErrorClass::Other, format!("MPI_Finalize: {e}")));
         STATE.store(FINALIZED, SeqCst);

@@ -24,12 +24,15 @@
 //! non-commutative operation, `rabenseifner` with fewer elements than that power of two) gives
 //! way to the default for that call: forcing must never give wrong results. An unknown value is
 //! an `MPI_ERR_ARG` naming the variable, at the first collective call. The variables are read
-//! once per process.
+//! once per process; the tools interface may then change the choice (`Forced::replace`, the
+//! `MPI_T` control variables of the same names), applied from the next collective call.
 //!
 //! Owns the choice; the algorithms are in `algo`.
 
 use crate::error::{Error, Result};
-use std::sync::OnceLock;
+use arc_swap::ArcSwap;
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 /// Broadcasts of at least this many bytes use scatter + ring allgather (MPICH switches at
 /// 12 KiB–512 KiB depending on n; measured here, the binomial tree's log2 n full copies start
@@ -145,6 +148,72 @@ pub struct Forced {
     pub alltoallv: Option<Alltoallv>,
 }
 
+/// The variables, each with its field of [`Forced`] and its values, in the order of the table
+/// above (one entry per variable: parsing, naming and setting all read it).
+macro_rules! variables {
+    ($($var:literal => $field:ident: [$(($name:literal, $value:expr)),* $(,)?]),* $(,)?) => {
+        /// Every variable with the values it takes (`MPI_T` lists them as enumerations).
+        pub const VARIABLES: &[(&str, &[&str])] = &[$(($var, &[$($name),*])),*];
+
+        impl Forced {
+            /// Forces the algorithm `value` names for variable `var` (`None` or `""`: choose by
+            /// size again).
+            pub fn set(&mut self, var: &str, value: Option<&str>) -> std::result::Result<(), String> {
+                let value = value.filter(|v| !v.is_empty());
+                match var {
+                    $($var => {
+                        self.$field = pick($var, value, &[$(($name, $value)),*])?;
+                        Ok(())
+                    })*
+                    _ => Err(format!("{var}: not a collective variable")),
+                }
+            }
+
+            /// The name of the value forced for `var`: `Some(None)` when none is.
+            pub fn get(&self, var: &str) -> Option<Option<&'static str>> {
+                match var {
+                    $($var => Some(
+                        [$(($name, $value)),*].into_iter().find(|(_, v)| Some(*v) == self.$field).map(|(n, _)| n),
+                    ),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+variables! {
+    "MADMPI_COLL_HIERARCHICAL" => hierarchical: [("auto", true), ("off", false)],
+    "MADMPI_COLL_BARRIER" => barrier: [("dissemination", Barrier::Dissemination)],
+    "MADMPI_COLL_BCAST" => bcast: [("binomial", Bcast::Binomial), ("scatter_ring", Bcast::ScatterRing)],
+    "MADMPI_COLL_REDUCE" => reduce: [("binomial", Reduce::Binomial), ("ordered", Reduce::Ordered)],
+    "MADMPI_COLL_ALLREDUCE" => allreduce: [
+        ("recursive_doubling", Allreduce::RecursiveDoubling),
+        ("rabenseifner", Allreduce::Rabenseifner),
+        ("reduce_bcast", Allreduce::ReduceBcast),
+    ],
+    "MADMPI_COLL_REDUCE_SCATTER" => reduce_scatter: [
+        ("recursive_halving", ReduceScatter::RecursiveHalving),
+        ("pairwise", ReduceScatter::Pairwise),
+        ("reduce_scatterv", ReduceScatter::ReduceScatterv),
+    ],
+    "MADMPI_COLL_SCAN" => scan: [("recursive_doubling", Scan::RecursiveDoubling), ("linear", Scan::Linear)],
+    "MADMPI_COLL_GATHER" => gather: [("binomial", Gather::Binomial), ("linear", Gather::Linear)],
+    "MADMPI_COLL_SCATTER" => scatter: [("binomial", Gather::Binomial), ("linear", Gather::Linear)],
+    "MADMPI_COLL_ALLGATHER" => allgather: [
+        ("recursive_doubling", Allgather::RecursiveDoubling),
+        ("bruck", Allgather::Bruck),
+        ("ring", Allgather::Ring),
+    ],
+    "MADMPI_COLL_ALLGATHERV" => allgatherv: [("ring", Allgatherv::Ring), ("linear", Allgatherv::Linear)],
+    "MADMPI_COLL_ALLTOALL" => alltoall: [
+        ("bruck", Alltoall::Bruck),
+        ("linear", Alltoall::Linear),
+        ("pairwise", Alltoall::Pairwise),
+    ],
+    "MADMPI_COLL_ALLTOALLV" => alltoallv: [("linear", Alltoallv::Linear), ("pairwise", Alltoallv::Pairwise)],
+}
+
 fn pick<T: Copy>(
     var: &str,
     value: Option<&str>,
@@ -160,95 +229,52 @@ fn pick<T: Copy>(
     }
 }
 
+/// The choice in force: the environment's, read at the first collective call, then whatever
+/// the tools interface set (`MPI_T_cvar_write`).
+static IN_FORCE: LazyLock<ArcSwap<std::result::Result<Forced, String>>> =
+    LazyLock::new(|| ArcSwap::from_pointee(Forced::parse(|k| std::env::var(k).ok())));
+
+/// `MADMPI_COLL_TRACE`: unread, off, on.
+static TRACE: AtomicU8 = AtomicU8::new(0);
+
+/// Whether every collective call prints its choice on stderr (`MADMPI_COLL_TRACE`, read once,
+/// then [`set_tracing`]).
+pub fn tracing() -> bool {
+    match TRACE.load(Relaxed) {
+        0 => {
+            let on = std::env::var("MADMPI_COLL_TRACE").is_ok_and(|v| !v.is_empty() && v != "0");
+            // A concurrent `set_tracing` wins over the environment.
+            let _ = TRACE.compare_exchange(0, 1 + u8::from(on), Relaxed, Relaxed);
+            TRACE.load(Relaxed) == 2
+        }
+        v => v == 2,
+    }
+}
+
+/// Turns the trace on or off from the next collective call.
+pub fn set_tracing(on: bool) {
+    TRACE.store(1 + u8::from(on), Relaxed);
+}
+
 impl Forced {
     /// From variables looked up with `get`.
     pub fn parse(get: impl Fn(&str) -> Option<String>) -> std::result::Result<Forced, String> {
-        let v = |k: &str| get(k).filter(|s| !s.is_empty());
-        Ok(Forced {
-            hierarchical: pick(
-                "MADMPI_COLL_HIERARCHICAL",
-                v("MADMPI_COLL_HIERARCHICAL").as_deref(),
-                &[("auto", true), ("off", false)],
-            )?,
-            barrier: pick(
-                "MADMPI_COLL_BARRIER",
-                v("MADMPI_COLL_BARRIER").as_deref(),
-                &[("dissemination", Barrier::Dissemination)],
-            )?,
-            bcast: pick(
-                "MADMPI_COLL_BCAST",
-                v("MADMPI_COLL_BCAST").as_deref(),
-                &[("binomial", Bcast::Binomial), ("scatter_ring", Bcast::ScatterRing)],
-            )?,
-            reduce: pick(
-                "MADMPI_COLL_REDUCE",
-                v("MADMPI_COLL_REDUCE").as_deref(),
-                &[("binomial", Reduce::Binomial), ("ordered", Reduce::Ordered)],
-            )?,
-            allreduce: pick(
-                "MADMPI_COLL_ALLREDUCE",
-                v("MADMPI_COLL_ALLREDUCE").as_deref(),
-                &[
-                    ("recursive_doubling", Allreduce::RecursiveDoubling),
-                    ("rabenseifner", Allreduce::Rabenseifner),
-                    ("reduce_bcast", Allreduce::ReduceBcast),
-                ],
-            )?,
-            reduce_scatter: pick(
-                "MADMPI_COLL_REDUCE_SCATTER",
-                v("MADMPI_COLL_REDUCE_SCATTER").as_deref(),
-                &[
-                    ("recursive_halving", ReduceScatter::RecursiveHalving),
-                    ("pairwise", ReduceScatter::Pairwise),
-                    ("reduce_scatterv", ReduceScatter::ReduceScatterv),
-                ],
-            )?,
-            scan: pick(
-                "MADMPI_COLL_SCAN",
-                v("MADMPI_COLL_SCAN").as_deref(),
-                &[("recursive_doubling", Scan::RecursiveDoubling), ("linear", Scan::Linear)],
-            )?,
-            gather: pick(
-                "MADMPI_COLL_GATHER",
-                v("MADMPI_COLL_GATHER").as_deref(),
-                &[("binomial", Gather::Binomial), ("linear", Gather::Linear)],
-            )?,
-            scatter: pick(
-                "MADMPI_COLL_SCATTER",
-                v("MADMPI_COLL_SCATTER").as_deref(),
-                &[("binomial", Gather::Binomial), ("linear", Gather::Linear)],
-            )?,
-            allgather: pick(
-                "MADMPI_COLL_ALLGATHER",
-                v("MADMPI_COLL_ALLGATHER").as_deref(),
-                &[
-                    ("recursive_doubling", Allgather::RecursiveDoubling),
-                    ("bruck", Allgather::Bruck),
-                    ("ring", Allgather::Ring),
-                ],
-            )?,
-            allgatherv: pick(
-                "MADMPI_COLL_ALLGATHERV",
-                v("MADMPI_COLL_ALLGATHERV").as_deref(),
-                &[("ring", Allgatherv::Ring), ("linear", Allgatherv::Linear)],
-            )?,
-            alltoall: pick(
-                "MADMPI_COLL_ALLTOALL",
-                v("MADMPI_COLL_ALLTOALL").as_deref(),
-                &[("bruck", Alltoall::Bruck), ("linear", Alltoall::Linear), ("pairwise", Alltoall::Pairwise)],
-            )?,
-            alltoallv: pick(
-                "MADMPI_COLL_ALLTOALLV",
-                v("MADMPI_COLL_ALLTOALLV").as_deref(),
-                &[("linear", Alltoallv::Linear), ("pairwise", Alltoallv::Pairwise)],
-            )?,
-        })
+        let mut f = Forced::default();
+        for (var, _) in VARIABLES {
+            f.set(var, get(var).as_deref())?;
+        }
+        Ok(f)
     }
 
-    /// The process's environment, read once.
+    /// The choice in force (read at every collective call: a change applies to the next call).
     pub fn from_env() -> Result<Forced> {
-        static F: OnceLock<std::result::Result<Forced, String>> = OnceLock::new();
-        F.get_or_init(|| Forced::parse(|k| std::env::var(k).ok())).clone().map_err(Error::arg)
+        (**IN_FORCE.load()).clone().map_err(Error::arg)
+    }
+
+    /// Replaces the choice in force. Every rank must make the same change between the same
+    /// collective calls: ranks running different algorithms would not match each other.
+    pub fn replace(f: Forced) {
+        IN_FORCE.store(std::sync::Arc::new(Ok(f)));
     }
 }
 
@@ -361,7 +387,14 @@ mod tests {
         assert_eq!(allgather(None, 8, 1 << 20), Allgather::Ring);
         assert_eq!(alltoall(None, 8, 8), Alltoall::Bruck);
         assert_eq!(alltoall(None, 4, 1 << 20), Alltoall::Pairwise);
-        let f = Forced::parse(|k| (k == "MADMPI_COLL_ALLTOALL").then(|| "pairwise".to_string())).unwrap();
+        let mut f = Forced::parse(|k| (k == "MADMPI_COLL_ALLTOALL").then(|| "pairwise".to_string())).unwrap();
         assert_eq!(f.alltoall, Some(Alltoall::Pairwise));
+        assert_eq!(f.get("MADMPI_COLL_ALLTOALL"), Some(Some("pairwise")));
+        assert_eq!(f.get("MADMPI_COLL_BCAST"), Some(None));
+        f.set("MADMPI_COLL_BCAST", Some("scatter_ring")).unwrap();
+        assert_eq!(f.bcast, Some(Bcast::ScatterRing));
+        assert!(f.set("MADMPI_COLL_BCAST", Some("tree")).is_err());
+        assert!(f.get("MADMPI_COLL_NOPE").is_none());
+        assert_eq!(VARIABLES.len(), 13);
     }
 }

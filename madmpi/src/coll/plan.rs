@@ -15,7 +15,7 @@ use super::Layout;
 use super::algo::{self, hier};
 use super::choice::{self, Forced};
 use super::schedule::{BufId, Schedule};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Where a collective runs: the communicator's size, this rank, its context (for the trace)
 /// and its node layout if hierarchical algorithms apply.
@@ -26,13 +26,8 @@ pub(crate) struct Site {
     pub layout: Option<Arc<Layout>>,
 }
 
-fn tracing() -> bool {
-    static T: OnceLock<bool> = OnceLock::new();
-    *T.get_or_init(|| std::env::var("MADMPI_COLL_TRACE").is_ok_and(|v| !v.is_empty() && v != "0"))
-}
-
 fn trace(site: &Site, what: &str, bytes: usize, how: impl FnOnce() -> String) {
-    if tracing() {
+    if choice::tracing() {
         use std::io::Write;
         let line = format!(
             "madmpi coll: rank {}/{} ctx {}: {what} {bytes} B: {}\n",

@@ -1,0 +1,237 @@
+//! The performance variables, by category. Timers are in seconds (doubles); latencies of the
+//! generic class in nanoseconds.
+
+use super::super::kinds::{Bind, Class, Type, Value, Verbosity};
+use super::super::registry::Registry;
+use super::super::runtime;
+use super::{Bound, Pvar};
+use pioman::{HistogramSnapshot, Snapshot, SourceSnapshot};
+
+/// pioman's snapshot, when MPI runs.
+fn pioman_stats() -> Option<Snapshot> {
+    runtime::nmad().map(|nm| nm.pioman().stats())
+}
+
+/// A sum over pioman's sources.
+fn per_source(f: fn(&SourceSnapshot) -> u64) -> impl Fn(&Bound) -> Value + Send + Sync {
+    move |_| Value::Uint(pioman_stats().map_or(0, |s| s.sources.iter().map(f).sum()))
+}
+
+/// pioman's sources' histograms of detection latency (or of the gap between polls), merged.
+fn merged(s: &Snapshot, gap: bool) -> HistogramSnapshot {
+    let mut h = HistogramSnapshot::default();
+    for src in &s.sources {
+        h.merge(if gap { &src.poll_gap } else { &src.detect });
+    }
+    h
+}
+
+fn nmad_stat(f: fn(&nmad::Stats) -> u64) -> impl Fn(&Bound) -> Value + Send + Sync {
+    move |_| Value::Uint(runtime::nmad().map_or(0, |nm| f(&nm.stats())))
+}
+
+/// Packets (or bytes) the driver named `name` sent; 0 when it is not started.
+fn driver(name: &'static str, bytes: bool) -> impl Fn(&Bound) -> Value + Send + Sync {
+    move |_| {
+        let v = runtime::nmad().and_then(|nm| {
+            nm.driver_stats()
+                .into_iter()
+                .find(|d| d.name == name)
+                .map(|d| if bytes { d.bytes } else { d.packets })
+        });
+        Value::Uint(v.unwrap_or(0))
+    }
+}
+
+pub(crate) fn add(r: &mut Registry) {
+    use Class::*;
+    use Type::{Double, UnsignedLongLong as Ull};
+    use Verbosity::*;
+    let polling = "pioman_polling";
+    let waits = "pioman_waits";
+    r.pvars.extend([
+        Pvar::new(
+            "pioman_polls",
+            Counter,
+            Ull,
+            UserBasic,
+            polling,
+            "polls of every source (driver tasks, the collective engine)",
+            per_source(|s| s.polls),
+        ),
+        Pvar::new(
+            "pioman_useful_polls",
+            Counter,
+            Ull,
+            UserBasic,
+            polling,
+            "polls that found something to do",
+            per_source(|s| s.useful_polls),
+        ),
+    ]);
+    for (i, ctx) in ["idle", "switch", "tick", "waiter", "blocking", "explicit"].into_iter().enumerate() {
+        r.pvars.push(Pvar::new(
+            &format!("pioman_useful_polls_{ctx}"),
+            Counter,
+            Ull,
+            TunerDetail,
+            polling,
+            &format!("useful polls made from the {ctx} context"),
+            move |_| {
+                Value::Uint(
+                    pioman_stats().map_or(0, |s| s.sources.iter().map(|x| x.useful_by_context[i]).sum()),
+                )
+            },
+        ));
+    }
+    r.pvars.extend([
+        Pvar::new("pioman_detections", Counter, Ull, TunerBasic, polling,
+            "events detected whose time of occurrence the source knew (the samples of pioman_detect_latency)",
+            |_| Value::Uint(pioman_stats().map_or(0, |s| merged(&s, false).count()))),
+        Pvar::new("pioman_detect_latency", Timer, Double, TunerBasic, polling,
+            "time from events to their detection, summed, in seconds (divide by pioman_detections for the mean)",
+            |_| Value::Double(pioman_stats().map_or(0.0, |s| merged(&s, false).sum_ns as f64 * 1e-9))),
+        Pvar::new("pioman_detect_latency_p50_ns", Generic, Ull, TunerDetail, polling,
+            "median detection latency since start-up, in ns (within 6 %; 0 before any detection)",
+            |_| Value::Uint(pioman_stats().and_then(|s| merged(&s, false).quantile_ns(0.5)).unwrap_or(0))),
+        Pvar::new("pioman_detect_latency_p99_ns", Generic, Ull, TunerDetail, polling,
+            "99th percentile of the detection latency since start-up, in ns (within 6 %; 0 before any)",
+            |_| Value::Uint(pioman_stats().and_then(|s| merged(&s, false).quantile_ns(0.99)).unwrap_or(0))),
+        Pvar::new("pioman_poll_gap", Timer, Double, TunerDetail, polling,
+            "for useful polls, the time since the previous poll of the same source, summed, in seconds",
+            |_| Value::Double(pioman_stats().map_or(0.0, |s| merged(&s, true).sum_ns as f64 * 1e-9))),
+        Pvar::new("pioman_blocking_waits", Counter, Ull, UserBasic, waits,
+            "blocking waits entered, counted per source waited on", per_source(|s| s.blocking_waits)),
+        Pvar::new("pioman_wakeups", Counter, Ull, UserBasic, waits,
+            "blocking waits ended by an event rather than a timeout, per source", per_source(|s| s.wakeups)),
+        Pvar::new("pioman_blocked_time", Timer, Double, UserBasic, waits,
+            "time contexts spent asleep in the sources' blocking waits, summed over contexts, in seconds",
+            |_| Value::Double(pioman_stats().map_or(0.0, |s| s.blocked_ns as f64 * 1e-9))),
+    ]);
+
+    let flow = "nmad_flow_control";
+    let drivers = "nmad_drivers";
+    let n = "nmad";
+    r.pvars.extend([
+        Pvar::new(
+            "nmad_unexpected_bytes",
+            Level,
+            Ull,
+            UserBasic,
+            flow,
+            "memory held now by messages that arrived before their receive",
+            nmad_stat(|s| s.unexpected_bytes),
+        ),
+        Pvar::new(
+            "nmad_unexpected_bytes_peak",
+            HighWatermark,
+            Ull,
+            UserBasic,
+            flow,
+            "the most memory unexpected messages held at once",
+            nmad_stat(|s| s.peak_unexpected_bytes),
+        ),
+        Pvar::new(
+            "nmad_unexpected_budget",
+            Size,
+            Ull,
+            TunerBasic,
+            flow,
+            "memory the unexpected budget allows in all (credit granted to peers and rendezvous descriptors)",
+            nmad_stat(|s| s.budget),
+        ),
+        Pvar::new(
+            "nmad_unexpected_messages",
+            Counter,
+            Ull,
+            UserBasic,
+            flow,
+            "messages that arrived before their receive was posted",
+            nmad_stat(|s| s.unexpected_messages),
+        ),
+        Pvar::new(
+            "nmad_credit_stalls",
+            Counter,
+            Ull,
+            TunerBasic,
+            flow,
+            "times sends to a peer had to wait: no eager credit nor rendezvous slot left",
+            nmad_stat(|s| s.credit_stalls),
+        ),
+        Pvar::new(
+            "nmad_eager_sent",
+            Counter,
+            Ull,
+            UserBasic,
+            n,
+            "messages sent eagerly (data with the header)",
+            nmad_stat(|s| s.eager_sent),
+        ),
+        Pvar::new(
+            "nmad_rendezvous_sent",
+            Counter,
+            Ull,
+            UserBasic,
+            n,
+            "messages sent by rendezvous (too large for the eager limit, or no credit)",
+            nmad_stat(|s| s.rendezvous_sent),
+        ),
+        Pvar::new(
+            "nmad_packets_sent",
+            Counter,
+            Ull,
+            TunerBasic,
+            n,
+            "packets sent, all drivers",
+            nmad_stat(|s| s.packets),
+        ),
+        Pvar::new(
+            "nmad_chunks_sent",
+            Counter,
+            Ull,
+            TunerDetail,
+            n,
+            "chunks (messages and control) the packets carried: chunks / packets is the aggregation",
+            nmad_stat(|s| s.chunks),
+        ),
+    ]);
+    for d in ["self", "shm", "tcp"] {
+        r.pvars.extend([
+            Pvar::new(
+                &format!("nmad_{d}_packets_sent"),
+                Counter,
+                Ull,
+                TunerBasic,
+                drivers,
+                &format!("packets and rendezvous data pieces the {d} driver sent (0 when not started)"),
+                driver(d, false),
+            ),
+            Pvar::new(
+                &format!("nmad_{d}_bytes_sent"),
+                Counter,
+                Ull,
+                TunerBasic,
+                drivers,
+                &format!("bytes the {d} driver sent, headers included (0 when not started)"),
+                driver(d, true),
+            ),
+        ]);
+    }
+    r.pvars.push(
+        Pvar::new(
+            "madmpi_comm_unexpected_messages",
+            Level,
+            Ull,
+            UserBasic,
+            "madmpi_communicators",
+            "messages of a communicator that arrived before their receive and wait to be matched",
+            |b| {
+                Value::Uint(match b {
+                    Bound::Comm(c) => c.session().unexpected_len() as u64,
+                    Bound::Nothing => 0,
+                })
+            },
+        )
+        .bound_to(Bind::Comm),
+    );
+}
