@@ -27,9 +27,45 @@ pub(crate) fn guard(func: &'static str, body: impl FnOnce() -> Outcome) -> c_int
     catch_unwind(AssertUnwindSafe(run)).unwrap_or(madmpi::error::ErrorClass::Intern.code())
 }
 
+/// Runs the body of an exported MPI_T function and returns its code: MPI_T functions return
+/// their `MPI_T_ERR_*` code and never call an error handler (MPI 4.0 §15.3.4); a panic is
+/// `MPI_ERR_INTERN`.
+pub(crate) fn guard_tools(body: impl FnOnce() -> madmpi::tools::TResult<()>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => SUCCESS,
+        Ok(Err(e)) => e.code(),
+        Err(_) => madmpi::error::ErrorClass::Intern.code(),
+    }
+}
+
 /// Defines exported functions: `fn MPI_X / PMPI_X(args) { body }`, the body returning an
-/// [`Outcome`]. Bodies run inside `PMPI_X` under [`guard`].
+/// [`Outcome`]. Bodies run inside `PMPI_X` under [`guard`]. After `tools:`, MPI_T functions,
+/// whose bodies return a `madmpi::tools::TResult<()>` and run under [`guard_tools`].
 macro_rules! export {
+    (tools: $(
+        $(#[$doc:meta])*
+        fn $mpi:ident / $pmpi:ident ($($arg:ident: $ty:ty),* $(,)?) $body:block
+    )*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Called from C as MPI specifies: every pointer argument is valid for what the call
+        /// reads or writes through it (null pointers are reported as errors).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $pmpi($($arg: $ty),*) -> ::std::ffi::c_int {
+            $crate::export::guard_tools(move || -> ::madmpi::tools::TResult<()> { $body })
+        }
+
+        #[doc = concat!("The profiling entry point of [`", stringify!($pmpi), "`], which it calls.")]
+        ///
+        /// # Safety
+        #[doc = concat!("As [`", stringify!($pmpi), "`].")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $mpi($($arg: $ty),*) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract is PMPI_X's, passed on unchanged.
+            unsafe { $pmpi($($arg),*) }
+        }
+    )*};
     ($(
         $(#[$doc:meta])*
         fn $mpi:ident / $pmpi:ident ($($arg:ident: $ty:ty),* $(,)?) $body:block

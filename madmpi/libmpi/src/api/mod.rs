@@ -6,7 +6,9 @@
 //! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
 //! nonblocking operations, freeing and cancelling requests), [`completion`] (waits and tests),
 //! [`buffered`] (buffered sends and the attached buffer), [`mprobe`] (matched probes and
-//! receives), [`persistent`] (persistent requests).
+//! receives), [`persistent`] (persistent requests), [`tools`](mod@tools) with `tools_pvar`,
+//! `tools_category` and `tools_event` (the MPI_T interface, which returns codes instead of
+//! calling error handlers).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -32,6 +34,10 @@ pub mod nonblocking;
 pub mod op;
 pub mod p2p;
 pub mod persistent;
+pub mod tools;
+pub mod tools_category;
+pub mod tools_event;
+pub mod tools_pvar;
 
 use crate::check;
 use madmpi::datatype::Datatype;

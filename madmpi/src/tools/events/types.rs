@@ -39,6 +39,11 @@ pub struct EventSource {
 /// Timestamps: pioman's monotonic clock, in nanoseconds.
 pub const TICKS_PER_SECOND: i64 = 1_000_000_000;
 
+/// The time now on the sources' clock.
+pub fn now() -> u64 {
+    pioman::clock::now_ns()
+}
+
 pub const SOURCES: &[EventSource] = &[
     EventSource {
         name: "pioman",
@@ -141,7 +146,7 @@ fn pack(event: usize, values: &[u64]) -> Instance {
             _ => data[at..at + 8].copy_from_slice(&v.to_ne_bytes()),
         }
     }
-    Instance { event, timestamp: pioman::clock::now_ns(), data }
+    Instance { event, timestamp: now(), data }
 }
 
 pub(crate) fn from_pioman(e: &pioman::observe::Event) -> Instance {
