@@ -315,3 +315,14 @@ fn gather_family_and_prefix_reductions_match_local_references() {
         passes_on("coll_more", n);
     }
 }
+
+/// The tools information interface: every control and performance variable, category, event
+/// type and source listed and found by name, MPI_T's string rules and errors, before `MPI_Init`
+/// and after `MPI_Finalize`; on our library, `PIOMAN_POLICY` switched at run time, a forced
+/// collective algorithm, pioman's and nmad's counters moving across an exchange and still while
+/// nothing happens, a per-communicator level, and events delivered to a callback (the program
+/// also passes on MPICH's library, where it checks the generic rules only).
+#[test]
+fn tools_interface_lists_reads_writes_and_delivers_events() {
+    passes("tools");
+}

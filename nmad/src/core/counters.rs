@@ -7,11 +7,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// Packets and bytes one driver sent.
+/// Packets and bytes one driver sent, and bytes it brought in.
 #[derive(Debug, Default)]
 struct PerDriver {
     packets: AtomicU64,
     bytes: AtomicU64,
+    received: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -36,8 +37,19 @@ impl Counters {
         }
     }
 
-    pub(crate) fn driver(&self, driver: usize) -> (u64, u64) {
-        self.drivers.get(driver).map_or((0, 0), |d| (d.packets.load(Relaxed), d.bytes.load(Relaxed)))
+    /// Driver `driver` brought in `bytes`: a packet, a rendezvous piece, or data it read from
+    /// the sender's memory.
+    pub(crate) fn received(&self, driver: usize, bytes: usize) {
+        if let Some(d) = self.drivers.get(driver) {
+            d.received.fetch_add(bytes as u64, Relaxed);
+        }
+    }
+
+    /// Packets sent, bytes sent, bytes received.
+    pub(crate) fn driver(&self, driver: usize) -> (u64, u64, u64) {
+        self.drivers
+            .get(driver)
+            .map_or((0, 0, 0), |d| (d.packets.load(Relaxed), d.bytes.load(Relaxed), d.received.load(Relaxed)))
     }
 }
 
@@ -49,6 +61,9 @@ pub struct DriverStats {
     /// Packets and rendezvous data pieces handed to the driver, and their bytes (headers included).
     pub packets: u64,
     pub bytes: u64,
+    /// Bytes received: packets, rendezvous pieces, and rendezvous data read from the sender's
+    /// memory (shm's `process_vm_readv`, which the sender never sends).
+    pub bytes_received: u64,
 }
 
 #[cfg(all(test, not(loom)))]
@@ -61,8 +76,9 @@ mod tests {
         c.sent(1, 100);
         c.sent(1, 28);
         c.sent(7, 5);
-        assert_eq!(c.driver(0), (0, 0));
-        assert_eq!(c.driver(1), (2, 128));
-        assert_eq!(c.driver(7), (0, 0));
+        c.received(0, 64);
+        assert_eq!(c.driver(0), (0, 0, 64));
+        assert_eq!(c.driver(1), (2, 128, 0));
+        assert_eq!(c.driver(7), (0, 0, 0));
     }
 }

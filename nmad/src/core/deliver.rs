@@ -251,7 +251,9 @@ unsafe fn read(core: &Core, gate: &Gate, job: &ReadJob) -> io::Result<()> {
     }
     // SAFETY: `local` is the receive buffer (writable until completion); the kernel checks
     // `remote` against the peer's address space.
-    unsafe { link.read_remote(&remote, &local) }
+    unsafe { link.read_remote(&remote, &local) }?;
+    core.counters.received(rail.driver, job.accepted as usize);
+    Ok(())
 }
 
 /// Where bulk bytes for receive `hdr.cookie` go.

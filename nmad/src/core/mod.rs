@@ -492,8 +492,8 @@ impl Core {
     pub(crate) fn driver_stats(&self) -> Vec<DriverStats> {
         (self.drivers.iter().enumerate())
             .map(|(i, d)| {
-                let (packets, bytes) = self.counters.driver(i);
-                DriverStats { name: d.name().to_string(), packets, bytes }
+                let (packets, bytes, bytes_received) = self.counters.driver(i);
+                DriverStats { name: d.name().to_string(), packets, bytes, bytes_received }
             })
             .collect()
     }
@@ -545,6 +545,7 @@ impl Sink for CoreSink<'_> {
     }
 
     fn packet(&mut self, from: PeerId, bytes: &[u8]) {
+        self.core.counters.received(self.driver, bytes.len());
         self.core.on_packet(from, bytes);
     }
 
@@ -553,6 +554,7 @@ impl Sink for CoreSink<'_> {
     }
 
     fn bulk_done(&mut self, from: PeerId, hdr: &BulkHeader) {
+        self.core.counters.received(self.driver, hdr.len as usize);
         if let Some(g) = self.core.existing_gate(from) {
             deliver::bulk_done(&g, hdr);
         }

@@ -144,6 +144,8 @@ impl SessionInner {
                     None => {
                         let u = cur.into_unexpected();
                         core.budget_add(u.footprint());
+                        // Counted before it can be matched (a reader seeing it matched sees it counted).
+                        core.counters.unexpected_messages.fetch_add(1, Relaxed);
                         stored.push(Status { source: from, tag: u.tag, len: u.len(), received: 0 });
                         st.m.store(u);
                     }
@@ -163,7 +165,6 @@ impl SessionInner {
             unsafe { deliver::matched(core, gate, req, inc) };
         }
         if !stored.is_empty() {
-            core.counters.unexpected_messages.fetch_add(stored.len() as u64, Relaxed);
             for s in &stored {
                 crate::observe::EVENTS.fire(|| crate::observe::Event::Unexpected {
                     session: self.id,

@@ -127,9 +127,7 @@ pub(crate) fn enum_handle(e: Option<usize>) -> CHandle {
 
 fn enum_of(h: CHandle) -> TResult<&'static tools::enums::Enum> {
     let id = to_id(h);
-    id.checked_sub(ENUM_BASE)
-        .and_then(|i| registry().enums.get(i as usize))
-        .ok_or(TError::InvalidHandle)
+    id.checked_sub(ENUM_BASE).and_then(|i| registry().enums.get(i as usize)).ok_or(TError::InvalidHandle)
 }
 
 /// Live control-variable handles: id → variable index.

@@ -8,7 +8,9 @@
 //! registration handle and the safety level of the calling context. Registrations, delivery and
 //! the safety rules are `madmpi::tools::events`'.
 
-use super::tools::{CHandle, index, initialized, name_arg, out, put, put_bytes, put_string, to_handle, to_id};
+use super::tools::{
+    CHandle, index, initialized, name_arg, out, put, put_bytes, put_string, to_handle, to_id,
+};
 use crate::export::export;
 use crate::infos;
 use madmpi::abi;

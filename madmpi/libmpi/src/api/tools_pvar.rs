@@ -4,7 +4,9 @@
 //! an `MPI_Comm` (MPI must be running); handles, sessions and semantics are
 //! `madmpi::tools::pvars`'.
 
-use super::tools::{CHandle, get_bytes, index, initialized, name_arg, out, put, put_bytes, put_string, to_handle, to_id};
+use super::tools::{
+    CHandle, get_bytes, index, initialized, name_arg, out, put, put_bytes, put_string, to_handle, to_id,
+};
 use crate::export::export;
 use madmpi::abi;
 use madmpi::tools::kinds::{Bind, Class, Value};

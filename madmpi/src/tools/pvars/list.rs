@@ -30,15 +30,10 @@ fn nmad_stat(f: fn(&nmad::Stats) -> u64) -> impl Fn(&Bound) -> Value + Send + Sy
     move |_| Value::Uint(runtime::nmad().map_or(0, |nm| f(&nm.stats())))
 }
 
-/// Packets (or bytes) the driver named `name` sent; 0 when it is not started.
-fn driver(name: &'static str, bytes: bool) -> impl Fn(&Bound) -> Value + Send + Sync {
+/// One figure of the driver named `name`; 0 when it is not started.
+fn driver(name: &'static str, f: fn(&nmad::DriverStats) -> u64) -> impl Fn(&Bound) -> Value + Send + Sync {
     move |_| {
-        let v = runtime::nmad().and_then(|nm| {
-            nm.driver_stats()
-                .into_iter()
-                .find(|d| d.name == name)
-                .map(|d| if bytes { d.bytes } else { d.packets })
-        });
+        let v = runtime::nmad().and_then(|nm| nm.driver_stats().iter().find(|d| d.name == name).map(f));
         Value::Uint(v.unwrap_or(0))
     }
 }
@@ -204,7 +199,7 @@ pub(crate) fn add(r: &mut Registry) {
                 TunerBasic,
                 drivers,
                 &format!("packets and rendezvous data pieces the {d} driver sent (0 when not started)"),
-                driver(d, false),
+                driver(d, |s| s.packets),
             ),
             Pvar::new(
                 &format!("nmad_{d}_bytes_sent"),
@@ -213,7 +208,16 @@ pub(crate) fn add(r: &mut Registry) {
                 TunerBasic,
                 drivers,
                 &format!("bytes the {d} driver sent, headers included (0 when not started)"),
-                driver(d, true),
+                driver(d, |s| s.bytes),
+            ),
+            Pvar::new(
+                &format!("nmad_{d}_bytes_received"),
+                Counter,
+                Ull,
+                TunerBasic,
+                drivers,
+                &format!("bytes the {d} driver brought in, rendezvous data read from the sender included"),
+                driver(d, |s| s.bytes_received),
             ),
         ]);
     }

@@ -84,11 +84,14 @@ impl Gate {
         if o.hdr.len() > mark {
             iov.push(IoSlice::new(&o.hdr[mark..]));
         }
+        let bytes = iov.iter().map(|s| s.len()).sum::<usize>();
         match link.try_send(&iov) {
             Ok(Sent::Done) => {
                 o.credit -= cost;
                 core.packets.fetch_add(1, Relaxed);
                 core.chunks.fetch_add(1, Relaxed);
+                core.counters.eager_sent.fetch_add(1, Relaxed);
+                core.counters.sent(self.rails[0].driver, bytes);
                 Ok(Now::Sent)
             }
             Ok(Sent::Busy) => {
