@@ -75,22 +75,8 @@ const NOT_YET: &str = "\
     MPI_Session_get_info MPI_Session_get_nth_pset MPI_Session_get_num_psets \
     MPI_Session_get_pset_info MPI_Session_init MPI_Session_set_errhandler MPI_Ssend_c \
     MPI_Ssend_init_c MPI_Status_c2f MPI_Status_f2c MPI_Status_set_cancelled \
-    MPI_Status_set_elements MPI_Status_set_elements_x MPI_T_PVAR_ALL_HANDLES \
-    MPI_T_category_changed MPI_T_category_get_categories MPI_T_category_get_cvars \
-    MPI_T_category_get_events MPI_T_category_get_index MPI_T_category_get_info \
-    MPI_T_category_get_num MPI_T_category_get_num_events MPI_T_category_get_pvars \
-    MPI_T_cvar_get_index MPI_T_cvar_get_info MPI_T_cvar_get_num MPI_T_cvar_handle_alloc \
-    MPI_T_cvar_handle_free MPI_T_cvar_read MPI_T_cvar_write MPI_T_enum_get_info \
-    MPI_T_enum_get_item MPI_T_event_callback_get_info MPI_T_event_callback_set_info \
-    MPI_T_event_copy MPI_T_event_get_index MPI_T_event_get_info MPI_T_event_get_num \
-    MPI_T_event_get_source MPI_T_event_get_timestamp MPI_T_event_handle_alloc \
-    MPI_T_event_handle_free MPI_T_event_handle_get_info MPI_T_event_handle_set_info \
-    MPI_T_event_read MPI_T_event_register_callback MPI_T_event_set_dropped_handler MPI_T_finalize \
-    MPI_T_init_thread MPI_T_pvar_get_index MPI_T_pvar_get_info MPI_T_pvar_get_num \
-    MPI_T_pvar_handle_alloc MPI_T_pvar_handle_free MPI_T_pvar_read MPI_T_pvar_readreset \
-    MPI_T_pvar_reset MPI_T_pvar_session_create MPI_T_pvar_session_free MPI_T_pvar_start \
-    MPI_T_pvar_stop MPI_T_pvar_write MPI_T_source_get_info MPI_T_source_get_num \
-    MPI_T_source_get_timestamp MPI_Topo_test MPI_Type_contiguous_c MPI_Type_create_darray \
+    MPI_Status_set_elements MPI_Status_set_elements_x \
+    MPI_Topo_test MPI_Type_contiguous_c MPI_Type_create_darray \
     MPI_Type_create_darray_c MPI_Type_create_f90_complex MPI_Type_create_f90_integer \
     MPI_Type_create_f90_real MPI_Type_create_hindexed_block_c MPI_Type_create_hindexed_c \
     MPI_Type_create_hvector_c MPI_Type_create_indexed_block_c MPI_Type_create_keyval \
