@@ -50,7 +50,8 @@ pub(crate) fn build(cvars: &[&str], pvars: &[&str], events: &[&str]) -> Vec<Cate
             cats[p].subcategories.push(i);
         }
     }
-    let lists: [(&[&str], fn(&mut Category) -> &mut Vec<usize>); 3] =
+    type Members = fn(&mut Category) -> &mut Vec<usize>;
+    let lists: [(&[&str], Members); 3] =
         [(cvars, |c| &mut c.cvars), (pvars, |c| &mut c.pvars), (events, |c| &mut c.events)];
     for (names, field) in lists {
         for (i, n) in names.iter().enumerate() {

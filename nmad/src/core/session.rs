@@ -170,7 +170,7 @@ impl SessionInner {
                     session: self.id,
                     source: s.source,
                     tag: s.tag,
-                    len: s.len as u64,
+                    len: s.len,
                 });
             }
             self.fire_monitors(&stored);

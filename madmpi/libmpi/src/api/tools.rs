@@ -289,13 +289,13 @@ export! { tools:
         if !v.writable() {
             return Err(TError::CvarSetNever);
         }
-        let n = v.ty.size() * v.count();
-        // SAFETY: `buf` holds the variable's count elements of its type (MPI's contract); text
-        // is read up to its NUL only.
         let value = if v.ty == tools::kinds::Type::Char {
+            // SAFETY: `buf` holds a NUL-terminated string (MPI's contract for an MPI_CHAR
+            // variable), read up to its NUL only.
             Value::Text(unsafe { name_arg(buf.cast()) }?.to_string())
         } else {
-            Value::decode(v.ty, unsafe { get_bytes(buf, n) }?)?
+            // SAFETY: `buf` holds the variable's count elements of its type (MPI's contract).
+            Value::decode(v.ty, unsafe { get_bytes(buf, v.ty.size() * v.count()) }?)?
         };
         v.write(&value)
     }

@@ -127,11 +127,10 @@ fn report_losses() {
         for r in registrations::of_type(event) {
             let seen = r.seen_overflow.swap(overflow, Relaxed);
             let lost = r.lost.swap(0, Relaxed) + overflow.saturating_sub(seen);
-            if lost > 0 {
-                match r.dropped_handler() {
-                    Some(h) => r.run_if_alive(|| h(lost, t.source)),
-                    None => {}
-                }
+            if lost > 0
+                && let Some(h) = r.dropped_handler()
+            {
+                r.run_if_alive(|| h(lost, t.source));
             }
         }
     }
