@@ -517,6 +517,57 @@ static void check_events(void)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+static volatile int woke_events;
+
+static void on_wait_end(MPI_T_event_instance inst, MPI_T_event_registration reg, MPI_T_cb_safety level, void *user)
+{
+    (void)reg;
+    (void)level;
+    (void)user;
+    unsigned long long slept = 0;
+    if (MPI_T_event_read(inst, 2, &slept) == MPI_SUCCESS)
+        woke_events++;
+}
+
+/* Under the block policy a receive waiting for a late message sleeps in pioman's blocking wait:
+ * the blocking-wait pvar moves and the wait's end reaches a callback. */
+static void check_blocking_waits(void)
+{
+    int idx = -1, count = 0, before = cvar_read_int("PIOMAN_POLICY"), msg = 0;
+    MPI_T_event_registration reg;
+    MPI_T_pvar_session s;
+    MPI_T_pvar_handle h;
+    unsigned long long waits = 0;
+    CHECK(MPI_T_event_get_index("pioman_blocking_wait_end", &idx) == MPI_SUCCESS, "event pioman_blocking_wait_end");
+    MPI_T_event_handle_alloc(idx, NULL, MPI_INFO_NULL, &reg);
+    MPI_T_event_register_callback(reg, MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE, MPI_INFO_NULL, NULL, on_wait_end);
+    MPI_T_pvar_session_create(&s);
+    MPI_T_pvar_get_index("pioman_blocking_waits", MPI_T_PVAR_CLASS_COUNTER, &idx);
+    MPI_T_pvar_handle_alloc(s, idx, NULL, &h, &count);
+    MPI_T_pvar_start(s, h);
+    CHECK(cvar_write_int("PIOMAN_POLICY", enum_value("PIOMAN_POLICY", "block")) == MPI_SUCCESS, "policy block");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (check_rank == 1) {
+        usleep(100000);
+        MPI_Send(&msg, 1, MPI_INT, 0, 20, MPI_COMM_WORLD);
+    } else {
+        MPI_Recv(&msg, 1, MPI_INT, 1, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_T_pvar_read(s, h, &waits);
+        CHECK(waits >= 1, "the receive slept in %llu blocking waits", waits);
+        for (int k = 0; k < 5000 && !woke_events; k++) {
+            int flag;
+            MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+            usleep(1000);
+        }
+        CHECK(woke_events >= 1, "the ends of the waits reached an async-signal-safe callback (%d)", woke_events);
+    }
+    CHECK(cvar_write_int("PIOMAN_POLICY", before) == MPI_SUCCESS, "policy restored");
+    MPI_T_pvar_handle_free(s, &h);
+    MPI_T_pvar_session_free(&s);
+    CHECK(MPI_T_event_handle_free(reg, NULL, NULL) == MPI_SUCCESS, "registration freed");
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     int provided = -1, num;
@@ -543,6 +594,7 @@ int main(int argc, char **argv)
         check_coll_choice();
         check_counters();
         check_events();
+        check_blocking_waits();
     }
     MPI_Finalize();
 
