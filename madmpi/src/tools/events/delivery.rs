@@ -38,6 +38,9 @@ static Q: LazyLock<Queue> = LazyLock::new(|| {
     }
 });
 
+/// The queue overflows, all types together, when losses were last reported.
+static REPORTED_OVERFLOW: AtomicU64 = AtomicU64::new(0);
+
 /// The pioman task, while registered.
 static TASK: Mutex<Option<LtaskHandle>> = Mutex::new(None);
 
@@ -89,8 +92,9 @@ fn sync_task(wanted: bool) {
             let nm = nm.expect("checked above");
             *task = nm.pioman().register(Arc::new(Deliverer), Default::default()).ok();
         }
-        // Not from a callback: the task is being polled, and removing it waits for that poll.
-        (false, true) if CURRENT.with(|c| c.get()) == 0 => {
+        // Not from a callback or dropped handler: the task is being polled then, and removing
+        // it waits for that poll (it stays registered, idle, until a later change).
+        (false, true) if !DELIVERING.with(|d| d.get()) => {
             if let Some(t) = task.take() {
                 t.remove();
             }
@@ -102,6 +106,20 @@ fn sync_task(wanted: bool) {
 /// Delivers what is queued now (also called directly by tests).
 pub(crate) fn deliver_pending() -> usize {
     let Ok(rx) = Q.rx.try_lock() else { return 0 };
+    DELIVERING.with(|d| d.set(true));
+    let n = deliver_from(&rx);
+    drop(rx);
+    // Losses are rare: look at the registrations only when something was lost or delivered
+    // (a delivery may have found a registration without a callback for this context).
+    let overflow: u64 = Q.overflow.iter().map(|o| o.load(Relaxed)).sum();
+    if n > 0 || REPORTED_OVERFLOW.swap(overflow, Relaxed) != overflow {
+        report_losses();
+    }
+    DELIVERING.with(|d| d.set(false));
+    n
+}
+
+fn deliver_from(rx: &Receiver<Instance>) -> usize {
     let mut n = 0;
     while n < BATCH {
         let Ok(inst) = rx.try_recv() else { break };
@@ -115,8 +133,6 @@ pub(crate) fn deliver_pending() -> usize {
             }
         }
     }
-    drop(rx);
-    report_losses();
     n
 }
 
@@ -137,6 +153,8 @@ fn report_losses() {
 }
 
 thread_local! {
+    /// Whether this thread is delivering (running callbacks and dropped handlers).
+    static DELIVERING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The instance whose callback runs on this thread (instance handles are valid only there).
     static CURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
