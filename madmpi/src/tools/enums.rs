@@ -1,4 +1,6 @@
 //! Enumerations (`MPI_T_enum`): the named values an integer variable takes.
+//!
+//! Owns the type; each enumeration is made where its variable is.
 
 /// An enumeration: its name and its items, each a value and a name.
 #[derive(Clone, Debug, PartialEq, Eq)]

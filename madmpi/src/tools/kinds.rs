@@ -1,5 +1,7 @@
 //! The vocabulary of variable descriptions — datatypes, verbosity, scope, binding, class — with
 //! MPICH 4.0's values for C, and [`Value`], a variable's value in the datatype it declares.
+//!
+//! Owns these encodings; what the variables mean is in `cvars`, `pvars` and `events`.
 
 use super::error::{TError, TResult};
 use crate::abi;

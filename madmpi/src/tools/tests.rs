@@ -82,6 +82,7 @@ fn descriptions_types_and_enums_are_consistent() {
     for v in &r.pvars {
         assert!(!v.desc.is_empty(), "{}", v.name);
         assert_eq!(v.ty == Type::Double, v.class == Class::Timer, "{}: timers are seconds", v.name);
+        assert_eq!(v.enumtype.is_some(), v.class == Class::State, "{}: states are enumerations", v.name);
     }
 }
 

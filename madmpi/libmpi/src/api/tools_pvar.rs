@@ -70,7 +70,7 @@ export! { tools:
             put(verbosity, v.verbosity.code())?;
             put(var_class, v.class.code())?;
             put(datatype, v.ty.handle())?;
-            put(enumtype, std::ptr::null_mut())?;
+            put(enumtype, super::tools::enum_handle(v.enumtype))?;
             put_string(&v.desc, desc, desc_len)?;
             put(bind, v.bind.code())?;
             put(readonly, c_int::from(v.readonly()))?;

@@ -295,6 +295,20 @@ static void check_settings(void)
     CHECK(cvar_read_int("PIOMAN_TICK_US") == 1000, "PIOMAN_TICK_US: the default in force");
 }
 
+/* The state variable pioman_policy, read through a handle of its own session. */
+static int policy_state(void)
+{
+    MPI_T_pvar_session s;
+    MPI_T_pvar_handle h;
+    int idx = -1, count = 0, v = -2;
+    CHECK(MPI_T_pvar_get_index("pioman_policy", MPI_T_PVAR_CLASS_STATE, &idx) == MPI_SUCCESS, "pvar pioman_policy");
+    MPI_T_pvar_session_create(&s);
+    MPI_T_pvar_handle_alloc(s, idx, NULL, &h, &count);
+    CHECK(MPI_T_pvar_read(s, h, &v) == MPI_SUCCESS, "pioman_policy = %d", v);
+    MPI_T_pvar_session_free(&s);
+    return v;
+}
+
 static void check_policy_switch(void)
 {
     int before = cvar_read_int("PIOMAN_POLICY");
@@ -302,7 +316,7 @@ static void check_policy_switch(void)
     int poll = enum_value("PIOMAN_POLICY", "poll");
     int other = before == block ? poll : block;
     CHECK(cvar_write_int("PIOMAN_POLICY", other) == MPI_SUCCESS, "PIOMAN_POLICY written");
-    CHECK(cvar_read_int("PIOMAN_POLICY") == other, "pioman runs the policy written");
+    CHECK(cvar_read_int("PIOMAN_POLICY") == other && policy_state() == other, "pioman runs the policy written");
     int x = check_rank, y = -1;
     MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     CHECK(y == 1, "communication goes on under the new policy");

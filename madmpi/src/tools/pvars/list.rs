@@ -104,6 +104,24 @@ pub(crate) fn add(r: &mut Registry) {
             |_| Value::Double(pioman_stats().map_or(0.0, |s| s.blocked_ns as f64 * 1e-9))),
     ]);
 
+    let policies = r.enum_index("pioman_policy").expect("settings added first");
+    let names = r.enums[policies].clone();
+    r.pvars.push(
+        Pvar::new(
+            "pioman_policy",
+            State,
+            Type::Int,
+            UserBasic,
+            waits,
+            "the policy pioman runs now (it changes when PIOMAN_POLICY is written); -1 without a runtime",
+            move |_| {
+                let name = runtime::nmad().map(|nm| nm.pioman().policy_name());
+                Value::Int(name.and_then(|n| names.value_of(&n)).map_or(-1, i64::from))
+            },
+        )
+        .with_enum(policies),
+    );
+
     let flow = "nmad_flow_control";
     let drivers = "nmad_drivers";
     let n = "nmad";

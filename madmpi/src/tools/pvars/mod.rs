@@ -34,6 +34,8 @@ pub struct Pvar {
     pub class: Class,
     pub ty: Type,
     pub bind: Bind,
+    /// Index of its enumeration in the registry (state variables).
+    pub enumtype: Option<usize>,
     pub category: &'static str,
     read: Reader,
 }
@@ -55,9 +57,15 @@ impl Pvar {
             class,
             ty,
             bind: Bind::NoObject,
+            enumtype: None,
             category,
             read: Box::new(read),
         }
+    }
+
+    pub fn with_enum(mut self, e: usize) -> Pvar {
+        self.enumtype = Some(e);
+        self
     }
 
     pub fn bound_to(mut self, b: Bind) -> Pvar {
