@@ -202,4 +202,23 @@ mod tests {
         assert_eq!(odd.class(), ErrorClass::Unknown);
         assert_eq!(odd.code(), 12345);
     }
+
+    #[test]
+    fn user_codes_keep_their_value_class_and_string() {
+        let class = user_errors().add_class().unwrap();
+        let code = user_errors().add_code(class).unwrap();
+        let on_rank = user_errors().add_code(ErrorClass::Rank.code()).unwrap();
+        user_errors().set_string(code, "jammed").unwrap();
+        assert_eq!(
+            (class_of_code(code), class_of_code(on_rank)),
+            (Some(class), Some(ErrorClass::Rank.code()))
+        );
+        assert_eq!(error_string(code).as_deref(), Some("jammed"));
+        assert_eq!(error_string(on_rank).as_deref(), Some(""));
+        assert_eq!(class_of_code(ErrorClass::Rank.code()), Some(ErrorClass::Rank.code()));
+        let e = Error::from_code(code);
+        assert_eq!((e.code(), e.class()), (code, ErrorClass::Unknown));
+        assert!(e.message().ends_with("jammed"), "{}", e.message());
+        assert_eq!(Error::from_code(on_rank).class(), ErrorClass::Rank);
+    }
 }
