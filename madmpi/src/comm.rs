@@ -173,6 +173,11 @@ impl Comm {
         self.0.remote.as_ref()
     }
 
+    /// How many ranks point-to-point names: the remote group's size on an intercommunicator.
+    pub fn peer_size(&self) -> u32 {
+        self.peer_group().size()
+    }
+
     /// The group point-to-point ranks name: the remote group of an intercommunicator.
     fn peer_group(&self) -> &Group {
         self.0.remote.as_ref().unwrap_or(&self.0.group)

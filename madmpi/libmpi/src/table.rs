@@ -60,6 +60,20 @@ impl<T: Clone> Table<T> {
         read(&self.shards[shard]).slots.get(index)?.clone()
     }
 
+    /// Puts `value` in the place of the object of `handle` (which keeps its handle); `false`
+    /// if `handle` is not live.
+    pub(crate) fn replace(&self, handle: Handle, value: T) -> bool {
+        let Some((shard, index)) = self.locate(handle) else { return false };
+        let mut slab = write(&self.shards[shard]);
+        match slab.slots.get_mut(index) {
+            Some(slot @ Some(_)) => {
+                *slot = Some(value);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Removes and returns the object of `handle`.
     pub(crate) fn remove(&self, handle: Handle) -> Option<T> {
         let (shard, index) = self.locate(handle)?;

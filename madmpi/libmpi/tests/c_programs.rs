@@ -315,3 +315,10 @@ fn gather_family_and_prefix_reductions_match_local_references() {
         passes_on("coll_more", n);
     }
 }
+
+#[test]
+fn intercommunicators_are_created_merged_split_and_talk_across() {
+    for n in [1, 2, 3, 5] {
+        passes_on("intercomm", n);
+    }
+}
