@@ -322,3 +322,10 @@ fn intercommunicators_are_created_merged_split_and_talk_across() {
         passes_on("intercomm", n);
     }
 }
+
+#[test]
+fn every_collective_on_an_intercommunicator_matches_local_references() {
+    for n in [1, 2, 3, 5, 8] {
+        passes_on("intercomm_coll", n);
+    }
+}

@@ -23,6 +23,9 @@
 //! gets packed elements too, with the datatype; the C binding's wrapper of a user function
 //! unpacks them to the type's memory layout when the type is not contiguous.
 //!
+//! The unrooted collectives serve intercommunicators too, through `inter::raw` (the rooted ones
+//! take `inter::Root` there, for `MPI_ROOT` and `MPI_PROC_NULL`).
+//!
 //! Owns the binding of raw memory to schedules; argument checks are the caller's, except those
 //! `api` also makes (root, operation defined on the datatype).
 
@@ -200,6 +203,11 @@ pub(super) unsafe fn launch(
 }
 
 fn check_root(comm: &Comm, call: &str, root: u32) -> Result<()> {
+    if comm.is_inter() {
+        return Err(Error::comm(format!(
+            "{call}: an intercommunicator's root is an inter::Root (coll::inter::raw)"
+        )));
+    }
     if root >= comm.size() {
         return Err(Error::root(format!(
             "{call}: root {root} is outside the communicator (size {})",
@@ -220,6 +228,9 @@ pub(super) fn elem_size(dtype: &Datatype) -> Result<usize> {
 
 /// `MPI_Ibarrier`.
 pub fn ibarrier(comm: &Comm) -> Result<RawRequest> {
+    if comm.is_inter() {
+        return super::inter::raw::ibarrier(comm);
+    }
     let f = Forced::from_env()?;
     let s = plan::barrier(&comm.coll_site(&f)?, &f);
     // SAFETY: no memory is involved.
@@ -298,6 +309,10 @@ pub unsafe fn ireduce(
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn iallreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::iallreduce(comm, send, recv, op) };
+    }
     let input = send.unwrap_or(recv);
     let r = reducer("MPI_Allreduce", op, &input.dtype)?;
     let sm = send.map(Mem::of).transpose()?;
@@ -588,6 +603,10 @@ pub unsafe fn iscatterv(
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn iallgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::iallgather(comm, send, recv) };
+    }
     const CALL: &str = "MPI_Allgather";
     let (n, me) = (comm.size(), comm.rank());
     let sm = send.map(Mem::of).transpose()?;
@@ -612,6 +631,10 @@ pub unsafe fn iallgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> R
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn iallgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::iallgatherv(comm, send, recv) };
+    }
     const CALL: &str = "MPI_Allgatherv";
     let (n, me) = (comm.size(), comm.rank());
     if recv.counts.len() != n as usize {
@@ -644,6 +667,10 @@ pub unsafe fn iallgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn ialltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::ialltoall(comm, send, recv) };
+    }
     const CALL: &str = "MPI_Alltoall";
     let (n, me) = (comm.size(), comm.rank());
     let (rm, blocks) = RawVBuf::uniform(recv, n, |v| v.mem(CALL, RECV))?;
@@ -675,6 +702,10 @@ pub unsafe fn ialltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Re
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn ialltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf<'_>) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::ialltoallv(comm, send, recv) };
+    }
     const CALL: &str = "MPI_Alltoallv";
     let (n, me) = (comm.size(), comm.rank());
     for c in std::iter::once(recv.counts.len()).chain(send.map(|s| s.counts.len())) {
@@ -713,6 +744,10 @@ pub unsafe fn ireduce_scatter(
     counts: &[usize],
     op: &Op,
 ) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::ireduce_scatter(comm, send, recv, counts, op) };
+    }
     const CALL: &str = "MPI_Reduce_scatter";
     let (n, me) = (comm.size() as usize, comm.rank() as usize);
     if counts.len() != n {
@@ -756,6 +791,9 @@ pub unsafe fn iscan(
     op: &Op,
     exclusive: bool,
 ) -> Result<RawRequest> {
+    if comm.is_inter() {
+        return Err(Error::comm("MPI_Scan and MPI_Exscan are not defined on intercommunicators"));
+    }
     let call = if exclusive { "MPI_Exscan" } else { "MPI_Scan" };
     let input = send.unwrap_or(recv);
     let r = reducer(call, op, &input.dtype)?;
@@ -793,7 +831,7 @@ pub struct RawWBuf<'a> {
 impl RawWBuf<'_> {
     /// The span of memory the blocks cover (bound as is: the schedule packs non-contiguous
     /// blocks itself) and each block's pieces in it (packed order, adjacent ones merged).
-    fn pieces(&self, call: &str, n: usize, buf: BufId) -> Result<(Span, Vec<Vec<Range>>)> {
+    pub(super) fn pieces(&self, call: &str, n: usize, buf: BufId) -> Result<(Span, Vec<Vec<Range>>)> {
         if self.counts.len() != n || self.displs.len() != n || self.dtypes.len() != n {
             return Err(Error::arg(format!(
                 "{call}: {} counts, {} displacements and {} types for {n} ranks",
@@ -846,6 +884,10 @@ impl RawWBuf<'_> {
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn ialltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf<'_>) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::ialltoallw(comm, send, recv) };
+    }
     const CALL: &str = "MPI_Alltoallw";
     let (n, me) = (comm.size(), comm.rank());
     let (rb, rblocks) = recv.pieces(CALL, n as usize, RECV)?;

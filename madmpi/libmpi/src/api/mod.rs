@@ -19,6 +19,7 @@ pub mod attr;
 pub mod buffered;
 pub mod coll;
 pub mod coll_gather;
+mod coll_inter;
 pub mod coll_reduce;
 pub mod comm;
 pub mod comm_create;

@@ -197,8 +197,14 @@ pub(crate) fn scatter(nl: u32, root: Root, blocks: &[Range], out: Range) -> Sche
 /// the same block to all; alltoall: a block each).
 pub(crate) fn all_to_remote(nl: u32, sends: &[Range], recvs: &[Range]) -> Schedule {
     let mut s = Schedule::new();
+    all_to_remote_into(&mut s, nl, sends, recvs);
+    s
+}
+
+/// [`all_to_remote`], appended to `s` (after its rounds).
+pub(crate) fn all_to_remote_into(s: &mut Schedule, nl: u32, sends: &[Range], recvs: &[Range]) {
     let any = sends.iter().chain(recvs).any(|b| b.len > 0);
-    if let Some((r, step)) = between(&mut s, 1, any) {
+    if let Some((r, step)) = between(s, 1, any) {
         for (j, b) in sends.iter().enumerate().filter(|(_, b)| b.len > 0) {
             s.send(r, nl + j as u32, step, *b);
         }
@@ -206,5 +212,4 @@ pub(crate) fn all_to_remote(nl: u32, sends: &[Range], recvs: &[Range]) -> Schedu
             s.recv(r, nl + j as u32, step, *b);
         }
     }
-    s
 }

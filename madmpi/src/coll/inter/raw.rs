@@ -7,9 +7,11 @@
 //! Owns the argument rules of intercommunicator collectives; the schedules are `inter`'s.
 
 use super::super::choice::{self, Forced};
-use super::super::raw::{Mem, NONE, RawBuf, RawVBuf, bytes_mismatch, elem_size, launch, reducer, start};
+use super::super::raw::{
+    Mem, NONE, RawBuf, RawVBuf, RawWBuf, bytes_mismatch, elem_size, launch, reducer, start,
+};
 use super::super::schedule::{RECV, Range, SEND};
-use super::{Root, all_to_remote};
+use super::{Root, all_to_remote, all_to_remote_into};
 use crate::coll::Op;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
@@ -348,4 +350,23 @@ pub unsafe fn ialltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf
     let s = all_to_remote(comm.size(), &sblocks, &rblocks);
     // SAFETY: the caller's contract.
     unsafe { start(comm, s, Some(&sm), Some(&rm), false, None) }
+}
+
+/// `MPI_Ialltoallw`: block j of `send` (its own count, type and byte displacement) to remote
+/// rank j, block j of `recv` from it.
+///
+/// # Safety
+/// The memories must stay valid and untouched by others until the request completes.
+pub unsafe fn ialltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf<'_>) -> Result<RawRequest> {
+    const CALL: &str = "MPI_Alltoallw";
+    let nr = remote_size(comm) as usize;
+    let send = needed(CALL, send, "input buffer")?;
+    let (sb, sblocks) = send.pieces(CALL, nr, SEND)?;
+    let (rb, rblocks) = recv.pieces(CALL, nr, RECV)?;
+    let nl = comm.size();
+    let s = super::super::api_gather::alltoallw_with(Some(&sblocks), &rblocks, rb.1, |s, sends, recvs| {
+        all_to_remote_into(s, nl, sends, recvs)
+    });
+    // SAFETY: the caller's contract.
+    unsafe { launch(comm, s, sb, rb, None) }
 }
