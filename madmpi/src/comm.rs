@@ -6,6 +6,12 @@
 //! with the parent's internal operations (`internal`), numbered by a per-communicator sequence so
 //! that successive operations never mix their messages.
 //!
+//! An intercommunicator is a communicator with a remote group as well (`MPI_Comm_size`, `rank`
+//! and `group` give the local group): point-to-point ranks name the remote group, collectives
+//! number their peers across both (`coll::inter`), and its internal operations run over the
+//! members of both groups. Its constructors are in `intercomm`; `MPI_Comm_create_group` and
+//! `MPI_Comm_idup` in `comm_ctor`.
+//!
 //! Each communicator also keeps its info hints ([`CommHints`]: `MPI_Comm_set_info`,
 //! `MPI_Comm_get_info`); a duplicate copies them, [`Comm::dup_with_info`] takes its info's.
 //!

@@ -13,7 +13,11 @@
 //!   (keyvals and attribute caching);
 //! - [`info`]: info objects, `MPI_INFO_ENV`'s contents and the communicator hints;
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
-//!   `context` ids for communicator creation.
+//!   `context` ids for communicator creation;
+//! - [`comm`]: communicators; [`intercomm`]: intercommunicators (create, from groups, merge,
+//!   split, create); `comm_ctor`: `MPI_Comm_create_group` and `MPI_Comm_idup`;
+//! - [`coll`]: the collectives (schedules run by an engine in the background; `coll::inter` for
+//!   intercommunicators).
 //!
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.
 

@@ -11,9 +11,12 @@ use crate::error::{Error, Result};
 use crate::group::Group;
 use crate::internal::allgather;
 
+/// Each member's contribution, in rank order.
+type Contributions = Vec<Vec<u8>>;
+
 /// Every member's `mine`, in the order of both groups' internal operations, split into the
-/// local group's contributions and the remote group's (each in rank order).
-fn exchange(c: &Comm, mine: &[u8]) -> Result<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+/// local group's contributions and the remote group's.
+fn exchange(c: &Comm, mine: &[u8]) -> Result<(Contributions, Contributions)> {
     let all = c.internal(|m| allgather(m, 0, mine).map_err(from_nmad))?;
     let mut each: Vec<Vec<u8>> = all.chunks_exact(mine.len()).map(<[u8]>::to_vec).collect();
     let nl = c.size() as usize;

@@ -62,7 +62,8 @@ pub(super) unsafe fn ibcast(
         Root::Idle => None,
         _ => Some(buffer(c, buf, count, &ty, "buffer")?),
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: the program keeps the buffers valid until the request completes and the arrays
+    // during the call (MPI's contract, this function's # Safety).
     unsafe { raw::ibcast(&c.comm, b.as_ref(), root) }.on(c)
 }
 
@@ -93,7 +94,8 @@ pub(super) unsafe fn ireduce(
         _ => None,
     };
     let op = o.op(datatype);
-    // SAFETY: the caller's contract.
+    // SAFETY: the program keeps the buffers valid until the request completes and the arrays
+    // during the call (MPI's contract, this function's # Safety).
     unsafe { raw::ireduce(&c.comm, send.as_ref(), recv.as_ref(), &op, root) }.on(c)
 }
 
@@ -119,18 +121,22 @@ pub(super) unsafe fn igather(
     match (root, v) {
         (Root::Here, None) => {
             let recv = plain(st, c, recvbuf, recvcount, recvtype, RECV)?;
-            // SAFETY: the caller's contract.
+            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
+            // during the call (MPI's contract, this function's # Safety).
             unsafe { raw::igather(&c.comm, None, Some(&recv), root) }.on(c)
         }
         (Root::Here, Some((counts, displs))) => {
-            // SAFETY: the caller's contract.
+            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
+            // during the call (MPI's contract, this function's # Safety).
             let recv = unsafe { vbuffer(st, c, recvbuf, counts, displs, recvtype, RECV) }?;
-            // SAFETY: the caller's contract.
+            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
+            // during the call (MPI's contract, this function's # Safety).
             unsafe { raw::igatherv(&c.comm, None, Some(&recv.raw()), root) }.on(c)
         }
         (Root::Remote(_), _) => {
             let send = plain(st, c, sendbuf, sendcount, sendtype, SEND)?;
-            // SAFETY: the caller's contract.
+            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
+            // during the call (MPI's contract, this function's # Safety).
             unsafe { raw::igather(&c.comm, Some(&send), None, root) }.on(c)
         }
         // SAFETY: nothing is read or written.
@@ -159,18 +165,22 @@ pub(super) unsafe fn iscatter(
     match (root, v) {
         (Root::Here, None) => {
             let send = plain(st, c, sendbuf, sendcount, sendtype, SEND)?;
-            // SAFETY: the caller's contract.
+            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
+            // during the call (MPI's contract, this function's # Safety).
             unsafe { raw::iscatter(&c.comm, Some(&send), None, root) }.on(c)
         }
         (Root::Here, Some((counts, displs))) => {
-            // SAFETY: the caller's contract.
+            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
+            // during the call (MPI's contract, this function's # Safety).
             let send = unsafe { vbuffer(st, c, sendbuf, counts, displs, sendtype, SEND) }?;
-            // SAFETY: the caller's contract.
+            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
+            // during the call (MPI's contract, this function's # Safety).
             unsafe { raw::iscatterv(&c.comm, Some(&send.raw()), None, root) }.on(c)
         }
         (Root::Remote(_), _) => {
             let recv = plain(st, c, recvbuf, recvcount, recvtype, RECV)?;
-            // SAFETY: the caller's contract.
+            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
+            // during the call (MPI's contract, this function's # Safety).
             unsafe { raw::iscatter(&c.comm, None, Some(&recv), root) }.on(c)
         }
         // SAFETY: nothing is read or written.

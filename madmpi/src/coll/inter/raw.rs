@@ -67,7 +67,8 @@ pub unsafe fn ibcast(comm: &Comm, buf: Option<&RawBuf>, root: Root) -> Result<Ra
     let len = m.as_ref().map_or(0, Mem::packed_len);
     let a = choice::bcast(Forced::from_env()?.bcast, comm.size(), len);
     let s = super::bcast(comm.size(), comm.rank(), root, len, a);
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
+    // until the request completes (this function's contract).
     unsafe { start(comm, s, None, m.as_ref(), root == Root::Here, None) }
 }
 
@@ -101,7 +102,8 @@ pub unsafe fn ireduce(
     }
     let a = choice::reduce(Forced::from_env()?.reduce, op.reorderable());
     let s = super::reduce(comm.size(), comm.rank(), root, count, elem, a);
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
+    // until the request completes (this function's contract).
     unsafe { start(comm, s, sm.as_ref(), rm.as_ref(), false, r) }
 }
 
@@ -122,7 +124,8 @@ pub unsafe fn iallreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: 
     let a = choice::reduce(f.reduce, op.reorderable());
     let b = choice::bcast(f.bcast, comm.size(), sm.packed_len());
     let s = super::allreduce(comm.size(), comm.rank(), send.count, elem, a, b);
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
+    // until the request completes (this function's contract).
     unsafe { start(comm, s, Some(&sm), Some(&rm), false, Some(r)) }
 }
 
@@ -159,7 +162,8 @@ pub unsafe fn ireduce_scatter(
     }
     let a = choice::reduce(Forced::from_env()?.reduce, op.reorderable());
     let s = super::reduce_scatter(comm.size(), comm.rank(), counts, elem, a);
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
+    // until the request completes (this function's contract).
     unsafe { start(comm, s, Some(&sm), Some(&rm), false, Some(r)) }
 }
 
@@ -180,9 +184,11 @@ pub unsafe fn igather(
         Root::Here => {
             let recv = needed(CALL, recv, "output buffer at the root")?;
             let (rm, blocks) = RawVBuf::uniform(recv, remote_size(comm), |v| v.mem(CALL, RECV))?;
-            gather_at_root(comm, rm, &blocks)
+            // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
+            unsafe { gather_at_root(comm, rm, &blocks) }
         }
-        _ => send_to_root(comm, CALL, send, root),
+        // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
+        _ => unsafe { send_to_root(comm, CALL, send, root) },
     }
 }
 
@@ -203,26 +209,34 @@ pub unsafe fn igatherv(
             let recv = needed(CALL, recv, "output buffer at the root")?;
             counts_for(CALL, recv.counts.len(), remote_size(comm), "remote")?;
             let (rm, blocks) = recv.mem(CALL, RECV)?;
-            gather_at_root(comm, rm, &blocks)
+            // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
+            unsafe { gather_at_root(comm, rm, &blocks) }
         }
-        _ => send_to_root(comm, CALL, send, root),
+        // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
+        _ => unsafe { send_to_root(comm, CALL, send, root) },
     }
 }
 
-fn gather_at_root(comm: &Comm, rm: Mem, blocks: &[Range]) -> Result<RawRequest> {
+/// # Safety
+/// The memory bound in the arguments stays valid and untouched by others until the request
+/// completes.
+unsafe fn gather_at_root(comm: &Comm, rm: Mem, blocks: &[Range]) -> Result<RawRequest> {
     let s = super::gather(comm.size(), Root::Here, Range::EMPTY, blocks);
-    // SAFETY: the caller's contract (the callers' own).
+    // SAFETY: this function's contract: the bound memory outlives the request.
     unsafe { start(comm, s, None, Some(&rm), false, None) }
 }
 
-fn send_to_root(comm: &Comm, call: &str, send: Option<&RawBuf>, root: Root) -> Result<RawRequest> {
+/// # Safety
+/// The memory bound in the arguments stays valid and untouched by others until the request
+/// completes.
+unsafe fn send_to_root(comm: &Comm, call: &str, send: Option<&RawBuf>, root: Root) -> Result<RawRequest> {
     let sm = match root {
         Root::Idle => None,
         _ => Some(Mem::of(needed(call, send, "input buffer")?)?),
     };
     let mine = Range::new(SEND, 0, sm.as_ref().map_or(0, Mem::packed_len));
     let s = super::gather(comm.size(), root, mine, &[]);
-    // SAFETY: the caller's contract (the callers' own).
+    // SAFETY: this function's contract: the bound memory outlives the request.
     unsafe { start(comm, s, sm.as_ref(), None, false, None) }
 }
 
@@ -243,9 +257,11 @@ pub unsafe fn iscatter(
         Root::Here => {
             let send = needed(CALL, send, "input buffer at the root")?;
             let (sm, blocks) = RawVBuf::uniform(send, remote_size(comm), |v| v.mem(CALL, SEND))?;
-            scatter_from_root(comm, sm, &blocks)
+            // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
+            unsafe { scatter_from_root(comm, sm, &blocks) }
         }
-        _ => recv_from_root(comm, CALL, recv, root),
+        // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
+        _ => unsafe { recv_from_root(comm, CALL, recv, root) },
     }
 }
 
@@ -267,26 +283,34 @@ pub unsafe fn iscatterv(
             let send = needed(CALL, send, "input buffer at the root")?;
             counts_for(CALL, send.counts.len(), remote_size(comm), "remote")?;
             let (sm, blocks) = send.mem(CALL, SEND)?;
-            scatter_from_root(comm, sm, &blocks)
+            // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
+            unsafe { scatter_from_root(comm, sm, &blocks) }
         }
-        _ => recv_from_root(comm, CALL, recv, root),
+        // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
+        _ => unsafe { recv_from_root(comm, CALL, recv, root) },
     }
 }
 
-fn scatter_from_root(comm: &Comm, sm: Mem, blocks: &[Range]) -> Result<RawRequest> {
+/// # Safety
+/// The memory bound in the arguments stays valid and untouched by others until the request
+/// completes.
+unsafe fn scatter_from_root(comm: &Comm, sm: Mem, blocks: &[Range]) -> Result<RawRequest> {
     let s = super::scatter(comm.size(), Root::Here, blocks, Range::EMPTY);
-    // SAFETY: the caller's contract (the callers' own).
+    // SAFETY: this function's contract: the bound memory outlives the request.
     unsafe { start(comm, s, Some(&sm), None, false, None) }
 }
 
-fn recv_from_root(comm: &Comm, call: &str, recv: Option<&RawBuf>, root: Root) -> Result<RawRequest> {
+/// # Safety
+/// The memory bound in the arguments stays valid and untouched by others until the request
+/// completes.
+unsafe fn recv_from_root(comm: &Comm, call: &str, recv: Option<&RawBuf>, root: Root) -> Result<RawRequest> {
     let rm = match root {
         Root::Idle => None,
         _ => Some(Mem::of(needed(call, recv, "output buffer")?)?),
     };
     let out = Range::new(RECV, 0, rm.as_ref().map_or(0, Mem::packed_len));
     let s = super::scatter(comm.size(), root, &[], out);
-    // SAFETY: the caller's contract (the callers' own).
+    // SAFETY: this function's contract: the bound memory outlives the request.
     unsafe { start(comm, s, None, rm.as_ref(), false, None) }
 }
 
@@ -302,7 +326,8 @@ pub unsafe fn iallgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> R
     let mine = Range::new(SEND, 0, sm.packed_len());
     let sends = vec![mine; remote_size(comm) as usize];
     let s = all_to_remote(comm.size(), &sends, &blocks);
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
+    // until the request completes (this function's contract).
     unsafe { start(comm, s, Some(&sm), Some(&rm), false, None) }
 }
 
@@ -317,7 +342,8 @@ pub unsafe fn iallgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>
     let (rm, blocks) = recv.mem(CALL, RECV)?;
     let sends = vec![Range::new(SEND, 0, sm.packed_len()); remote_size(comm) as usize];
     let s = all_to_remote(comm.size(), &sends, &blocks);
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
+    // until the request completes (this function's contract).
     unsafe { start(comm, s, Some(&sm), Some(&rm), false, None) }
 }
 
@@ -331,7 +357,8 @@ pub unsafe fn ialltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Re
     let (sm, sblocks) = RawVBuf::uniform(needed(CALL, send, "input buffer")?, nr, |v| v.mem(CALL, SEND))?;
     let (rm, rblocks) = RawVBuf::uniform(recv, nr, |v| v.mem(CALL, RECV))?;
     let s = all_to_remote(comm.size(), &sblocks, &rblocks);
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
+    // until the request completes (this function's contract).
     unsafe { start(comm, s, Some(&sm), Some(&rm), false, None) }
 }
 
@@ -348,7 +375,8 @@ pub unsafe fn ialltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf
     let (sm, sblocks) = send.mem(CALL, SEND)?;
     let (rm, rblocks) = recv.mem(CALL, RECV)?;
     let s = all_to_remote(comm.size(), &sblocks, &rblocks);
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
+    // until the request completes (this function's contract).
     unsafe { start(comm, s, Some(&sm), Some(&rm), false, None) }
 }
 
@@ -367,6 +395,7 @@ pub unsafe fn ialltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf
     let s = super::super::api_gather::alltoallw_with(Some(&sblocks), &rblocks, rb.1, |s, sends, recvs| {
         all_to_remote_into(s, nl, sends, recvs)
     });
-    // SAFETY: the caller's contract.
+    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
+    // until the request completes (this function's contract).
     unsafe { launch(comm, s, sb, rb, None) }
 }

@@ -109,10 +109,10 @@ fn allreduce_and_reduce_scatter_give_each_group_the_others_result() {
             let at: usize = counts[..i].iter().sum();
             whole[2 * at..2 * (at + counts[i])].to_vec()
         };
-        for r in 0..n as usize {
+        for (r, o) in out.iter().enumerate() {
             let want =
                 if r < na as usize { block(&from_b, &ca, r) } else { block(&from_a, &cb, r - na as usize) };
-            assert_eq!(out[r], want, "reduce_scatter na={na} nb={nb} rank {r}");
+            assert_eq!(*o, want, "reduce_scatter na={na} nb={nb} rank {r}");
         }
     }
 }
