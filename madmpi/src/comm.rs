@@ -429,10 +429,13 @@ impl Comm {
 
     /// `MPI_Comm_split_type` (collective) where each member gives either
     /// `MPI_COMM_TYPE_SHARED` with its `key` (`Some`: it gets the communicator of the members on
-    /// its node that take part) or `MPI_UNDEFINED` (`None`: it gets no communicator).
+    /// its node that take part) or `MPI_UNDEFINED` (`None`: it gets no communicator). On an
+    /// intercommunicator: the intercommunicator between the members of each group on this node.
     pub fn split_shared_opt(&self, key: Option<i32>) -> Result<Option<Comm>> {
         if self.is_inter() {
-            return Err(Error::comm("MPI_Comm_split_type: an intercommunicator (MPICH 4.0 rejects it too)"));
+            // As in MPICH: a split of both groups by node (colors from the node's hash).
+            let color = key.map(|_| (self.0.rt.node & 0x7fff_ffff) as i32);
+            return crate::intercomm::split(self, color, key.unwrap_or(0));
         }
         let mut mine = [0u8; 13];
         mine[..8].copy_from_slice(&self.0.rt.node.to_le_bytes());

@@ -1,6 +1,6 @@
 /* Intercommunicators: MPI_Intercomm_create, _create_from_groups, _merge, MPI_Comm_test_inter,
- * _remote_size, _remote_group; point-to-point across; MPI_Comm_dup, _compare, _split, _create
- * and _free on an intercommunicator; MPI_Comm_create_group, MPI_Comm_idup(_with_info). With
+ * _remote_size, _remote_group; point-to-point across; MPI_Comm_dup, _idup, _compare, _split,
+ * _split_type, _create and _free on an intercommunicator; MPI_Comm_create_group, MPI_Comm_idup(_with_info). With
  * their error paths (MPI_ERRORS_RETURN). Any number of processes (1: only what needs no
  * second group); the groups are the even and the odd world ranks, uneven for odd sizes.
  *
@@ -217,6 +217,18 @@ int main(int argc, char **argv)
         }
         MPI_Comm_split(ic, MPI_UNDEFINED, 0, &sp);
         CHECK(sp == MPI_COMM_NULL, "split with MPI_UNDEFINED");
+
+        /* Split by node (one node here): the same groups in a new intercommunicator. */
+        MPI_Comm shared;
+        CHECK(MPI_Comm_split_type(ic, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared) == MPI_SUCCESS,
+              "MPI_Comm_split_type of an intercommunicator");
+        int ss = -1;
+        MPI_Comm_test_inter(shared, &flag);
+        MPI_Comm_remote_size(shared, &n);
+        MPI_Comm_size(shared, &ss);
+        CHECK(flag && ss == nl && n == nr, "split_type: an intercommunicator of the same groups");
+        all_across(shared, "split_type");
+        MPI_Comm_free(&shared);
 
         /* Create: the local leaders alone, a 1 x 1 intercommunicator. */
         MPI_Group leader;
