@@ -162,6 +162,9 @@ int main(int argc, char **argv)
         MPI_Group_compare(lg, color ? odd_group : even_group, &cmp);
         MPI_Group_free(&lg);
         CHECK(ok && cmp == MPI_IDENT, "MPI_Comm_group is the local group, remote_group the other");
+        MPI_Comm_group(ic, &lg);
+        CHECK_ERR(MPI_Comm_create_group(ic, lg, 1, &bad), MPI_ERR_COMM, "intercommunicator");
+        MPI_Group_free(&lg);
         all_across(ic, "MPI_Intercomm_create");
 
         /* Merge: the odd ranks say high, so evens come first; then both low: the group of
