@@ -68,9 +68,10 @@ unsafe fn idup(
     let st = state()?;
     let c = st.comm(comm)?;
     let hints = info.map(|i| infos::hints(i).map(|i| CommHints::from_info(&i))).transpose().on(&c)?;
-    // SAFETY: the caller's contract.
+    // SAFETY: `newcomm` is the program's output argument (this function's # Safety); null and
+    // misaligned pointers are rejected.
     let out = unsafe { check::out(newcomm, "newcomm") }.on(&c)?;
-    // SAFETY: the caller's contract.
+    // SAFETY: as `newcomm`, for `request`.
     let req = unsafe { check::out(request, "request") }.on(&c)?;
     *out = abi::MPI_COMM_NULL;
     // The placeholder: the parent's communicator under the new handle, until the new one exists.
