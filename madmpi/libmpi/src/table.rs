@@ -137,8 +137,11 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!((t.get(a), t.get(b)), (Some(1), Some(2)));
         assert_eq!(abi::handle_object(a), abi::ObjectType::Request);
-        assert_eq!(t.remove(a), Some(1));
+        assert!(t.replace(a, 10), "a live handle takes a new object");
+        assert_eq!(t.get(a), Some(10));
+        assert_eq!(t.remove(a), Some(10));
         assert_eq!((t.get(a), t.remove(a)), (None, None));
+        assert!(!t.replace(a, 11), "a freed handle does not come back");
         // Wrong kind, null and builtin handles are not found.
         let other: Table<u32> = Table::new(UserObject::Comm);
         assert_eq!(other.get(b), None);
