@@ -6,6 +6,12 @@
 //! with the parent's internal operations (`internal`), numbered by a per-communicator sequence so
 //! that successive operations never mix their messages.
 //!
+//! An intercommunicator is a communicator with a remote group as well (`MPI_Comm_size`, `rank`
+//! and `group` give the local group): point-to-point ranks name the remote group, collectives
+//! number their peers across both (`coll::inter`), and its internal operations run over the
+//! members of both groups. Its constructors are in `intercomm`; `MPI_Comm_create_group` and
+//! `MPI_Comm_idup` in `comm_ctor`.
+//!
 //! Each communicator also keeps its info hints ([`CommHints`]: `MPI_Comm_set_info`,
 //! `MPI_Comm_get_info`); a duplicate copies them, [`Comm::dup_with_info`] takes its info's.
 //!
@@ -69,6 +75,9 @@ struct Inner {
     group: Group,
     /// This process's rank in `group`.
     rank: u32,
+    /// The remote group of an intercommunicator (`group` is then the local group); `None` for
+    /// an intracommunicator.
+    remote: Option<Group>,
     context: u32,
     session: Session,
     /// Internal operations started on this communicator (the same count at every member).
@@ -107,6 +116,17 @@ pub(crate) fn from_nmad(e: nmad::Error) -> Error {
 
 impl Comm {
     fn make(rt: &Arc<Runtime>, group: Group, context: u32, name: &str) -> Comm {
+        Comm::make_with(rt, group, None, context, name)
+    }
+
+    /// A communicator (an intercommunicator when `remote` is given) in context `context`.
+    pub(crate) fn make_with(
+        rt: &Arc<Runtime>,
+        group: Group,
+        remote: Option<Group>,
+        context: u32,
+        name: &str,
+    ) -> Comm {
         let me = rt.nm.rank();
         let rank = group.rank_of(me).expect("a communicator is made only at its members");
         let session = rt.nm.session(context);
@@ -114,6 +134,7 @@ impl Comm {
             rt: rt.clone(),
             group,
             rank,
+            remote,
             context,
             session,
             ops: AtomicU64::new(0),
@@ -143,8 +164,43 @@ impl Comm {
         self.0.rank
     }
 
+    /// The group (the local group of an intercommunicator).
     pub fn group(&self) -> &Group {
         &self.0.group
+    }
+
+    /// Whether this is an intercommunicator (`MPI_Comm_test_inter`).
+    pub fn is_inter(&self) -> bool {
+        self.0.remote.is_some()
+    }
+
+    /// The remote group of an intercommunicator (`MPI_Comm_remote_group`).
+    pub fn remote_group(&self) -> Option<&Group> {
+        self.0.remote.as_ref()
+    }
+
+    /// How many ranks point-to-point names: the remote group's size on an intercommunicator.
+    pub fn peer_size(&self) -> u32 {
+        self.peer_group().size()
+    }
+
+    /// The group point-to-point ranks name: the remote group of an intercommunicator.
+    fn peer_group(&self) -> &Group {
+        self.0.remote.as_ref().unwrap_or(&self.0.group)
+    }
+
+    /// The world rank of peer `p` of a collective schedule: local rank `p` below the local
+    /// size, remote rank `p - local size` above it (intercommunicators only).
+    pub(crate) fn coll_world_rank(&self, p: u32) -> Option<u32> {
+        match (&self.0.remote, p.checked_sub(self.size())) {
+            (Some(remote), Some(r)) => remote.member(r),
+            _ => self.0.group.member(p),
+        }
+    }
+
+    /// The runtime shared by every communicator of the process.
+    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
+        &self.0.rt
     }
 
     /// The context id, which is also the nmad session id.
@@ -168,6 +224,9 @@ impl Comm {
     /// The members' node layout if it calls for hierarchical collectives (several nodes, one
     /// of them with several members), from the nodes nmad's peers published; computed once.
     pub(crate) fn coll_layout(&self) -> Result<Option<Arc<crate::coll::Layout>>> {
+        if self.is_inter() {
+            return Ok(None);
+        }
         if let Some(l) = self.0.coll_layout.get() {
             return Ok(l.clone());
         }
@@ -190,14 +249,16 @@ impl Comm {
         &self.0.rt.bsend
     }
 
-    /// The world rank (nmad peer) of rank `r`, if `r` is a rank of this communicator.
+    /// The world rank (nmad peer) of rank `r` as point-to-point names it (in the remote group
+    /// of an intercommunicator), if there is such a rank.
     pub fn world_rank(&self, r: u32) -> Option<u32> {
-        self.0.group.member(r)
+        self.peer_group().member(r)
     }
 
-    /// This communicator's rank of world rank `w`.
+    /// The rank point-to-point gives world rank `w` (in the remote group of an
+    /// intercommunicator).
     pub fn rank_of_world(&self, w: u32) -> Option<u32> {
-        self.0.group.rank_of(w)
+        self.peer_group().rank_of(w)
     }
 
     pub fn name(&self) -> String {
@@ -225,44 +286,96 @@ impl Comm {
         self.hints().to_info()
     }
 
-    fn replace_hints(&self, hints: CommHints) {
+    pub(crate) fn replace_hints(&self, hints: CommHints) {
         *self.0.hints.lock().unwrap_or_else(|e| e.into_inner()) = hints;
     }
 
-    /// `MPI_Comm_compare`.
+    /// `MPI_Comm_compare`: an intercommunicator compares its local and its remote groups (the
+    /// weaker result of the two), and is unequal to any intracommunicator.
     pub fn compare(&self, other: &Comm) -> Comparison {
         if Arc::ptr_eq(&self.0, &other.0) {
             return Comparison::Ident;
         }
-        match self.0.group.compare(&other.0.group) {
+        let of = |c| match c {
             GroupComparison::Ident => Comparison::Congruent,
             GroupComparison::Similar => Comparison::Similar,
             GroupComparison::Unequal => Comparison::Unequal,
+        };
+        let local = of(self.0.group.compare(&other.0.group));
+        match (&self.0.remote, &other.0.remote) {
+            (None, None) => local,
+            // The variants are declared from the strongest to the weakest.
+            (Some(a), Some(b)) => {
+                let remote = of(a.compare(b));
+                if (remote as u8) > (local as u8) { remote } else { local }
+            }
+            _ => Comparison::Unequal,
         }
+    }
+
+    /// Reserves the sequence number of the next internal operation (collective calls reserve
+    /// theirs in call order, even when the operation runs later: `MPI_Comm_idup`).
+    pub(crate) fn reserve_internal(&self) -> u64 {
+        self.0.ops.fetch_add(1, Relaxed)
     }
 
     /// Runs internal operation `f` with the members as seen from here, numbered by the next
     /// sequence number of this communicator.
-    fn internal<T>(&self, f: impl FnOnce(&Members<'_>) -> Result<T>) -> Result<T> {
-        let seq = self.0.ops.fetch_add(1, Relaxed);
-        let m = Members {
-            session: &self.0.session,
-            ranks: self.0.group.members(),
-            me: self.0.rank as usize,
-            seq,
+    pub(crate) fn internal<T>(&self, f: impl FnOnce(&Members<'_>) -> Result<T>) -> Result<T> {
+        self.internal_at(self.reserve_internal(), f)
+    }
+
+    /// Runs internal operation number `seq` (see [`Comm::reserve_internal`]). The members of an
+    /// intercommunicator are those of both groups, the group of the lower leader (world rank)
+    /// first.
+    pub(crate) fn internal_at<T>(&self, seq: u64, f: impl FnOnce(&Members<'_>) -> Result<T>) -> Result<T> {
+        let all;
+        let (ranks, me) = match &self.0.remote {
+            None => (self.0.group.members(), self.0.rank as usize),
+            Some(remote) => {
+                let (local, remote) = (self.0.group.members(), remote.members());
+                let low = self.is_low_group();
+                all = if low { [local, remote].concat() } else { [remote, local].concat() };
+                (&all[..], self.0.rank as usize + if low { 0 } else { remote.len() })
+            }
         };
-        f(&m)
+        f(&Members::new(&self.0.session, ranks, me, seq))
+    }
+
+    /// Whether the local group of this intercommunicator comes first where both groups are
+    /// ordered (its leader has the lower world rank; both groups compute the same answer).
+    pub(crate) fn is_low_group(&self) -> bool {
+        match &self.0.remote {
+            Some(remote) => self.0.group.member(0) < remote.member(0),
+            None => true,
+        }
     }
 
     /// A new context id agreed with the other members of this communicator.
-    fn agree_context(&self) -> Result<u32> {
-        self.internal(|m| context::agree(&self.0.rt.ids, m).map_err(from_nmad))
+    pub(crate) fn agree_context(&self) -> Result<u32> {
+        self.agree_context_at(self.reserve_internal())
     }
 
-    /// `MPI_Comm_dup` (collective): the same group in a new context, with the same hints.
+    /// [`Comm::agree_context`] as internal operation `seq`.
+    pub(crate) fn agree_context_at(&self, seq: u64) -> Result<u32> {
+        self.internal_at(seq, |m| context::agree(&self.0.rt.ids, m))
+    }
+
+    /// Gives back a context id agreed on but not used.
+    pub(crate) fn release_context(&self, id: u32) {
+        self.0.rt.ids.release(id);
+    }
+
+    /// `MPI_Comm_dup` (collective): the same group (groups) in a new context, with the same
+    /// hints.
     pub fn dup(&self) -> Result<Comm> {
-        let id = self.agree_context()?;
-        let c = Comm::make(&self.0.rt, self.0.group.clone(), id, "");
+        self.dup_at(self.reserve_internal())
+    }
+
+    /// [`Comm::dup`] as internal operation `seq`.
+    pub(crate) fn dup_at(&self, seq: u64) -> Result<Comm> {
+        let id = self.agree_context_at(seq)?;
+        let c = Comm::make_with(&self.0.rt, self.0.group.clone(), self.0.remote.clone(), id, "");
         c.replace_hints(self.hints());
         Ok(c)
     }
@@ -277,11 +390,15 @@ impl Comm {
 
     /// `MPI_Comm_split` (collective): the members giving the same `color` form a communicator,
     /// ranked by `key` then by their rank here; `None` (`MPI_UNDEFINED`) gets no communicator.
+    /// On an intercommunicator, see [`crate::intercomm::split`].
     ///
     /// A negative color is an `MPI_ERR_ARG` at the member that gave it, found after the exchange:
     /// that member takes part as `MPI_UNDEFINED`, so the others get their communicators rather
     /// than wait for it (MPICH 4.0.2 takes a negative color as any other color).
     pub fn split(&self, color: Option<i32>, key: i32) -> Result<Option<Comm>> {
+        if self.is_inter() {
+            return crate::intercomm::split(self, color, key);
+        }
         let bad = color.filter(|&c| c < 0);
         let color = color.filter(|&c| c >= 0);
         // (color or -1, key) from every member.
@@ -312,8 +429,14 @@ impl Comm {
 
     /// `MPI_Comm_split_type` (collective) where each member gives either
     /// `MPI_COMM_TYPE_SHARED` with its `key` (`Some`: it gets the communicator of the members on
-    /// its node that take part) or `MPI_UNDEFINED` (`None`: it gets no communicator).
+    /// its node that take part) or `MPI_UNDEFINED` (`None`: it gets no communicator). On an
+    /// intercommunicator: the intercommunicator between the members of each group on this node.
     pub fn split_shared_opt(&self, key: Option<i32>) -> Result<Option<Comm>> {
+        if self.is_inter() {
+            // As in MPICH: a split of both groups by node (colors from the node's hash).
+            let color = key.map(|_| (self.0.rt.node & 0x7fff_ffff) as i32);
+            return crate::intercomm::split(self, color, key.unwrap_or(0));
+        }
         let mut mine = [0u8; 13];
         mine[..8].copy_from_slice(&self.0.rt.node.to_le_bytes());
         mine[8..12].copy_from_slice(&key.unwrap_or(0).to_le_bytes());
@@ -338,8 +461,12 @@ impl Comm {
     }
 
     /// `MPI_Comm_create` (collective over this communicator): a communicator of the members of
-    /// `group` (a subgroup of this one; the same at every caller); `None` outside it.
+    /// `group` (a subgroup of this one; the same at every caller); `None` outside it. On an
+    /// intercommunicator, see [`crate::intercomm::create`].
     pub fn create(&self, group: &Group) -> Result<Option<Comm>> {
+        if self.is_inter() {
+            return crate::intercomm::create(self, group);
+        }
         if let Some(stranger) = group.members().iter().find(|&&w| self.0.group.rank_of(w).is_none()) {
             return Err(Error::group(format!(
                 "MPI_Comm_create: process {stranger} of the group is not in the communicator"

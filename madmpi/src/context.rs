@@ -10,8 +10,9 @@
 //! Owns the per-process table of ids in use; must not create sessions (the communicator layer
 //! does).
 
+use crate::comm::from_nmad;
+use crate::error::{Error, ErrorClass, Result};
 use crate::internal::{Members, allreduce_and};
-use nmad::Error;
 use std::sync::Mutex;
 
 /// Context ids per process (the bit set is `WORDS` × 64 bits).
@@ -69,19 +70,36 @@ impl ContextIds {
 }
 
 /// Agrees with the other members on a context id free at all of them and takes it. Uses rounds
-/// `2k` and `2k + 1` of the operation `m.seq` for attempt `k`.
-pub(crate) fn agree(ids: &ContextIds, m: &Members<'_>) -> Result<u32, Error> {
+/// `4k` to `4k + 3` of the operation for attempt `k`.
+pub(crate) fn agree(ids: &ContextIds, m: &Members<'_>) -> Result<u32> {
+    agree_joined(ids, m, &mut |_, _, _| Ok(()))
+}
+
+/// How a group's agreement is joined with another group's (intercommunicators): called at every
+/// member with the group's AND of a bit set and a round of the operation to use, it leaves the
+/// AND over both groups in the bit set.
+pub(crate) type Join<'j> = dyn FnMut(&Members<'_>, u32, &mut [u64]) -> Result<()> + 'j;
+
+/// [`agree`] over this group and, through `join`, another one: the id is free at the members of
+/// both, and taken at all of them.
+pub(crate) fn agree_joined(ids: &ContextIds, m: &Members<'_>, join: &mut Join<'_>) -> Result<u32> {
     for attempt in 0..MAX_ATTEMPTS {
+        let round = 4 * attempt;
         let mut bits = ids.snapshot();
-        allreduce_and(m, 2 * attempt, &mut bits)?;
+        allreduce_and(m, round, &mut bits).map_err(from_nmad)?;
+        join(m, round + 1, &mut bits)?;
         let Some(id) = lowest_set(&bits) else {
-            return Err(Error::InvalidArgument(format!(
-                "no context id free at every member: all {MAX_CONTEXTS} are in use (free communicators)"
-            )));
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!(
+                    "no context id free at every member: all {MAX_CONTEXTS} are in use (free communicators)"
+                ),
+            ));
         };
         let took = ids.take(id);
         let mut ok = [took as u64];
-        allreduce_and(m, 2 * attempt + 1, &mut ok)?;
+        allreduce_and(m, round + 2, &mut ok).map_err(from_nmad)?;
+        join(m, round + 3, &mut ok)?;
         if ok[0] == 1 {
             return Ok(id);
         }
@@ -89,7 +107,7 @@ pub(crate) fn agree(ids: &ContextIds, m: &Members<'_>) -> Result<u32, Error> {
             ids.release(id);
         }
     }
-    Err(Error::Protocol(format!("context id agreement kept colliding ({MAX_ATTEMPTS} attempts)")))
+    Err(Error::other(format!("context id agreement kept colliding ({MAX_ATTEMPTS} attempts)")))
 }
 
 fn lowest_set(bits: &[u64]) -> Option<u32> {
@@ -143,8 +161,7 @@ mod tests {
                                 .map(|sid| {
                                     inner.spawn(move || {
                                         let s = nm.session(sid);
-                                        agree(ids, &Members { session: &s, ranks: world, me, seq: 1 })
-                                            .unwrap()
+                                        agree(ids, &Members::new(&s, world, me, 1)).unwrap()
                                     })
                                 })
                                 .collect();

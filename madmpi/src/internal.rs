@@ -17,9 +17,39 @@ pub(crate) struct Members<'a> {
     pub ranks: &'a [u32],
     /// This process's index in `ranks`.
     pub me: usize,
+    /// What sets this operation's messages apart from others in the session.
+    pub space: Space,
+    /// The first round of the calls made through these members (see [`Members::shifted`]).
+    base: u32,
+}
+
+/// How an internal operation's messages are told apart from others of the same session.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Space {
     /// Number of this operation among the communicator's internal operations (same at all
-    /// members).
-    pub seq: u64,
+    /// members): operations collective over the whole communicator.
+    Seq(u64),
+    /// An operation of some members only (`MPI_Comm_create_group`): the others do not count
+    /// it, so a tag given by the program keeps concurrent ones apart.
+    Tag { kind: Kind, tag: u32 },
+}
+
+impl<'a> Members<'a> {
+    /// Members numbered by the communicator's sequence of internal operations.
+    pub(crate) fn new(session: &'a Session, ranks: &'a [u32], me: usize, seq: u64) -> Members<'a> {
+        Members { session, ranks, me, space: Space::Seq(seq), base: 0 }
+    }
+
+    /// Members of an operation of some members only, told apart by `space`.
+    pub(crate) fn tagged(session: &'a Session, ranks: &'a [u32], me: usize, space: Space) -> Members<'a> {
+        Members { session, ranks, me, space, base: 0 }
+    }
+
+    /// The same members, their round `r` being round `k + r` here: for a protocol that uses
+    /// rounds `0..k` itself and then calls another one that numbers its rounds from 0.
+    pub(crate) fn shifted(&self, k: u32) -> Members<'a> {
+        Members { base: self.base + k, ..*self }
+    }
 }
 
 /// Rounds one call may use; a call's `round` argument selects its block of steps.
@@ -27,7 +57,11 @@ const STEPS_PER_ROUND: u32 = 64;
 
 impl Members<'_> {
     fn tag(&self, round: u32, step: u32) -> u64 {
-        tags::internal(Kind::Management, self.seq, round * STEPS_PER_ROUND + step)
+        let step = (self.base + round) * STEPS_PER_ROUND + step;
+        match self.space {
+            Space::Seq(seq) => tags::internal(Kind::Management, seq, step),
+            Space::Tag { kind, tag } => tags::tagged(kind, tag, step),
+        }
     }
 
     /// Sends `out` to member `to` while receiving exactly `into.len()` bytes from member `from`.
@@ -164,7 +198,7 @@ pub(crate) mod tests {
                     t.spawn(move || {
                         let s = nm.session(9);
                         let me = order.iter().position(|&r| r == nm.rank()).unwrap();
-                        f(me, &Members { session: &s, ranks: order, me, seq })
+                        f(me, &Members::new(&s, order, me, seq))
                     })
                 })
                 .collect();

@@ -15,7 +15,11 @@
 //! - [`tools`]: MPI_T, the tools information interface (control and performance variables,
 //!   categories, events over pioman's and nmad's counters and hooks);
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
-//!   `context` ids for communicator creation.
+//!   `context` ids for communicator creation;
+//! - [`comm`]: communicators; [`intercomm`]: intercommunicators (create, from groups, merge,
+//!   split, create); `comm_ctor`: `MPI_Comm_create_group` and `MPI_Comm_idup`;
+//! - [`coll`]: the collectives (schedules run by an engine in the background; `coll::inter` for
+//!   intercommunicators).
 //!
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.
 
@@ -24,12 +28,14 @@ pub mod attr;
 pub mod bsend;
 pub mod coll;
 pub mod comm;
+mod comm_ctor;
 pub mod completion;
 mod context;
 pub mod datatype;
 pub mod error;
 pub mod group;
 pub mod info;
+pub mod intercomm;
 mod internal;
 mod loom;
 pub mod mprobe;

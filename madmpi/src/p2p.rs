@@ -100,7 +100,7 @@ fn bytes_mut<T: Equivalence>(buf: &mut [T]) -> &mut [u8] {
 impl Comm {
     pub(crate) fn peer(&self, op: &str, r: u32) -> Result<u32> {
         self.world_rank(r).ok_or_else(|| {
-            Error::rank(format!("{op}: rank {r} is outside the communicator (size {})", self.size()))
+            Error::rank(format!("{op}: rank {r} is outside the communicator (size {})", self.peer_size()))
         })
     }
 

@@ -15,6 +15,7 @@ use crate::tags;
 use nmad::{Data, SendMode, Source};
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::Arc;
 
 /// What the operation was, for its status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +34,35 @@ pub struct RawRequest {
     /// A collective operation (`inner` is then unused): its schedule's completion stands for
     /// the nmad request's in every method below.
     coll: Option<crate::coll::Handle>,
+    /// An operation another thread runs (`inner` is then unused), like `coll`.
+    deferred: Option<Arc<Deferred>>,
+}
+
+/// The completion of an operation run by another thread (`MPI_Comm_idup`): it calls
+/// [`Deferred::finish`] once, which signals the condition waiters use.
+pub(crate) struct Deferred {
+    done: pioman::Cond,
+    error: std::sync::Mutex<Option<Error>>,
+}
+
+impl Deferred {
+    pub(crate) fn new() -> Arc<Deferred> {
+        Arc::new(Deferred { done: pioman::Cond::new(), error: std::sync::Mutex::new(None) })
+    }
+
+    /// Completes the operation, with its error if it failed.
+    pub(crate) fn finish(&self, error: Option<Error>) {
+        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = error;
+        self.done.signal(nmad::COMPLETED);
+    }
+
+    fn is_complete(&self) -> bool {
+        self.done.test(nmad::COMPLETED)
+    }
+
+    fn error(&self) -> Option<Error> {
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 /// What a completed operation left: its status, and its error if it failed. A truncated receive
@@ -74,7 +104,13 @@ pub enum Mode {
 
 impl RawRequest {
     fn null(comm: &Comm) -> RawRequest {
-        RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Null, coll: None }
+        RawRequest {
+            inner: Box::pin(nmad::Request::new()),
+            comm: comm.clone(),
+            op: Op::Null,
+            coll: None,
+            deferred: None,
+        }
     }
 
     /// A request that is already complete, with an empty status: the request of an operation
@@ -86,7 +122,7 @@ impl RawRequest {
     /// The receive of a message matched by a probe, running in `inner` (see
     /// [`crate::mprobe::Message`]).
     pub(crate) fn matched_recv(inner: Pin<Box<nmad::Request>>, comm: &Comm) -> RawRequest {
-        RawRequest { inner, comm: comm.clone(), op: Op::Recv, coll: None }
+        RawRequest { inner, comm: comm.clone(), op: Op::Recv, coll: None, deferred: None }
     }
 
     /// Starts sending `data` to `dest` with `tag`.
@@ -102,6 +138,7 @@ impl RawRequest {
             comm: comm.clone(),
             op: Op::Send,
             coll: None,
+            deferred: None,
         };
         let m = SendMode { sync: mode == Mode::Synchronous, header_len: 0 };
         // SAFETY: the caller keeps `data` valid; the request is pinned in its box and its Drop
@@ -126,6 +163,7 @@ impl RawRequest {
             comm: comm.clone(),
             op: Op::Recv,
             coll: None,
+            deferred: None,
         };
         // SAFETY: as in `isend`.
         unsafe { comm.session().irecv(src, tm, data, req.inner.as_ref()) }.map_err(from_nmad)?;
@@ -137,20 +175,27 @@ impl RawRequest {
         RawRequest { coll: Some(h), ..RawRequest::null(comm) }
     }
 
+    /// The request of an operation another thread runs and finishes through `d`.
+    pub(crate) fn deferred(comm: &Comm, d: Arc<Deferred>) -> RawRequest {
+        RawRequest { deferred: Some(d), ..RawRequest::null(comm) }
+    }
+
     /// Whether the operation completed.
     pub fn is_complete(&self) -> bool {
-        match &self.coll {
-            Some(c) => c.is_complete(),
-            None => self.inner.test(),
+        match (&self.coll, &self.deferred) {
+            (Some(c), _) => c.is_complete(),
+            (None, Some(d)) => d.is_complete(),
+            (None, None) => self.inner.test(),
         }
     }
 
     /// The condition signalled with `nmad::COMPLETED` at completion (to wait on several
     /// requests at once).
     pub fn cond(&self) -> &pioman::Cond {
-        match &self.coll {
-            Some(c) => c.cond(),
-            None => self.inner.cond(),
+        match (&self.coll, &self.deferred) {
+            (Some(c), _) => c.cond(),
+            (None, Some(d)) => &d.done,
+            (None, None) => self.inner.cond(),
         }
     }
 
@@ -179,15 +224,23 @@ impl RawRequest {
         if let Some(c) = &self.coll {
             return c.outcome().map(|error| Outcome { error, ..Outcome::DONE });
         }
+        if let Some(d) = &self.deferred {
+            return d.is_complete().then(|| Outcome { error: d.error(), ..Outcome::DONE });
+        }
         let r = self.inner.result()?;
         Some(outcome_of(&self.comm, self.op, r, self.inner.status()))
     }
 
     /// Waits for completion; returns the outcome.
     pub fn wait(&self) -> Result<Status> {
-        match &self.coll {
-            Some(c) => c.wait(),
-            None => self.inner.wait(),
+        match (&self.coll, &self.deferred) {
+            (Some(c), _) => c.wait(),
+            (None, Some(d)) => {
+                if !d.is_complete() {
+                    self.pioman().wait(&d.done, nmad::COMPLETED);
+                }
+            }
+            (None, None) => self.inner.wait(),
         }
         self.status().expect("completed")
     }
@@ -196,7 +249,10 @@ impl RawRequest {
     /// (it then completes with [`Outcome::cancelled`]). Sends cannot be cancelled once started
     /// (as in MPICH for sent messages), nor can receives of messages matched by a probe.
     pub fn cancel(&self) -> bool {
-        self.op == Op::Recv && self.coll.is_none() && self.comm.session().cancel(&self.inner)
+        self.op == Op::Recv
+            && self.coll.is_none()
+            && self.deferred.is_none()
+            && self.comm.session().cancel(&self.inner)
     }
 
     /// The nmad request (for a collective: an unused, completed one; see [`RawRequest::cond`]).

@@ -29,6 +29,10 @@ pub enum Kind {
     Collective = 1,
     /// Communicator management (context-id agreement, split, dup).
     Management = 2,
+    /// `MPI_Comm_create_group`, by the program's tag ([`tagged`]).
+    GroupCreate = 3,
+    /// `MPI_Intercomm_create_from_groups`, by a hash of the program's string tag ([`tagged`]).
+    GroupsTagged = 4,
 }
 
 const KIND_SHIFT: u32 = 32;
@@ -63,6 +67,15 @@ pub fn internal(kind: Kind, seq: u64, step: u32) -> u64 {
     ((seq & ((1 << SEQ_BITS) - 1)) << SEQ_SHIFT) | (u64::from(kind as u8) << KIND_SHIFT) | u64::from(step)
 }
 
+/// The nmad tag of step `step` of an operation of some members only, told apart by the
+/// program's `tag` (in the low bits, where point-to-point puts its tags) rather than by a
+/// sequence number (the step takes the sequence's bits).
+pub fn tagged(kind: Kind, tag: u32, step: u32) -> u64 {
+    (u64::from(step) & ((1 << SEQ_BITS) - 1)) << SEQ_SHIFT
+        | (u64::from(kind as u8) << KIND_SHIFT)
+        | u64::from(tag)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +103,8 @@ mod tests {
         assert_ne!(internal(Kind::Management, 1, 0), internal(Kind::Management, 2, 0));
         assert_ne!(internal(Kind::Management, 1, 0), internal(Kind::Management, 1, 1));
         assert_eq!(internal(Kind::Management, 1 << SEQ_BITS, 0), internal(Kind::Management, 0, 0), "wraps");
+        assert_ne!(tagged(Kind::GroupCreate, 5, 0), tagged(Kind::GroupCreate, 6, 0));
+        assert_ne!(tagged(Kind::GroupCreate, 5, 0), tagged(Kind::GroupCreate, 5, 1));
+        assert!(!matches(p2p_match(None), tagged(Kind::GroupCreate, 5, 0)), "never a point-to-point message");
     }
 }

@@ -40,11 +40,12 @@ pub(crate) fn source(comm: &Comm, r: c_int) -> Result<From, Error> {
     }
 }
 
+/// A rank point-to-point names (of the remote group on an intercommunicator).
 fn rank_in(comm: &Comm, r: c_int) -> Result<u32, Error> {
     u32::try_from(r)
         .ok()
-        .filter(|&r| r < comm.size())
-        .ok_or_else(|| Error::rank(format!("invalid rank {r} (communicator of size {})", comm.size())))
+        .filter(|&r| r < comm.peer_size())
+        .ok_or_else(|| Error::rank(format!("invalid rank {r} (communicator of size {})", comm.peer_size())))
 }
 
 /// The tag of a send: `0..=MPI_TAG_UB`.

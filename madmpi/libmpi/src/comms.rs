@@ -59,6 +59,18 @@ impl CommObj {
         CommObj { comm, errhandler, attrs: Attrs::new(), handle: OnceLock::new() }
     }
 
+    /// The communicator that replaces `placeholder`, stored for a communicator not made yet
+    /// (`MPI_Comm_idup`): it takes over its handle, error handler and attributes.
+    pub(crate) fn replacing(comm: Comm, placeholder: &CommObj) -> Result<CommObj, Error> {
+        let attrs = Attrs::new();
+        let table = placeholder.attrs.with(std::mem::take)?;
+        attrs.with(|t| *t = table)?;
+        let obj =
+            CommObj { comm, errhandler: placeholder.errhandler.clone(), attrs, handle: OnceLock::new() };
+        let _ = obj.handle.set(placeholder.handle());
+        Ok(obj)
+    }
+
     /// Its handle (`MPI_COMM_NULL` before it is stored).
     pub(crate) fn handle(&self) -> Handle {
         self.handle.get().copied().unwrap_or(abi::MPI_COMM_NULL)
@@ -83,6 +95,14 @@ impl State {
         let h = self.comms.insert(obj.clone()).ok_or_else(|| Error::intern("too many live communicators"))?;
         let _ = obj.handle.set(h);
         Ok((h, obj))
+    }
+
+    /// Puts `obj` in the place of communicator `h` (see [`CommObj::replacing`]).
+    pub(crate) fn replace_comm(&self, h: Handle, obj: CommObj) -> Result<(), Error> {
+        match self.comms.replace(h, Arc::new(obj)) {
+            true => Ok(()),
+            false => Err(Error::comm(format!("communicator {h:#x} was freed before it was made"))),
+        }
     }
 
     /// Forgets communicator `h` (its pending operations keep it alive until they complete).

@@ -60,6 +60,20 @@ impl<T: Clone> Table<T> {
         read(&self.shards[shard]).slots.get(index)?.clone()
     }
 
+    /// Puts `value` in the place of the object of `handle` (which keeps its handle); `false`
+    /// if `handle` is not live.
+    pub(crate) fn replace(&self, handle: Handle, value: T) -> bool {
+        let Some((shard, index)) = self.locate(handle) else { return false };
+        let mut slab = write(&self.shards[shard]);
+        match slab.slots.get_mut(index) {
+            Some(slot @ Some(_)) => {
+                *slot = Some(value);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Removes and returns the object of `handle`.
     pub(crate) fn remove(&self, handle: Handle) -> Option<T> {
         let (shard, index) = self.locate(handle)?;
@@ -123,8 +137,11 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!((t.get(a), t.get(b)), (Some(1), Some(2)));
         assert_eq!(abi::handle_object(a), abi::ObjectType::Request);
-        assert_eq!(t.remove(a), Some(1));
+        assert!(t.replace(a, 10), "a live handle takes a new object");
+        assert_eq!(t.get(a), Some(10));
+        assert_eq!(t.remove(a), Some(10));
         assert_eq!((t.get(a), t.remove(a)), (None, None));
+        assert!(!t.replace(a, 11), "a freed handle does not come back");
         // Wrong kind, null and builtin handles are not found.
         let other: Table<u32> = Table::new(UserObject::Comm);
         assert_eq!(other.get(b), None);

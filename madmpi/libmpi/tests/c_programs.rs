@@ -331,3 +331,17 @@ fn gather_family_and_prefix_reductions_match_local_references() {
 fn tools_interface_lists_reads_writes_and_delivers_events() {
     passes("tools");
 }
+
+#[test]
+fn intercommunicators_are_created_merged_split_and_talk_across() {
+    for n in [1, 2, 3, 5] {
+        passes_on("intercomm", n);
+    }
+}
+
+#[test]
+fn every_collective_on_an_intercommunicator_matches_local_references() {
+    for n in [1, 2, 3, 5, 8] {
+        passes_on("intercomm_coll", n);
+    }
+}

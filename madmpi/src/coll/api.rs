@@ -74,6 +74,12 @@ impl Comm {
         bind: Bind,
         reducer: Option<Reducer>,
     ) -> Result<RawRequest> {
+        if self.is_inter() {
+            // Their schedules are another shape (`coll::inter`), reached through `raw`.
+            return Err(Error::comm(
+                "the Rust API's collectives take intracommunicators (intercommunicators: coll::raw)",
+            ));
+        }
         let seq = self.next_coll_seq();
         // SAFETY: forwarded contract.
         let exec = unsafe { Exec::start(self, seq, sched, bind, reducer) }?;

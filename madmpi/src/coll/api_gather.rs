@@ -792,6 +792,21 @@ pub(crate) fn alltoallw_schedule(
     recv_len: usize,
     a: Alltoallv,
 ) -> Schedule {
+    alltoallw_with(send, recv, recv_len, |s, sblocks, rblocks| match a {
+        Alltoallv::Linear => alltoall::linear(s, n, me, sblocks, rblocks),
+        Alltoallv::Pairwise => alltoall::pairwise(s, n, me, sblocks, rblocks),
+    })
+}
+
+/// The blocks of an alltoallw made single ranges (packed through temporaries when they are
+/// several pieces) for `exchange` to move, and unpacked after it (intercommunicators exchange
+/// them otherwise).
+pub(crate) fn alltoallw_with(
+    send: Option<&[Vec<Range>]>,
+    recv: &[Vec<Range>],
+    recv_len: usize,
+    exchange: impl FnOnce(&mut Schedule, &[Range], &[Range]),
+) -> Schedule {
     let mut s = Schedule::new();
     let copied: Vec<Vec<Range>>;
     let send = match send {
@@ -804,7 +819,7 @@ pub(crate) fn alltoallw_schedule(
     };
     let total = |p: &[Range]| p.iter().map(|r| r.len).sum::<usize>();
     let pre = s.round();
-    let mut sblocks = Vec::with_capacity(n as usize);
+    let mut sblocks = Vec::with_capacity(send.len());
     for p in send {
         sblocks.push(match p.len() {
             0 => Range::EMPTY,
@@ -820,7 +835,7 @@ pub(crate) fn alltoallw_schedule(
             }
         });
     }
-    let (mut rblocks, mut unpack) = (Vec::with_capacity(n as usize), Vec::new());
+    let (mut rblocks, mut unpack) = (Vec::with_capacity(recv.len()), Vec::new());
     for p in recv {
         rblocks.push(match p.len() {
             0 => Range::EMPTY,
@@ -832,10 +847,7 @@ pub(crate) fn alltoallw_schedule(
             }
         });
     }
-    match a {
-        Alltoallv::Linear => alltoall::linear(&mut s, n, me, &sblocks, &rblocks),
-        Alltoallv::Pairwise => alltoall::pairwise(&mut s, n, me, &sblocks, &rblocks),
-    }
+    exchange(&mut s, &sblocks, &rblocks);
     if !unpack.is_empty() {
         let post = s.round();
         for (t, p) in unpack {

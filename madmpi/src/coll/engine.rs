@@ -219,7 +219,7 @@ impl Exec {
     /// with the error, which the round's end reports).
     fn post(&self, x: &Xfer, reqs: &mut Vec<Pin<Box<nmad::Request>>>) -> Result<()> {
         let (Xfer::Send { peer, step, data } | Xfer::Recv { peer, step, data }) = *x;
-        let Some(world) = self.comm.world_rank(peer) else {
+        let Some(world) = self.comm.coll_world_rank(peer) else {
             return Err(Error::intern(format!("collective schedule: no rank {peer}")));
         };
         let tag = tags::internal(Kind::Collective, self.seq, step);

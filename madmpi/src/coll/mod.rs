@@ -65,6 +65,7 @@
 //! - `api`: the Rust API (`Comm::barrier`, `bcast`, `reduce`, `allreduce`, nonblocking and
 //!   in-place variants);
 //! - `api_reduce`: the Rust API of reduce-scatter (block), scan, exscan and `reduce_local`;
+//! - `inter`: the collectives of intercommunicators (schedules across two groups);
 //! - `sim` (tests): an in-process simulator running the schedules of n ranks against each other.
 //!
 //! Owns the collective layer; it talks to nmad through sessions and requests only and must not
@@ -76,6 +77,7 @@ mod api_gather;
 mod api_reduce;
 pub mod choice;
 pub(crate) mod engine;
+pub mod inter;
 mod plan;
 mod progress;
 pub mod raw;

@@ -23,6 +23,9 @@
 //! gets packed elements too, with the datatype; the C binding's wrapper of a user function
 //! unpacks them to the type's memory layout when the type is not contiguous.
 //!
+//! The unrooted collectives serve intercommunicators too, through `inter::raw` (the rooted ones
+//! take `inter::Root` there, for `MPI_ROOT` and `MPI_PROC_NULL`).
+//!
 //! Owns the binding of raw memory to schedules; argument checks are the caller's, except those
 //! `api` also makes (root, operation defined on the datatype).
 
@@ -47,7 +50,7 @@ pub struct RawBuf {
 }
 
 /// How a buffer is bound to a schedule.
-enum Mem {
+pub(super) enum Mem {
     /// The packed bytes are the memory `(address, length)`.
     Contiguous((*mut u8, usize)),
     /// The memory spans `span`; its merged blocks `(offset in the span, length)` in packed
@@ -56,7 +59,7 @@ enum Mem {
 }
 
 impl Mem {
-    fn of(b: &RawBuf) -> Result<Mem> {
+    pub(super) fn of(b: &RawBuf) -> Result<Mem> {
         let count = i64::try_from(b.count).map_err(|_| Error::count("count too large"))?;
         let packed = b.dtype.pack_size(count).map_err(Error::from)?;
         if let Some(off) = b.dtype.contiguous_offset() {
@@ -79,14 +82,14 @@ impl Mem {
         Ok(Mem::Scattered { span: (b.base.wrapping_offset(lo), (hi - lo) as usize), blocks, packed })
     }
 
-    fn packed_len(&self) -> usize {
+    pub(super) fn packed_len(&self) -> usize {
         match self {
             Mem::Contiguous((_, len)) => *len,
             Mem::Scattered { packed, .. } => *packed,
         }
     }
 
-    fn bind(&self) -> (*mut u8, usize) {
+    pub(super) fn bind(&self) -> (*mut u8, usize) {
         match self {
             Mem::Contiguous(m) => *m,
             Mem::Scattered { span, .. } => *span,
@@ -94,12 +97,18 @@ impl Mem {
     }
 }
 
-const NONE: (*mut u8, usize) = (std::ptr::null_mut(), 0);
+pub(super) const NONE: (*mut u8, usize) = (std::ptr::null_mut(), 0);
 
 /// Wraps `s` (built over packed `SEND` and `RECV`) for scattered memories: the packed buffers
 /// become temporaries, filled by a first round (`send`; `recv` when `recv_in`) and copied out
 /// by a last round (`recv` when `recv_out`).
-fn wrap(mut s: Schedule, send: Option<&Mem>, recv: Option<&Mem>, recv_in: bool, recv_out: bool) -> Schedule {
+pub(super) fn wrap(
+    mut s: Schedule,
+    send: Option<&Mem>,
+    recv: Option<&Mem>,
+    recv_in: bool,
+    recv_out: bool,
+) -> Schedule {
     let send_blocks = match send {
         Some(Mem::Scattered { blocks, packed, .. }) => Some((blocks, *packed)),
         _ => None,
@@ -180,7 +189,7 @@ fn wrap(mut s: Schedule, send: Option<&Mem>, recv: Option<&Mem>, recv_in: bool, 
 /// # Safety
 /// The memory of both bindings must stay valid and untouched by others until the request
 /// completes.
-unsafe fn launch(
+pub(super) unsafe fn launch(
     comm: &Comm,
     s: Schedule,
     send: (*mut u8, usize),
@@ -194,6 +203,11 @@ unsafe fn launch(
 }
 
 fn check_root(comm: &Comm, call: &str, root: u32) -> Result<()> {
+    if comm.is_inter() {
+        return Err(Error::comm(format!(
+            "{call}: an intercommunicator's root is an inter::Root (coll::inter::raw)"
+        )));
+    }
     if root >= comm.size() {
         return Err(Error::root(format!(
             "{call}: root {root} is outside the communicator (size {})",
@@ -203,17 +217,20 @@ fn check_root(comm: &Comm, call: &str, root: u32) -> Result<()> {
     Ok(())
 }
 
-fn reducer(call: &str, op: &Op, dtype: &Datatype) -> Result<Reducer> {
+pub(super) fn reducer(call: &str, op: &Op, dtype: &Datatype) -> Result<Reducer> {
     op.check(dtype).map_err(|e| Error::new(e.class(), format!("{call}: {}", e.message())))?;
     Ok(Reducer { op: op.clone(), dtype: dtype.clone() })
 }
 
-fn elem_size(dtype: &Datatype) -> Result<usize> {
+pub(super) fn elem_size(dtype: &Datatype) -> Result<usize> {
     usize::try_from(dtype.size()).map_err(|_| Error::count("datatype too large"))
 }
 
 /// `MPI_Ibarrier`.
 pub fn ibarrier(comm: &Comm) -> Result<RawRequest> {
+    if comm.is_inter() {
+        return super::inter::raw::ibarrier(comm);
+    }
     let f = Forced::from_env()?;
     let s = plan::barrier(&comm.coll_site(&f)?, &f);
     // SAFETY: no memory is involved.
@@ -292,6 +309,10 @@ pub unsafe fn ireduce(
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn iallreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::iallreduce(comm, send, recv, op) };
+    }
     let input = send.unwrap_or(recv);
     let r = reducer("MPI_Allreduce", op, &input.dtype)?;
     let sm = send.map(Mem::of).transpose()?;
@@ -328,7 +349,7 @@ pub struct RawVBuf<'a> {
 
 impl RawVBuf<'_> {
     /// `n` consecutive blocks of `count` elements (the buffer of `MPI_Gather` and co.).
-    fn uniform(
+    pub(super) fn uniform(
         b: &RawBuf,
         n: u32,
         f: impl FnOnce(&RawVBuf<'_>) -> Result<(Mem, Vec<Range>)>,
@@ -342,7 +363,7 @@ impl RawVBuf<'_> {
 
     /// The binding of the buffer and each block's range in the bound memory (contiguous type)
     /// or the packed temporary (otherwise) of schedule buffer `buf`.
-    fn mem(&self, call: &str, buf: BufId) -> Result<(Mem, Vec<Range>)> {
+    pub(super) fn mem(&self, call: &str, buf: BufId) -> Result<(Mem, Vec<Range>)> {
         let n = self.counts.len();
         if self.displs.len() != n {
             return Err(Error::arg(format!("{call}: {n} counts and {} displacements", self.displs.len())));
@@ -398,7 +419,7 @@ impl RawVBuf<'_> {
     }
 }
 
-fn bytes_mismatch(call: &str, what: &str, got: usize, want: usize) -> Error {
+pub(super) fn bytes_mismatch(call: &str, what: &str, got: usize, want: usize) -> Error {
     Error::count(format!("{call}: {what} holds {got} bytes, {want} expected (type signatures differ)"))
 }
 
@@ -406,7 +427,7 @@ fn bytes_mismatch(call: &str, what: &str, got: usize, want: usize) -> Error {
 ///
 /// # Safety
 /// As [`launch`].
-unsafe fn start(
+pub(super) unsafe fn start(
     comm: &Comm,
     s: Schedule,
     sm: Option<&Mem>,
@@ -582,6 +603,10 @@ pub unsafe fn iscatterv(
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn iallgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::iallgather(comm, send, recv) };
+    }
     const CALL: &str = "MPI_Allgather";
     let (n, me) = (comm.size(), comm.rank());
     let sm = send.map(Mem::of).transpose()?;
@@ -606,6 +631,10 @@ pub unsafe fn iallgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> R
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn iallgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::iallgatherv(comm, send, recv) };
+    }
     const CALL: &str = "MPI_Allgatherv";
     let (n, me) = (comm.size(), comm.rank());
     if recv.counts.len() != n as usize {
@@ -638,6 +667,10 @@ pub unsafe fn iallgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn ialltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::ialltoall(comm, send, recv) };
+    }
     const CALL: &str = "MPI_Alltoall";
     let (n, me) = (comm.size(), comm.rank());
     let (rm, blocks) = RawVBuf::uniform(recv, n, |v| v.mem(CALL, RECV))?;
@@ -669,6 +702,10 @@ pub unsafe fn ialltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Re
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn ialltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf<'_>) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::ialltoallv(comm, send, recv) };
+    }
     const CALL: &str = "MPI_Alltoallv";
     let (n, me) = (comm.size(), comm.rank());
     for c in std::iter::once(recv.counts.len()).chain(send.map(|s| s.counts.len())) {
@@ -707,6 +744,10 @@ pub unsafe fn ireduce_scatter(
     counts: &[usize],
     op: &Op,
 ) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::ireduce_scatter(comm, send, recv, counts, op) };
+    }
     const CALL: &str = "MPI_Reduce_scatter";
     let (n, me) = (comm.size() as usize, comm.rank() as usize);
     if counts.len() != n {
@@ -750,6 +791,9 @@ pub unsafe fn iscan(
     op: &Op,
     exclusive: bool,
 ) -> Result<RawRequest> {
+    if comm.is_inter() {
+        return Err(Error::comm("MPI_Scan and MPI_Exscan are not defined on intercommunicators"));
+    }
     let call = if exclusive { "MPI_Exscan" } else { "MPI_Scan" };
     let input = send.unwrap_or(recv);
     let r = reducer(call, op, &input.dtype)?;
@@ -787,7 +831,7 @@ pub struct RawWBuf<'a> {
 impl RawWBuf<'_> {
     /// The span of memory the blocks cover (bound as is: the schedule packs non-contiguous
     /// blocks itself) and each block's pieces in it (packed order, adjacent ones merged).
-    fn pieces(&self, call: &str, n: usize, buf: BufId) -> Result<(Span, Vec<Vec<Range>>)> {
+    pub(super) fn pieces(&self, call: &str, n: usize, buf: BufId) -> Result<(Span, Vec<Vec<Range>>)> {
         if self.counts.len() != n || self.displs.len() != n || self.dtypes.len() != n {
             return Err(Error::arg(format!(
                 "{call}: {} counts, {} displacements and {} types for {n} ranks",
@@ -840,6 +884,10 @@ impl RawWBuf<'_> {
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
 pub unsafe fn ialltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf<'_>) -> Result<RawRequest> {
+    if comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::inter::raw::ialltoallw(comm, send, recv) };
+    }
     const CALL: &str = "MPI_Alltoallw";
     let (n, me) = (comm.size(), comm.rank());
     let (rb, rblocks) = recv.pieces(CALL, n as usize, RECV)?;

@@ -112,6 +112,10 @@ unsafe fn ibcast(
     datatype: abi::Datatype,
     root_rank: c_int,
 ) -> Result<RawRequest, Fail> {
+    if c.comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe { super::coll_inter::ibcast(st, c, buf, count, datatype, root_rank) };
+    }
     let (count, ty) = count_type(st, c, count, datatype)?;
     let root = root(c, root_rank)?;
     let b = buffer(c, buf, count, &ty, "buffer")?;
@@ -134,6 +138,12 @@ unsafe fn ireduce(
     op: abi::Op,
     root_rank: c_int,
 ) -> Result<RawRequest, Fail> {
+    if c.comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe {
+            super::coll_inter::ireduce(st, c, sendbuf, recvbuf, count, datatype, op, root_rank)
+        };
+    }
     let (count, ty) = count_type(st, c, count, datatype)?;
     let o = operation(c, op)?;
     let root = root(c, root_rank)?;

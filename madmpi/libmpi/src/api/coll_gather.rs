@@ -88,7 +88,7 @@ impl Side for WBuf {
 }
 
 /// `count` elements of `datatype` at `buf`, checked (count, datatype, buffer).
-fn plain(
+pub(super) fn plain(
     st: &State,
     c: &Arc<CommObj>,
     buf: *const c_void,
@@ -101,16 +101,17 @@ fn plain(
 }
 
 /// The per-rank `counts` (each `MPI_ERR_COUNT` if negative) and `displs` of a `v` or `w`
-/// buffer, checked in that order.
+/// buffer, checked in that order: one per rank data goes to or comes from (of the remote group
+/// on an intercommunicator).
 ///
 /// # Safety
-/// Non-null, aligned `counts` and `displs` hold one `int` per rank of the communicator.
+/// Non-null, aligned `counts` and `displs` hold one `int` per such rank.
 unsafe fn counts_displs(
     c: &Arc<CommObj>,
     counts: *const c_int,
     displs: *const c_int,
 ) -> Result<(Vec<usize>, Vec<isize>), Fail> {
-    let n = c.comm.size() as usize;
+    let n = c.comm.peer_size() as usize;
     // SAFETY: the caller's contract.
     let cs = unsafe { check::array_in(counts, n, "the counts array") }.on(c)?;
     let counts =
@@ -263,6 +264,14 @@ unsafe fn igather(
     recvtype: abi::Datatype,
     root: c_int,
 ) -> Result<RawRequest, Fail> {
+    if c.comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe {
+            super::coll_inter::igather(
+                st, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, root,
+            )
+        };
+    }
     let a = gather_args(
         c,
         root,
@@ -292,6 +301,23 @@ unsafe fn igatherv(
     recvtype: abi::Datatype,
     root: c_int,
 ) -> Result<RawRequest, Fail> {
+    if c.comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe {
+            super::coll_inter::igather(
+                st,
+                c,
+                sendbuf,
+                sendcount,
+                sendtype,
+                recvbuf,
+                0,
+                Some((recvcounts, displs)),
+                recvtype,
+                root,
+            )
+        };
+    }
     let a = gather_args(
         c,
         root,
@@ -322,6 +348,14 @@ unsafe fn iscatter(
     recvtype: abi::Datatype,
     root: c_int,
 ) -> Result<RawRequest, Fail> {
+    if c.comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe {
+            super::coll_inter::iscatter(
+                st, c, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root,
+            )
+        };
+    }
     let a = scatter_args(
         c,
         root,
@@ -351,6 +385,23 @@ unsafe fn iscatterv(
     recvtype: abi::Datatype,
     root: c_int,
 ) -> Result<RawRequest, Fail> {
+    if c.comm.is_inter() {
+        // SAFETY: the caller's contract.
+        return unsafe {
+            super::coll_inter::iscatter(
+                st,
+                c,
+                sendbuf,
+                0,
+                Some((sendcounts, displs)),
+                sendtype,
+                recvbuf,
+                recvcount,
+                recvtype,
+                root,
+            )
+        };
+    }
     let a = scatter_args(
         c,
         root,

@@ -1,6 +1,7 @@
 //! The exported functions, one file per chapter of the standard: [`env`](mod@env) (initialization,
 //! threads, identification, timers, abort), [`errh`] (error handlers and strings), [`comm`]
 //! (communicator queries, names, info hints, free), [`comm_create`] (dup, split, create),
+//! [`comm_create_group`] (create_group, idup), [`intercomm`] (intercommunicators),
 //! [`info`] (info objects, usable before `MPI_Init` and after `MPI_Finalize`), [`group`]
 //! (groups), [`attr`] (keyvals and attributes), [`datatype`] (every datatype call, pack and
 //! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
@@ -22,9 +23,11 @@ pub mod attr;
 pub mod buffered;
 pub mod coll;
 pub mod coll_gather;
+mod coll_inter;
 pub mod coll_reduce;
 pub mod comm;
 pub mod comm_create;
+pub mod comm_create_group;
 pub mod completion;
 pub mod datatype;
 pub mod env;
@@ -33,6 +36,7 @@ pub mod error_codes;
 pub mod gpu;
 pub mod group;
 pub mod info;
+pub mod intercomm;
 pub mod mprobe;
 pub mod nonblocking;
 pub mod op;
