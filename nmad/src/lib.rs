@@ -7,6 +7,8 @@
 //!   flow control, and runs each driver from a pioman progression task;
 //! - [`interfaces`] are what upper layers use (`sendrecv`, data descriptions);
 //! - [`bootstrap`] finds the other processes (PMI) and exchanges business cards.
+//! - [`observe`] reports protocol events (unexpected arrivals, rendezvous, credit stalls) to a
+//!   tool; `Nmad::stats` and `Nmad::driver_stats` give the counters.
 //!
 //! It must not know about MPI objects (communicators, datatypes): those belong to madmpi.
 //!

@@ -36,6 +36,9 @@
 //! pio.wait(&done, 1);
 //! ```
 //!
+//! Observation: [`Pioman::stats`] (counters and latency histograms per source) and the
+//! [`observe`] hooks (blocking waits as they begin and end), which madmpi's MPI_T shows.
+//!
 //! Configuration (builder values win): `PIOMAN_POLICY` (`poll`, `block`, `timer`, `adaptive`
 //! (default), or a name registered with [`policy::register`]), `PIOMAN_TICK_US` (default 1000),
 //! `PIOMAN_SPIN_US` (waiters' spin before sleeping, default 100), `PIOMAN_THREADS` (progression

@@ -119,16 +119,19 @@ fn init_is_reference_counted() {
 
 #[test]
 fn coll_choice_written_through_its_cvar_is_what_collectives_read() {
+    // The barrier has one algorithm, the default one: forcing it cannot make ranks of other
+    // tests running in this process disagree.
     let r = registry();
-    let v = &r.cvars[r.cvar_index("MADMPI_COLL_ALLTOALL").unwrap()];
+    let v = &r.cvars[r.cvar_index("MADMPI_COLL_BARRIER").unwrap()];
     let e = &r.enums[v.enumtype.unwrap()];
-    let pairwise = e.value_of("pairwise").unwrap();
-    v.write(&Value::Int(pairwise.into())).unwrap();
-    assert_eq!(v.read(), Value::Int(pairwise.into()));
+    let dissemination = e.value_of("dissemination").unwrap();
+    assert_eq!(e.value_of("auto"), Some(0));
+    v.write(&Value::Int(dissemination.into())).unwrap();
+    assert_eq!(v.read(), Value::Int(dissemination.into()));
     let f = crate::coll::choice::Forced::from_env().unwrap();
-    assert_eq!(f.alltoall, Some(crate::coll::choice::Alltoall::Pairwise));
+    assert_eq!(f.barrier, Some(crate::coll::choice::Barrier::Dissemination));
     v.write(&Value::Int(0)).unwrap();
-    assert_eq!(crate::coll::choice::Forced::from_env().unwrap().alltoall, None, "auto again");
+    assert_eq!(crate::coll::choice::Forced::from_env().unwrap().barrier, None, "auto again");
     assert_eq!(v.write(&Value::Int(99)), Err(TError::Invalid));
 }
 
@@ -202,10 +205,13 @@ fn events_reach_thread_safe_callbacks_and_losses_reach_dropped_handlers() {
         })),
     )
     .unwrap();
+    // Other tests of this process may run nmad and fire real stalls: look at peers 5 and 6 only
+    // (no test job has that many ranks).
+    let ours = |peer: u32| seen.lock().unwrap().iter().filter(|s| s.0 == peer).cloned().collect::<Vec<_>>();
     nmad::observe::EVENTS.fire(|| nmad::observe::Event::CreditStall { peer: 5 });
     events::delivery::deliver_pending();
-    assert_eq!(*seen.lock().unwrap(), vec![(5, Safety::ThreadSafe, true)]);
-    assert_eq!(lost.load(SeqCst), 1, "no callback for this context: reported as dropped");
+    assert_eq!(ours(5), vec![(5, Safety::ThreadSafe, true)]);
+    assert!(lost.load(SeqCst) >= 1, "no callback for this context: reported as dropped");
     assert!(events::delivery::with_instance(8, |_| ()).is_none(), "instances live only in callbacks");
     let freed = Arc::new(AtomicU64::new(0));
     let f2 = freed.clone();
@@ -220,5 +226,6 @@ fn events_reach_thread_safe_callbacks_and_losses_reach_dropped_handlers() {
     regs::free(weak, None).unwrap();
     assert_eq!(regs::free(weak, None), Err(TError::InvalidHandle));
     nmad::observe::EVENTS.fire(|| nmad::observe::Event::CreditStall { peer: 6 });
-    assert_eq!(events::delivery::deliver_pending(), 0, "nobody listens: nothing queued");
+    events::delivery::deliver_pending();
+    assert!(ours(6).is_empty(), "freed: no callback any more");
 }
