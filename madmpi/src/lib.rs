@@ -12,6 +12,8 @@
 //! - [`group`], [`error`] (classes, message-carrying codes, error handler registry), [`attr`]
 //!   (keyvals and attribute caching);
 //! - [`info`]: info objects, `MPI_INFO_ENV`'s contents and the communicator hints;
+//! - [`grequest`]: generalized requests; [`partitioned`]: partitioned communication; both are
+//!   request kinds of their own ([`request_kinds`]);
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
 //!   `context` ids for communicator creation.
 //!
@@ -26,6 +28,7 @@ pub mod completion;
 mod context;
 pub mod datatype;
 pub mod error;
+pub mod grequest;
 pub mod group;
 pub mod info;
 mod internal;
@@ -33,7 +36,9 @@ mod loom;
 pub mod mprobe;
 pub mod op;
 pub mod p2p;
+pub mod partitioned;
 pub mod request;
+pub mod request_kinds;
 pub mod tags;
 pub mod typed;
 pub mod universe;

@@ -33,6 +33,9 @@ pub struct RawRequest {
     /// A collective operation (`inner` is then unused): its schedule's completion stands for
     /// the nmad request's in every method below.
     coll: Option<crate::coll::Handle>,
+    /// A generalized or partitioned operation (see [`crate::request_kinds`]): it stands for
+    /// the nmad request's in every method below.
+    extra: Option<crate::request_kinds::Extra>,
 }
 
 /// What a completed operation left: its status, and its error if it failed. A truncated receive
@@ -74,7 +77,13 @@ pub enum Mode {
 
 impl RawRequest {
     fn null(comm: &Comm) -> RawRequest {
-        RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Null, coll: None }
+        RawRequest {
+            inner: Box::pin(nmad::Request::new()),
+            comm: comm.clone(),
+            op: Op::Null,
+            coll: None,
+            extra: None,
+        }
     }
 
     /// A request that is already complete, with an empty status: the request of an operation
@@ -86,7 +95,7 @@ impl RawRequest {
     /// The receive of a message matched by a probe, running in `inner` (see
     /// [`crate::mprobe::Message`]).
     pub(crate) fn matched_recv(inner: Pin<Box<nmad::Request>>, comm: &Comm) -> RawRequest {
-        RawRequest { inner, comm: comm.clone(), op: Op::Recv, coll: None }
+        RawRequest { inner, comm: comm.clone(), op: Op::Recv, coll: None, extra: None }
     }
 
     /// Starts sending `data` to `dest` with `tag`.
@@ -102,6 +111,7 @@ impl RawRequest {
             comm: comm.clone(),
             op: Op::Send,
             coll: None,
+            extra: None,
         };
         let m = SendMode { sync: mode == Mode::Synchronous, header_len: 0 };
         // SAFETY: the caller keeps `data` valid; the request is pinned in its box and its Drop
@@ -126,6 +136,7 @@ impl RawRequest {
             comm: comm.clone(),
             op: Op::Recv,
             coll: None,
+            extra: None,
         };
         // SAFETY: as in `isend`.
         unsafe { comm.session().irecv(src, tm, data, req.inner.as_ref()) }.map_err(from_nmad)?;
@@ -137,8 +148,21 @@ impl RawRequest {
         RawRequest { coll: Some(h), ..RawRequest::null(comm) }
     }
 
+    /// The request of a generalized or partitioned operation on `comm`.
+    pub(crate) fn with_extra(comm: &Comm, extra: crate::request_kinds::Extra) -> RawRequest {
+        RawRequest { extra: Some(extra), ..RawRequest::null(comm) }
+    }
+
+    /// The generalized or partitioned operation, if this is one.
+    pub(crate) fn extra(&self) -> Option<&crate::request_kinds::Extra> {
+        self.extra.as_ref()
+    }
+
     /// Whether the operation completed.
     pub fn is_complete(&self) -> bool {
+        if let Some(x) = &self.extra {
+            return x.is_complete();
+        }
         match &self.coll {
             Some(c) => c.is_complete(),
             None => self.inner.test(),
@@ -148,6 +172,9 @@ impl RawRequest {
     /// The condition signalled with `nmad::COMPLETED` at completion (to wait on several
     /// requests at once).
     pub fn cond(&self) -> &pioman::Cond {
+        if let Some(x) = &self.extra {
+            return x.cond();
+        }
         match &self.coll {
             Some(c) => c.cond(),
             None => self.inner.cond(),
@@ -160,6 +187,9 @@ impl RawRequest {
     pub fn test(&self) -> bool {
         if self.is_complete() {
             return true;
+        }
+        if let Some(x) = &self.extra {
+            x.poke();
         }
         self.comm.runtime_nmad().pioman().progress();
         let done = self.is_complete();
@@ -176,6 +206,9 @@ impl RawRequest {
 
     /// The status and error, once complete (a truncated receive keeps its status).
     pub fn outcome(&self) -> Option<Outcome> {
+        if let Some(x) = &self.extra {
+            return x.outcome();
+        }
         if let Some(c) = &self.coll {
             return c.outcome().map(|error| Outcome { error, ..Outcome::DONE });
         }
@@ -185,6 +218,9 @@ impl RawRequest {
 
     /// Waits for completion; returns the outcome.
     pub fn wait(&self) -> Result<Status> {
+        if let Some(x) = &self.extra {
+            x.wait(self.pioman());
+        }
         match &self.coll {
             Some(c) => c.wait(),
             None => self.inner.wait(),
@@ -196,7 +232,10 @@ impl RawRequest {
     /// (it then completes with [`Outcome::cancelled`]). Sends cannot be cancelled once started
     /// (as in MPICH for sent messages), nor can receives of messages matched by a probe.
     pub fn cancel(&self) -> bool {
-        self.op == Op::Recv && self.coll.is_none() && self.comm.session().cancel(&self.inner)
+        self.extra.is_none()
+            && self.op == Op::Recv
+            && self.coll.is_none()
+            && self.comm.session().cancel(&self.inner)
     }
 
     /// The nmad request (for a collective: an unused, completed one; see [`RawRequest::cond`]).

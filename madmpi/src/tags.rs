@@ -29,6 +29,8 @@ pub enum Kind {
     Collective = 1,
     /// Communicator management (context-id agreement, split, dup).
     Management = 2,
+    /// Partitioned communication ([`partitioned_setup`], [`partitioned_data`]).
+    Partitioned = 8,
 }
 
 const KIND_SHIFT: u32 = 32;
@@ -61,6 +63,19 @@ pub fn mpi_tag(nmad_tag: u64) -> i32 {
 /// The nmad tag of step `step` of internal operation number `seq` of kind `kind`.
 pub fn internal(kind: Kind, seq: u64, step: u32) -> u64 {
     ((seq & ((1 << SEQ_BITS) - 1)) << SEQ_SHIFT) | (u64::from(kind as u8) << KIND_SHIFT) | u64::from(step)
+}
+
+/// The nmad tag of the handshake a partitioned send sends at `MPI_Psend_init` to the matching
+/// `MPI_Precv_init` (MPI tag `tag`, sequence 0): handshakes match in initialization order.
+pub fn partitioned_setup(tag: i32) -> u64 {
+    internal(Kind::Partitioned, 0, tag as u32)
+}
+
+/// The nmad tag of partition `k` of partitioned channel `channel` (the sender's number for it,
+/// never 0 so that it cannot be a handshake).
+pub fn partitioned_data(channel: u32, k: u32) -> u64 {
+    debug_assert!(channel != 0 && u64::from(channel) < 1 << SEQ_BITS);
+    internal(Kind::Partitioned, u64::from(channel), k)
 }
 
 #[cfg(test)]
