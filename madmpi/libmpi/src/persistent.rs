@@ -12,8 +12,19 @@ use std::sync::Arc;
 
 /// The operation a persistent request starts.
 pub(crate) enum Persistent {
-    Send { data: nmad::Data, dest: Rank, tag: i32, mode: Mode },
-    Recv { data: nmad::Data, from: From, tag: Tag },
+    Send {
+        data: nmad::Data,
+        dest: Rank,
+        tag: i32,
+        mode: Mode,
+    },
+    Recv {
+        data: nmad::Data,
+        from: From,
+        tag: Tag,
+    },
+    /// A partitioned send or receive (its semantics are madmpi's).
+    Partitioned(madmpi::partitioned::Channel),
 }
 
 impl ReqEntry {
@@ -44,6 +55,7 @@ impl ReqEntry {
             Persistent::Recv { data, from, tag } => unsafe {
                 RawRequest::irecv(comm, data.clone(), *from, *tag)
             },
+            Persistent::Partitioned(channel) => Ok(channel.start()),
         }?;
         self.set_op(Some(Arc::new(raw)));
         Ok(())

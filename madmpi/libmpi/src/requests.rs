@@ -84,8 +84,20 @@ impl State {
         drop(self.requests.remove(h));
     }
 
-    /// `MPI_Request_free`: forgets `h`; a running operation goes on, detached.
+    /// `MPI_Request_free`: forgets `h`; a running operation goes on, detached. A generalized
+    /// request that has not completed stays until `MPI_Grequest_complete` frees it (the program
+    /// still completes it by its handle); an active partitioned one cannot be freed.
     pub(crate) fn free_request(&self, h: Handle) -> Result<(), Error> {
+        if let Some(op) = self.requests.get(h).and_then(|e| e.op()) {
+            if let Some(g) = op.generalized() {
+                let Some(freed) = g.release() else { return Ok(()) };
+                self.retire_request(h);
+                return freed;
+            }
+            if op.partitioned().is_some() && !op.is_complete() {
+                return Err(Error::request("an active partitioned request cannot be freed (MPI 4.0 §4.2.2)"));
+            }
+        }
         let entry = self
             .requests
             .remove(h)

@@ -315,3 +315,12 @@ fn gather_family_and_prefix_reductions_match_local_references() {
         passes_on("coll_more", n);
     }
 }
+
+/// Generalized requests completed by other threads while MPI_Wait, MPI_Waitany, MPI_Waitall and
+/// MPI_Waitsome wait (mixed with point-to-point requests); query, free and cancel call counts;
+/// MPICH's poll_fn, wait_fn and request classes; error paths. The program also passes on MPICH's
+/// library, with its deviations noted in the source.
+#[test]
+fn generalized_requests_are_completed_by_other_threads_and_call_back_as_mpi_says() {
+    passes("grequest");
+}

@@ -86,12 +86,13 @@ impl Generalized {
     }
 
     /// `MPI_Grequest_complete`: wakes the waiters. `Ok(true)` if the program had freed the
-    /// request: `free` ran here and the request is gone. Completing twice is `MPI_ERR_REQUEST`.
+    /// request: `free` ran here and the request is gone. Completing again does nothing (as in
+    /// MPICH, which does not check).
     pub fn complete(&self) -> Result<bool> {
         let run_free = {
             let mut life = self.life();
             if life.completed {
-                return Err(Error::request("the generalized request was already completed"));
+                return Ok(false);
             }
             life.completed = true;
             let run = life.released && !life.freed;

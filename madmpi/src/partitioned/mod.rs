@@ -136,6 +136,15 @@ impl Operation {
         }
     }
 
+    /// Checks that partition `k` could be marked ready (`MPI_Pready_range` and
+    /// `MPI_Pready_list` check every partition before sending any).
+    pub fn check_partition(&self, k: usize) -> Result<()> {
+        match self {
+            Operation::Send(s) => s.check(k),
+            Operation::Recv(_) => Err(Error::request("MPI_Pready needs a partitioned send request")),
+        }
+    }
+
     /// `MPI_Parrived` of partition `j` (`MPI_ERR_REQUEST` on a send).
     pub fn parrived(&self, j: usize) -> Result<bool> {
         match self {

@@ -122,10 +122,8 @@ pub struct SendOp {
 impl SendOp {
     /// `MPI_Pready`: sends partition `k` now (once: marking it again does nothing, as in MPICH).
     pub fn pready(&self, k: usize) -> Result<()> {
+        self.check(k)?;
         let ch = &self.channel;
-        if k >= ch.geometry.parts {
-            return Err(Error::other(format!("partition {k} is outside 0..{}", ch.geometry.parts)));
-        }
         if !self.ready.mark(k) {
             return Ok(());
         }
@@ -140,6 +138,15 @@ impl SendOp {
         // waits), and it is submitted once (the mark above).
         unsafe { ch.comm.session().isend(dest, tag, data, SendMode::default(), self.reqs[k].as_ref()) }
             .map_err(from_nmad)
+    }
+
+    /// `MPI_ERR_OTHER` (MPICH's class) if there is no partition `k`.
+    pub(crate) fn check(&self, k: usize) -> Result<()> {
+        let parts = self.channel.geometry.parts;
+        if k >= parts {
+            return Err(Error::other(format!("partition {k} is outside 0..{parts}")));
+        }
+        Ok(())
     }
 
     pub(crate) fn shared(&self) -> &Shared {

@@ -6,7 +6,8 @@
 //! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
 //! nonblocking operations, freeing and cancelling requests), [`completion`] (waits and tests),
 //! [`buffered`] (buffered sends and the attached buffer), [`mprobe`] (matched probes and
-//! receives), [`persistent`] (persistent requests).
+//! receives), [`persistent`] (persistent requests), [`grequest`] (generalized requests),
+//! [`partitioned`] (partitioned communication).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -25,12 +26,14 @@ pub mod completion;
 pub mod datatype;
 pub mod env;
 pub mod errh;
+pub mod grequest;
 pub mod group;
 pub mod info;
 pub mod mprobe;
 pub mod nonblocking;
 pub mod op;
 pub mod p2p;
+pub mod partitioned;
 pub mod persistent;
 
 use crate::check;
