@@ -6,8 +6,10 @@
 //! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
 //! nonblocking operations, freeing and cancelling requests), [`completion`] (waits and tests),
 //! [`buffered`] (buffered sends and the attached buffer), [`mprobe`] (matched probes and
-//! receives), [`persistent`] (persistent requests), [`grequest`] (generalized requests),
-//! [`partitioned`] (partitioned communication).
+//! receives), [`persistent`] (persistent requests), [`error_codes`] (classes, codes and strings
+//! the program adds), [`status`] (statuses the program sets or converts, the Fortran status
+//! sentinels), [`profiling`] (`MPI_Pcontrol`), [`gpu`] (MPICH's GPU support queries),
+//! [`grequest`] (generalized requests), [`partitioned`] (partitioned communication).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -26,6 +28,8 @@ pub mod completion;
 pub mod datatype;
 pub mod env;
 pub mod errh;
+pub mod error_codes;
+pub mod gpu;
 pub mod grequest;
 pub mod group;
 pub mod info;
@@ -35,6 +39,8 @@ pub mod op;
 pub mod p2p;
 pub mod partitioned;
 pub mod persistent;
+pub mod profiling;
+pub mod status;
 
 use crate::check;
 use madmpi::datatype::Datatype;
