@@ -8,6 +8,7 @@
 use crate::grequest::Generalized;
 use crate::partitioned::Operation;
 use crate::request::{Outcome, RawRequest};
+use std::sync::Arc;
 
 /// A generalized request, or one started operation of a partitioned request.
 pub enum Extra {
@@ -54,6 +55,47 @@ impl Extra {
             Extra::Generalized(g) => g.is_complete().then_some(Outcome::DONE),
             Extra::Partitioned(p) => p.outcome(),
         }
+    }
+}
+
+/// While a wait on several requests runs ([`crate::completion::wait_any_complete`]): a condition
+/// that the generalized requests among them signal too when they complete, so that the wait
+/// sleeps on it instead of napping on one request after another. Unwatched on drop.
+pub(crate) struct Watch<'a> {
+    cond: Arc<pioman::Cond>,
+    watched: Vec<&'a Generalized>,
+    /// Every request is a generalized one that needs no polling: sleeping until the condition
+    /// is signalled misses nothing.
+    covers_all: bool,
+}
+
+impl<'a> Watch<'a> {
+    /// `None` if no request is a generalized one.
+    pub(crate) fn new(reqs: &[&'a RawRequest]) -> Option<Watch<'a>> {
+        let watched: Vec<&Generalized> = reqs.iter().filter_map(|r| r.generalized()).collect();
+        if watched.is_empty() {
+            return None;
+        }
+        let covers_all = watched.len() == reqs.len() && watched.iter().all(|g| !g.polls());
+        let cond = Arc::new(pioman::Cond::new());
+        watched.iter().for_each(|g| g.watch(&cond));
+        Some(Watch { cond, watched, covers_all })
+    }
+
+    /// Sleeps until a watched request completes; for at most `nap` if other requests must be
+    /// looked at too.
+    pub(crate) fn nap(&self, pio: &pioman::Pioman, nap: std::time::Duration) {
+        if self.covers_all {
+            pio.wait(&self.cond, nmad::COMPLETED);
+        } else {
+            pio.wait_timeout(&self.cond, nmad::COMPLETED, nap);
+        }
+    }
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        self.watched.iter().for_each(|g| g.unwatch(&self.cond));
     }
 }
 

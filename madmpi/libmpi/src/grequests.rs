@@ -79,6 +79,10 @@ impl Callbacks for CCallbacks {
         Some(result(unsafe { poll(self.state(), status) }))
     }
 
+    fn polls(&self) -> bool {
+        self.fns.progress.is_some()
+    }
+
     fn wait(&self, status: &mut Status) -> Option<Result<()>> {
         let (_, wait) = self.fns.progress?;
         let mut states = [self.state()];

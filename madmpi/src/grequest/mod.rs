@@ -26,7 +26,7 @@
 
 use crate::abi::{self, Status};
 use crate::error::{Error, Result};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// The condition bit of a completed generalized request (nmad's, so waits look alike).
@@ -49,6 +49,10 @@ pub trait Callbacks: Send + Sync {
     fn poll(&self, _status: &mut Status) -> Option<Result<()>> {
         None
     }
+    /// Whether there is a `poll_fn` (the request then progresses only when polled).
+    fn polls(&self) -> bool {
+        false
+    }
     /// MPICH's `wait_fn` (for this request alone, timeout 0): `None` if the request has none.
     fn wait(&self, _status: &mut Status) -> Option<Result<()>> {
         None
@@ -66,6 +70,8 @@ struct Life {
     freed: bool,
     /// The first error of `poll` or `wait`.
     progress_error: Option<Error>,
+    /// Conditions of waits on several requests, signalled at completion too.
+    watchers: Vec<Arc<pioman::Cond>>,
 }
 
 /// A generalized request.
@@ -97,9 +103,11 @@ impl Generalized {
             life.completed = true;
             let run = life.released && !life.freed;
             life.freed |= run;
-            run
+            (run, std::mem::take(&mut life.watchers))
         };
+        let (run_free, watchers) = run_free;
         self.done.signal(COMPLETED);
+        watchers.iter().for_each(|w| w.signal(COMPLETED));
         if run_free {
             self.callbacks.free()?;
         }
@@ -124,6 +132,26 @@ impl Generalized {
     pub fn cancel(&self) -> Result<()> {
         let completed = self.life().completed;
         self.callbacks.cancel(completed)
+    }
+
+    /// Signals `cond` too at completion (at once if completed), until [`Generalized::unwatch`].
+    pub(crate) fn watch(&self, cond: &Arc<pioman::Cond>) {
+        let mut life = self.life();
+        if life.completed {
+            drop(life);
+            cond.signal(COMPLETED);
+        } else {
+            life.watchers.push(cond.clone());
+        }
+    }
+
+    pub(crate) fn unwatch(&self, cond: &Arc<pioman::Cond>) {
+        self.life().watchers.retain(|w| !Arc::ptr_eq(w, cond));
+    }
+
+    /// Whether the request progresses only when polled (it has a `poll` callback).
+    pub(crate) fn polls(&self) -> bool {
+        self.callbacks.polls()
     }
 
     /// Whether `MPI_Grequest_complete` was called.
@@ -157,7 +185,7 @@ impl Generalized {
         if let Some(Err(e)) = self.callbacks.wait(&mut scratch) {
             self.life().progress_error.get_or_insert(e);
         }
-        if self.callbacks.poll(&mut scratch).is_none() {
+        if !self.callbacks.polls() {
             pio.wait(&self.done, COMPLETED);
             return;
         }

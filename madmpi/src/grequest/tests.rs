@@ -35,6 +35,9 @@ impl Callbacks for Shared {
         self.0.cancel_complete.fetch_add(u32::from(complete), SeqCst);
         Ok(())
     }
+    fn polls(&self) -> bool {
+        self.0.complete_at_poll.is_some()
+    }
     fn poll(&self, _status: &mut Status) -> Option<Result<()>> {
         let at = self.0.complete_at_poll?;
         if self.0.polls.fetch_add(1, SeqCst) + 1 == at {
@@ -112,5 +115,34 @@ fn query_errors_are_the_request_errors_and_polls_drive_completion() {
         assert_eq!(c.free.load(SeqCst), 1, "freed even when the query failed");
         g.poke();
         assert_eq!(c.polls.load(SeqCst), 100, "no poll once complete");
+    });
+}
+
+/// A wait on several generalized requests sleeps on its own condition, which the one another
+/// thread completes signals (the others stay incomplete, and their watch ends with the wait).
+#[test]
+fn a_wait_on_several_is_woken_by_the_one_another_thread_completes() {
+    use crate::request::RawRequest;
+    on_all(1, |w| {
+        let counted: Vec<_> = (0..3).map(|_| Arc::new(Counted::default())).collect();
+        let reqs: Vec<RawRequest> = counted
+            .iter()
+            .map(|c| RawRequest::generalized_on(&w, Generalized::new(Box::new(Shared(c.clone())))))
+            .collect();
+        let refs: Vec<&RawRequest> = reqs.iter().collect();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                reqs[1].generalized().unwrap().complete().unwrap();
+            });
+            let t0 = std::time::Instant::now();
+            crate::completion::wait_any_complete(&refs);
+            assert!(t0.elapsed() >= Duration::from_millis(90));
+        });
+        assert!(reqs[1].is_complete() && !reqs[0].is_complete() && !reqs[2].is_complete());
+        let g = reqs[0].generalized().unwrap();
+        assert!(g.life().watchers.is_empty(), "unwatched when the wait ended");
+        g.complete().unwrap();
+        assert_eq!(counted.iter().map(|c| c.query.load(SeqCst)).sum::<u32>(), 0, "waits do not query");
     });
 }

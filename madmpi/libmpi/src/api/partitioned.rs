@@ -195,8 +195,8 @@ export! {
             return Ok(());
         };
         let Some(op) = entry.op() else {
-            if !matches!(entry.persistent, Some(Persistent::Partitioned(_))) {
-                return Err(Error::request("not a partitioned request")).on(&entry.comm);
+            if !matches!(entry.persistent, Some(Persistent::Partitioned(Channel::Recv(_)))) {
+                return Err(Error::request("not a partitioned receive request")).on(&entry.comm);
             }
             *flag = 1;
             return Ok(());
