@@ -35,7 +35,7 @@ pub struct RawRequest {
     coll: Option<crate::coll::Handle>,
     /// A generalized or partitioned operation (see [`crate::request_kinds`]): it stands for
     /// the nmad request's in every method below.
-    extra: Option<crate::request_kinds::Extra>,
+    extra: Option<Box<crate::request_kinds::Extra>>,
 }
 
 /// What a completed operation left: its status, and its error if it failed. A truncated receive
@@ -150,12 +150,12 @@ impl RawRequest {
 
     /// The request of a generalized or partitioned operation on `comm`.
     pub(crate) fn with_extra(comm: &Comm, extra: crate::request_kinds::Extra) -> RawRequest {
-        RawRequest { extra: Some(extra), ..RawRequest::null(comm) }
+        RawRequest { extra: Some(Box::new(extra)), ..RawRequest::null(comm) }
     }
 
     /// The generalized or partitioned operation, if this is one.
     pub(crate) fn extra(&self) -> Option<&crate::request_kinds::Extra> {
-        self.extra.as_ref()
+        self.extra.as_deref()
     }
 
     /// Whether the operation completed.

@@ -44,8 +44,14 @@ pub struct SendChannel {
     data: Data,
     geometry: Geometry,
     channel: u32,
-    /// The handshake's request and bytes (the request first: dropping it waits for the send).
-    _handshake: Option<(Pin<Box<nmad::Request>>, Box<[u8; handshake::LEN]>)>,
+    _handshake: Option<HandshakeSend>,
+}
+
+/// The handshake send of a channel; the request first (dropping it waits for the send before
+/// the bytes go).
+struct HandshakeSend {
+    _req: Pin<Box<nmad::Request>>,
+    _bytes: Box<[u8; handshake::LEN]>,
 }
 
 // SAFETY: `data` describes the program's buffer, which MPI's contract keeps valid while the
@@ -85,7 +91,7 @@ impl SendChannel {
                 // SAFETY: as above; the request stays pinned in its box.
                 unsafe { comm.session().isend(d, tag, hs, SendMode::default(), req.as_ref()) }
                     .map_err(from_nmad)?;
-                Some((req, bytes))
+                Some(HandshakeSend { _req: req, _bytes: bytes })
             }
         };
         Ok(SendChannel { comm: comm.clone(), dest, data, geometry, channel, _handshake: handshake })

@@ -54,9 +54,9 @@ fn partitions_ready_from_four_threads_arrive_into_a_different_cut() {
                 assert_eq!(op.pready(0).unwrap_err().class(), ErrorClass::Request);
                 let mut seen = [false; 3];
                 while seen.iter().any(|s| !s) {
-                    for j in 0..3 {
-                        if !seen[j] && op.parrived(j).unwrap() {
-                            seen[j] = true;
+                    for (j, seen) in seen.iter_mut().enumerate() {
+                        if !*seen && op.parrived(j).unwrap() {
+                            *seen = true;
                             for i in RECV.range(j) {
                                 // SAFETY: partition `j` arrived: nothing writes its bytes any more.
                                 let x = unsafe { *buf.as_ptr().add(i) };
