@@ -4,6 +4,8 @@
 //!
 //! Null handles and inactive persistent requests resolve to "nothing to complete". Nothing
 //! here waits with a table lock held: entries and operations are `Arc`s cloned out first.
+//! A generalized request's status comes from its `query_fn`, and reporting its completion runs
+//! its `free_fn` ([`report_generalized`]).
 //!
 //! Owns the reporting of completions; it must not decide when a call waits or returns (the
 //! `api` layer does) nor start operations.

@@ -1,5 +1,7 @@
 //! Persistent requests (`MPI_Send_init`, `MPI_Ssend_init`, `MPI_Recv_init`): the checked
 //! arguments of an operation, kept in the request so that each `MPI_Start` starts it again.
+//! Partitioned requests (`MPI_Psend_init`, `MPI_Precv_init`) keep madmpi's channel, which
+//! starts its own operations.
 //!
 //! Owns starting persistent operations; it must not complete them (see `completion`) nor
 //! check their arguments (the `api` layer does, once, at init).

@@ -7,7 +7,9 @@
 //! held (an entry's own lock is held only to read or replace its operation). `MPI_Request_free`
 //! of an operation still running cannot drop it (dropping cancels an unmatched receive, or
 //! blocks until a send is done), so it moves to the `detached` list, from which completed
-//! entries are dropped at later frees and the rest at `MPI_Finalize`.
+//! entries are dropped at later frees and the rest at `MPI_Finalize`. A generalized request
+//! freed before `MPI_Grequest_complete` stays in the table instead: the program completes it by
+//! its handle, which then goes.
 //!
 //! Owns request handles, the active/inactive state of persistent requests and the life of freed
 //! requests; it must not fill statuses (see `status`) nor start operations (see `persistent`).

@@ -54,7 +54,8 @@ pub(crate) fn sub_data(whole: &Data, range: Range<usize>) -> Data {
             let mut segs = Vec::new();
             whole.segments(range, &mut segs);
             let blocks = segs.iter().map(|s| ((s.ptr as isize).wrapping_sub(*base as isize), s.len));
-            // SAFETY: blocks of memory described by `whole` (as above), relative to its base.
+            // SAFETY: the blocks are segments of `whole`'s own description, offset from its
+            // base, so `whole`'s builder answers for them.
             unsafe { Data::from_layout(*base, Arc::new(Blocks::new(blocks))) }
         }
     }
@@ -86,7 +87,7 @@ mod tests {
         // SAFETY: `buf` outlives the descriptions, which are only read here.
         let contig = unsafe { Data::from_raw(buf.as_mut_ptr(), 40) };
         let mut out = [0u8; 5];
-        // SAFETY: as above.
+        // SAFETY: the sub-range lies in `buf`, alive and not otherwise borrowed.
         assert_eq!(unsafe { sub_data(&contig, 10..15).pack(0, &mut out) }, 5);
         assert_eq!(out, [10, 11, 12, 13, 14]);
         assert!(sub_data(&contig, 40..44).is_empty());
@@ -96,7 +97,7 @@ mod tests {
         let layout = unsafe { Data::from_layout(buf.as_mut_ptr(), Arc::new(strided)) };
         let part = sub_data(&layout, 3..7);
         let mut out = [0u8; 4];
-        // SAFETY: as above.
+        // SAFETY: the part's blocks lie in `buf`, alive and not otherwise borrowed.
         assert_eq!(unsafe { part.pack(0, &mut out) }, 4);
         assert_eq!(out, [5, 8, 9, 12]);
         assert_eq!(part.len(), 4);

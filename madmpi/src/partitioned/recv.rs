@@ -44,7 +44,8 @@ pub struct RecvChannel {
 // contract); the handshake bytes are written by nmad until its request completes and only read
 // after that (`setup`, which `test` orders after the write).
 unsafe impl Send for RecvChannel {}
-// SAFETY: as above.
+// SAFETY: shared use is reads of `data`'s description and of the handshake bytes once
+// complete; the rest (OnceLock, nmad requests) is Sync.
 unsafe impl Sync for RecvChannel {}
 
 impl RecvChannel {

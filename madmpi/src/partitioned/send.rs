@@ -57,7 +57,8 @@ struct HandshakeSend {
 // SAFETY: `data` describes the program's buffer, which MPI's contract keeps valid while the
 // request exists; the rest is Send and Sync.
 unsafe impl Send for SendChannel {}
-// SAFETY: as above; `data` is only read.
+// SAFETY: shared use only reads `data`'s description (the sends read the buffer); the rest is
+// Sync.
 unsafe impl Sync for SendChannel {}
 
 impl SendChannel {
@@ -88,7 +89,8 @@ impl SendChannel {
                 // for the send) before them.
                 let hs = unsafe { Data::from_raw(bytes.as_ptr().cast_mut(), handshake::LEN) };
                 let tag = tags::partitioned_setup(tag);
-                // SAFETY: as above; the request stays pinned in its box.
+                // SAFETY: `hs` points into `bytes`, kept (after the request) in the channel; the
+                // request stays pinned in its box until its drop waits for the send.
                 unsafe { comm.session().isend(d, tag, hs, SendMode::default(), req.as_ref()) }
                     .map_err(from_nmad)?;
                 Some(HandshakeSend { _req: req, _bytes: bytes })

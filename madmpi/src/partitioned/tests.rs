@@ -18,7 +18,7 @@ fn partitions_ready_from_four_threads_arrive_into_a_different_cut() {
         let data = unsafe { Data::from_raw(buf.as_mut_ptr(), buf.len()) };
         let tag = 5;
         if w.rank() == 0 {
-            // SAFETY: as above; the buffer is rewritten only between operations.
+            // SAFETY: `buf` outlives the channel; the test rewrites it only between operations.
             let ch = Channel::Send(Arc::new(
                 unsafe { SendChannel::new(&w, data, SEND, Rank::Rank(1), tag) }.unwrap(),
             ));
@@ -44,7 +44,7 @@ fn partitions_ready_from_four_threads_arrive_into_a_different_cut() {
                 req.wait().unwrap();
             }
         } else {
-            // SAFETY: as above.
+            // SAFETY: `buf` outlives the channel and is read only where partitions arrived.
             let ch = Channel::Recv(Arc::new(
                 unsafe { RecvChannel::new(&w, data, RECV, From::Rank(0), tag) }.unwrap(),
             ));
@@ -81,26 +81,26 @@ fn size_mismatch_and_proc_null() {
         // SAFETY: `buf` outlives the channels.
         let data = unsafe { Data::from_raw(buf.as_mut_ptr(), 64) };
         if w.rank() == 0 {
-            // SAFETY: as above.
+            // SAFETY: `buf` outlives the channel, which nothing else uses.
             let ch =
                 unsafe { SendChannel::new(&w, data.clone(), Geometry::new(2, 8), Rank::Rank(1), 1) }.unwrap();
             drop(ch); // only the handshake goes
         } else {
-            // SAFETY: as above.
+            // SAFETY: `buf` outlives the channel and is read only where partitions arrived.
             let ch = Channel::Recv(Arc::new(
                 unsafe { RecvChannel::new(&w, data.clone(), Geometry::new(2, 9), From::Rank(0), 1) }.unwrap(),
             ));
             let req = ch.start();
             assert_eq!(req.wait().unwrap_err().class(), ErrorClass::Truncate);
         }
-        // SAFETY: as above.
+        // SAFETY: `buf` outlives the channel, which nothing else uses.
         let null = Channel::Recv(Arc::new(
             unsafe { RecvChannel::new(&w, data.clone(), Geometry::new(4, 2), From::ProcNull, 1) }.unwrap(),
         ));
         let req = null.start();
         assert!(req.is_complete() && req.partitioned().unwrap().parrived(3).unwrap());
         assert_eq!(req.wait().unwrap().source, None);
-        // SAFETY: as above.
+        // SAFETY: `buf` outlives the channel, which nothing else uses.
         let null = Channel::Send(Arc::new(
             unsafe { SendChannel::new(&w, data, Geometry::new(2, 2), Rank::ProcNull, 1) }.unwrap(),
         ));

@@ -45,7 +45,7 @@ fn functions(
 /// # Safety
 /// `request` is an output argument (MPI's contract).
 unsafe fn start(st: &State, fns: Functions, extra_state: *mut c_void, request: *mut abi::Request) -> Outcome {
-    // SAFETY: the caller's contract.
+    // SAFETY: `request` is null or writable (this function's contract, MPI's for the caller).
     let request = unsafe { check::out(request, "request") }?;
     let g = Generalized::new(Box::new(CCallbacks::new(fns, extra_state)));
     let raw = RawRequest::generalized_on(&st.world.comm, g);

@@ -50,7 +50,8 @@ unsafe fn buffer(
         .checked_mul(i64::from(partitions))
         .ok_or_else(|| Error::count(format!("{partitions} partitions of {count} elements overflow")))
         .on(c)?;
-    // SAFETY: the caller's contract.
+    // SAFETY: the memory `buf` addresses stays valid while the request exists (this
+    // function's contract).
     let data = unsafe { checked_data(c, &ty, buf, total) }?;
     let part_bytes =
         usize::try_from(count as u64 * ty.size()).map_err(|_| Error::count("partition too large")).on(c)?;
@@ -105,7 +106,8 @@ export! {
         infos::hints(info).on(&c)?;
         // SAFETY: an output argument.
         let request = unsafe { check::out(request, "request") }.on(&c)?;
-        // SAFETY: as above.
+        // SAFETY: `data` describes the program's send buffer, valid while the request exists
+        // (MPI's contract for MPI_Psend_init).
         let ch = unsafe { SendChannel::new(&c.comm, data, geometry, dest, tag) }.on(&c)?;
         *request = st.add_persistent(Persistent::Partitioned(Channel::Send(Arc::new(ch))), &c).on(&c)?;
         Ok(())
@@ -136,7 +138,8 @@ export! {
         infos::hints(info).on(&c)?;
         // SAFETY: an output argument.
         let request = unsafe { check::out(request, "request") }.on(&c)?;
-        // SAFETY: as above.
+        // SAFETY: `data` describes the program's receive buffer, valid for writes while the
+        // request exists (MPI's contract for MPI_Precv_init).
         let ch = unsafe { RecvChannel::new(&c.comm, data, geometry, from, tag) }.on(&c)?;
         *request = st.add_persistent(Persistent::Partitioned(Channel::Recv(Arc::new(ch))), &c).on(&c)?;
         Ok(())
