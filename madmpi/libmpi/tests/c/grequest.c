@@ -28,6 +28,8 @@ static int query_fn(void *extra, MPI_Status *st)
     atomic_fetch_add(&g->query, 1);
     st->MPI_SOURCE = rank;
     st->MPI_TAG = g->tag;
+    MPI_Status_set_elements(st, MPI_INT, g->tag % 10); /* a count: the last digit of the tag */
+    MPI_Status_set_cancelled(st, g->cancel > 0);
     return g->query_error;
 }
 
@@ -113,7 +115,10 @@ static void wait_while_another_thread_completes(void)
     MPI_Request r = a.req;
     CHECK(MPI_Wait(&r, &st) == MPI_SUCCESS && r == MPI_REQUEST_NULL, "MPI_Wait returns once another thread completed it");
     pthread_join(t, NULL);
-    CHECK(st.MPI_TAG == 11 && st.MPI_SOURCE == rank, "its status is query's (tag %d)", st.MPI_TAG);
+    int n = -1, cancelled = -1;
+    MPI_Get_count(&st, MPI_INT, &n);
+    MPI_Test_cancelled(&st, &cancelled);
+    CHECK(st.MPI_TAG == 11 && st.MPI_SOURCE == rank && n == 1 && !cancelled, "its status is query's (tag %d, count %d)", st.MPI_TAG, n);
     CHECK(a.query == 1 && a.free == 1 && a.cancel == 0, "query once, free once (%d, %d)", a.query, a.free);
 
     /* MPI_Waitany over a receive and two generalized requests: the one completed wins (the
@@ -192,6 +197,10 @@ static void callbacks_and_life(void)
           "MPI_Request_get_status of a completed request: query, no free");
     CHECK(MPI_Test(&r, &flag, &st) == MPI_SUCCESS && flag && r == MPI_REQUEST_NULL && a.query == 2 && a.free == 1,
           "MPI_Test completes it: query again, then free");
+    int cancelled = 0, n = -1;
+    MPI_Test_cancelled(&st, &cancelled);
+    MPI_Get_count(&st, MPI_INT, &n);
+    CHECK(cancelled && n == 1, "query said cancelled, and the count (%d)", n);
 
     /* Freed before completion: free runs at MPI_Grequest_complete; after: at MPI_Request_free. */
     start(&a, 42);
