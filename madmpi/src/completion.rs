@@ -8,7 +8,13 @@
 //! [`FIRST_NAP`] to [`LONGEST_NAP`]: a request other than the one slept on is seen at most that
 //! late, and an idle wait costs one wake-up per [`LONGEST_NAP`], not a spinning core.
 //!
+//! Generalized requests also signal a condition of the wait's own ([`Watch`]), which it then
+//! sleeps on: a thread completing one (`MPI_Grequest_complete`) wakes it at once, and a wait on
+//! generalized requests alone sleeps until then.
+//!
 //! Owns nothing; it must not touch nmad's internals (it uses requests' conditions only).
+//!
+//! [`Watch`]: crate::request_kinds::Watch
 
 use crate::request::RawRequest;
 use std::time::Duration;
@@ -23,7 +29,11 @@ pub const LONGEST_NAP: Duration = Duration::from_millis(1);
 /// Waits until at least one of `reqs` has completed; returns at once if one has, or if `reqs`
 /// is empty.
 pub fn wait_any_complete(reqs: &[&RawRequest]) {
-    let done = || reqs.iter().any(|r| r.is_complete());
+    // A poke first: generalized requests with a poll callback progress only when polled.
+    let done = || {
+        reqs.iter().for_each(|r| r.poke());
+        reqs.iter().any(|r| r.is_complete())
+    };
     let Some(first) = reqs.first() else { return };
     let pio = first.pioman();
     for _ in 0..SPIN_ROUNDS {
@@ -34,7 +44,13 @@ pub fn wait_any_complete(reqs: &[&RawRequest]) {
     }
     let mut nap = FIRST_NAP;
     let mut turn = 0;
+    let watch = crate::request_kinds::Watch::new(reqs);
     while !done() {
+        if let Some(w) = &watch {
+            w.nap(pio, nap);
+            nap = (nap * 2).min(LONGEST_NAP);
+            continue;
+        }
         let Some(r) = (0..reqs.len()).map(|k| reqs[(turn + k) % reqs.len()]).find(|r| !r.is_complete())
         else {
             return;

@@ -14,6 +14,8 @@
 //! - [`info`]: info objects, `MPI_INFO_ENV`'s contents and the communicator hints;
 //! - [`tools`]: MPI_T, the tools information interface (control and performance variables,
 //!   categories, events over pioman's and nmad's counters and hooks);
+//! - [`grequest`]: generalized requests; [`partitioned`]: partitioned communication; both are
+//!   request kinds of their own ([`request_kinds`]);
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
 //!   `context` ids for communicator creation;
 //! - [`comm`]: communicators; [`intercomm`]: intercommunicators (create, from groups, merge,
@@ -33,6 +35,7 @@ pub mod completion;
 mod context;
 pub mod datatype;
 pub mod error;
+pub mod grequest;
 pub mod group;
 pub mod info;
 pub mod intercomm;
@@ -41,7 +44,9 @@ mod loom;
 pub mod mprobe;
 pub mod op;
 pub mod p2p;
+pub mod partitioned;
 pub mod request;
+pub mod request_kinds;
 pub mod tags;
 pub mod tools;
 pub mod typed;

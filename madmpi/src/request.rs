@@ -36,6 +36,9 @@ pub struct RawRequest {
     coll: Option<crate::coll::Handle>,
     /// An operation another thread runs (`inner` is then unused), like `coll`.
     deferred: Option<Arc<Deferred>>,
+    /// A generalized or partitioned operation (see [`crate::request_kinds`]): it stands for
+    /// the nmad request's in every method below.
+    extra: Option<Box<crate::request_kinds::Extra>>,
 }
 
 /// The completion of an operation run by another thread (`MPI_Comm_idup`): it calls
@@ -110,6 +113,7 @@ impl RawRequest {
             op: Op::Null,
             coll: None,
             deferred: None,
+            extra: None,
         }
     }
 
@@ -122,7 +126,7 @@ impl RawRequest {
     /// The receive of a message matched by a probe, running in `inner` (see
     /// [`crate::mprobe::Message`]).
     pub(crate) fn matched_recv(inner: Pin<Box<nmad::Request>>, comm: &Comm) -> RawRequest {
-        RawRequest { inner, comm: comm.clone(), op: Op::Recv, coll: None, deferred: None }
+        RawRequest { inner, comm: comm.clone(), op: Op::Recv, coll: None, deferred: None, extra: None }
     }
 
     /// Starts sending `data` to `dest` with `tag`.
@@ -139,6 +143,7 @@ impl RawRequest {
             op: Op::Send,
             coll: None,
             deferred: None,
+            extra: None,
         };
         let m = SendMode { sync: mode == Mode::Synchronous, header_len: 0 };
         // SAFETY: the caller keeps `data` valid; the request is pinned in its box and its Drop
@@ -164,6 +169,7 @@ impl RawRequest {
             op: Op::Recv,
             coll: None,
             deferred: None,
+            extra: None,
         };
         // SAFETY: as in `isend`.
         unsafe { comm.session().irecv(src, tm, data, req.inner.as_ref()) }.map_err(from_nmad)?;
@@ -180,8 +186,21 @@ impl RawRequest {
         RawRequest { deferred: Some(d), ..RawRequest::null(comm) }
     }
 
+    /// The request of a generalized or partitioned operation on `comm`.
+    pub(crate) fn with_extra(comm: &Comm, extra: crate::request_kinds::Extra) -> RawRequest {
+        RawRequest { extra: Some(Box::new(extra)), ..RawRequest::null(comm) }
+    }
+
+    /// The generalized or partitioned operation, if this is one.
+    pub(crate) fn extra(&self) -> Option<&crate::request_kinds::Extra> {
+        self.extra.as_deref()
+    }
+
     /// Whether the operation completed.
     pub fn is_complete(&self) -> bool {
+        if let Some(x) = &self.extra {
+            return x.is_complete();
+        }
         match (&self.coll, &self.deferred) {
             (Some(c), _) => c.is_complete(),
             (None, Some(d)) => d.is_complete(),
@@ -192,6 +211,9 @@ impl RawRequest {
     /// The condition signalled with `nmad::COMPLETED` at completion (to wait on several
     /// requests at once).
     pub fn cond(&self) -> &pioman::Cond {
+        if let Some(x) = &self.extra {
+            return x.cond();
+        }
         match (&self.coll, &self.deferred) {
             (Some(c), _) => c.cond(),
             (None, Some(d)) => &d.done,
@@ -205,6 +227,9 @@ impl RawRequest {
     pub fn test(&self) -> bool {
         if self.is_complete() {
             return true;
+        }
+        if let Some(x) = &self.extra {
+            x.poke();
         }
         self.comm.runtime_nmad().pioman().progress();
         let done = self.is_complete();
@@ -221,6 +246,9 @@ impl RawRequest {
 
     /// The status and error, once complete (a truncated receive keeps its status).
     pub fn outcome(&self) -> Option<Outcome> {
+        if let Some(x) = &self.extra {
+            return x.outcome();
+        }
         if let Some(c) = &self.coll {
             return c.outcome().map(|error| Outcome { error, ..Outcome::DONE });
         }
@@ -233,6 +261,9 @@ impl RawRequest {
 
     /// Waits for completion; returns the outcome.
     pub fn wait(&self) -> Result<Status> {
+        if let Some(x) = &self.extra {
+            x.wait(self.pioman());
+        }
         match (&self.coll, &self.deferred) {
             (Some(c), _) => c.wait(),
             (None, Some(d)) => {
@@ -249,7 +280,8 @@ impl RawRequest {
     /// (it then completes with [`Outcome::cancelled`]). Sends cannot be cancelled once started
     /// (as in MPICH for sent messages), nor can receives of messages matched by a probe.
     pub fn cancel(&self) -> bool {
-        self.op == Op::Recv
+        self.extra.is_none()
+            && self.op == Op::Recv
             && self.coll.is_none()
             && self.deferred.is_none()
             && self.comm.session().cancel(&self.inner)

@@ -33,6 +33,8 @@ pub enum Kind {
     GroupCreate = 3,
     /// `MPI_Intercomm_create_from_groups`, by a hash of the program's string tag ([`tagged`]).
     GroupsTagged = 4,
+    /// Partitioned communication ([`partitioned_setup`], [`partitioned_data`]).
+    Partitioned = 8,
 }
 
 const KIND_SHIFT: u32 = 32;
@@ -74,6 +76,19 @@ pub fn tagged(kind: Kind, tag: u32, step: u32) -> u64 {
     (u64::from(step) & ((1 << SEQ_BITS) - 1)) << SEQ_SHIFT
         | (u64::from(kind as u8) << KIND_SHIFT)
         | u64::from(tag)
+}
+
+/// The nmad tag of the handshake a partitioned send sends at `MPI_Psend_init` to the matching
+/// `MPI_Precv_init` (MPI tag `tag`, sequence 0): handshakes match in initialization order.
+pub fn partitioned_setup(tag: i32) -> u64 {
+    internal(Kind::Partitioned, 0, tag as u32)
+}
+
+/// The nmad tag of partition `k` of partitioned channel `channel` (the sender's number for it,
+/// never 0 so that it cannot be a handshake).
+pub fn partitioned_data(channel: u32, k: u32) -> u64 {
+    debug_assert!(channel != 0 && u64::from(channel) < 1 << SEQ_BITS);
+    internal(Kind::Partitioned, u64::from(channel), k)
 }
 
 #[cfg(test)]

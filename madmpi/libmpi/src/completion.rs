@@ -4,6 +4,8 @@
 //!
 //! Null handles and inactive persistent requests resolve to "nothing to complete". Nothing
 //! here waits with a table lock held: entries and operations are `Arc`s cloned out first.
+//! A generalized request's status comes from its `query_fn`, and reporting its completion runs
+//! its `free_fn` ([`report_generalized`]).
 //!
 //! Owns the reporting of completions; it must not decide when a call waits or returns (the
 //! `api` layer does) nor start operations.
@@ -14,6 +16,7 @@ use crate::state::State;
 use crate::status;
 use madmpi::abi::{self, Status};
 use madmpi::error::{Error, ErrorClass};
+use madmpi::grequest::Generalized;
 use madmpi::request::RawRequest;
 use std::ffi::c_int;
 use std::sync::Arc;
@@ -54,6 +57,11 @@ pub(crate) fn finish(
     a: &Active,
     status: Option<&mut Status>,
 ) -> Result<(), Error> {
+    if let Some(g) = a.op.generalized() {
+        st.retire_request(*handle);
+        *handle = abi::MPI_REQUEST_NULL;
+        return report_generalized(g, status, true);
+    }
     let o = a.op.outcome().expect("completed");
     if a.entry.persistent.is_some() {
         a.entry.set_op(None);
@@ -65,10 +73,26 @@ pub(crate) fn finish(
     o.error.map_or(Ok(()), Err)
 }
 
+/// Reports the completion of generalized request `g` into `status` (its `query_fn` fills it,
+/// `MPI_ERROR` is left alone); `finishing`: the request goes, its `free_fn` runs.
+pub(crate) fn report_generalized(
+    g: &Generalized,
+    status: Option<&mut Status>,
+    finishing: bool,
+) -> Result<(), Error> {
+    let mut queried = Status::default();
+    let r = g.report(&mut queried, finishing);
+    if let Some(out) = status {
+        *out = Status { error: out.error, ..queried };
+    }
+    r
+}
+
 /// Drives progress once unless some operation of `ops` already completed (the `MPI_Test`
 /// family: a program polling with them must see its messages arrive without progression
 /// threads).
 pub(crate) fn progress_once(ops: &[&RawRequest]) {
+    ops.iter().for_each(|op| op.poke());
     if !ops.iter().any(|op| op.is_complete())
         && let Some(first) = ops.first()
     {

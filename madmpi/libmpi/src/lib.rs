@@ -13,6 +13,7 @@
 //! - `comms`, `datatypes`, `requests`, `messages`: handles to objects, with their error
 //!   classes; `persistent`: starting persistent requests; `completion`: reporting completed
 //!   requests (statuses, `MPI_ERR_IN_STATUS`) and waiting on several;
+//! - `grequests`: C callbacks of generalized requests and MPICH's request classes;
 //! - `groups`: group handles; `attrs`: keyvals, attribute tables and C attribute callbacks;
 //! - `infos`: info handles, in a table that outlives the MPI state (info objects work before
 //!   `MPI_Init` and after `MPI_Finalize`);
@@ -30,6 +31,7 @@ mod datatypes;
 mod errhandlers;
 mod errors;
 mod export;
+mod grequests;
 mod groups;
 mod infos;
 mod messages;

@@ -1,5 +1,7 @@
 //! Persistent requests (`MPI_Send_init`, `MPI_Ssend_init`, `MPI_Recv_init`): the checked
 //! arguments of an operation, kept in the request so that each `MPI_Start` starts it again.
+//! Partitioned requests (`MPI_Psend_init`, `MPI_Precv_init`) keep madmpi's channel, which
+//! starts its own operations.
 //!
 //! Owns starting persistent operations; it must not complete them (see `completion`) nor
 //! check their arguments (the `api` layer does, once, at init).
@@ -12,8 +14,19 @@ use std::sync::Arc;
 
 /// The operation a persistent request starts.
 pub(crate) enum Persistent {
-    Send { data: nmad::Data, dest: Rank, tag: i32, mode: Mode },
-    Recv { data: nmad::Data, from: From, tag: Tag },
+    Send {
+        data: nmad::Data,
+        dest: Rank,
+        tag: i32,
+        mode: Mode,
+    },
+    Recv {
+        data: nmad::Data,
+        from: From,
+        tag: Tag,
+    },
+    /// A partitioned send or receive (its semantics are madmpi's).
+    Partitioned(madmpi::partitioned::Channel),
 }
 
 impl ReqEntry {
@@ -44,6 +57,7 @@ impl ReqEntry {
             Persistent::Recv { data, from, tag } => unsafe {
                 RawRequest::irecv(comm, data.clone(), *from, *tag)
             },
+            Persistent::Partitioned(channel) => Ok(channel.start()),
         }?;
         self.set_op(Some(Arc::new(raw)));
         Ok(())

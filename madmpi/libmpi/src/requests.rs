@@ -7,7 +7,9 @@
 //! held (an entry's own lock is held only to read or replace its operation). `MPI_Request_free`
 //! of an operation still running cannot drop it (dropping cancels an unmatched receive, or
 //! blocks until a send is done), so it moves to the `detached` list, from which completed
-//! entries are dropped at later frees and the rest at `MPI_Finalize`.
+//! entries are dropped at later frees and the rest at `MPI_Finalize`. A generalized request
+//! freed before `MPI_Grequest_complete` stays in the table instead: the program completes it by
+//! its handle, which then goes.
 //!
 //! Owns request handles, the active/inactive state of persistent requests and the life of freed
 //! requests; it must not fill statuses (see `status`) nor start operations (see `persistent`).
@@ -84,8 +86,20 @@ impl State {
         drop(self.requests.remove(h));
     }
 
-    /// `MPI_Request_free`: forgets `h`; a running operation goes on, detached.
+    /// `MPI_Request_free`: forgets `h`; a running operation goes on, detached. A generalized
+    /// request that has not completed stays until `MPI_Grequest_complete` frees it (the program
+    /// still completes it by its handle); an active partitioned one cannot be freed.
     pub(crate) fn free_request(&self, h: Handle) -> Result<(), Error> {
+        if let Some(op) = self.requests.get(h).and_then(|e| e.op()) {
+            if let Some(g) = op.generalized() {
+                let Some(freed) = g.release() else { return Ok(()) };
+                self.retire_request(h);
+                return freed;
+            }
+            if op.partitioned().is_some() && !op.is_complete() {
+                return Err(Error::request("an active partitioned request cannot be freed (MPI 4.0 §4.2.2)"));
+            }
+        }
         let entry = self
             .requests
             .remove(h)

@@ -345,3 +345,21 @@ fn every_collective_on_an_intercommunicator_matches_local_references() {
         passes_on("intercomm_coll", n);
     }
 }
+
+/// Generalized requests completed by other threads while MPI_Wait, MPI_Waitany, MPI_Waitall and
+/// MPI_Waitsome wait (mixed with point-to-point requests); query, free and cancel call counts;
+/// MPICH's poll_fn, wait_fn and request classes; error paths. The program also passes on MPICH's
+/// library, with its deviations noted in the source.
+#[test]
+fn generalized_requests_are_completed_by_other_threads_and_call_back_as_mpi_says() {
+    passes("grequest");
+}
+
+/// Partitioned sends started again and again, with 4 threads marking partitions ready in shuffled
+/// order (MPI_Pready, _list, _range), received with a different partition count while
+/// MPI_Parrived is polled; matching in initialization order; error paths. On MPICH's library
+/// the rounds are skipped (MPICH 4.0.2 asserts in them), the rest passes.
+#[test]
+fn partitions_marked_ready_by_threads_arrive_as_they_go() {
+    passes("partitioned");
+}

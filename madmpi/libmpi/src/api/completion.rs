@@ -173,6 +173,7 @@ export! {
         // SAFETY: an array of `count` statuses (MPI's contract).
         let statuses = unsafe { statuses(array_of_statuses, handles.len()) }?;
         let ops = ops(&active);
+        ops.iter().for_each(|op| op.poke());
         if let Some(op) = ops.iter().find(|op| !op.is_complete()) {
             op.test(); // drives progress once
         }
@@ -226,6 +227,9 @@ export! {
         *flag = c_int::from(a.op.test());
         if *flag == 0 {
             return Ok(());
+        }
+        if let Some(g) = a.op.generalized() {
+            return crate::completion::report_generalized(g, status, false).on(&a.entry.comm);
         }
         let o = a.op.outcome().expect("completed");
         status::outcome(status, &o);

@@ -12,6 +12,7 @@
 //! sentinels), [`profiling`] (`MPI_Pcontrol`), [`gpu`] (MPICH's GPU support queries),
 //! [`tools`](mod@tools) with `tools_pvar`, `tools_category` and `tools_event` (the MPI_T
 //! interface, which returns codes instead of calling error handlers).
+//! [`grequest`] (generalized requests), [`partitioned`] (partitioned communication).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -34,6 +35,7 @@ pub mod env;
 pub mod errh;
 pub mod error_codes;
 pub mod gpu;
+pub mod grequest;
 pub mod group;
 pub mod info;
 pub mod intercomm;
@@ -41,6 +43,7 @@ pub mod mprobe;
 pub mod nonblocking;
 pub mod op;
 pub mod p2p;
+pub mod partitioned;
 pub mod persistent;
 pub mod profiling;
 pub mod status;

@@ -135,6 +135,13 @@ export! {
         let Some(op) = entry.op() else {
             return Err(Error::request("an inactive persistent request cannot be cancelled")).on(&entry.comm);
         };
+        if let Some(g) = op.generalized() {
+            return g.cancel().on(&entry.comm);
+        }
+        if op.partitioned().is_some() {
+            return Err(Error::request("an active partitioned request cannot be cancelled (MPI 4.0 §4.2.2)"))
+                .on(&entry.comm);
+        }
         op.cancel();
         Ok(())
     }
