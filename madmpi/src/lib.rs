@@ -12,6 +12,8 @@
 //! - [`group`], [`error`] (classes, message-carrying codes, error handler registry), [`attr`]
 //!   (keyvals and attribute caching);
 //! - [`info`]: info objects, `MPI_INFO_ENV`'s contents and the communicator hints;
+//! - [`topo`]: process topologies (Cartesian, graph, distributed graph) and the
+//!   neighbourhood collectives;
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
 //!   `context` ids for communicator creation.
 //!
@@ -35,5 +37,6 @@ pub mod op;
 pub mod p2p;
 pub mod request;
 pub mod tags;
+pub mod topo;
 pub mod typed;
 pub mod universe;

@@ -65,6 +65,8 @@
 //! - `api`: the Rust API (`Comm::barrier`, `bcast`, `reduce`, `allreduce`, nonblocking and
 //!   in-place variants);
 //! - `api_reduce`: the Rust API of reduce-scatter (block), scan, exscan and `reduce_local`;
+//! - `neighbor`: the neighbourhood collectives on raw memory (`algo::neighbor` over the
+//!   neighbour lists a topology gives);
 //! - `sim` (tests): an in-process simulator running the schedules of n ranks against each other.
 //!
 //! Owns the collective layer; it talks to nmad through sessions and requests only and must not
@@ -74,6 +76,7 @@ mod algo;
 mod api;
 mod api_gather;
 mod api_reduce;
+pub mod neighbor;
 pub mod choice;
 pub(crate) mod engine;
 mod plan;

@@ -47,7 +47,7 @@ pub struct RawBuf {
 }
 
 /// How a buffer is bound to a schedule.
-enum Mem {
+pub(super) enum Mem {
     /// The packed bytes are the memory `(address, length)`.
     Contiguous((*mut u8, usize)),
     /// The memory spans `span`; its merged blocks `(offset in the span, length)` in packed
@@ -56,7 +56,7 @@ enum Mem {
 }
 
 impl Mem {
-    fn of(b: &RawBuf) -> Result<Mem> {
+    pub(super) fn of(b: &RawBuf) -> Result<Mem> {
         let count = i64::try_from(b.count).map_err(|_| Error::count("count too large"))?;
         let packed = b.dtype.pack_size(count).map_err(Error::from)?;
         if let Some(off) = b.dtype.contiguous_offset() {
@@ -79,7 +79,7 @@ impl Mem {
         Ok(Mem::Scattered { span: (b.base.wrapping_offset(lo), (hi - lo) as usize), blocks, packed })
     }
 
-    fn packed_len(&self) -> usize {
+    pub(super) fn packed_len(&self) -> usize {
         match self {
             Mem::Contiguous((_, len)) => *len,
             Mem::Scattered { packed, .. } => *packed,
@@ -94,7 +94,7 @@ impl Mem {
     }
 }
 
-const NONE: (*mut u8, usize) = (std::ptr::null_mut(), 0);
+pub(super) const NONE: (*mut u8, usize) = (std::ptr::null_mut(), 0);
 
 /// Wraps `s` (built over packed `SEND` and `RECV`) for scattered memories: the packed buffers
 /// become temporaries, filled by a first round (`send`; `recv` when `recv_in`) and copied out
@@ -180,7 +180,7 @@ fn wrap(mut s: Schedule, send: Option<&Mem>, recv: Option<&Mem>, recv_in: bool, 
 /// # Safety
 /// The memory of both bindings must stay valid and untouched by others until the request
 /// completes.
-unsafe fn launch(
+pub(super) unsafe fn launch(
     comm: &Comm,
     s: Schedule,
     send: (*mut u8, usize),
@@ -328,7 +328,7 @@ pub struct RawVBuf<'a> {
 
 impl RawVBuf<'_> {
     /// `n` consecutive blocks of `count` elements (the buffer of `MPI_Gather` and co.).
-    fn uniform(
+    pub(super) fn uniform(
         b: &RawBuf,
         n: u32,
         f: impl FnOnce(&RawVBuf<'_>) -> Result<(Mem, Vec<Range>)>,
@@ -342,7 +342,7 @@ impl RawVBuf<'_> {
 
     /// The binding of the buffer and each block's range in the bound memory (contiguous type)
     /// or the packed temporary (otherwise) of schedule buffer `buf`.
-    fn mem(&self, call: &str, buf: BufId) -> Result<(Mem, Vec<Range>)> {
+    pub(super) fn mem(&self, call: &str, buf: BufId) -> Result<(Mem, Vec<Range>)> {
         let n = self.counts.len();
         if self.displs.len() != n {
             return Err(Error::arg(format!("{call}: {n} counts and {} displacements", self.displs.len())));
@@ -398,7 +398,7 @@ impl RawVBuf<'_> {
     }
 }
 
-fn bytes_mismatch(call: &str, what: &str, got: usize, want: usize) -> Error {
+pub(super) fn bytes_mismatch(call: &str, what: &str, got: usize, want: usize) -> Error {
     Error::count(format!("{call}: {what} holds {got} bytes, {want} expected (type signatures differ)"))
 }
 
@@ -406,7 +406,7 @@ fn bytes_mismatch(call: &str, what: &str, got: usize, want: usize) -> Error {
 ///
 /// # Safety
 /// As [`launch`].
-unsafe fn start(
+pub(super) unsafe fn start(
     comm: &Comm,
     s: Schedule,
     sm: Option<&Mem>,
@@ -787,7 +787,7 @@ pub struct RawWBuf<'a> {
 impl RawWBuf<'_> {
     /// The span of memory the blocks cover (bound as is: the schedule packs non-contiguous
     /// blocks itself) and each block's pieces in it (packed order, adjacent ones merged).
-    fn pieces(&self, call: &str, n: usize, buf: BufId) -> Result<(Span, Vec<Vec<Range>>)> {
+    pub(super) fn pieces(&self, call: &str, n: usize, buf: BufId) -> Result<(Span, Vec<Vec<Range>>)> {
         if self.counts.len() != n || self.displs.len() != n || self.dtypes.len() != n {
             return Err(Error::arg(format!(
                 "{call}: {} counts, {} displacements and {} types for {n} ranks",
