@@ -1,5 +1,5 @@
 //! Neighbourhood collectives on raw memory (`MPI_Neighbor_*` and `MPI_Ineighbor_*`, for the C
-//! library through `topo::neighbor`): this rank's sources and destinations come as [`Links`]
+//! library): this rank's sources and destinations come as [`Links`]
 //! (built by the topology, which also decides how the two ends of each message are paired),
 //! the buffers as in [`super::raw`] (non-contiguous datatypes packed and unpacked by the
 //! schedule itself), and the schedule is `algo::neighbor::exchange`, run in the background

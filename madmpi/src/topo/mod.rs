@@ -25,7 +25,7 @@
 //! - `cart`: grids, `MPI_Dims_create`, coordinates, shifts, sub-grids;
 //! - `graph`: graph topologies (`MPI_Graph_*`);
 //! - `dist_graph`: distributed graphs and their edge exchange;
-//! - `neighbor`: the neighbourhood collectives on raw memory, over `coll::neighbor`.
+//! - `neighbor`: a communicator's neighbour lists, which `coll::neighbor` exchanges over.
 //!
 //! Owns the topology descriptions and their creation; it runs the neighbourhood collectives
 //! through the collective layer (`coll`) and must not post messages itself (the edge exchange
@@ -34,7 +34,7 @@
 mod cart;
 mod dist_graph;
 mod graph;
-pub mod neighbor;
+mod neighbor;
 
 pub use cart::{Cart, dims_create};
 pub use dist_graph::{DistGraph, Edge};

@@ -6,7 +6,8 @@
 //! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
 //! nonblocking operations, freeing and cancelling requests), [`completion`] (waits and tests),
 //! [`buffered`] (buffered sends and the attached buffer), [`mprobe`] (matched probes and
-//! receives), [`persistent`] (persistent requests).
+//! receives), [`persistent`] (persistent requests), [`topo`], [`topo_cart`], [`topo_graph`]
+//! (process topologies) and [`topo_neighbor`] (neighbourhood collectives).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -32,6 +33,10 @@ pub mod nonblocking;
 pub mod op;
 pub mod p2p;
 pub mod persistent;
+pub mod topo;
+pub mod topo_cart;
+pub mod topo_graph;
+pub mod topo_neighbor;
 
 use crate::check;
 use madmpi::datatype::Datatype;
