@@ -69,7 +69,12 @@ unsafe fn run(
 ///
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ineighbor_allgather(comm: &Comm, links: &Links, send: &RawBuf, recv: &RawBuf) -> Result<RawRequest> {
+pub unsafe fn ineighbor_allgather(
+    comm: &Comm,
+    links: &Links,
+    send: &RawBuf,
+    recv: &RawBuf,
+) -> Result<RawRequest> {
     const CALL: &str = "MPI_Neighbor_allgather";
     let sm = Mem::of(send)?;
     let b = sm.packed_len();
@@ -92,7 +97,11 @@ pub unsafe fn ineighbor_allgatherv(
 ) -> Result<RawRequest> {
     const CALL: &str = "MPI_Neighbor_allgatherv";
     if recv.counts.len() != links.sources.len() {
-        return Err(Error::arg(format!("{CALL}: {} counts for {} sources", recv.counts.len(), links.sources.len())));
+        return Err(Error::arg(format!(
+            "{CALL}: {} counts for {} sources",
+            recv.counts.len(),
+            links.sources.len()
+        )));
     }
     let sm = Mem::of(send)?;
     let sblocks = vec![Range::new(SEND, 0, sm.packed_len()); links.dests.len()];
@@ -106,7 +115,12 @@ pub unsafe fn ineighbor_allgatherv(
 ///
 /// # Safety
 /// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ineighbor_alltoall(comm: &Comm, links: &Links, send: &RawBuf, recv: &RawBuf) -> Result<RawRequest> {
+pub unsafe fn ineighbor_alltoall(
+    comm: &Comm,
+    links: &Links,
+    send: &RawBuf,
+    recv: &RawBuf,
+) -> Result<RawRequest> {
     const CALL: &str = "MPI_Neighbor_alltoall";
     let s = RawVBuf::uniform(send, degree(links.dests.len())?, |v| v.mem(CALL, SEND))?;
     let r = RawVBuf::uniform(recv, degree(links.sources.len())?, |v| v.mem(CALL, RECV))?;

@@ -30,10 +30,9 @@ impl Cart {
         let mut size: u32 = 1;
         for (i, &d) in dims.iter().enumerate() {
             let d = u32::try_from(d).map_err(|_| Error::dims(format!("dimension {i} has extent {d}")))?;
-            size = size
-                .checked_mul(d)
-                .filter(|&s| s <= i32::MAX as u32)
-                .ok_or_else(|| Error::dims(format!("the grid {dims:?} has more points than an int counts")))?;
+            size = size.checked_mul(d).filter(|&s| s <= i32::MAX as u32).ok_or_else(|| {
+                Error::dims(format!("the grid {dims:?} has more points than an int counts"))
+            })?;
         }
         Ok(Cart { dims: dims.iter().map(|&d| d as u32).collect(), periods: periods.to_vec(), size })
     }
@@ -78,7 +77,10 @@ impl Cart {
         let mut r: u32 = 0;
         for (i, &c) in coords.iter().enumerate() {
             let c = self.wrap(i, c).ok_or_else(|| {
-                Error::arg(format!("coordinate {c} is outside non-periodic dimension {i} (extent {})", self.dims[i]))
+                Error::arg(format!(
+                    "coordinate {c} is outside non-periodic dimension {i} (extent {})",
+                    self.dims[i]
+                ))
             })?;
             r = r * self.dims[i] + c;
         }
@@ -111,10 +113,9 @@ impl Cart {
         if self.ndims() == 0 {
             return Err(Error::topology("MPI_Cart_shift on a grid without dimensions"));
         }
-        let d = usize::try_from(direction)
-            .ok()
-            .filter(|&d| d < self.ndims())
-            .ok_or_else(|| Error::arg(format!("direction {direction} of a grid of {} dimensions", self.ndims())))?;
+        let d = usize::try_from(direction).ok().filter(|&d| d < self.ndims()).ok_or_else(|| {
+            Error::arg(format!("direction {direction} of a grid of {} dimensions", self.ndims()))
+        })?;
         let c = self.coords(me)?;
         Ok((self.neighbor(&c, d, -i64::from(disp)), self.neighbor(&c, d, i64::from(disp))))
     }
@@ -181,7 +182,8 @@ fn balanced(m: u64, k: usize) -> Vec<u64> {
     if k == 0 {
         return Vec::new();
     }
-    let mut divs: Vec<u64> = (1..).take_while(|d| d * d <= m).filter(|d| m % d == 0).flat_map(|d| [d, m / d]).collect();
+    let mut divs: Vec<u64> =
+        (1..).take_while(|d| d * d <= m).filter(|d| m % d == 0).flat_map(|d| [d, m / d]).collect();
     divs.sort_unstable_by(|a, b| b.cmp(a));
     divs.dedup();
     struct Search<'a> {
@@ -250,7 +252,8 @@ impl Comm {
         let c = grid.coords(self.rank())?;
         // Color: the linear index of the coordinates in the dropped dimensions.
         let color = (0..grid.ndims()).filter(|&i| !remain[i]).fold(0u32, |a, i| a * grid.dims[i] + c[i]);
-        let kept = |v: &[u32]| (0..grid.ndims()).filter(|&i| remain[i]).map(|i| v[i] as i32).collect::<Vec<_>>();
+        let kept =
+            |v: &[u32]| (0..grid.ndims()).filter(|&i| remain[i]).map(|i| v[i] as i32).collect::<Vec<_>>();
         let periods: Vec<bool> = (0..grid.ndims()).filter(|&i| remain[i]).map(|i| grid.periods[i]).collect();
         let sub = Cart::new(&kept(&grid.dims), &periods)?;
         let new = self.split(Some(color as i32), self.rank() as i32)?.expect("every rank has a color");

@@ -34,7 +34,9 @@ pub struct DistGraph {
 
 fn check_ranks<'a>(comm: &Comm, what: &str, ranks: impl IntoIterator<Item = &'a u32>) -> Result<()> {
     match ranks.into_iter().find(|&&r| r >= comm.size()) {
-        Some(r) => Err(Error::arg(format!("{what} {r} is not a rank of the communicator (size {})", comm.size()))),
+        Some(r) => {
+            Err(Error::arg(format!("{what} {r} is not a rank of the communicator (size {})", comm.size())))
+        }
         None => Ok(()),
     }
 }
@@ -60,7 +62,8 @@ impl Comm {
         let mut counts = vec![0u64; n];
         self.allgather(&[edges.len() as u64], &mut counts)?;
         let counts: Vec<usize> = counts.iter().map(|&c| 3 * c as usize).collect();
-        let displs: Vec<usize> = counts.iter().scan(0, |at, &c| Some(std::mem::replace(at, *at + c))).collect();
+        let displs: Vec<usize> =
+            counts.iter().scan(0, |at, &c| Some(std::mem::replace(at, *at + c))).collect();
         let mine: Vec<i32> = edges.iter().flat_map(|&(s, d, w)| [s as i32, d as i32, w]).collect();
         let mut all = vec![0i32; counts.iter().sum()];
         self.allgatherv(&mine, &mut all, &counts, &displs)?;

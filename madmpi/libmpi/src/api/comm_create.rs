@@ -27,7 +27,12 @@ use std::sync::Arc;
 
 /// Stores `comm` (if this process is a member), created from `parent`, and writes its handle
 /// (or `MPI_COMM_NULL`) to `out`.
-pub(super) fn publish(st: &State, parent: &Arc<CommObj>, comm: Option<Comm>, out: &mut abi::Comm) -> Result<(), Fail> {
+pub(super) fn publish(
+    st: &State,
+    parent: &Arc<CommObj>,
+    comm: Option<Comm>,
+    out: &mut abi::Comm,
+) -> Result<(), Fail> {
     *out = match comm {
         Some(comm) => st.add_comm(CommObj::child(comm, parent)).on(parent)?.0,
         None => abi::MPI_COMM_NULL,

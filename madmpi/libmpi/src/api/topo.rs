@@ -29,7 +29,12 @@ pub(super) fn length(c: &Arc<CommObj>, n: c_int, what: &str) -> Result<usize, Fa
 ///
 /// # Safety
 /// A non-null, aligned `p` holds `n` readable ints.
-pub(super) unsafe fn ints(c: &Arc<CommObj>, p: *const c_int, n: usize, what: &str) -> Result<Vec<c_int>, Fail> {
+pub(super) unsafe fn ints(
+    c: &Arc<CommObj>,
+    p: *const c_int,
+    n: usize,
+    what: &str,
+) -> Result<Vec<c_int>, Fail> {
     // SAFETY: the caller's contract.
     Ok(unsafe { check::array_in(p, n, what) }.on(c)?.to_vec())
 }

@@ -28,7 +28,12 @@ use std::sync::Arc;
 ///
 /// # Safety
 /// Non-null, aligned arrays hold `ndims` ints each.
-unsafe fn grid(c: &Arc<CommObj>, ndims: c_int, dims: *const c_int, periods: *const c_int) -> Result<Cart, Fail> {
+unsafe fn grid(
+    c: &Arc<CommObj>,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+) -> Result<Cart, Fail> {
     let n = length(c, ndims, "ndims")?;
     // SAFETY: the caller's contract.
     let d = unsafe { ints(c, dims, n, "the dims array") }?;

@@ -59,7 +59,12 @@ fn is_unweighted(p: *const c_int) -> bool {
 ///
 /// # Safety
 /// Other than the sentinels, a non-null, aligned `p` holds `n` readable ints.
-unsafe fn weights(c: &Arc<CommObj>, p: *const c_int, n: usize, what: &str) -> Result<Option<Vec<c_int>>, Fail> {
+unsafe fn weights(
+    c: &Arc<CommObj>,
+    p: *const c_int,
+    n: usize,
+    what: &str,
+) -> Result<Option<Vec<c_int>>, Fail> {
     if is_unweighted(p) {
         return Ok(None);
     }
@@ -74,7 +79,12 @@ unsafe fn weights(c: &Arc<CommObj>, p: *const c_int, n: usize, what: &str) -> Re
 ///
 /// # Safety
 /// Non-null, aligned `index` holds `nnodes` ints, `edges` `index[nnodes - 1]`.
-unsafe fn graph(c: &Arc<CommObj>, nnodes: c_int, index: *const c_int, edges: *const c_int) -> Result<Graph, Fail> {
+unsafe fn graph(
+    c: &Arc<CommObj>,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+) -> Result<Graph, Fail> {
     let n = length(c, nnodes, "nnodes")?;
     // SAFETY: the caller's contract.
     let idx = unsafe { ints(c, index, n, "the index array") }?;

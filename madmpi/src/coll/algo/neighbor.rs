@@ -97,7 +97,9 @@ pub(crate) fn exchange(
     }
     for (k, l) in dests.iter().enumerate() {
         match l.peer {
-            Some(peer) if peer != me && sblocks[k].len > 0 => s.send(rounds[0].0, peer, base + l.step, sblocks[k]),
+            Some(peer) if peer != me && sblocks[k].len > 0 => {
+                s.send(rounds[0].0, peer, base + l.step, sblocks[k])
+            }
             _ => {}
         }
     }
@@ -171,7 +173,11 @@ mod tests {
                             Some(p) => (10 * p + own_block) as u8,
                             None => 0xaa,
                         };
-                        assert_eq!(out[r as usize][j * B..(j + 1) * B], [want; B], "n {n} periodic {periodic} rank {r}");
+                        assert_eq!(
+                            out[r as usize][j * B..(j + 1) * B],
+                            [want; B],
+                            "n {n} periodic {periodic} rank {r}"
+                        );
                     }
                 }
             }
@@ -192,8 +198,9 @@ mod tests {
         let s1 = exchange(1, &links[1].1, &blocks(SEND, 1), &links[1].0, &overlapping).unwrap();
         assert!(s1.rounds.len() >= 3, "the second receive waits for the first");
         let s0 = exchange(0, &links[0].1, &blocks(SEND, 2), &links[0].0, &blocks(RECV, 1)).unwrap();
-        let out = sim::run(vec![s0, s1], vec![vec![7; 2 * B], vec![8; B]], vec![vec![0; B]; 2], &|_, _, _| {})
-            .unwrap();
+        let out =
+            sim::run(vec![s0, s1], vec![vec![7; 2 * B], vec![8; B]], vec![vec![0; B]; 2], &|_, _, _| {})
+                .unwrap();
         assert_eq!(out[1], [7; B]);
     }
 
