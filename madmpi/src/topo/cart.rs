@@ -165,7 +165,7 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
         }
     }
     let n = nnodes as u64;
-    if n % fixed != 0 {
+    if !n.is_multiple_of(fixed) {
         return Err(Error::dims(format!("{nnodes} nodes do not divide among the fixed dimensions {dims:?}")));
     }
     let free = dims.iter().filter(|&&d| d == 0).count();
@@ -183,7 +183,7 @@ fn balanced(m: u64, k: usize) -> Vec<u64> {
         return Vec::new();
     }
     let mut divs: Vec<u64> =
-        (1..).take_while(|d| d * d <= m).filter(|d| m % d == 0).flat_map(|d| [d, m / d]).collect();
+        (1..).take_while(|d| d * d <= m).filter(|d| m.is_multiple_of(*d)).flat_map(|d| [d, m / d]).collect();
     divs.sort_unstable_by(|a, b| b.cmp(a));
     divs.dedup();
     struct Search<'a> {
@@ -205,7 +205,7 @@ fn balanced(m: u64, k: usize) -> Vec<u64> {
             }
             for i in 0..self.divs.len() {
                 let d = self.divs[i];
-                if d > hi.min(rem) || rem % d != 0 {
+                if d > hi.min(rem) || !rem.is_multiple_of(d) {
                     continue;
                 }
                 // The k − 1 factors left are at most d each.
@@ -286,7 +286,7 @@ mod tests {
             return if m == 1 { vec![vec![]] } else { vec![] };
         }
         (1..=hi.min(m))
-            .filter(|d| m % d == 0)
+            .filter(|d| m.is_multiple_of(*d))
             .flat_map(|d| {
                 all_factorisations(m / d, k - 1, d).into_iter().map(move |mut v| {
                     v.insert(0, d);
