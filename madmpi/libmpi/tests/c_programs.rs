@@ -352,7 +352,7 @@ fn neighbourhood_collectives_reach_the_neighbours_mpi_defines() {
     }
 }
 
-/// MPI_Dims_create gives MPICH's answer for each of 2,500 inputs: the program runs on MPICH's own
+/// MPI_Dims_create gives MPICH's answer for each of 2,900 inputs: the program runs on MPICH's own
 /// library (under Hydra, without our library on the path), then on ours (both launchers).
 #[test]
 fn dims_create_answers_as_mpich_does() {

@@ -1,5 +1,5 @@
-/* Prints MPI_Dims_create's answer for 2,500 inputs (1 to 400 nodes in 1 to 5 free
- * dimensions, and fixed entries in 3 and 4 dimensions), one line each: tests/c_programs.rs runs
+/* Prints MPI_Dims_create's answer for 2,900 inputs (1 to 400 nodes in 1 to 5 free
+ * dimensions, fixed entries in 3 and 4 dimensions, large highly composite numbers), one line each: tests/c_programs.rs runs
  * it on MPICH's own library and on ours and compares the outputs line by line. */
 #include <mpi.h>
 #include <stdio.h>
@@ -33,6 +33,13 @@ int main(int argc, char **argv)
         show(n, 4, a, "[_ 2 _ _]");
         show(n, 3, b, "[3 _ _]");
         show(n, 3, c, "[_ _ 5]");
+    }
+    /* Not INT_MAX (a prime) in 3 dimensions: MPICH 4.0.2 divides by zero there. */
+    const int large[][2] = {{735134400, 4}, {735134400, 8}, {1073741824, 10}, {2147483646, 12}, {1965600000, 9},
+                            {720720, 20}};
+    for (unsigned i = 0; i < sizeof large / sizeof *large; i++) {
+        int d[20] = {0};
+        show(large[i][0], large[i][1], d, "large");
     }
     MPI_Finalize();
     return 0;
