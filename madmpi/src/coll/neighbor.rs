@@ -13,7 +13,7 @@
 //! Owns the binding of buffers to neighbour exchanges; it must not know topologies.
 
 use super::algo::neighbor::{SelfMismatch, exchange};
-use super::raw::{Mem, NONE, RawBuf, RawVBuf, RawWBuf, launch, start};
+use super::raw::{Mem, RawBuf, RawVBuf, RawWBuf, launch, start};
 use super::schedule::{RECV, Range, SEND};
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
@@ -170,7 +170,6 @@ pub unsafe fn ineighbor_alltoallw(
     let (rb, rblocks) = recv.pieces(CALL, links.sources.len(), RECV)?;
     let s = exchange(comm.rank(), &links.dests, &sblocks, &links.sources, &rblocks)
         .map_err(|m| self_mismatch(CALL, m))?;
-    let sb = if sblocks.iter().all(Vec::is_empty) { NONE } else { sb };
     // SAFETY: the caller's contract (the blocks' pieces are inside the spans bound).
     unsafe { launch(comm, s, sb, rb, None) }
 }

@@ -94,7 +94,7 @@ impl Mem {
     }
 }
 
-pub(super) const NONE: (*mut u8, usize) = (std::ptr::null_mut(), 0);
+const NONE: (*mut u8, usize) = (std::ptr::null_mut(), 0);
 
 /// Wraps `s` (built over packed `SEND` and `RECV`) for scattered memories: the packed buffers
 /// become temporaries, filled by a first round (`send`; `recv` when `recv_in`) and copied out

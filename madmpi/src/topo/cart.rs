@@ -379,6 +379,14 @@ mod tests {
         let peers = |v: &[Link]| v.iter().map(|l| l.peer).collect::<Vec<_>>();
         assert_eq!(peers(&l.sources), [None, Some(17), Some(1), Some(9), Some(4), Some(6)]);
         assert_eq!(peers(&l.dests), peers(&l.sources));
+        // Destination k carries step k; source j expects its sender's opposite direction.
+        let steps = |v: &[Link]| v.iter().map(|l| l.step).collect::<Vec<_>>();
+        assert_eq!(steps(&l.dests), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(steps(&l.sources), [1, 0, 3, 2, 5, 4]);
+        // A periodic dimension of extent 2: both neighbours are the same rank, told apart by step.
+        let two = Cart::new(&[2], &[true]).unwrap().links(0);
+        assert_eq!(peers(&two.sources), [Some(1), Some(1)]);
+        assert_eq!(steps(&two.sources), [1, 0]);
         assert_eq!(Cart::new(&[-1], &[false]).unwrap_err().class(), crate::error::ErrorClass::Dims);
         assert_eq!(Cart::new(&[], &[]).unwrap().size(), 1);
     }
