@@ -249,8 +249,9 @@ static void cartesian(void)
         nb.dst[j] = nb.src[j];
         nb.from_block[j] = nb.src[j] == MPI_PROC_NULL ? -1 : j ^ 1;
     }
-    /* MPICH 4.0.2 pairs the two messages between the same ranks in the order posted, not by
-     * direction, in periodic dimensions of extent 1 or 2: compared on MadMPI only. */
+    /* With a periodic dimension of extent 1 or 2, both neighbours of a dimension are the same
+     * rank: MPICH 4.0.2 pairs such messages by direction in alltoall but not in its v form
+     * (blocks of unequal length then fail): compared on MadMPI only. */
     if (on_madmpi() || d[0] > 2)
         exchange_all(cart, &nb, "cart");
     MPI_Comm_free(&cart);
