@@ -4,7 +4,7 @@
 //! communicator's topology.
 //!
 //! One start function per collective, generic over the width of counts and displacements
-//! ([`Width`]: `int`, or `MPI_Count`/`MPI_Aint` for `_c`), checks the arguments and starts the
+//! (`Width`: `int`, or `MPI_Count`/`MPI_Aint` for `_c`), checks the arguments and starts the
 //! exchange; the table at the end makes each one the blocking and the nonblocking C function
 //! in both widths (`pair!`, as for the other collectives). A persistent `MPI_Neighbor_*_init`
 //! will be one more entry over the same start function.
