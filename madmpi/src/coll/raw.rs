@@ -398,7 +398,7 @@ impl RawVBuf<'_> {
     }
 }
 
-pub(super) fn bytes_mismatch(call: &str, what: &str, got: usize, want: usize) -> Error {
+fn bytes_mismatch(call: &str, what: &str, got: usize, want: usize) -> Error {
     Error::count(format!("{call}: {what} holds {got} bytes, {want} expected (type signatures differ)"))
 }
 
