@@ -88,6 +88,8 @@ struct Inner {
     coll_layout: std::sync::OnceLock<Option<Arc<crate::coll::Layout>>>,
     name: Mutex<String>,
     hints: Mutex<CommHints>,
+    /// The process topology (`topo`), attached once after creation; shared by duplicates.
+    topology: std::sync::OnceLock<Arc<crate::topo::Topology>>,
 }
 
 impl Drop for Inner {
@@ -142,6 +144,7 @@ impl Comm {
             coll_layout: std::sync::OnceLock::new(),
             name: Mutex::new(name.to_string()),
             hints: Mutex::new(CommHints::default()),
+            topology: std::sync::OnceLock::new(),
         }))
     }
 
@@ -377,7 +380,20 @@ impl Comm {
         let id = self.agree_context_at(seq)?;
         let c = Comm::make_with(&self.0.rt, self.0.group.clone(), self.0.remote.clone(), id, "");
         c.replace_hints(self.hints());
+        if let Some(t) = self.topology() {
+            c.attach_topology(t.clone());
+        }
         Ok(c)
+    }
+
+    /// The process topology attached to this communicator, if any.
+    pub fn topology(&self) -> Option<&Arc<crate::topo::Topology>> {
+        self.0.topology.get()
+    }
+
+    /// Attaches `t` to a communicator just made (the first topology attached stays).
+    pub(crate) fn attach_topology(&self, t: Arc<crate::topo::Topology>) {
+        let _ = self.0.topology.set(t);
     }
 
     /// `MPI_Comm_dup_with_info` (collective): [`Comm::dup`], with the default hints updated by

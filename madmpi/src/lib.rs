@@ -16,6 +16,8 @@
 //!   categories, events over pioman's and nmad's counters and hooks);
 //! - [`grequest`]: generalized requests; [`partitioned`]: partitioned communication; both are
 //!   request kinds of their own ([`request_kinds`]);
+//! - [`topo`]: process topologies (Cartesian, graph, distributed graph) and the
+//!   neighbourhood collectives;
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
 //!   `context` ids for communicator creation;
 //! - [`comm`]: communicators; [`intercomm`]: intercommunicators (create, from groups, merge,
@@ -49,5 +51,6 @@ pub mod request;
 pub mod request_kinds;
 pub mod tags;
 pub mod tools;
+pub mod topo;
 pub mod typed;
 pub mod universe;

@@ -363,3 +363,55 @@ fn generalized_requests_are_completed_by_other_threads_and_call_back_as_mpi_says
 fn partitions_marked_ready_by_threads_arrive_as_they_go() {
     passes("partitioned");
 }
+
+/// Cartesian topologies: MPI_Dims_create (properties for 1,200 inputs, the standard's examples,
+/// errors), grids, coordinates, ranks with periodic wrap, shifts, sub-grids, maps, duplicates
+/// and the ranks beyond a grid, at 1, 4 and 6 processes (the program also passes on MPICH's
+/// library, with its deviations skipped there).
+#[test]
+fn cartesian_topologies_give_hand_computed_coordinates_and_neighbours() {
+    for n in [1, 4, 6] {
+        passes_on("topo_cart", n);
+    }
+}
+
+/// Graph and distributed-graph topologies: neighbour lists and weights, edges stated by other
+/// ranks, MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY, truncated lists, errors, at 1, 4 and 6 processes
+/// (also passes on MPICH's library).
+#[test]
+fn graph_topologies_give_their_edges_and_weights() {
+    for n in [1, 4, 6] {
+        passes_on("topo_graph", n);
+    }
+}
+
+/// Neighbourhood collectives (allgather(v), alltoall(v, w); blocking, nonblocking and `_c`)
+/// over a 2-D grid with edges, a ring graph and a distributed graph with repeated edges, at 1,
+/// 2, 4 and 6 processes (also passes on MPICH's library where its pairing agrees).
+#[test]
+fn neighbourhood_collectives_reach_the_neighbours_mpi_defines() {
+    for n in [1, 2, 4, 6] {
+        passes_on("topo_neighbor", n);
+    }
+}
+
+/// MPI_Dims_create gives MPICH's answer for each of 2,900 inputs: the program runs on MPICH's own
+/// library (under Hydra, without our library on the path), then on ours (both launchers).
+#[test]
+fn dims_create_answers_as_mpich_does() {
+    let _s = serial();
+    let exe = compile("topo_dims", Build::Mpich);
+    let mut cmd = Command::new(require("mpiexec.hydra", "mpich"));
+    cmd.args(["-n", "1"]).arg(&exe).env_remove("LD_LIBRARY_PATH").env_remove("PM2_PMI");
+    let mpich = run_limited(cmd, None, HANG, |_| {});
+    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
+    assert!(mpich.stdout.lines().count() >= 2500, "{mpich:?}");
+    for launcher in [Launcher::Madrun, Launcher::Hydra] {
+        let ours = run_on(launcher, &exe, &[], 1);
+        assert_eq!(ours.code, Some(0), "{launcher:?}: {ours:?}");
+        for (m, o) in mpich.stdout.lines().zip(ours.stdout.lines()) {
+            assert_eq!(o, m, "ours (left) and MPICH's (right) differ ({launcher:?})");
+        }
+        assert_eq!(ours.stdout.lines().count(), mpich.stdout.lines().count(), "{launcher:?}");
+    }
+}

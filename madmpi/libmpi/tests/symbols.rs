@@ -29,33 +29,24 @@ const NOT_YET: &str = "\
     MPI_Alltoall_init_c MPI_Alltoallv_c MPI_Alltoallv_init MPI_Alltoallv_init_c MPI_Alltoallw_c \
     MPI_Alltoallw_init MPI_Alltoallw_init_c MPI_Barrier_init MPI_Bcast_c MPI_Bcast_init \
     MPI_Bcast_init_c MPI_Bsend_c MPI_Bsend_init MPI_Bsend_init_c MPI_Buffer_attach_c \
-    MPI_Buffer_detach_c MPI_Cart_coords MPI_Cart_create MPI_Cart_get MPI_Cart_map MPI_Cart_rank \
-    MPI_Cart_shift MPI_Cart_sub MPI_Cartdim_get MPI_Close_port MPI_Comm_accept MPI_Comm_connect \
-    MPI_Comm_create_from_group MPI_Comm_disconnect MPI_Comm_get_parent \
-    MPI_Comm_join \
-    MPI_Comm_spawn MPI_Comm_spawn_multiple \
-    MPI_Dims_create MPI_Dist_graph_create MPI_Dist_graph_create_adjacent MPI_Dist_graph_neighbors \
-    MPI_Dist_graph_neighbors_count MPI_Exscan_c MPI_Exscan_init MPI_Exscan_init_c MPI_Free_mem \
-    MPI_Gather_c MPI_Gather_init MPI_Gather_init_c MPI_Gatherv_c MPI_Gatherv_init \
-    MPI_Gatherv_init_c MPI_Get_address MPI_Get_count_c MPI_Get_elements_c MPI_Graph_create \
-    MPI_Graph_get MPI_Graph_map MPI_Graph_neighbors MPI_Graph_neighbors_count MPI_Graphdims_get \
-    MPI_Group_from_session_pset MPI_Iallgather_c \
-    MPI_Iallgatherv_c MPI_Iallreduce_c MPI_Ialltoall_c MPI_Ialltoallv_c MPI_Ialltoallw_c \
-    MPI_Ibcast_c MPI_Ibsend_c MPI_Iexscan_c MPI_Igather_c MPI_Igatherv_c MPI_Imrecv_c \
-    MPI_Ineighbor_allgather MPI_Ineighbor_allgather_c MPI_Ineighbor_allgatherv \
-    MPI_Ineighbor_allgatherv_c MPI_Ineighbor_alltoall MPI_Ineighbor_alltoall_c \
-    MPI_Ineighbor_alltoallv MPI_Ineighbor_alltoallv_c MPI_Ineighbor_alltoallw \
-    MPI_Ineighbor_alltoallw_c \
-    MPI_Irecv_c MPI_Ireduce_c MPI_Ireduce_scatter_block_c \
+    MPI_Buffer_detach_c MPI_Close_port MPI_Comm_accept MPI_Comm_connect \
+    MPI_Comm_create_from_group MPI_Comm_disconnect MPI_Comm_get_parent MPI_Comm_join \
+    MPI_Comm_spawn MPI_Comm_spawn_multiple MPI_Exscan_c MPI_Exscan_init MPI_Exscan_init_c \
+    MPI_Free_mem MPI_Gather_c MPI_Gather_init MPI_Gather_init_c MPI_Gatherv_c MPI_Gatherv_init \
+    MPI_Gatherv_init_c MPI_Get_address MPI_Get_count_c MPI_Get_elements_c \
+    MPI_Group_from_session_pset MPI_Iallgather_c MPI_Iallgatherv_c MPI_Iallreduce_c \
+    MPI_Ialltoall_c MPI_Ialltoallv_c MPI_Ialltoallw_c MPI_Ibcast_c MPI_Ibsend_c MPI_Iexscan_c \
+    MPI_Igather_c MPI_Igatherv_c MPI_Imrecv_c MPI_Irecv_c MPI_Ireduce_c \
+    MPI_Ireduce_scatter_block_c \
     MPI_Ireduce_scatter_c MPI_Irsend_c MPI_Iscan_c MPI_Iscatter_c MPI_Iscatterv_c MPI_Isend_c \
     MPI_Isendrecv MPI_Isendrecv_c MPI_Isendrecv_replace MPI_Isendrecv_replace_c MPI_Issend_c \
-    MPI_Lookup_name MPI_Mrecv_c MPI_Neighbor_allgather MPI_Neighbor_allgather_c \
-    MPI_Neighbor_allgather_init MPI_Neighbor_allgather_init_c MPI_Neighbor_allgatherv \
-    MPI_Neighbor_allgatherv_c MPI_Neighbor_allgatherv_init MPI_Neighbor_allgatherv_init_c \
-    MPI_Neighbor_alltoall MPI_Neighbor_alltoall_c MPI_Neighbor_alltoall_init \
-    MPI_Neighbor_alltoall_init_c MPI_Neighbor_alltoallv MPI_Neighbor_alltoallv_c \
-    MPI_Neighbor_alltoallv_init MPI_Neighbor_alltoallv_init_c MPI_Neighbor_alltoallw \
-    MPI_Neighbor_alltoallw_c MPI_Neighbor_alltoallw_init MPI_Neighbor_alltoallw_init_c \
+    MPI_Lookup_name MPI_Mrecv_c \
+    MPI_Neighbor_allgather_init MPI_Neighbor_allgather_init_c \
+    MPI_Neighbor_allgatherv_init MPI_Neighbor_allgatherv_init_c \
+    MPI_Neighbor_alltoall_init \
+    MPI_Neighbor_alltoall_init_c \
+    MPI_Neighbor_alltoallv_init MPI_Neighbor_alltoallv_init_c \
+    MPI_Neighbor_alltoallw_init MPI_Neighbor_alltoallw_init_c \
     MPI_Op_create_c MPI_Open_port MPI_Pack_c MPI_Pack_external MPI_Pack_external_c \
     MPI_Pack_external_size MPI_Pack_external_size_c MPI_Pack_size_c \
     MPI_Publish_name MPI_Recv_c \
@@ -68,8 +59,7 @@ const NOT_YET: &str = "\
     MPI_Session_create_errhandler MPI_Session_finalize MPI_Session_get_errhandler \
     MPI_Session_get_info MPI_Session_get_nth_pset MPI_Session_get_num_psets \
     MPI_Session_get_pset_info MPI_Session_init MPI_Session_set_errhandler MPI_Ssend_c \
-    MPI_Ssend_init_c \
-    MPI_Topo_test MPI_Type_contiguous_c MPI_Type_create_darray \
+    MPI_Ssend_init_c MPI_Type_contiguous_c MPI_Type_create_darray \
     MPI_Type_create_darray_c MPI_Type_create_f90_complex MPI_Type_create_f90_integer \
     MPI_Type_create_f90_real MPI_Type_create_hindexed_block_c MPI_Type_create_hindexed_c \
     MPI_Type_create_hvector_c MPI_Type_create_indexed_block_c MPI_Type_create_keyval \
@@ -78,8 +68,8 @@ const NOT_YET: &str = "\
     MPI_Type_get_contents_c MPI_Type_get_envelope_c MPI_Type_get_extent_c \
     MPI_Type_get_true_extent_c MPI_Type_hindexed MPI_Type_hvector MPI_Type_indexed_c MPI_Type_lb \
     MPI_Type_match_size MPI_Type_set_attr MPI_Type_size_c MPI_Type_struct MPI_Type_ub \
-    MPI_Type_vector_c MPI_UNWEIGHTED MPI_Unpack_c MPI_Unpack_external MPI_Unpack_external_c \
-    MPI_Unpublish_name MPI_WEIGHTS_EMPTY
+    MPI_Type_vector_c MPI_Unpack_c MPI_Unpack_external MPI_Unpack_external_c \
+    MPI_Unpublish_name
 ";
 
 /// Exported data objects of MPICH's interface: no `PMPI_` twin.

@@ -66,6 +66,8 @@
 //!   in-place variants);
 //! - `api_reduce`: the Rust API of reduce-scatter (block), scan, exscan and `reduce_local`;
 //! - `inter`: the collectives of intercommunicators (schedules across two groups);
+//! - `neighbor`: the neighbourhood collectives on raw memory (`algo::neighbor` over the
+//!   neighbour lists a topology gives);
 //! - `sim` (tests): an in-process simulator running the schedules of n ranks against each other.
 //!
 //! Owns the collective layer; it talks to nmad through sessions and requests only and must not
@@ -78,6 +80,7 @@ mod api_reduce;
 pub mod choice;
 pub(crate) mod engine;
 pub mod inter;
+pub mod neighbor;
 mod plan;
 mod progress;
 pub mod raw;

@@ -13,6 +13,9 @@
 //! [`tools`](mod@tools) with `tools_pvar`, `tools_category` and `tools_event` (the MPI_T
 //! interface, which returns codes instead of calling error handlers).
 //! [`grequest`] (generalized requests), [`partitioned`] (partitioned communication).
+//! sentinels), [`profiling`] (`MPI_Pcontrol`), [`gpu`] (MPICH's GPU support queries), [`topo`],
+//! [`topo_cart`], [`topo_graph`] (process topologies) and [`topo_neighbor`] (neighbourhood
+//! collectives).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -51,6 +54,10 @@ pub mod tools;
 pub mod tools_category;
 pub mod tools_event;
 pub mod tools_pvar;
+pub mod topo;
+pub mod topo_cart;
+pub mod topo_graph;
+pub mod topo_neighbor;
 
 use crate::check;
 use madmpi::datatype::Datatype;

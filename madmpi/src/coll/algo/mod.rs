@@ -12,6 +12,7 @@ pub(crate) mod barrier;
 pub(crate) mod bcast;
 pub(crate) mod gather;
 pub(crate) mod hier;
+pub(crate) mod neighbor;
 pub(crate) mod reduce;
 pub(crate) mod reduce_scatter;
 pub(crate) mod scan;
