@@ -12,6 +12,7 @@
 //! - [`group`], [`error`] (classes, message-carrying codes, error handler registry), [`attr`]
 //!   (keyvals and attribute caching);
 //! - [`info`]: info objects, `MPI_INFO_ENV`'s contents and the communicator hints;
+//! - [`memory`]: `MPI_Alloc_mem`/`MPI_Free_mem` blocks and their registry;
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
 //!   `context` ids for communicator creation.
 //!
@@ -30,6 +31,7 @@ pub mod group;
 pub mod info;
 mod internal;
 mod loom;
+pub mod memory;
 pub mod mprobe;
 pub mod op;
 pub mod p2p;
