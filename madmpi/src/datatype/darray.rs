@@ -3,8 +3,8 @@
 //!
 //! The type is built as MPICH 4.0.2 builds it (so that bounds, padding and envelopes agree): one
 //! dimension after the other, fastest first, a contiguous or hvector (block) or an hvector plus
-//! a remainder struct (cyclic) of the previous type; then the start offset placed by a one-block
-//! hindexed and the whole resized to the global array. This file owns the distribution rules
+//! a remainder struct (cyclic) of the previous type, resized to span the dimension; then the
+//! start offset placed by a one-block hindexed and the whole resized to the global array. This file owns the distribution rules
 //! and their argument checks; attributes come from the constructors it calls.
 
 use super::constructors::Order;
@@ -151,7 +151,9 @@ impl Datatype {
                 Distribution::None => block(&args, dim, k == 0, 1, 0, DISTRIBUTE_DFLT_DARG, ext, &t)?,
                 Distribution::Cyclic => cyclic(&args, dim, k == 0, p, c, d, ext, &t)?,
             };
-            t = next;
+            // Each dimension's type spans its whole dimension of the previous type, so that the
+            // elements of the next dimension's blocks are one row apart (MPICH does the same).
+            t = Datatype::resized(&next, 0, args.gsizes[dim].mul_(t.extent())?)?;
             offsets[dim] = off;
         }
         let (mut disp, mut elems) = (0i64, 1i64);
@@ -227,4 +229,83 @@ fn cyclic(
         return Ok((t, 0));
     }
     Ok((t, if local == 0 { 0 } else { first }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::{ErrorKind, Predefined};
+
+    fn args(size: i64, rank: i64, dims: &[(i64, Distribution, i64, i64)], order: Order) -> Darray {
+        Darray {
+            size,
+            rank,
+            gsizes: dims.iter().map(|d| d.0).collect(),
+            distribs: dims.iter().map(|d| d.1).collect(),
+            dargs: dims.iter().map(|d| d.2).collect(),
+            psizes: dims.iter().map(|d| d.3).collect(),
+            order,
+        }
+    }
+
+    /// The committed blocks of one element, and the extent.
+    fn map(a: Darray) -> (Vec<(isize, usize)>, i64) {
+        let t = Datatype::darray(a, &Datatype::predefined(Predefined::Int)).unwrap();
+        t.commit().unwrap();
+        (t.blocks().unwrap().to_vec(), t.extent())
+    }
+
+    use Distribution::{Block, Cyclic, None as Undistributed};
+    const DFLT: i64 = DISTRIBUTE_DFLT_DARG;
+
+    #[test]
+    fn block_block_in_c_order() {
+        // A 4x6 int array on a 2x2 grid: rank 3 owns rows 2-3, columns 3-5.
+        let a = args(4, 3, &[(4, Block, DFLT, 2), (6, Block, DFLT, 2)], Order::C);
+        assert_eq!(map(a), (vec![(60, 12), (84, 12)], 96));
+        // Rank 0 owns rows 0-1, columns 0-2.
+        let a = args(4, 0, &[(4, Block, DFLT, 2), (6, Block, DFLT, 2)], Order::C);
+        assert_eq!(map(a), (vec![(0, 12), (24, 12)], 96));
+    }
+
+    #[test]
+    fn cyclic_blocks_with_a_short_last_block() {
+        // 10 ints dealt in blocks of 2 to 3 processes: rank 1 has 2-3 and 8-9.
+        assert_eq!(map(args(3, 1, &[(10, Cyclic, 2, 3)], Order::C)), (vec![(8, 8), (32, 8)], 40));
+        // 9 ints, blocks of 2, 2 processes: rank 0 has 0-1, 4-5 and 8 (a short block).
+        assert_eq!(map(args(2, 0, &[(9, Cyclic, 2, 2)], Order::C)), (vec![(0, 8), (16, 8), (32, 4)], 36));
+        // The default cyclic argument is 1.
+        assert_eq!(map(args(2, 1, &[(4, Cyclic, DFLT, 2)], Order::C)), (vec![(4, 4), (12, 4)], 16));
+    }
+
+    #[test]
+    fn fortran_order_and_undistributed_dimensions() {
+        // A 3x2 Fortran array (dimension 0 fastest), columns dealt to 2 processes: rank 1 owns
+        // column 1, elements 3 to 5.
+        let a = args(2, 1, &[(3, Undistributed, DFLT, 1), (2, Cyclic, DFLT, 2)], Order::Fortran);
+        assert_eq!(map(a), (vec![(12, 12)], 24));
+        // The same in C order: row 1 of a 3x2 array is not what rank 1 owns; column 1 is.
+        let a = args(2, 1, &[(3, Undistributed, DFLT, 1), (2, Cyclic, DFLT, 2)], Order::C);
+        assert_eq!(map(a), (vec![(4, 4), (12, 4), (20, 4)], 24));
+    }
+
+    #[test]
+    fn invalid_grids_and_arguments_are_errors() {
+        let int = Datatype::predefined(Predefined::Int);
+        let bad = [
+            args(3, 0, &[(4, Block, DFLT, 2)], Order::C), // 2 processes, not 3
+            args(2, 2, &[(4, Block, DFLT, 2)], Order::C), // rank outside the grid
+            args(2, 0, &[(4, Undistributed, DFLT, 2)], Order::C), // undistributed on 2
+            args(2, 0, &[(5, Block, 2, 2)], Order::C),    // 2 blocks of 2 < 5
+            args(2, 0, &[(4, Cyclic, 0, 2)], Order::C),   // darg 0
+            args(1, 0, &[(0, Block, DFLT, 1)], Order::C), // empty dimension
+            args(1, 0, &[], Order::C),                    // no dimension
+        ];
+        for a in bad {
+            let e = Datatype::darray(a.clone(), &int).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Arg, "{a:?}");
+        }
+        assert_eq!(Distribution::from_code(122), Some(Cyclic));
+        assert_eq!(Distribution::from_code(7), None);
+    }
 }

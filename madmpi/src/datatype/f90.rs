@@ -107,3 +107,45 @@ impl Datatype {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::ErrorKind;
+
+    #[test]
+    fn f90_kinds_follow_mpichs_rules() {
+        let size = |k, p, r| Datatype::f90(k, p, r).map(|t| t.size());
+        let undefined = -32766; // MPI_UNDEFINED: any
+        for (r, bytes) in [(1, 1), (2, 1), (3, 2), (4, 2), (5, 4), (9, 4), (10, 8), (18, 8), (undefined, 1)] {
+            assert_eq!(size(F90Kind::Integer, None, r).unwrap(), bytes, "range {r}");
+        }
+        assert_eq!(size(F90Kind::Integer, None, 19).unwrap_err().kind, ErrorKind::Other);
+        for (p, r, bytes) in
+            [(6, 37, 4), (7, 37, 8), (6, 38, 8), (15, 307, 8), (undefined, 37, 4), (6, undefined, 4)]
+        {
+            assert_eq!(size(F90Kind::Real, Some(p), r).unwrap(), bytes, "({p}, {r})");
+            assert_eq!(size(F90Kind::Complex, Some(p), r).unwrap(), 2 * bytes, "({p}, {r})");
+        }
+        assert_eq!(size(F90Kind::Real, Some(16), 307).unwrap_err().kind, ErrorKind::Other);
+        assert_eq!(size(F90Kind::Complex, Some(6), 308).unwrap_err().kind, ErrorKind::Other);
+        let t = Datatype::f90(F90Kind::Real, Some(7), 37).unwrap();
+        assert!(t.is_committed() && t.f90_kind() == Some(F90Kind::Real) && t.as_predefined().is_none());
+        let e = t.envelope();
+        assert_eq!((e.num_integers, e.num_datatypes, e.combiner), (2, 0, COMBINER_F90_REAL));
+        assert_eq!(t.contents().unwrap().integers, vec![7, 37]);
+        assert_eq!(Datatype::f90(F90Kind::Integer, None, 3).unwrap().contents().unwrap().integers, vec![3]);
+    }
+
+    #[test]
+    fn match_size_finds_c_types() {
+        use Predefined::*;
+        assert_eq!(Predefined::matching(TypeClass::Integer, 4), Some(Int32));
+        assert_eq!(Predefined::matching(TypeClass::Integer, 8), Some(Int64));
+        assert_eq!(Predefined::matching(TypeClass::Integer, 16), None);
+        assert_eq!(Predefined::matching(TypeClass::Real, 16), Some(LongDouble));
+        assert_eq!(Predefined::matching(TypeClass::Real, 2), None);
+        assert_eq!(Predefined::matching(TypeClass::Complex, 32), Some(CLongDoubleComplex));
+        assert_eq!(Predefined::matching(TypeClass::Complex, 4), None);
+    }
+}
