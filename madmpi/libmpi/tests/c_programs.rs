@@ -315,3 +315,33 @@ fn gather_family_and_prefix_reductions_match_local_references() {
         passes_on("coll_more", n);
     }
 }
+
+/// Runs `exe`, an MPICH build, as an `n`-process job on MPICH's own library (no
+/// `LD_LIBRARY_PATH`): the reference answers of a program.
+fn run_on_mpichs_library(exe: &Path, n: u32) -> Done {
+    let mut cmd = Command::new(require("mpiexec.hydra", "mpich"));
+    cmd.arg("-n").arg(n.to_string()).arg(exe).env_remove("LD_LIBRARY_PATH").env_remove("PM2_PMI");
+    run_limited(cmd, None, HANG, |_| {})
+}
+
+/// Every predefined type (and a struct) through `MPI_Pack_external`/`MPI_Unpack_external`: the
+/// bytes (the `X32` lines of rank 0) must be those MPICH's own library writes for the same
+/// program, for every type MPICH handles.
+#[test]
+fn external32_bytes_match_mpichs_and_come_back() {
+    let runs = passes("external32");
+    let _s = serial();
+    let reference = run_on_mpichs_library(&compile("external32", Build::Mpich), 1);
+    assert!(reference.stdout.contains("OK 0: all checks passed"), "on MPICH's library: {reference:?}");
+    let x32 = |out: &str| -> Vec<String> {
+        out.lines().filter(|l| l.starts_with("X32 ")).map(String::from).collect()
+    };
+    let theirs = x32(&reference.stdout);
+    assert!(theirs.len() >= 30, "MPICH's bytes: {theirs:?}");
+    for done in runs {
+        let ours = x32(&done.stdout);
+        for line in &theirs {
+            assert!(ours.contains(line), "MPICH writes\n  {line}\nours:\n  {}", ours.join("\n  "));
+        }
+    }
+}
