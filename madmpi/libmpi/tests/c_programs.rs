@@ -316,6 +316,14 @@ fn gather_family_and_prefix_reductions_match_local_references() {
     }
 }
 
+/// Addresses and `MPI_Aint` arithmetic, the MPI-1 names, `MPI_Alloc_mem`/`MPI_Free_mem`,
+/// distributed arrays, `MPI_Type_match_size` and the f90 types, datatype attributes and the
+/// large-count queries (the program also passes on MPICH's library).
+#[test]
+fn addresses_memory_darrays_f90_types_and_type_attributes() {
+    passes("types_more");
+}
+
 /// Runs `exe`, an MPICH build, as an `n`-process job on MPICH's own library (no
 /// `LD_LIBRARY_PATH`): the reference answers of a program.
 fn run_on_mpichs_library(exe: &Path, n: u32) -> Done {

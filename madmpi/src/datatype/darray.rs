@@ -21,7 +21,9 @@ pub enum Distribution {
     Block,
     /// `MPI_DISTRIBUTE_CYCLIC`: blocks of `darg` (default 1) dealt round-robin.
     Cyclic,
-    /// `MPI_DISTRIBUTE_NONE`: not distributed (the dimension's process count must be 1).
+    /// `MPI_DISTRIBUTE_NONE`: not distributed. MPI wants 1 process in such a dimension; MPICH
+    /// 4.0.2 accepts more, and then in C order block-distributes the dimension over them (in
+    /// Fortran order every process has all of it): so does this engine.
     None,
 }
 
@@ -55,7 +57,8 @@ pub struct Darray {
 
 impl Darray {
     /// MPI's conditions on the arguments (`MPI_ERR_ARG`, as MPICH): a grid of `size` processes
-    /// that holds `rank`, positive sizes, known distributions, valid distribution arguments.
+    /// that holds `rank` (MPICH 4.0.2 does not check the grid's size; Open MPI does), positive
+    /// sizes, valid distribution arguments.
     fn check(&self) -> Result<()> {
         let n = self.gsizes.len();
         if n == 0 {
@@ -82,11 +85,6 @@ impl Darray {
                 )));
             }
             match self.distribs[i] {
-                Distribution::None if p != 1 => {
-                    return Err(TypeError::arg(format!(
-                        "darray: dimension {i} is not distributed but has {p} processes"
-                    )));
-                }
                 Distribution::Block if d != DISTRIBUTE_DFLT_DARG && d.mul_(p)? < g => {
                     return Err(TypeError::arg(format!(
                         "darray: {p} blocks of {d} do not cover the {g} elements of dimension {i}"
@@ -148,7 +146,10 @@ impl Datatype {
             let (p, c, d) = (args.psizes[dim], coords[dim], args.dargs[dim]);
             let (next, off) = match args.distribs[dim] {
                 Distribution::Block => block(&args, dim, k == 0, p, c, d, ext, &t)?,
-                Distribution::None => block(&args, dim, k == 0, 1, 0, DISTRIBUTE_DFLT_DARG, ext, &t)?,
+                Distribution::None if args.order == Order::Fortran => {
+                    block(&args, dim, k == 0, 1, 0, DISTRIBUTE_DFLT_DARG, ext, &t)?
+                }
+                Distribution::None => block(&args, dim, k == 0, p, c, DISTRIBUTE_DFLT_DARG, ext, &t)?,
                 Distribution::Cyclic => cyclic(&args, dim, k == 0, p, c, d, ext, &t)?,
             };
             // Each dimension's type spans its whole dimension of the previous type, so that the
@@ -305,6 +306,12 @@ mod tests {
             let e = Datatype::darray(a.clone(), &int).unwrap_err();
             assert_eq!(e.kind, ErrorKind::Arg, "{a:?}");
         }
+        // An undistributed dimension on 2 processes: block-distributed in C order (MPICH's
+        // reading), whole in Fortran order.
+        let a = args(2, 1, &[(4, Undistributed, DFLT, 2)], Order::C);
+        assert_eq!(map(a), (vec![(8, 8)], 16));
+        let a = args(2, 1, &[(4, Undistributed, DFLT, 2)], Order::Fortran);
+        assert_eq!(map(a), (vec![(0, 16)], 16));
         assert_eq!(Distribution::from_code(122), Some(Cyclic));
         assert_eq!(Distribution::from_code(7), None);
     }
