@@ -324,6 +324,14 @@ fn addresses_memory_darrays_f90_types_and_type_attributes() {
     passes("types_more");
 }
 
+/// Every `_c` datatype constructor against its `int` twin, then 2^31 + 7 chars: a contiguous
+/// type, `MPI_Pack_c`/`MPI_Unpack_c`, and one message whose `MPI_Get_count_c` and
+/// `MPI_Get_elements_c` are exact while the `int` forms say `MPI_UNDEFINED` (about 6 GiB).
+#[test]
+fn large_count_forms_go_beyond_two_gigabytes() {
+    passes("types_large");
+}
+
 /// Runs `exe`, an MPICH build, as an `n`-process job on MPICH's own library (no
 /// `LD_LIBRARY_PATH`): the reference answers of a program.
 fn run_on_mpichs_library(exe: &Path, n: u32) -> Done {
