@@ -48,21 +48,24 @@ pub fn alloc(size: i64, hints: &Info) -> Result<*mut u8> {
     Ok(p)
 }
 
-/// `MPI_Free_mem`: frees a block [`alloc`] gave; a null pointer is nothing to free (as in
-/// MPICH); any other pointer is `MPI_ERR_ARG`, and nothing is freed.
-pub fn free(p: *mut u8) -> Result<()> {
-    if p.is_null() {
+/// `MPI_Free_mem`: frees the block at address `addr` that [`alloc`] gave; address 0 (a null
+/// pointer) is nothing to free (as in MPICH); any other address is `MPI_ERR_ARG`, and nothing
+/// is freed. Taking the address, not a pointer, says that nothing is read through it: the
+/// block is found in the registry or the call fails.
+pub fn free(addr: usize) -> Result<()> {
+    if addr == 0 {
         return Ok(());
     }
     let layout = {
         let mut blocks = BLOCKS.lock().unwrap_or_else(PoisonError::into_inner);
-        blocks.as_mut().and_then(|b| b.remove(&p.expose_provenance()))
+        blocks.as_mut().and_then(|b| b.remove(&addr))
     };
     let layout = layout.ok_or_else(|| {
-        Error::arg(format!("{p:p} was not allocated by MPI_Alloc_mem (or was already freed)"))
+        Error::arg(format!("{addr:#x} was not allocated by MPI_Alloc_mem (or was already freed)"))
     })?;
-    // SAFETY: `p` was allocated by `alloc` with `layout` (the registry says so) and leaves the
-    // registry here, so it is freed once.
+    let p: *mut u8 = std::ptr::with_exposed_provenance_mut(addr);
+    // SAFETY: `alloc` allocated this block at `addr` with `layout` and exposed its provenance
+    // (the registry holds exactly such blocks); it left the registry above, so it is freed once.
     unsafe { std::alloc::dealloc(p, layout) };
     Ok(())
 }
@@ -81,13 +84,17 @@ mod tests {
         unsafe { std::ptr::write_bytes(p, 7, 100) };
         let q = alloc(0, &none).unwrap();
         assert!(!q.is_null() && q != p);
-        assert_eq!(free(p.wrapping_add(1)).unwrap_err().class(), ErrorClass::Arg, "not a block's start");
-        free(p).unwrap();
-        assert_eq!(free(p).unwrap_err().class(), ErrorClass::Arg, "a second free");
-        free(q).unwrap();
-        free(std::ptr::null_mut()).unwrap();
-        let mut x = 0u8;
-        assert_eq!(free(&mut x).unwrap_err().class(), ErrorClass::Arg, "not from MPI_Alloc_mem");
+        assert_eq!(free(p.addr() + 1).unwrap_err().class(), ErrorClass::Arg, "not a block's start");
+        free(p.addr()).unwrap();
+        assert_eq!(free(p.addr()).unwrap_err().class(), ErrorClass::Arg, "a second free");
+        free(q.addr()).unwrap();
+        free(0).unwrap();
+        let x = 0u8;
+        assert_eq!(
+            free((&raw const x).addr()).unwrap_err().class(),
+            ErrorClass::Arg,
+            "not from MPI_Alloc_mem"
+        );
         assert_eq!(alloc(-1, &none).unwrap_err().class(), ErrorClass::Arg);
         assert_eq!(alloc(i64::MAX, &none).unwrap_err().class(), ErrorClass::NoMem);
     }
@@ -101,6 +108,6 @@ mod tests {
         assert_eq!(alignment(&hint("junk")), DEFAULT_ALIGNMENT);
         let p = alloc(10, &hint("4096")).unwrap();
         assert_eq!(p.addr() % 4096, 0);
-        free(p).unwrap();
+        free(p.addr()).unwrap();
     }
 }

@@ -26,7 +26,7 @@ export! {
     /// `MPI_Free_mem`: frees a block of `MPI_Alloc_mem` (`MPI_ERR_ARG` for any other pointer;
     /// null is accepted, as MPICH).
     fn MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) {
-        madmpi::memory::free(base.cast())?;
+        madmpi::memory::free(base.addr())?;
         Ok(())
     }
 }
