@@ -296,7 +296,6 @@ mod tests {
         let bad = [
             args(3, 0, &[(4, Block, DFLT, 2)], Order::C), // 2 processes, not 3
             args(2, 2, &[(4, Block, DFLT, 2)], Order::C), // rank outside the grid
-            args(2, 0, &[(4, Undistributed, DFLT, 2)], Order::C), // undistributed on 2
             args(2, 0, &[(5, Block, 2, 2)], Order::C),    // 2 blocks of 2 < 5
             args(2, 0, &[(4, Cyclic, 0, 2)], Order::C),   // darg 0
             args(1, 0, &[(0, Block, DFLT, 1)], Order::C), // empty dimension
