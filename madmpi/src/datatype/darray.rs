@@ -4,8 +4,9 @@
 //! The type is built as MPICH 4.0.2 builds it (so that bounds, padding and envelopes agree): one
 //! dimension after the other, fastest first, a contiguous or hvector (block) or an hvector plus
 //! a remainder struct (cyclic) of the previous type, resized to span the dimension; then the
-//! start offset placed by a one-block hindexed and the whole resized to the global array. This file owns the distribution rules
-//! and their argument checks; attributes come from the constructors it calls.
+//! start offset placed by a one-block hindexed and the whole resized to the global array. This
+//! file owns the distribution rules and their argument checks; attributes come from the
+//! constructors it calls.
 
 use super::constructors::Order;
 use super::error::{Checked, Result, TypeError};

@@ -17,7 +17,8 @@ use std::ffi::c_void;
 /// # Safety
 /// `address` as [`check::out`].
 pub(super) unsafe fn get_address(location: *const c_void, address: *mut abi::Aint) -> Outcome {
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { check::out(address, "address") }?;
     *out = location.expose_provenance() as abi::Aint;
     Ok(())
@@ -26,7 +27,7 @@ pub(super) unsafe fn get_address(location: *const c_void, address: *mut abi::Ain
 export! {
     /// `MPI_Get_address`: the address of `location`, for displacements relative to `MPI_BOTTOM`.
     fn MPI_Get_address / PMPI_Get_address(location: *const c_void, address: *mut abi::Aint) {
-        // SAFETY: MPI's contract on `address`, passed on.
+        // SAFETY: `address` is the caller's output (checked in the body).
         unsafe { get_address(location, address) }
     }
 }

@@ -102,7 +102,9 @@ export! {
         let t = st.datatype(datatype)?;
         let kv = user_keyval(&st, type_keyval)?;
         // SAFETY: output arguments (a `void *` and an `int`).
-        let (val, flag) = unsafe { (check::out(attribute_val.cast::<*mut c_void>(), "attribute_val")?, check::out(flag, "flag")?) };
+        let (val, flag) = unsafe {
+            (check::out(attribute_val.cast::<*mut c_void>(), "attribute_val")?, check::out(flag, "flag")?)
+        };
         let found = match st.type_attrs.get(t.object_id()) {
             Some(attrs) => attrs.with(|table| table.get(&kv).copied())?,
             None => None,

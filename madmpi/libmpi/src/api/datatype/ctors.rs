@@ -43,7 +43,8 @@ pub(super) unsafe fn hvector<C: CountArg>(
     let count = count.count()?;
     let blocklength = blocklength.count()?;
     let old = st.datatype(oldtype)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { newtype_out(newtype) }?;
     publish(&st, C::built(Datatype::hvector(count, blocklength, stride, &old)?), out)?;
     Ok(())
@@ -75,7 +76,8 @@ pub(super) unsafe fn indexed<C: CountArg, D: CountArg>(
     // SAFETY: as the block lengths.
     let disps = widen(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
     let old = st.datatype(oldtype)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { newtype_out(newtype) }?;
     let t = match unit {
         Unit::Extents => Datatype::indexed(&bls, &disps, &old)?,
@@ -103,7 +105,8 @@ unsafe fn indexed_block<C: CountArg, D: CountArg>(
     // SAFETY: an input array of `count` elements (the caller's contract).
     let disps = widen(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
     let old = st.datatype(oldtype)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { newtype_out(newtype) }?;
     let t = match unit {
         Unit::Extents => Datatype::indexed_block(blocklength, &disps, &old)?,
@@ -132,7 +135,8 @@ pub(super) unsafe fn create_struct<C: CountArg>(
     let disps = args::addresses(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
     // SAFETY: as the block lengths.
     let types = args::datatypes(&st, unsafe { input(array_of_types, n, "array_of_types") }?)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { newtype_out(newtype) }?;
     publish(&st, C::built(Datatype::create_struct(&bls, &disps, &types)?), out)?;
     Ok(())
@@ -150,7 +154,8 @@ unsafe fn resized<C: CountArg>(
 ) -> Outcome {
     let st = state()?;
     let old = st.datatype(oldtype)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { newtype_out(newtype) }?;
     publish(&st, C::built(Datatype::resized(&old, lb, extent)?), out)?;
     Ok(())
@@ -190,7 +195,8 @@ unsafe fn subarray<C: CountArg>(
     }
     let old = st.datatype(oldtype)?;
     let order = order(order_)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { newtype_out(newtype) }?;
     publish(&st, C::built(Datatype::subarray(&sizes, &subsizes, &starts, order, &old)?), out)?;
     Ok(())
@@ -205,7 +211,7 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { hvector(count, blocklength, stride, oldtype, newtype) }
     }
 
@@ -217,7 +223,7 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { hvector(count, blocklength, stride, oldtype, newtype) }
     }
 
@@ -229,8 +235,18 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
-        unsafe { indexed(Unit::Extents, count, array_of_blocklengths, array_of_displacements, oldtype, newtype) }
+        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
+        // handle; the body checks them for null and alignment.
+        unsafe {
+            indexed(
+                Unit::Extents,
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                oldtype,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_indexed_c`.
@@ -241,8 +257,18 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
-        unsafe { indexed(Unit::Extents, count, array_of_blocklengths, array_of_displacements, oldtype, newtype) }
+        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
+        // handle; the body checks them for null and alignment.
+        unsafe {
+            indexed(
+                Unit::Extents,
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                oldtype,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_create_hindexed`: blocks at displacements in bytes.
@@ -253,8 +279,18 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
-        unsafe { indexed(Unit::Bytes, count, array_of_blocklengths, array_of_displacements, oldtype, newtype) }
+        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
+        // handle; the body checks them for null and alignment.
+        unsafe {
+            indexed(
+                Unit::Bytes,
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                oldtype,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_create_hindexed_c`.
@@ -265,8 +301,18 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
-        unsafe { indexed(Unit::Bytes, count, array_of_blocklengths, array_of_displacements, oldtype, newtype) }
+        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
+        // handle; the body checks them for null and alignment.
+        unsafe {
+            indexed(
+                Unit::Bytes,
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                oldtype,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_create_indexed_block`: blocks of one length at displacements in extents.
@@ -277,7 +323,8 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
+        // and alignment.
         unsafe { indexed_block(Unit::Extents, count, blocklength, array_of_displacements, oldtype, newtype) }
     }
 
@@ -289,7 +336,8 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
+        // and alignment.
         unsafe { indexed_block(Unit::Extents, count, blocklength, array_of_displacements, oldtype, newtype) }
     }
 
@@ -301,7 +349,8 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
+        // and alignment.
         unsafe { indexed_block(Unit::Bytes, count, blocklength, array_of_displacements, oldtype, newtype) }
     }
 
@@ -313,7 +362,8 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
+        // and alignment.
         unsafe { indexed_block(Unit::Bytes, count, blocklength, array_of_displacements, oldtype, newtype) }
     }
 
@@ -325,8 +375,17 @@ export! {
         array_of_types: *const abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
-        unsafe { create_struct(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype) }
+        // SAFETY: the caller passes three arrays of `count` elements and an output handle; the body checks
+        // them for null and alignment.
+        unsafe {
+            create_struct(
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                array_of_types,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_create_struct_c`.
@@ -337,8 +396,17 @@ export! {
         array_of_types: *const abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
-        unsafe { create_struct(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype) }
+        // SAFETY: the caller passes three arrays of `count` elements and an output handle; the body checks
+        // them for null and alignment.
+        unsafe {
+            create_struct(
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                array_of_types,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_create_resized`: the same type map with lower bound `lb` and extent `extent`.
@@ -348,7 +416,7 @@ export! {
         extent: abi::Aint,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on `newtype`, passed on.
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { resized::<c_int>(oldtype, lb, extent, newtype) }
     }
 
@@ -359,7 +427,7 @@ export! {
         extent: abi::Count,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on `newtype`, passed on.
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { resized::<abi::Count>(oldtype, lb, extent, newtype) }
     }
 
@@ -373,8 +441,19 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
-        unsafe { subarray(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order_, oldtype, newtype) }
+        // SAFETY: the caller passes three arrays of `ndims` elements and an output handle; the body checks
+        // them for null and alignment.
+        unsafe {
+            subarray(
+                ndims,
+                array_of_sizes,
+                array_of_subsizes,
+                array_of_starts,
+                order_,
+                oldtype,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_create_subarray_c`.
@@ -387,8 +466,19 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
-        unsafe { subarray(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order_, oldtype, newtype) }
+        // SAFETY: the caller passes three arrays of `ndims` elements and an output handle; the body checks
+        // them for null and alignment.
+        unsafe {
+            subarray(
+                ndims,
+                array_of_sizes,
+                array_of_subsizes,
+                array_of_starts,
+                order_,
+                oldtype,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_dup`: a new type with the same type map and committed state; the attributes

@@ -62,7 +62,8 @@ unsafe fn darray<C: CountArg>(
         .collect::<Result<Vec<_>, Error>>()?;
     let order = order(order_)?;
     let old = st.datatype(oldtype)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { newtype_out(newtype) }?;
     let args =
         Darray { size: i64::from(size), rank: i64::from(rank), gsizes, distribs, dargs, psizes, order };
@@ -85,9 +86,21 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the arrays and `newtype`, passed on.
+        // SAFETY: the caller passes four arrays of `ndims` elements and an output handle; the body checks
+        // them for null and alignment.
         unsafe {
-            darray(size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order_, oldtype, newtype)
+            darray(
+                size,
+                rank,
+                ndims,
+                array_of_gsizes,
+                array_of_distribs,
+                array_of_dargs,
+                array_of_psizes,
+                order_,
+                oldtype,
+                newtype,
+            )
         }
     }
 
@@ -104,9 +117,21 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the arrays and `newtype`, passed on.
+        // SAFETY: the caller passes four arrays of `ndims` elements and an output handle; the body checks
+        // them for null and alignment.
         unsafe {
-            darray(size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order_, oldtype, newtype)
+            darray(
+                size,
+                rank,
+                ndims,
+                array_of_gsizes,
+                array_of_distribs,
+                array_of_dargs,
+                array_of_psizes,
+                order_,
+                oldtype,
+                newtype,
+            )
         }
     }
 }

@@ -45,7 +45,8 @@ unsafe fn pack_external<C: CountArg>(
     let count = incount.count()?;
     let ty = st.committed_datatype(datatype)?;
     let outsize = buffer_size(outsize, "outsize")?;
-    // SAFETY: an in-out argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is readable and writable
+    // (this function's `# Safety`).
     let position = unsafe { check::out(position, "position") }?;
     let n =
         usize::try_from(ty.external32_size(count)?).map_err(|_| Error::arg("the packed size overflows"))?;
@@ -84,7 +85,8 @@ unsafe fn unpack_external<C: CountArg>(
     let st = state()?;
     datarep(rep)?;
     let insize = buffer_size(insize, "insize")?;
-    // SAFETY: an in-out argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is readable and writable
+    // (this function's `# Safety`).
     let position = unsafe { check::out(position, "position") }?;
     let count = outcount.count()?;
     let ty = st.committed_datatype(datatype)?;
@@ -122,7 +124,8 @@ unsafe fn pack_external_size<C: CountArg>(
     datarep(rep)?;
     let count = incount.count()?;
     let ty = st.committed_datatype(datatype)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let size = unsafe { check::out(size, "size") }?;
     *size = i64::try_from(ty.external32_size(count)?).map_err(|_| Error::arg("the packed size overflows"))?;
     Ok(())
@@ -140,7 +143,8 @@ export! {
         outsize: abi::Aint,
         position: *mut abi::Aint,
     ) {
-        // SAFETY: MPI's contract on the buffers and pointers, passed on.
+        // SAFETY: the caller vouches for `incount` elements at `inbuf` and `outsize` bytes at `outbuf`; the
+        // body checks the rest.
         unsafe { pack_external(datarep_, inbuf, incount, datatype, outbuf, outsize, position) }
     }
 
@@ -154,7 +158,8 @@ export! {
         outsize: abi::Count,
         position: *mut abi::Count,
     ) {
-        // SAFETY: MPI's contract on the buffers and pointers, passed on.
+        // SAFETY: the caller vouches for `incount` elements at `inbuf` and `outsize` bytes at `outbuf`; the
+        // body checks the rest.
         unsafe { pack_external(datarep_, inbuf, incount, datatype, outbuf, outsize, position) }
     }
 
@@ -169,7 +174,8 @@ export! {
         outcount: c_int,
         datatype: abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the buffers and pointers, passed on.
+        // SAFETY: the caller vouches for `insize` bytes at `inbuf` and `outcount` elements at `outbuf`; the
+        // body checks the rest.
         unsafe { unpack_external(datarep_, inbuf, insize, position, outbuf, outcount, datatype) }
     }
 
@@ -183,7 +189,8 @@ export! {
         outcount: abi::Count,
         datatype: abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the buffers and pointers, passed on.
+        // SAFETY: the caller vouches for `insize` bytes at `inbuf` and `outcount` elements at `outbuf`; the
+        // body checks the rest.
         unsafe { unpack_external(datarep_, inbuf, insize, position, outbuf, outcount, datatype) }
     }
 
@@ -194,7 +201,7 @@ export! {
         datatype: abi::Datatype,
         size: *mut abi::Aint,
     ) {
-        // SAFETY: MPI's contract on `size`, passed on.
+        // SAFETY: `size` is the caller's output (checked in the body).
         unsafe { pack_external_size(datarep_, incount, datatype, size) }
     }
 
@@ -205,7 +212,7 @@ export! {
         datatype: abi::Datatype,
         size: *mut abi::Count,
     ) {
-        // SAFETY: MPI's contract on `size`, passed on.
+        // SAFETY: `size` is the caller's output (checked in the body).
         unsafe { pack_external_size(datarep_, incount, datatype, size) }
     }
 }

@@ -45,7 +45,8 @@ pub(super) fn f90_handle(t: &Datatype) -> Option<abi::Datatype> {
 /// `newtype` as [`check::out`].
 unsafe fn f90(kind: F90Kind, p: Option<c_int>, r: c_int, newtype: *mut abi::Datatype) -> Outcome {
     let st = state()?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { check::out(newtype, "newtype") }?;
     let key = (kind, p.map(i64::from), i64::from(r));
     // Held while a new type is stored, so that two threads asking at once get one handle.
@@ -77,19 +78,19 @@ export! {
 
     /// `MPI_Type_create_f90_integer`: the integer type of decimal range `r`.
     fn MPI_Type_create_f90_integer / PMPI_Type_create_f90_integer(r: c_int, newtype: *mut abi::Datatype) {
-        // SAFETY: MPI's contract on `newtype`, passed on.
+        // SAFETY: `newtype` is the caller's output handle (checked in the body).
         unsafe { f90(F90Kind::Integer, None, r, newtype) }
     }
 
     /// `MPI_Type_create_f90_real`: the real type of precision `p` and range `r`.
     fn MPI_Type_create_f90_real / PMPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut abi::Datatype) {
-        // SAFETY: MPI's contract on `newtype`, passed on.
+        // SAFETY: `newtype` is the caller's output handle (checked in the body).
         unsafe { f90(F90Kind::Real, Some(p), r, newtype) }
     }
 
     /// `MPI_Type_create_f90_complex`: the complex type of precision `p` and range `r`.
     fn MPI_Type_create_f90_complex / PMPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut abi::Datatype) {
-        // SAFETY: MPI's contract on `newtype`, passed on.
+        // SAFETY: `newtype` is the caller's output handle (checked in the body).
         unsafe { f90(F90Kind::Complex, Some(p), r, newtype) }
     }
 }

@@ -29,7 +29,8 @@ enum Bound {
 unsafe fn bound(datatype: abi::Datatype, which: Bound, out: *mut abi::Aint) -> crate::errors::Outcome {
     let st = state()?;
     let t = st.datatype(datatype)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { check::out(out, "displacement") }?;
     *out = match which {
         Bound::Extent => t.extent(),
@@ -42,25 +43,25 @@ unsafe fn bound(datatype: abi::Datatype, which: Bound, out: *mut abi::Aint) -> c
 export! {
     /// `MPI_Address`: `MPI_Get_address`.
     fn MPI_Address / PMPI_Address(location: *mut c_void, address: *mut abi::Aint) {
-        // SAFETY: MPI's contract on `address`, passed on.
+        // SAFETY: `address` is the caller's output (checked in the body).
         unsafe { get_address(location, address) }
     }
 
     /// `MPI_Type_extent`: the extent of `MPI_Type_get_extent`.
     fn MPI_Type_extent / PMPI_Type_extent(datatype: abi::Datatype, extent: *mut abi::Aint) {
-        // SAFETY: MPI's contract on `extent`, passed on.
+        // SAFETY: the output is the caller's (checked in the body).
         unsafe { bound(datatype, Bound::Extent, extent) }
     }
 
     /// `MPI_Type_lb`: the lower bound.
     fn MPI_Type_lb / PMPI_Type_lb(datatype: abi::Datatype, displacement: *mut abi::Aint) {
-        // SAFETY: MPI's contract on `displacement`, passed on.
+        // SAFETY: the output is the caller's (checked in the body).
         unsafe { bound(datatype, Bound::Lb, displacement) }
     }
 
     /// `MPI_Type_ub`: the upper bound (lower bound plus extent).
     fn MPI_Type_ub / PMPI_Type_ub(datatype: abi::Datatype, displacement: *mut abi::Aint) {
-        // SAFETY: MPI's contract on `displacement`, passed on.
+        // SAFETY: the output is the caller's (checked in the body).
         unsafe { bound(datatype, Bound::Ub, displacement) }
     }
 
@@ -72,7 +73,7 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on `newtype`, passed on.
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { hvector(count, blocklength, stride, oldtype, newtype) }
     }
 
@@ -84,8 +85,18 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the arrays and `newtype`, passed on.
-        unsafe { indexed(Unit::Bytes, count, array_of_blocklengths.cast_const(), array_of_displacements.cast_const(), oldtype, newtype) }
+        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
+        // handle; the body checks them for null and alignment.
+        unsafe {
+            indexed(
+                Unit::Bytes,
+                count,
+                array_of_blocklengths.cast_const(),
+                array_of_displacements.cast_const(),
+                oldtype,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_struct`: `MPI_Type_create_struct`.
@@ -96,7 +107,8 @@ export! {
         array_of_types: *mut abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on the arrays and `newtype`, passed on.
+        // SAFETY: the caller passes three arrays of `count` elements and an output handle; the body checks
+        // them for null and alignment.
         unsafe {
             create_struct(
                 count,

@@ -71,7 +71,8 @@ unsafe fn contiguous<C: CountArg>(count: C, oldtype: abi::Datatype, newtype: *mu
     let st = state()?;
     let count = count.count()?;
     let old = st.datatype(oldtype)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { newtype_out(newtype) }?;
     publish(&st, C::built(Datatype::contiguous(count, &old)?), out)?;
     Ok(())
@@ -92,7 +93,8 @@ unsafe fn vector<C: CountArg>(
     let count = count.count()?;
     let blocklength = blocklength.count()?;
     let old = st.datatype(oldtype)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let out = unsafe { newtype_out(newtype) }?;
     publish(&st, C::built(Datatype::vector(count, blocklength, stride.wide(), &old)?), out)?;
     Ok(())
@@ -106,7 +108,8 @@ unsafe fn vector<C: CountArg>(
 unsafe fn size<C: CountArg>(datatype: abi::Datatype, size: *mut C) -> Outcome {
     let st = state()?;
     let t = st.datatype(datatype)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let size = unsafe { check::out(size, "size") }?;
     *size = C::or_undefined(Some(t.size()));
     Ok(())
@@ -115,13 +118,13 @@ unsafe fn size<C: CountArg>(datatype: abi::Datatype, size: *mut C) -> Outcome {
 export! {
     /// `MPI_Type_contiguous`.
     fn MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
-        // SAFETY: MPI's contract on `newtype`, passed on.
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { contiguous(count, oldtype, newtype) }
     }
 
     /// `MPI_Type_contiguous_c`.
     fn MPI_Type_contiguous_c / PMPI_Type_contiguous_c(count: abi::Count, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
-        // SAFETY: MPI's contract on `newtype`, passed on.
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { contiguous(count, oldtype, newtype) }
     }
 
@@ -133,7 +136,7 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on `newtype`, passed on.
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { vector(count, blocklength, stride, oldtype, newtype) }
     }
 
@@ -145,7 +148,7 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: MPI's contract on `newtype`, passed on.
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { vector(count, blocklength, stride, oldtype, newtype) }
     }
 
@@ -170,7 +173,8 @@ export! {
         }
         let t = st.datatype(*h)?;
         if t.f90_kind().is_some() {
-            return Err(Error::datatype(format!("the f90 datatype {:#x} is predefined: it cannot be freed", *h)).into());
+            let msg = format!("the f90 datatype {:#x} is predefined: it cannot be freed", *h);
+            return Err(Error::datatype(msg).into());
         }
         attr::delete_all(&st, *h, &t)?;
         drop(st.datatypes.remove(*h));
@@ -180,13 +184,13 @@ export! {
 
     /// `MPI_Type_size`.
     fn MPI_Type_size / PMPI_Type_size(datatype: abi::Datatype, size_: *mut c_int) {
-        // SAFETY: MPI's contract on `size`, passed on.
+        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { size(datatype, size_) }
     }
 
     /// `MPI_Type_size_c`.
     fn MPI_Type_size_c / PMPI_Type_size_c(datatype: abi::Datatype, size_: *mut abi::Count) {
-        // SAFETY: MPI's contract on `size`, passed on.
+        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { size(datatype, size_) }
     }
 }

@@ -70,7 +70,8 @@ unsafe fn pack<C: CountArg>(
     let count = incount.count().on(&c)?;
     let ty = st.committed_datatype(datatype).on(&c)?;
     let outsize = buffer_size(outsize, "outsize").on(&c)?;
-    // SAFETY: an in-out argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is readable and writable
+    // (this function's `# Safety`).
     let position = unsafe { check::out(position, "position") }.on(&c)?;
     let n = ty.pack_size(count).map_err(Error::from).on(&c)?;
     user_buffer(inbuf, n, &ty, "inbuf").on(&c)?;
@@ -109,7 +110,8 @@ unsafe fn unpack<C: CountArg>(
     let st = state()?;
     let c = st.comm(comm)?;
     let insize = buffer_size(insize, "insize").on(&c)?;
-    // SAFETY: an in-out argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is readable and writable
+    // (this function's `# Safety`).
     let position = unsafe { check::out(position, "position") }.on(&c)?;
     let count = outcount.count().on(&c)?;
     let ty = st.committed_datatype(datatype).on(&c)?;
@@ -146,7 +148,8 @@ unsafe fn pack_size<C: CountArg>(
     let c = st.comm(comm)?;
     let count = incount.count().on(&c)?;
     let ty = st.committed_datatype(datatype).on(&c)?;
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let size = unsafe { check::out(size, "size") }.on(&c)?;
     *size = C::or_undefined(ty.pack_size(count).ok().map(|n| n as u64));
     Ok(())
@@ -179,7 +182,8 @@ unsafe fn get_count<C: CountArg>(
         Received::Elements => st.datatype(datatype)?,
         Received::Basic => st.committed_datatype(datatype)?,
     };
-    // SAFETY: an output argument (the caller's contract).
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
     let count = unsafe { check::out(count, "count") }?;
     let bytes = received(status);
     *count = C::or_undefined(match what {
@@ -200,7 +204,8 @@ export! {
         position: *mut c_int,
         comm: abi::Comm,
     ) {
-        // SAFETY: MPI's contract on the buffers and pointers, passed on.
+        // SAFETY: MPI_Pack's caller vouches for `incount` elements at `inbuf` and `outsize` bytes at
+        // `outbuf`; the body checks the rest.
         unsafe { pack(inbuf, incount, datatype, outbuf, outsize, position, comm) }
     }
 
@@ -214,7 +219,8 @@ export! {
         position: *mut abi::Count,
         comm: abi::Comm,
     ) {
-        // SAFETY: MPI's contract on the buffers and pointers, passed on.
+        // SAFETY: MPI_Pack's caller vouches for `incount` elements at `inbuf` and `outsize` bytes at
+        // `outbuf`; the body checks the rest.
         unsafe { pack(inbuf, incount, datatype, outbuf, outsize, position, comm) }
     }
 
@@ -228,7 +234,8 @@ export! {
         datatype: abi::Datatype,
         comm: abi::Comm,
     ) {
-        // SAFETY: MPI's contract on the buffers and pointers, passed on.
+        // SAFETY: MPI_Unpack's caller vouches for `insize` bytes at `inbuf` and `outcount` elements at
+        // `outbuf`; the body checks the rest.
         unsafe { unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) }
     }
 
@@ -242,50 +249,51 @@ export! {
         datatype: abi::Datatype,
         comm: abi::Comm,
     ) {
-        // SAFETY: MPI's contract on the buffers and pointers, passed on.
+        // SAFETY: MPI_Unpack's caller vouches for `insize` bytes at `inbuf` and `outcount` elements at
+        // `outbuf`; the body checks the rest.
         unsafe { unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) }
     }
 
     /// `MPI_Pack_size`.
     fn MPI_Pack_size / PMPI_Pack_size(incount: c_int, datatype: abi::Datatype, comm: abi::Comm, size: *mut c_int) {
-        // SAFETY: MPI's contract on `size`, passed on.
+        // SAFETY: `size` is the caller's output (checked in the body).
         unsafe { pack_size(incount, datatype, comm, size) }
     }
 
     /// `MPI_Pack_size_c`.
     fn MPI_Pack_size_c / PMPI_Pack_size_c(incount: abi::Count, datatype: abi::Datatype, comm: abi::Comm, size: *mut abi::Count) {
-        // SAFETY: MPI's contract on `size`, passed on.
+        // SAFETY: `size` is the caller's output (checked in the body).
         unsafe { pack_size(incount, datatype, comm, size) }
     }
 
     /// `MPI_Get_count`: whole elements of `datatype` received, else `MPI_UNDEFINED`.
     fn MPI_Get_count / PMPI_Get_count(status: *const abi::Status, datatype: abi::Datatype, count: *mut c_int) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
         unsafe { get_count(Received::Elements, status, datatype, count) }
     }
 
     /// `MPI_Get_count_c`.
     fn MPI_Get_count_c / PMPI_Get_count_c(status: *const abi::Status, datatype: abi::Datatype, count: *mut abi::Count) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
         unsafe { get_count(Received::Elements, status, datatype, count) }
     }
 
     /// `MPI_Get_elements`: basic elements received (`MPI_UNDEFINED` if the data ends inside
     /// one, or beyond an `int`).
     fn MPI_Get_elements / PMPI_Get_elements(status: *const abi::Status, datatype: abi::Datatype, count: *mut c_int) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
         unsafe { get_count(Received::Basic, status, datatype, count) }
     }
 
     /// `MPI_Get_elements_x`.
     fn MPI_Get_elements_x / PMPI_Get_elements_x(status: *const abi::Status, datatype: abi::Datatype, count: *mut abi::Count) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
         unsafe { get_count(Received::Basic, status, datatype, count) }
     }
 
     /// `MPI_Get_elements_c`.
     fn MPI_Get_elements_c / PMPI_Get_elements_c(status: *const abi::Status, datatype: abi::Datatype, count: *mut abi::Count) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
         unsafe { get_count(Received::Basic, status, datatype, count) }
     }
 }

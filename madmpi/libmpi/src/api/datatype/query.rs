@@ -203,25 +203,25 @@ unsafe fn contents<C: CountArg>(datatype: abi::Datatype, o: ContentsOut<C>) -> O
 export! {
     /// `MPI_Type_size_x`: bytes of data in one element.
     fn MPI_Type_size_x / PMPI_Type_size_x(datatype: abi::Datatype, size: *mut abi::Count) {
-        // SAFETY: MPI's contract on `size`, passed on.
+        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
         unsafe { super::size(datatype, size) }
     }
 
     /// `MPI_Type_get_extent`: lower bound and extent.
     fn MPI_Type_get_extent / PMPI_Type_get_extent(datatype: abi::Datatype, lb: *mut abi::Aint, extent: *mut abi::Aint) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
         unsafe { bounds(datatype, false, lb, extent) }
     }
 
     /// `MPI_Type_get_extent_x`.
     fn MPI_Type_get_extent_x / PMPI_Type_get_extent_x(datatype: abi::Datatype, lb: *mut abi::Count, extent: *mut abi::Count) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
         unsafe { bounds(datatype, false, lb, extent) }
     }
 
     /// `MPI_Type_get_extent_c`.
     fn MPI_Type_get_extent_c / PMPI_Type_get_extent_c(datatype: abi::Datatype, lb: *mut abi::Count, extent: *mut abi::Count) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
         unsafe { bounds(datatype, false, lb, extent) }
     }
 
@@ -231,7 +231,7 @@ export! {
         true_lb: *mut abi::Aint,
         true_extent: *mut abi::Aint,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
         unsafe { bounds(datatype, true, true_lb, true_extent) }
     }
 
@@ -241,7 +241,7 @@ export! {
         true_lb: *mut abi::Count,
         true_extent: *mut abi::Count,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
         unsafe { bounds(datatype, true, true_lb, true_extent) }
     }
 
@@ -251,7 +251,7 @@ export! {
         true_lb: *mut abi::Count,
         true_extent: *mut abi::Count,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
         unsafe { bounds(datatype, true, true_lb, true_extent) }
     }
 
@@ -263,8 +263,17 @@ export! {
         num_datatypes: *mut c_int,
         combiner: *mut c_int,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on (no large-count output).
-        unsafe { envelope(datatype, num_integers, num_addresses, std::ptr::null_mut(), num_datatypes, combiner) }
+        // SAFETY: the counts and `combiner` are the caller's outputs; the body checks each before writing.
+        unsafe {
+            envelope(
+                datatype,
+                num_integers,
+                num_addresses,
+                std::ptr::null_mut(),
+                num_datatypes,
+                combiner,
+            )
+        }
     }
 
     /// `MPI_Type_get_envelope_c`.
@@ -276,7 +285,7 @@ export! {
         num_datatypes: *mut abi::Count,
         combiner: *mut c_int,
     ) {
-        // SAFETY: MPI's contract on the pointers, passed on.
+        // SAFETY: the counts and `combiner` are the caller's outputs; the body checks each before writing.
         unsafe { envelope(datatype, num_integers, num_addresses, num_large_counts, num_datatypes, combiner) }
     }
 
@@ -301,7 +310,8 @@ export! {
             large_counts: std::ptr::null_mut(),
             datatypes: array_of_datatypes,
         };
-        // SAFETY: MPI's contract on the arrays, passed on.
+        // SAFETY: each array has room for its `max_*` elements (MPI's rule for this call); the body checks
+        // null and the room.
         unsafe { contents(datatype, o) }
     }
 
@@ -327,7 +337,8 @@ export! {
             large_counts: array_of_large_counts,
             datatypes: array_of_datatypes,
         };
-        // SAFETY: MPI's contract on the arrays, passed on.
+        // SAFETY: each array has room for its `max_*` elements (MPI's rule for this call); the body checks
+        // null and the room.
         unsafe { contents(datatype, o) }
     }
 
@@ -346,7 +357,15 @@ export! {
         let st = state()?;
         let t = st.datatype(datatype)?;
         // SAFETY: `type_name` has room for MPI_MAX_OBJECT_NAME bytes (MPI's contract).
-        unsafe { super::super::write_string(&t.name(), type_name, abi::MPI_MAX_OBJECT_NAME, resultlen, "type_name") }?;
+        unsafe {
+            super::super::write_string(
+                &t.name(),
+                type_name,
+                abi::MPI_MAX_OBJECT_NAME,
+                resultlen,
+                "type_name",
+            )
+        }?;
         Ok(())
     }
 }
