@@ -5,7 +5,9 @@
 //! The rules are `madmpi::attr`'s, the C callbacks `crate::attrs`' (the same as for
 //! communicators: `MPI_TYPE_DUP_FN` is MPICH's `MPIR_Dup_fn`). Attributes belong to the datatype
 //! object, so every handle to it sees them (`MPI_Type_get_contents` hands out new handles to the
-//! same object); the callbacks receive the handle the call named. Predefined types take
+//! same object); the callbacks receive the handle the call named. So `MPI_Type_free` on one of
+//! several handles to an object deletes the object's attributes for all of them (MPICH, whose
+//! handles are counted references, deletes them with the last one). Predefined types take
 //! attributes too. A failing delete callback makes `MPI_Type_free` fail and keep the type (as for
 //! communicators). Owns the C side of these calls only.
 
