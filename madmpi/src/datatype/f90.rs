@@ -130,7 +130,8 @@ mod tests {
         assert_eq!(size(F90Kind::Real, Some(16), 307).unwrap_err().kind, ErrorKind::Other);
         assert_eq!(size(F90Kind::Complex, Some(6), 308).unwrap_err().kind, ErrorKind::Other);
         let t = Datatype::f90(F90Kind::Real, Some(7), 37).unwrap();
-        assert!(t.is_committed() && t.f90_kind() == Some(F90Kind::Real) && t.as_predefined().is_none());
+        assert!(t.is_committed() && t.f90_kind() == Some(F90Kind::Real));
+        assert_eq!((t.as_predefined(), t.name().as_str()), (Some(Predefined::Double), ""));
         let e = t.envelope();
         assert_eq!((e.num_integers, e.num_datatypes, e.combiner), (2, 0, COMBINER_F90_REAL));
         assert_eq!(t.contents().unwrap().integers, vec![7, 37]);

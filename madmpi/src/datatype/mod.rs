@@ -207,10 +207,13 @@ impl Datatype {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// The predefined type this is, if it is one (not for a dup of one).
+    /// The predefined type this is, if it is one (not for a dup of one); an f90 type
+    /// (`MPI_Type_create_f90_*`, predefined in MPI's sense) is its base type, so reductions
+    /// treat it as that type.
     pub fn as_predefined(&self) -> Option<Predefined> {
-        match self.0.kind {
-            Kind::Named(p) | Kind::Pair(p, ..) => Some(p),
+        match &self.0.kind {
+            Kind::Named(p) | Kind::Pair(p, ..) => Some(*p),
+            Kind::F90 { base, .. } => base.as_predefined(),
             _ => None,
         }
     }
@@ -306,7 +309,11 @@ impl Datatype {
         if let Some(n) = &*self.0.name.read().unwrap_or_else(|e| e.into_inner()) {
             return n.clone();
         }
-        self.as_predefined().map(|p| p.name().to_owned()).unwrap_or_default()
+        match self.0.kind {
+            // An f90 type has no name (as in MPICH), though `as_predefined` gives its base.
+            Kind::Named(p) | Kind::Pair(p, ..) => p.name().to_owned(),
+            _ => String::new(),
+        }
     }
 }
 

@@ -233,6 +233,12 @@ static void fortran_kinds(void)
     CHECK(MPI_Type_create_f90_complex(6, MPI_UNDEFINED, &t) == MPI_SUCCESS &&
               MPI_Type_size(t, &size) == MPI_SUCCESS && size == 8,
           "MPI_Type_create_f90_complex(6, MPI_UNDEFINED): 8 bytes");
+    {
+        double x = 1.5 + rank, sum = 0;
+        MPI_Type_create_f90_real(15, 300, &t);
+        CHECK(MPI_Allreduce(&x, &sum, 1, t, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS && sum == 4.0,
+              "MPI_SUM on an f90 real: %g", sum);
+    }
     CHECK_ERR(MPI_Type_create_f90_real(16, 307, &t), MPI_ERR_OTHER, "precision");
     /* MPICH 4.0.2 frees them, then aborts on the stale handle. */
     ON_MADMPI({
