@@ -124,6 +124,8 @@ impl From<crate::datatype::TypeError> for Error {
             ErrorKind::Arg | ErrorKind::Overflow => ErrorClass::Arg,
             ErrorKind::Type => ErrorClass::Type,
             ErrorKind::Truncate => ErrorClass::Truncate,
+            ErrorKind::Conversion => ErrorClass::Conversion,
+            ErrorKind::Other => ErrorClass::Other,
         };
         Error::new(class, e.msg)
     }

@@ -18,6 +18,7 @@
 //!   request kinds of their own ([`request_kinds`]);
 //! - [`topo`]: process topologies (Cartesian, graph, distributed graph) and the
 //!   neighbourhood collectives;
+//! - [`memory`]: `MPI_Alloc_mem`/`MPI_Free_mem` blocks and their registry;
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
 //!   `context` ids for communicator creation;
 //! - [`comm`]: communicators; [`intercomm`]: intercommunicators (create, from groups, merge,
@@ -43,6 +44,7 @@ pub mod info;
 pub mod intercomm;
 mod internal;
 mod loom;
+pub mod memory;
 pub mod mprobe;
 pub mod op;
 pub mod p2p;

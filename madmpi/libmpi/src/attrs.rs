@@ -1,6 +1,7 @@
-//! Communicator attributes for C: keyvals whose callbacks are C functions ([`CAttr`], the
-//! `madmpi::attr` rules applied to them), keyval handles ([`Keyvals`]), each communicator's
-//! attribute table ([`Attrs`]) and the predefined attributes' values.
+//! Communicator and datatype attributes for C: keyvals whose callbacks are C functions
+//! ([`CAttr`], the `madmpi::attr` rules applied to them), keyval handles ([`Keyvals`], one
+//! registry per kind of object), each communicator's attribute table ([`Attrs`]), the datatypes'
+//! tables by object ([`ObjectAttrs`]) and the predefined attributes' values.
 //!
 //! Callbacks run with no lock held, so they may call MPI (as they often do). A table is lent
 //! out while an operation uses it: another thread's call on the same communicator waits for it,
@@ -19,9 +20,10 @@ use madmpi::abi::{self, Handle, ObjectType, UserObject};
 use madmpi::attr::{AttrCallbacks, AttrTable, AttrValue, Environment, Keyval, KeyvalId, KeyvalRegistry};
 use madmpi::attr::{PredefinedKey, ProcRef};
 use madmpi::error::{Error, Result};
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::ThreadId;
 
 /// `MPI_Comm_copy_attr_function`.
@@ -91,15 +93,22 @@ pub(crate) enum Key {
     User(Keyval<CAttr>),
 }
 
-/// The communicator keyvals of the program, by handle.
+/// The keyvals of the program for one kind of object, by handle.
 pub(crate) struct Keyvals {
+    target: ObjectType,
     registry: KeyvalRegistry<CAttr>,
     handles: Table<KeyvalId>,
 }
 
 impl Keyvals {
+    /// The communicator keyvals.
     pub(crate) fn new() -> Self {
-        Keyvals { registry: KeyvalRegistry::new(), handles: Table::new(UserObject::Keyval(ObjectType::Comm)) }
+        Keyvals::for_objects(ObjectType::Comm)
+    }
+
+    /// The keyvals of objects of type `target` (the predefined attributes are communicators').
+    pub(crate) fn for_objects(target: ObjectType) -> Self {
+        Keyvals { target, registry: KeyvalRegistry::new(), handles: Table::new(UserObject::Keyval(target)) }
     }
 
     /// `MPI_Comm_create_keyval`: a new keyval's handle.
@@ -121,12 +130,12 @@ impl Keyvals {
     }
 
     /// The keyval of handle `h`: `MPI_ERR_KEYVAL` for anything but a predefined or live
-    /// communicator keyval (as MPICH reports, for other kinds of handles too).
+    /// keyval of this kind of object (as MPICH reports, for other kinds of handles too).
     pub(crate) fn resolve(&self, h: c_int) -> Result<Key> {
-        if let Some(k) = predefined(h) {
+        if let Some(k) = predefined(h).filter(|_| self.target == ObjectType::Comm) {
             return Ok(Key::Predefined(k));
         }
-        let id = self.handles.get(h).ok_or_else(|| invalid(h))?;
+        let id = self.handles.get(h).ok_or_else(|| invalid(h, self.target))?;
         Ok(Key::User(self.registry.get(id)?))
     }
 
@@ -142,10 +151,10 @@ impl Keyvals {
     }
 }
 
-fn invalid(h: c_int) -> Error {
+fn invalid(h: c_int, target: ObjectType) -> Error {
     Error::keyval(match abi::keyval_target(h) {
         _ if h == abi::MPI_KEYVAL_INVALID => "MPI_KEYVAL_INVALID is no attribute key".to_string(),
-        Some(t) if t != ObjectType::Comm => format!("keyval {h:#x} is not a communicator keyval ({t:?})"),
+        Some(t) if t != target => format!("keyval {h:#x} is not a {target:?} keyval ({t:?})"),
         _ => format!("invalid attribute key {h:#x} (not a keyval, or freed)"),
     })
 }
@@ -208,10 +217,12 @@ struct Slot {
 impl Attrs {
     /// No attributes.
     pub(crate) fn new() -> Self {
-        Attrs {
-            slot: Mutex::new(Slot { table: Some(AttrTable::new()), user: None }),
-            returned: Condvar::new(),
-        }
+        Attrs::with_table(AttrTable::new())
+    }
+
+    /// These attributes.
+    pub(crate) fn with_table(table: AttrTable<CAttr>) -> Self {
+        Attrs { slot: Mutex::new(Slot { table: Some(table), user: None }), returned: Condvar::new() }
     }
 
     /// Runs `f` on the table, which is lent to it (see the module's documentation).
@@ -254,6 +265,43 @@ impl Drop for Lent<'_> {
         slot.user = None;
         drop(slot);
         self.attrs.returned.notify_all();
+    }
+}
+
+/// The attribute tables of objects kept in the engine (datatypes), by object: every handle to
+/// an object sees its attributes. A table exists once an attribute was set.
+pub(crate) struct ObjectAttrs {
+    tables: Mutex<HashMap<usize, Arc<Attrs>>>,
+}
+
+impl ObjectAttrs {
+    pub(crate) fn new() -> Self {
+        ObjectAttrs { tables: Mutex::new(HashMap::new()) }
+    }
+
+    /// The table of object `id`, if it has one.
+    pub(crate) fn get(&self, id: usize) -> Option<Arc<Attrs>> {
+        self.lock().get(&id).cloned()
+    }
+
+    /// The table of object `id`, made if needed.
+    pub(crate) fn get_or_new(&self, id: usize) -> Arc<Attrs> {
+        self.lock().entry(id).or_insert_with(|| Arc::new(Attrs::new())).clone()
+    }
+
+    /// Sets the table of object `id` (a duplicate's copied attributes).
+    pub(crate) fn insert(&self, id: usize, attrs: Attrs) {
+        self.lock().insert(id, Arc::new(attrs));
+    }
+
+    /// Forgets the table of object `id` (freed, its attributes deleted).
+    pub(crate) fn remove(&self, id: usize) {
+        self.lock().remove(&id);
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<usize, Arc<Attrs>>> {
+        // Single insertions and removals: a poisoned map is still consistent.
+        self.tables.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -9,13 +9,13 @@
 //! Owns the lifecycle (init, finalize) and the tables; it must not validate arguments or talk
 //! to C.
 
-use crate::attrs::Keyvals;
+use crate::attrs::{Keyvals, ObjectAttrs};
 use crate::comms::CommObj;
 use crate::messages::MsgObj;
 use crate::requests::ReqEntry;
 use crate::table::Table;
 use arc_swap::ArcSwapOption;
-use madmpi::abi::UserObject;
+use madmpi::abi::{ObjectType, UserObject};
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
 use madmpi::group::Group;
@@ -39,6 +39,9 @@ pub(crate) struct State {
     pub(crate) keyvals: Keyvals,
     /// Datatypes created by the program (predefined ones are in `datatypes`).
     pub(crate) datatypes: Table<Datatype>,
+    /// Datatype keyvals, and the attributes of datatypes.
+    pub(crate) type_keyvals: Keyvals,
+    pub(crate) type_attrs: ObjectAttrs,
     pub(crate) requests: Table<Arc<ReqEntry>>,
     /// Freed requests whose operations were still running.
     pub(crate) detached: Mutex<Vec<Arc<ReqEntry>>>,
@@ -74,6 +77,8 @@ pub(crate) fn init(threading: Threading) -> Result<Threading, Error> {
         groups: Table::new(UserObject::Group),
         keyvals: Keyvals::new(),
         datatypes: Table::new(UserObject::Datatype),
+        type_keyvals: Keyvals::for_objects(ObjectType::Datatype),
+        type_attrs: ObjectAttrs::new(),
         requests: Table::new(UserObject::Request),
         detached: Mutex::new(Vec::new()),
         messages: Table::new(UserObject::Message),

@@ -413,5 +413,51 @@ fn dims_create_answers_as_mpich_does() {
             assert_eq!(o, m, "ours (left) and MPICH's (right) differ ({launcher:?})");
         }
         assert_eq!(ours.stdout.lines().count(), mpich.stdout.lines().count(), "{launcher:?}");
+}
+}
+
+/// Addresses and `MPI_Aint` arithmetic, the MPI-1 names, `MPI_Alloc_mem`/`MPI_Free_mem`,
+/// distributed arrays, `MPI_Type_match_size` and the f90 types, datatype attributes and the
+/// large-count queries (the program also passes on MPICH's library).
+#[test]
+fn addresses_memory_darrays_f90_types_and_type_attributes() {
+    passes("types_more");
+}
+
+/// Every `_c` datatype constructor against its `int` twin, then 2^31 + 7 chars: a contiguous
+/// type, `MPI_Pack_c`/`MPI_Unpack_c`, and one message whose `MPI_Get_count_c` and
+/// `MPI_Get_elements_c` are exact while the `int` forms say `MPI_UNDEFINED` (about 6 GiB).
+#[test]
+fn large_count_forms_go_beyond_two_gigabytes() {
+    passes("types_large");
+}
+
+/// Runs `exe`, an MPICH build, as an `n`-process job on MPICH's own library (no
+/// `LD_LIBRARY_PATH`): the reference answers of a program.
+fn run_on_mpichs_library(exe: &Path, n: u32) -> Done {
+    let mut cmd = Command::new(require("mpiexec.hydra", "mpich"));
+    cmd.arg("-n").arg(n.to_string()).arg(exe).env_remove("LD_LIBRARY_PATH").env_remove("PM2_PMI");
+    run_limited(cmd, None, HANG, |_| {})
+}
+
+/// Every predefined type (and a struct) through `MPI_Pack_external`/`MPI_Unpack_external`: the
+/// bytes (the `X32` lines of rank 0) must be those MPICH's own library writes for the same
+/// program, for every type MPICH handles.
+#[test]
+fn external32_bytes_match_mpichs_and_come_back() {
+    let runs = passes("external32");
+    let _s = serial();
+    let reference = run_on_mpichs_library(&compile("external32", Build::Mpich), 1);
+    assert!(reference.stdout.contains("OK 0: all checks passed"), "on MPICH's library: {reference:?}");
+    let x32 = |out: &str| -> Vec<String> {
+        out.lines().filter(|l| l.starts_with("X32 ")).map(String::from).collect()
+    };
+    let theirs = x32(&reference.stdout);
+    assert!(theirs.len() >= 30, "MPICH's bytes: {theirs:?}");
+    for done in runs {
+        let ours = x32(&done.stdout);
+        for line in &theirs {
+            assert!(ours.contains(line), "MPICH writes\n  {line}\nours:\n  {}", ours.join("\n  "));
+        }
     }
 }

@@ -143,7 +143,10 @@ impl Datatype {
         let r = match &self.0.kind {
             Kind::Named(p) => Some(Representation::Predefined(p.representation())),
             Kind::Pair(p, ..) => Some(Representation::Predefined(*p)),
-            Kind::Dup(old) | Kind::Subarray { body: old, .. } => Some(old.representation()),
+            Kind::Dup(old)
+            | Kind::Subarray { body: old, .. }
+            | Kind::Darray { body: old, .. }
+            | Kind::F90 { base: old, .. } => Some(old.representation()),
             Kind::Contiguous { count, old } => unit(*count, 1, None, old),
             Kind::Vector { count, blocklength, old, .. } | Kind::Hvector { count, blocklength, old, .. } => {
                 unit(*count, *blocklength, None, old)

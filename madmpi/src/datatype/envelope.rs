@@ -1,7 +1,10 @@
 //! `MPI_Type_get_envelope` and `MPI_Type_get_contents`: how a type was built.
 //!
 //! This file owns the combiner constants, numbered as in MPICH 4.0's `mpi.h` (the ABI we
-//! implement); nothing else should hard-code them.
+//! implement); nothing else should hard-code them. A type built by a large-count constructor
+//! gives its counts, block lengths and displacements as *large counts* (MPI 4.0, Table 5.2):
+//! every integer and address argument, except the `ndims` and `order` of a subarray and every
+//! argument but `gsizes` of a darray, which stay integers.
 
 use super::constructors::Order;
 use super::error::{Result, TypeError};
@@ -63,6 +66,8 @@ pub fn combiner_name(combiner: i32) -> &'static str {
 pub struct Envelope {
     pub num_integers: usize,
     pub num_addresses: usize,
+    /// Non-zero only for a type built by a large-count constructor.
+    pub num_large_counts: usize,
     pub num_datatypes: usize,
     pub combiner: i32,
 }
@@ -73,15 +78,37 @@ pub struct Envelope {
 pub struct Contents {
     pub integers: Vec<i64>,
     pub addresses: Vec<i64>,
+    pub large_counts: Vec<i64>,
     pub datatypes: Vec<Datatype>,
 }
 
 impl Datatype {
     /// `MPI_Type_get_envelope`.
     pub fn envelope(&self) -> Envelope {
+        let e = self.int_envelope();
+        if !self.has_large_counts() {
+            return e;
+        }
+        // Which integers stay integers (see the module's documentation).
+        let kept = match &self.0.kind {
+            Kind::Subarray { .. } => 2,
+            Kind::Darray { args, .. } => e.num_integers - args.gsizes.len(),
+            _ => 0,
+        };
+        Envelope {
+            num_integers: kept,
+            num_addresses: 0,
+            num_large_counts: e.num_integers - kept + e.num_addresses,
+            ..e
+        }
+    }
+
+    /// The envelope as if every argument were an `int` or an address.
+    fn int_envelope(&self) -> Envelope {
         let env = |i: usize, a: usize, d: usize, combiner| Envelope {
             num_integers: i,
             num_addresses: a,
+            num_large_counts: 0,
             num_datatypes: d,
             combiner,
         };
@@ -98,14 +125,38 @@ impl Datatype {
             Kind::Struct { displacements: d, .. } => env(d.len() + 1, d.len(), d.len(), COMBINER_STRUCT),
             Kind::Subarray { sizes, .. } => env(3 * sizes.len() + 2, 0, 1, COMBINER_SUBARRAY),
             Kind::Resized { .. } => env(0, 2, 1, COMBINER_RESIZED),
+            Kind::Darray { args, .. } => env(4 * args.gsizes.len() + 4, 0, 1, COMBINER_DARRAY),
+            Kind::F90 { kind, p, .. } => env(1 + usize::from(p.is_some()), 0, 0, kind.combiner()),
         }
     }
 
     /// `MPI_Type_get_contents`; an error (`MPI_ERR_TYPE`) for a predefined type.
     pub fn contents(&self) -> Result<Contents> {
+        let mut c = self.int_contents()?;
+        if self.has_large_counts() {
+            let mut large = match &self.0.kind {
+                Kind::Subarray { .. } => {
+                    // [ndims, sizes, subsizes, starts, order] -> [ndims, order] + the arrays.
+                    let order = c.integers.pop().unwrap_or_default();
+                    let arrays = c.integers.split_off(1);
+                    c.integers.push(order);
+                    arrays
+                }
+                Kind::Darray { args, .. } => c.integers.drain(3..3 + args.gsizes.len()).collect(),
+                _ => std::mem::take(&mut c.integers),
+            };
+            large.append(&mut c.addresses);
+            c.large_counts = large;
+        }
+        Ok(c)
+    }
+
+    /// The contents as if every argument were an `int` or an address.
+    fn int_contents(&self) -> Result<Contents> {
         let c = |integers: Vec<i64>, addresses: Vec<i64>, datatypes: Vec<Datatype>| Contents {
             integers,
             addresses,
+            large_counts: vec![],
             datatypes,
         };
         let len = |v: &Vec<i64>| v.len() as i64;
@@ -149,6 +200,17 @@ impl Datatype {
                 c(ints, vec![], vec![old.clone()])
             }
             Kind::Resized { lb, extent, old } => c(vec![], vec![*lb, *extent], vec![old.clone()]),
+            Kind::Darray { args: a, old, .. } => {
+                let order = match a.order {
+                    Order::C => ORDER_C,
+                    Order::Fortran => ORDER_FORTRAN,
+                };
+                let distribs: Vec<i64> = a.distribs.iter().map(|d| d.code()).collect();
+                let head = [a.size, a.rank, a.gsizes.len() as i64];
+                let ints = [&head[..], &a.gsizes, &distribs, &a.dargs, &a.psizes, &[order]].concat();
+                c(ints, vec![], vec![old.clone()])
+            }
+            Kind::F90 { p, r, .. } => c(p.iter().copied().chain([*r]).collect(), vec![], vec![]),
         })
     }
 }

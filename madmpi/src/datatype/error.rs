@@ -18,6 +18,11 @@ pub enum ErrorKind {
     Truncate,
     /// A size, extent or offset overflows 64 bits (or the address space): `MPI_ERR_ARG` in C.
     Overflow,
+    /// `MPI_ERR_CONVERSION`: a value has no external32 representation (a `long` beyond 32 bits).
+    Conversion,
+    /// `MPI_ERR_OTHER`: what MPICH reports so (no Fortran kind of that precision, an `int` query
+    /// of a large-count type).
+    Other,
 }
 
 /// A datatype error: its class and a message for `MPI_Error_string`.
@@ -39,6 +44,9 @@ impl TypeError {
     }
     pub(crate) fn ty(msg: impl Into<String>) -> TypeError {
         TypeError::new(ErrorKind::Type, msg)
+    }
+    pub(crate) fn other(msg: impl Into<String>) -> TypeError {
+        TypeError::new(ErrorKind::Other, msg)
     }
     pub(crate) fn overflow() -> TypeError {
         TypeError::new(ErrorKind::Overflow, "datatype size, extent or displacement overflows")

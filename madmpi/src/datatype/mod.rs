@@ -9,9 +9,11 @@
 //! `Layout` trait.
 //!
 //! Layout of the module: [`predefined`](Predefined) types; `constructors` (validation) and
-//! `bounds` (attributes, MPICH's rules); `parts` (the normal form every type reduces to);
-//! `flatten` (commit); [`layout`](TypeLayout); `pack`; `envelope` (`get_envelope`,
-//! `get_contents`); `signature` (`MPI_Get_elements`, `MPI_Get_count`).
+//! `bounds` (attributes, MPICH's rules); `darray` (distributed arrays); `f90` (the types of
+//! `MPI_Type_create_f90_*` and `MPI_Type_match_size`); `parts` (the normal form every type
+//! reduces to); `flatten` (commit); [`layout`](TypeLayout); `pack`; `external32` (the portable
+//! representation of `MPI_Pack_external`); `envelope` (`get_envelope`, `get_contents`, also in
+//! their large-count forms); `signature` (`MPI_Get_elements`, `MPI_Get_count`).
 //!
 //! ```
 //! use madmpi::datatype::{Datatype, Predefined};
@@ -24,8 +26,11 @@
 
 mod bounds;
 mod constructors;
+mod darray;
 mod envelope;
 mod error;
+mod external32;
+mod f90;
 mod flatten;
 mod layout;
 mod pack;
@@ -34,13 +39,16 @@ mod predefined;
 mod signature;
 
 pub use constructors::Order;
+pub use darray::{DISTRIBUTE_DFLT_DARG, Darray, Distribution};
 pub use envelope::*;
 pub use error::{ErrorKind, Result, TypeError};
+pub use f90::{F90Kind, TypeClass};
 pub use layout::TypeLayout;
 pub use predefined::Predefined;
 
 use flatten::Flat;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// An MPI datatype: cheap to clone (an `Arc`), immutable once built except for its name and its
@@ -55,6 +63,8 @@ struct Inner {
     name: RwLock<Option<String>>,
     /// Set by `commit`: the flattened blocks of one element.
     flat: OnceLock<Arc<Flat>>,
+    /// Built by a large-count (`_c`) constructor: its envelope lists counts as large counts.
+    large: AtomicBool,
 }
 
 /// How a type was built: what `get_envelope`/`get_contents` return, and what `parts` walks.
@@ -118,6 +128,20 @@ enum Kind {
         extent: i64,
         old: Datatype,
     },
+    /// `body` is the equivalent resized(hindexed_block(...)) type that MPICH builds.
+    Darray {
+        args: Darray,
+        old: Datatype,
+        body: Datatype,
+    },
+    /// A type of `MPI_Type_create_f90_*`: the predefined type `base` of the size the Fortran
+    /// precision `p` and range `r` select (`p` is `None` for integers).
+    F90 {
+        kind: F90Kind,
+        p: Option<i64>,
+        r: i64,
+        base: Datatype,
+    },
 }
 
 /// The attributes of a type, computed once by its constructor.
@@ -145,7 +169,31 @@ impl Attrs {
 
 impl Datatype {
     fn new(kind: Kind, attrs: Attrs) -> Datatype {
-        Datatype(Arc::new(Inner { kind, attrs, name: RwLock::new(None), flat: OnceLock::new() }))
+        Datatype(Arc::new(Inner {
+            kind,
+            attrs,
+            name: RwLock::new(None),
+            flat: OnceLock::new(),
+            large: AtomicBool::new(false),
+        }))
+    }
+
+    /// Marks a type just built by a large-count constructor (`MPI_Type_contiguous_c`...): its
+    /// envelope and contents then give the counts as large counts (MPI 4.0, 5.1.13).
+    pub fn with_large_counts(self) -> Datatype {
+        self.0.large.store(true, Ordering::Relaxed);
+        self
+    }
+
+    /// Whether a large-count constructor built this type.
+    pub fn has_large_counts(&self) -> bool {
+        self.0.large.load(Ordering::Relaxed)
+    }
+
+    /// A number that identifies this MPI object while it lives (for tables keyed by object,
+    /// such as attribute caches); another object may reuse it after this one is dropped.
+    pub fn object_id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
     }
 
     /// The predefined type `p` (always the same object, already committed).
@@ -159,10 +207,13 @@ impl Datatype {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// The predefined type this is, if it is one (not for a dup of one).
+    /// The predefined type this is, if it is one (not for a dup of one); an f90 type
+    /// (`MPI_Type_create_f90_*`, predefined in MPI's sense) is its base type, so reductions
+    /// treat it as that type.
     pub fn as_predefined(&self) -> Option<Predefined> {
-        match self.0.kind {
-            Kind::Named(p) | Kind::Pair(p, ..) => Some(p),
+        match &self.0.kind {
+            Kind::Named(p) | Kind::Pair(p, ..) => Some(*p),
+            Kind::F90 { base, .. } => base.as_predefined(),
             _ => None,
         }
     }
@@ -258,7 +309,11 @@ impl Datatype {
         if let Some(n) = &*self.0.name.read().unwrap_or_else(|e| e.into_inner()) {
             return n.clone();
         }
-        self.as_predefined().map(|p| p.name().to_owned()).unwrap_or_default()
+        match self.0.kind {
+            // An f90 type has no name (as in MPICH), though `as_predefined` gives its base.
+            Kind::Named(p) | Kind::Pair(p, ..) => p.name().to_owned(),
+            _ => String::new(),
+        }
     }
 }
 

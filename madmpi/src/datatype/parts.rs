@@ -55,9 +55,11 @@ impl<'a> Parts<'a> {
             Kind::Pair(_, types, disps) => {
                 Parts::Listed { bls: Bls::One(1), disps: &disps[..], unit: 1, types: Types::Many(&types[..]) }
             }
-            Kind::Dup(old) | Kind::Resized { old, .. } | Kind::Subarray { body: old, .. } => {
-                strided(1, 1, 0, old)
-            }
+            Kind::Dup(old)
+            | Kind::Resized { old, .. }
+            | Kind::Subarray { body: old, .. }
+            | Kind::Darray { body: old, .. }
+            | Kind::F90 { base: old, .. } => strided(1, 1, 0, old),
             Kind::Contiguous { count, old } => strided(1, *count, 0, old),
             Kind::Vector { count, blocklength, stride, old } => {
                 strided(*count, *blocklength, stride * old.extent(), old)

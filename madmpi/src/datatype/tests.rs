@@ -305,6 +305,41 @@ fn envelopes_and_contents() {
 }
 
 #[test]
+fn large_count_envelopes_move_counts_to_large_counts() {
+    // As MPICH 4.0.2 reports them for types built by the `_c` constructors.
+    let int = p(Int);
+    let large = |t: Datatype| {
+        let t = t.with_large_counts();
+        let e = t.envelope();
+        let c = t.contents().unwrap();
+        let env = (e.num_integers, e.num_addresses, e.num_large_counts, e.num_datatypes);
+        assert_eq!((c.integers.len(), c.addresses.len(), c.large_counts.len()), (env.0, env.1, env.2));
+        (env, c.integers, c.large_counts)
+    };
+    let h = Datatype::hindexed(&[1, 2], &[0, 16], &int).unwrap();
+    assert_eq!(large(h), ((0, 0, 5, 1), vec![], vec![2, 1, 2, 0, 16]));
+    let sub = Datatype::subarray(&[4, 5], &[2, 3], &[1, 1], Order::C, &int).unwrap();
+    assert_eq!(large(sub), ((2, 0, 6, 1), vec![2, ORDER_C], vec![4, 5, 2, 3, 1, 1]));
+    let d = Darray {
+        size: 2,
+        rank: 1,
+        gsizes: vec![10, 7],
+        distribs: vec![Distribution::Block, Distribution::Cyclic],
+        dargs: vec![DISTRIBUTE_DFLT_DARG, 2],
+        psizes: vec![2, 1],
+        order: Order::C,
+    };
+    let d = Datatype::darray(d, &int).unwrap();
+    assert_eq!(d.envelope().num_integers, 12, "int form: 4 + 4 * ndims");
+    let ints = vec![2, 1, 2, 121, 122, DISTRIBUTE_DFLT_DARG, 2, 2, 1, ORDER_C];
+    assert_eq!(large(d), ((10, 0, 2, 1), ints, vec![10, 7]));
+    assert_eq!(large(Datatype::resized(&int, -4, 12).unwrap()), ((0, 0, 2, 1), vec![], vec![-4, 12]));
+    let v = Datatype::vector(3, 2, 4, &int).unwrap();
+    assert_eq!(v.envelope().num_large_counts, 0);
+    assert!(!v.has_large_counts());
+}
+
+#[test]
 fn commit_flattens_and_merges() {
     let int = p(Int);
     let v = Datatype::vector(3, 2, 4, &int).unwrap();

@@ -344,9 +344,11 @@ fn element(dt: &Datatype) -> std::result::Result<Option<Predefined>, (Predefined
         // A derived type: `contents` cannot fail (only predefined types have none).
         let Ok(c) = dt.contents() else { return Ok(()) };
         let is_struct = dt.envelope().combiner == COMBINER_STRUCT;
+        // [count, blocklengths...]: integers, or large counts for a type of a `_c` constructor.
+        let counts = if dt.has_large_counts() { &c.large_counts } else { &c.integers };
         for (k, t) in c.datatypes.iter().enumerate() {
-            // Struct members with no block contribute no element; integers = [count, blocklengths...].
-            if is_struct && c.integers.get(k + 1).is_some_and(|&bl| bl <= 0) {
+            // Struct members with no block contribute no element.
+            if is_struct && counts.get(k + 1).is_some_and(|&bl| bl <= 0) {
                 continue;
             }
             walk(t, found)?;

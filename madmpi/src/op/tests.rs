@@ -583,6 +583,10 @@ fn derived_types_reduce_their_basic_elements() {
     assert_eq!(run(Sum, &st, 10, &ints(&b), &ints(&a)), ints(&sum));
     let st0 = Datatype::create_struct(&[3, 0], &[0, 16], &[int.clone(), dt(Double)]).unwrap();
     assert_eq!(run(Sum, &st0, 10, &ints(&b), &ints(&a)), ints(&sum));
+    // The same built by MPI_Type_create_struct_c: its block lengths are large counts.
+    let st0_c =
+        Datatype::create_struct(&[3, 0], &[0, 16], &[int.clone(), dt(Double)]).unwrap().with_large_counts();
+    assert_eq!(run(Sum, &st0_c, 10, &ints(&b), &ints(&a)), ints(&sum));
 
     // Pair types inside derived types: MAXLOC, element-wise.
     let pairs = Datatype::vector(3, 2, 4, &dt(TwoInt)).unwrap();

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)] // each test binary uses a part
 
-use madmpi::datatype::{Datatype, Order, Predefined};
+use madmpi::datatype::{DISTRIBUTE_DFLT_DARG, Darray, Datatype, Distribution, Order, Predefined};
 use proptest::prelude::*;
 
 /// How to build a datatype.
@@ -23,6 +23,8 @@ pub enum Spec {
     Struct(Vec<(i64, i64, Option<Spec>)>),
     Resized(i64, i64, Box<Spec>),
     Subarray(Vec<(i64, i64, i64)>, Order, Box<Spec>),
+    /// Grid size, rank, dimensions `(gsize, distribution, darg, psize)`, order.
+    Darray(i64, i64, Vec<(i64, Distribution, i64, i64)>, Order, Box<Spec>),
     Dup(Box<Spec>),
 }
 
@@ -61,6 +63,18 @@ impl Spec {
                 let st: Vec<i64> = dims.iter().map(|d| d.2).collect();
                 Datatype::subarray(&s, &sub, &st, *order, &t.build())
             }
+            Spec::Darray(size, rank, dims, order, t) => {
+                let args = Darray {
+                    size: *size,
+                    rank: *rank,
+                    gsizes: dims.iter().map(|d| d.0).collect(),
+                    distribs: dims.iter().map(|d| d.1).collect(),
+                    dargs: dims.iter().map(|d| d.2).collect(),
+                    psizes: dims.iter().map(|d| d.3).collect(),
+                    order: *order,
+                };
+                Datatype::darray(args, &t.build())
+            }
             Spec::Dup(t) => Ok(t.build().dup()),
         };
         r.unwrap_or_else(|e| panic!("building {self:?}: {e}"))
@@ -96,6 +110,28 @@ impl Spec {
                 let st: Vec<i64> = dims.iter().map(|d| d.2).collect();
                 let o = if *order == Order::C { "C" } else { "F" };
                 format!("subarray {}{}{}{} {o} {}", dims.len(), join(&s), join(&sub), join(&st), t.line())
+            }
+            Spec::Darray(size, rank, dims, order, t) => {
+                let g: Vec<i64> = dims.iter().map(|d| d.0).collect();
+                let dist: String = dims
+                    .iter()
+                    .map(|d| match d.1 {
+                        Distribution::Block => " B",
+                        Distribution::Cyclic => " C",
+                        Distribution::None => " N",
+                    })
+                    .collect();
+                let a: Vec<i64> = dims.iter().map(|d| d.2).collect();
+                let p: Vec<i64> = dims.iter().map(|d| d.3).collect();
+                let o = if *order == Order::C { "C" } else { "F" };
+                format!(
+                    "darray {size} {rank} {}{}{dist}{}{} {o} {}",
+                    dims.len(),
+                    join(&g),
+                    join(&a),
+                    join(&p),
+                    t.line()
+                )
             }
             Spec::Dup(t) => format!("dup {}", t.line()),
         }
@@ -158,6 +194,37 @@ pub fn arb_spec(pairs: bool, negative: bool) -> impl Strategy<Value = Spec> {
             )),
             bx().prop_map(Spec::Dup),
         ]
+    })
+}
+
+/// One valid dimension of a darray: `(gsize, distribution, darg, psize)`.
+pub fn arb_darray_dim() -> impl Strategy<Value = (i64, Distribution, i64, i64)> {
+    let dflt = DISTRIBUTE_DFLT_DARG;
+    (1i64..7, 0..3u8, 1i64..4).prop_flat_map(move |(g, d, p)| match d {
+        0 => {
+            // A block of darg elements per process must cover the dimension.
+            let min = (g + p - 1) / p;
+            (Just(g), Just(Distribution::Block), prop_oneof![Just(dflt), min..=g], Just(p)).boxed()
+        }
+        1 => (Just(g), Just(Distribution::Cyclic), prop_oneof![Just(dflt), 1i64..4], Just(p)).boxed(),
+        // More than 1 process is erroneous MPI that MPICH accepts (and so does the engine).
+        _ => (
+            Just(g),
+            Just(Distribution::None),
+            prop_oneof![Just(dflt), 1i64..3],
+            prop_oneof![3 => Just(1), 1 => 2i64..3],
+        )
+            .boxed(),
+    })
+}
+
+/// Random darray types: every process of random grids, block, cyclic and undistributed
+/// dimensions, default and explicit distribution arguments, both orders.
+pub fn arb_darray(inner: impl Strategy<Value = Spec>) -> impl Strategy<Value = Spec> {
+    (prop::collection::vec(arb_darray_dim(), 1..4), prop::bool::ANY, inner).prop_flat_map(|(dims, c, t)| {
+        let size: i64 = dims.iter().map(|d| d.3).product();
+        let order = if c { Order::C } else { Order::Fortran };
+        (0..size).prop_map(move |rank| Spec::Darray(size, rank, dims.clone(), order, Box::new(t.clone())))
     })
 }
 

@@ -8,6 +8,7 @@
  *   | indexed N BL... D... T | hindexed N BL... D... T | iblock N BL D... T | hiblock N BL D... T
  *   | struct N BL... D... T... (a member "same" is the first member's type)
  *   | resized LB EXTENT T | subarray ND SIZE... SUB... START... C|F T | dup T
+ *   | darray SIZE RANK ND GSIZE... B|C|N... DARG... PSIZE... C|F T
  * Output, one line per type:
  *   ok SIZE LB EXTENT TRUE_LB TRUE_EXTENT NI NA ND COMBINER B OFF:LEN... E BYTES:ELEMS:COUNT...
  * (no blocks for types with long doubles, no element counts for types with pair types: see
@@ -101,6 +102,18 @@ static MPI_Datatype parse(void) {
         int order = !strcmp(next(), "C") ? MPI_ORDER_C : MPI_ORDER_FORTRAN;
         old = parse();
         MPI_Type_create_subarray(nd, sz, sub, st, order, old, &t);
+    } else if (!strcmp(s, "darray")) {
+        int size = num(), rank = num(), nd = num(); int g[8], dist[8], darg[8], ps[8];
+        for (int i = 0; i < nd; i++) g[i] = num();
+        for (int i = 0; i < nd; i++) {
+            char *d = next();
+            dist[i] = d[0] == 'B' ? MPI_DISTRIBUTE_BLOCK : d[0] == 'C' ? MPI_DISTRIBUTE_CYCLIC : MPI_DISTRIBUTE_NONE;
+        }
+        for (int i = 0; i < nd; i++) darg[i] = num();
+        for (int i = 0; i < nd; i++) ps[i] = num();
+        int order = !strcmp(next(), "C") ? MPI_ORDER_C : MPI_ORDER_FORTRAN;
+        old = parse();
+        MPI_Type_create_darray(size, rank, nd, g, dist, darg, ps, order, old, &t);
     } else if (!strcmp(s, "dup")) {
         old = parse(); MPI_Type_dup(old, &t);
     } else {

@@ -1,6 +1,7 @@
 //! Blocking point-to-point: `MPI_Send`, `MPI_Ssend`, `MPI_Rsend`, `MPI_Recv`, `MPI_Sendrecv`,
-//! `MPI_Sendrecv_replace`, `MPI_Probe`, `MPI_Iprobe`, and `MPI_Get_count`. The argument checks
-//! here serve the nonblocking, buffered, persistent and matched calls too.
+//! `MPI_Sendrecv_replace`, `MPI_Probe` and `MPI_Iprobe` (`MPI_Get_count` is with the datatype
+//! calls). The argument checks here serve the nonblocking, buffered, persistent and matched
+//! calls too.
 //!
 //! Check order (MPICH 4.0.2, observed): communicator, count, datatype, buffer, rank, tag, then
 //! the status or request pointer.
@@ -289,19 +290,6 @@ export! {
         if let Some(found) = found {
             status::fill(status, &found);
         }
-        Ok(())
-    }
-
-    /// `MPI_Get_count`: whole elements of `datatype` received, else `MPI_UNDEFINED`.
-    fn MPI_Get_count / PMPI_Get_count(status: *const abi::Status, datatype: abi::Datatype, count: *mut c_int) {
-        let st = state()?;
-        // SAFETY: an input argument (MPI's contract).
-        let status = unsafe { check::status_in(status) }?;
-        let ty = st.datatype(datatype)?;
-        // SAFETY: an output argument.
-        let count = unsafe { check::out(count, "count") }?;
-        let bytes = u64::try_from(status.count()).unwrap_or(u64::MAX);
-        *count = ty.get_count(bytes).and_then(|n| c_int::try_from(n).ok()).unwrap_or(abi::MPI_UNDEFINED);
         Ok(())
     }
 }

@@ -5,11 +5,13 @@
 //!
 //! Each checks its arguments in MPICH 4.0.2's order (see the [module](super)), then hands them to
 //! the engine, whose own errors (an overflowing extent, inconsistent subarray dimensions) come
-//! last. Owns the C signatures of these calls only.
+//! last. Each call has one body generic over the width of its counts ([`CountArg`]) for its
+//! `int` and `_c` forms. Owns the C signatures of these calls only.
 
 use super::args::{self, input};
+use super::count::{CountArg, blocklengths, widen};
 use super::{newtype_out, publish};
-use crate::check;
+use crate::errors::Outcome;
 use crate::export::export;
 use crate::state::state;
 use madmpi::abi;
@@ -18,12 +20,186 @@ use madmpi::error::Error;
 use std::ffi::c_int;
 
 /// `MPI_ORDER_C` and `MPI_ORDER_FORTRAN` (MPICH's values, the engine's constants).
-fn order(o: c_int) -> Result<Order, Error> {
+pub(super) fn order(o: c_int) -> Result<Order, Error> {
     match i64::from(o) {
         ORDER_C => Ok(Order::C),
         ORDER_FORTRAN => Ok(Order::Fortran),
         _ => Err(Error::arg(format!("invalid order {o} (MPI_ORDER_C or MPI_ORDER_FORTRAN)"))),
     }
+}
+
+/// `MPI_Type_create_hvector(_c)`.
+///
+/// # Safety
+/// `newtype` as [`crate::check::out`].
+pub(super) unsafe fn hvector<C: CountArg>(
+    count: C,
+    blocklength: C,
+    stride: abi::Aint,
+    oldtype: abi::Datatype,
+    newtype: *mut abi::Datatype,
+) -> Outcome {
+    let st = state()?;
+    let count = count.count()?;
+    let blocklength = blocklength.count()?;
+    let old = st.datatype(oldtype)?;
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
+    let out = unsafe { newtype_out(newtype) }?;
+    publish(&st, C::built(Datatype::hvector(count, blocklength, stride, &old)?), out)?;
+    Ok(())
+}
+
+/// Which displacement unit an (h)indexed call uses.
+#[derive(Clone, Copy)]
+pub(super) enum Unit {
+    Extents,
+    Bytes,
+}
+
+/// `MPI_Type_indexed(_c)` and `MPI_Type_create_hindexed(_c)`; `D` is the displacements' width.
+///
+/// # Safety
+/// The arrays as [`input`] for `count` elements; `newtype` as [`crate::check::out`].
+pub(super) unsafe fn indexed<C: CountArg, D: CountArg>(
+    unit: Unit,
+    count: C,
+    array_of_blocklengths: *const C,
+    array_of_displacements: *const D,
+    oldtype: abi::Datatype,
+    newtype: *mut abi::Datatype,
+) -> Outcome {
+    let st = state()?;
+    let n = args::len(count.count()?);
+    // SAFETY: input arrays of `count` elements (the caller's contract).
+    let bls = blocklengths(unsafe { input(array_of_blocklengths, n, "array_of_blocklengths") }?)?;
+    // SAFETY: as the block lengths.
+    let disps = widen(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
+    let old = st.datatype(oldtype)?;
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
+    let out = unsafe { newtype_out(newtype) }?;
+    let t = match unit {
+        Unit::Extents => Datatype::indexed(&bls, &disps, &old)?,
+        Unit::Bytes => Datatype::hindexed(&bls, &disps, &old)?,
+    };
+    publish(&st, C::built(t), out)?;
+    Ok(())
+}
+
+/// `MPI_Type_create_indexed_block(_c)` and `MPI_Type_create_hindexed_block(_c)`.
+///
+/// # Safety
+/// The array as [`input`] for `count` elements; `newtype` as [`crate::check::out`].
+unsafe fn indexed_block<C: CountArg, D: CountArg>(
+    unit: Unit,
+    count: C,
+    blocklength: C,
+    array_of_displacements: *const D,
+    oldtype: abi::Datatype,
+    newtype: *mut abi::Datatype,
+) -> Outcome {
+    let st = state()?;
+    let n = args::len(count.count()?);
+    let blocklength = blocklength.count()?;
+    // SAFETY: an input array of `count` elements (the caller's contract).
+    let disps = widen(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
+    let old = st.datatype(oldtype)?;
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
+    let out = unsafe { newtype_out(newtype) }?;
+    let t = match unit {
+        Unit::Extents => Datatype::indexed_block(blocklength, &disps, &old)?,
+        Unit::Bytes => Datatype::hindexed_block(blocklength, &disps, &old)?,
+    };
+    publish(&st, C::built(t), out)?;
+    Ok(())
+}
+
+/// `MPI_Type_create_struct(_c)`.
+///
+/// # Safety
+/// The arrays as [`input`] for `count` elements; `newtype` as [`crate::check::out`].
+pub(super) unsafe fn create_struct<C: CountArg>(
+    count: C,
+    array_of_blocklengths: *const C,
+    array_of_displacements: *const abi::Aint,
+    array_of_types: *const abi::Datatype,
+    newtype: *mut abi::Datatype,
+) -> Outcome {
+    let st = state()?;
+    let n = args::len(count.count()?);
+    // SAFETY: input arrays of `count` elements (the caller's contract).
+    let bls = blocklengths(unsafe { input(array_of_blocklengths, n, "array_of_blocklengths") }?)?;
+    // SAFETY: as the block lengths.
+    let disps = args::addresses(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
+    // SAFETY: as the block lengths.
+    let types = args::datatypes(&st, unsafe { input(array_of_types, n, "array_of_types") }?)?;
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
+    let out = unsafe { newtype_out(newtype) }?;
+    publish(&st, C::built(Datatype::create_struct(&bls, &disps, &types)?), out)?;
+    Ok(())
+}
+
+/// `MPI_Type_create_resized(_c)` (`C` only tells the form: both take 64-bit bounds).
+///
+/// # Safety
+/// `newtype` as [`crate::check::out`].
+unsafe fn resized<C: CountArg>(
+    oldtype: abi::Datatype,
+    lb: i64,
+    extent: i64,
+    newtype: *mut abi::Datatype,
+) -> Outcome {
+    let st = state()?;
+    let old = st.datatype(oldtype)?;
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
+    let out = unsafe { newtype_out(newtype) }?;
+    publish(&st, C::built(Datatype::resized(&old, lb, extent)?), out)?;
+    Ok(())
+}
+
+/// `MPI_Type_create_subarray(_c)`. MPICH checks `ndims` (`MPI_ERR_ARG` if negative), negative
+/// starts (`MPI_ERR_COUNT`), the type, the order and `newtype`, and accepts other erroneous
+/// dimensions; here every dimension is then checked (`MPI_ERR_ARG`: sizes positive, subsizes
+/// and starts within them, `ndims` positive) rather than building a type MPI calls erroneous.
+/// Null arrays are `MPI_ERR_ARG` (MPICH crashes on them).
+///
+/// # Safety
+/// The arrays as [`input`] for `ndims` elements; `newtype` as [`crate::check::out`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn subarray<C: CountArg>(
+    ndims: c_int,
+    array_of_sizes: *const C,
+    array_of_subsizes: *const C,
+    array_of_starts: *const C,
+    order_: c_int,
+    oldtype: abi::Datatype,
+    newtype: *mut abi::Datatype,
+) -> Outcome {
+    let st = state()?;
+    if ndims < 0 {
+        return Err(Error::arg(format!("negative ndims ({ndims})")).into());
+    }
+    let n = args::len(i64::from(ndims));
+    // SAFETY: input arrays of `ndims` elements (the caller's contract).
+    let sizes = widen(unsafe { input(array_of_sizes, n, "array_of_sizes") }?);
+    // SAFETY: as the sizes.
+    let subsizes = widen(unsafe { input(array_of_subsizes, n, "array_of_subsizes") }?);
+    // SAFETY: as the sizes.
+    let starts = widen(unsafe { input(array_of_starts, n, "array_of_starts") }?);
+    if let Some((i, s)) = starts.iter().enumerate().find(|(_, s)| **s < 0) {
+        return Err(Error::count(format!("negative start {s} in dimension {i}")).into());
+    }
+    let old = st.datatype(oldtype)?;
+    let order = order(order_)?;
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
+    let out = unsafe { newtype_out(newtype) }?;
+    publish(&st, C::built(Datatype::subarray(&sizes, &subsizes, &starts, order, &old)?), out)?;
+    Ok(())
 }
 
 export! {
@@ -35,14 +211,20 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        let st = state()?;
-        let count = check::count(count)?;
-        let blocklength = check::count(blocklength)?;
-        let old = st.datatype(oldtype)?;
-        // SAFETY: an output argument.
-        let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, Datatype::hvector(count, blocklength, stride, &old)?, out)?;
-        Ok(())
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { hvector(count, blocklength, stride, oldtype, newtype) }
+    }
+
+    /// `MPI_Type_create_hvector_c`.
+    fn MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c(
+        count: abi::Count,
+        blocklength: abi::Count,
+        stride: abi::Count,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { hvector(count, blocklength, stride, oldtype, newtype) }
     }
 
     /// `MPI_Type_indexed`: blocks at displacements counted in extents of `oldtype`.
@@ -53,17 +235,40 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        let st = state()?;
-        let n = args::len(check::count(count)?);
-        // SAFETY: input arrays of `count` elements (MPI's contract).
-        let bls = args::blocklengths(unsafe { input(array_of_blocklengths, n, "array_of_blocklengths") }?)?;
-        // SAFETY: as above.
-        let disps = args::ints(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
-        let old = st.datatype(oldtype)?;
-        // SAFETY: an output argument.
-        let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, Datatype::indexed(&bls, &disps, &old)?, out)?;
-        Ok(())
+        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
+        // handle; the body checks them for null and alignment.
+        unsafe {
+            indexed(
+                Unit::Extents,
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                oldtype,
+                newtype,
+            )
+        }
+    }
+
+    /// `MPI_Type_indexed_c`.
+    fn MPI_Type_indexed_c / PMPI_Type_indexed_c(
+        count: abi::Count,
+        array_of_blocklengths: *const abi::Count,
+        array_of_displacements: *const abi::Count,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
+        // handle; the body checks them for null and alignment.
+        unsafe {
+            indexed(
+                Unit::Extents,
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                oldtype,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_create_hindexed`: blocks at displacements in bytes.
@@ -74,17 +279,40 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        let st = state()?;
-        let n = args::len(check::count(count)?);
-        // SAFETY: input arrays of `count` elements (MPI's contract).
-        let bls = args::blocklengths(unsafe { input(array_of_blocklengths, n, "array_of_blocklengths") }?)?;
-        // SAFETY: as above.
-        let disps = args::addresses(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
-        let old = st.datatype(oldtype)?;
-        // SAFETY: an output argument.
-        let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, Datatype::hindexed(&bls, &disps, &old)?, out)?;
-        Ok(())
+        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
+        // handle; the body checks them for null and alignment.
+        unsafe {
+            indexed(
+                Unit::Bytes,
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                oldtype,
+                newtype,
+            )
+        }
+    }
+
+    /// `MPI_Type_create_hindexed_c`.
+    fn MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c(
+        count: abi::Count,
+        array_of_blocklengths: *const abi::Count,
+        array_of_displacements: *const abi::Count,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
+        // handle; the body checks them for null and alignment.
+        unsafe {
+            indexed(
+                Unit::Bytes,
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                oldtype,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_create_indexed_block`: blocks of one length at displacements in extents.
@@ -95,16 +323,22 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        let st = state()?;
-        let n = args::len(check::count(count)?);
-        let blocklength = check::count(blocklength)?;
-        // SAFETY: an input array of `count` elements (MPI's contract).
-        let disps = args::ints(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
-        let old = st.datatype(oldtype)?;
-        // SAFETY: an output argument.
-        let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, Datatype::indexed_block(blocklength, &disps, &old)?, out)?;
-        Ok(())
+        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
+        // and alignment.
+        unsafe { indexed_block(Unit::Extents, count, blocklength, array_of_displacements, oldtype, newtype) }
+    }
+
+    /// `MPI_Type_create_indexed_block_c`.
+    fn MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c(
+        count: abi::Count,
+        blocklength: abi::Count,
+        array_of_displacements: *const abi::Count,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
+        // and alignment.
+        unsafe { indexed_block(Unit::Extents, count, blocklength, array_of_displacements, oldtype, newtype) }
     }
 
     /// `MPI_Type_create_hindexed_block`: blocks of one length at displacements in bytes.
@@ -115,16 +349,22 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        let st = state()?;
-        let n = args::len(check::count(count)?);
-        let blocklength = check::count(blocklength)?;
-        // SAFETY: an input array of `count` elements (MPI's contract).
-        let disps = args::addresses(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
-        let old = st.datatype(oldtype)?;
-        // SAFETY: an output argument.
-        let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, Datatype::hindexed_block(blocklength, &disps, &old)?, out)?;
-        Ok(())
+        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
+        // and alignment.
+        unsafe { indexed_block(Unit::Bytes, count, blocklength, array_of_displacements, oldtype, newtype) }
+    }
+
+    /// `MPI_Type_create_hindexed_block_c`.
+    fn MPI_Type_create_hindexed_block_c / PMPI_Type_create_hindexed_block_c(
+        count: abi::Count,
+        blocklength: abi::Count,
+        array_of_displacements: *const abi::Count,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
+        // and alignment.
+        unsafe { indexed_block(Unit::Bytes, count, blocklength, array_of_displacements, oldtype, newtype) }
     }
 
     /// `MPI_Type_create_struct`: blocks of different types at displacements in bytes.
@@ -135,18 +375,38 @@ export! {
         array_of_types: *const abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        let st = state()?;
-        let n = args::len(check::count(count)?);
-        // SAFETY: input arrays of `count` elements (MPI's contract).
-        let bls = args::blocklengths(unsafe { input(array_of_blocklengths, n, "array_of_blocklengths") }?)?;
-        // SAFETY: as above.
-        let disps = args::addresses(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
-        // SAFETY: as above.
-        let types = args::datatypes(&st, unsafe { input(array_of_types, n, "array_of_types") }?)?;
-        // SAFETY: an output argument.
-        let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, Datatype::create_struct(&bls, &disps, &types)?, out)?;
-        Ok(())
+        // SAFETY: the caller passes three arrays of `count` elements and an output handle; the body checks
+        // them for null and alignment.
+        unsafe {
+            create_struct(
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                array_of_types,
+                newtype,
+            )
+        }
+    }
+
+    /// `MPI_Type_create_struct_c`.
+    fn MPI_Type_create_struct_c / PMPI_Type_create_struct_c(
+        count: abi::Count,
+        array_of_blocklengths: *const abi::Count,
+        array_of_displacements: *const abi::Count,
+        array_of_types: *const abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: the caller passes three arrays of `count` elements and an output handle; the body checks
+        // them for null and alignment.
+        unsafe {
+            create_struct(
+                count,
+                array_of_blocklengths,
+                array_of_displacements,
+                array_of_types,
+                newtype,
+            )
+        }
     }
 
     /// `MPI_Type_create_resized`: the same type map with lower bound `lb` and extent `extent`.
@@ -156,19 +416,22 @@ export! {
         extent: abi::Aint,
         newtype: *mut abi::Datatype,
     ) {
-        let st = state()?;
-        let old = st.datatype(oldtype)?;
-        // SAFETY: an output argument.
-        let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, Datatype::resized(&old, lb, extent)?, out)?;
-        Ok(())
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { resized::<c_int>(oldtype, lb, extent, newtype) }
     }
 
-    /// `MPI_Type_create_subarray`. MPICH checks `ndims` (`MPI_ERR_ARG` if negative), negative
-    /// starts (`MPI_ERR_COUNT`), the type, the order and `newtype`, and accepts other erroneous
-    /// dimensions; here every dimension is then checked (`MPI_ERR_ARG`: sizes positive, subsizes
-    /// and starts within them, `ndims` positive) rather than building a type MPI calls
-    /// erroneous. Null arrays are `MPI_ERR_ARG` (MPICH crashes on them).
+    /// `MPI_Type_create_resized_c`.
+    fn MPI_Type_create_resized_c / PMPI_Type_create_resized_c(
+        oldtype: abi::Datatype,
+        lb: abi::Count,
+        extent: abi::Count,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { resized::<abi::Count>(oldtype, lb, extent, newtype) }
+    }
+
+    /// `MPI_Type_create_subarray`.
     fn MPI_Type_create_subarray / PMPI_Type_create_subarray(
         ndims: c_int,
         array_of_sizes: *const c_int,
@@ -178,35 +441,60 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        let st = state()?;
-        if ndims < 0 {
-            return Err(Error::arg(format!("negative ndims ({ndims})")).into());
+        // SAFETY: the caller passes three arrays of `ndims` elements and an output handle; the body checks
+        // them for null and alignment.
+        unsafe {
+            subarray(
+                ndims,
+                array_of_sizes,
+                array_of_subsizes,
+                array_of_starts,
+                order_,
+                oldtype,
+                newtype,
+            )
         }
-        let n = args::len(i64::from(ndims));
-        // SAFETY: input arrays of `ndims` elements (MPI's contract).
-        let sizes = args::ints(unsafe { input(array_of_sizes, n, "array_of_sizes") }?);
-        // SAFETY: as above.
-        let subsizes = args::ints(unsafe { input(array_of_subsizes, n, "array_of_subsizes") }?);
-        // SAFETY: as above.
-        let starts = args::ints(unsafe { input(array_of_starts, n, "array_of_starts") }?);
-        if let Some((i, s)) = starts.iter().enumerate().find(|(_, s)| **s < 0) {
-            return Err(Error::count(format!("negative start {s} in dimension {i}")).into());
-        }
-        let old = st.datatype(oldtype)?;
-        let order = order(order_)?;
-        // SAFETY: an output argument.
-        let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, Datatype::subarray(&sizes, &subsizes, &starts, order, &old)?, out)?;
-        Ok(())
     }
 
-    /// `MPI_Type_dup`: a new type with the same type map and committed state.
+    /// `MPI_Type_create_subarray_c`.
+    fn MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c(
+        ndims: c_int,
+        array_of_sizes: *const abi::Count,
+        array_of_subsizes: *const abi::Count,
+        array_of_starts: *const abi::Count,
+        order_: c_int,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: the caller passes three arrays of `ndims` elements and an output handle; the body checks
+        // them for null and alignment.
+        unsafe {
+            subarray(
+                ndims,
+                array_of_sizes,
+                array_of_subsizes,
+                array_of_starts,
+                order_,
+                oldtype,
+                newtype,
+            )
+        }
+    }
+
+    /// `MPI_Type_dup`: a new type with the same type map and committed state; the attributes
+    /// go through their keyvals' copy callbacks.
     fn MPI_Type_dup / PMPI_Type_dup(oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
         let st = state()?;
         let old = st.datatype(oldtype)?;
         // SAFETY: an output argument.
         let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, old.dup(), out)?;
+        let new = old.dup();
+        let h = st.add_datatype(new.clone())?;
+        if let Err(e) = super::attr::copy_for_dup(&st, oldtype, &old, h, &new) {
+            drop(st.datatypes.remove(h));
+            return Err(e.into());
+        }
+        *out = h;
         Ok(())
     }
 }

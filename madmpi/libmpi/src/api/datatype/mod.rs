@@ -1,8 +1,12 @@
 //! The datatype chapter: this file has `MPI_Type_contiguous`, `MPI_Type_vector`,
 //! `MPI_Type_commit`, `MPI_Type_free`, `MPI_Type_size` and how a new type gets its handle;
-//! [`ctors`] the other constructors, [`query`] sizes, extents, envelopes, contents and names,
-//! [`pack`] `MPI_Pack`/`MPI_Unpack`/`MPI_Pack_size` and element counts; `args` checks their
-//! C arrays and strings.
+//! [`ctors`] the other constructors, [`darray`] distributed arrays, [`query`] sizes, extents,
+//! envelopes, contents and names, [`pack`] `MPI_Pack`/`MPI_Unpack`/`MPI_Pack_size` and element
+//! counts, [`external`] `MPI_Pack_external` and friends, [`fortran`] the f90 types and
+//! `MPI_Type_match_size`, [`attr`] type attributes, [`address`] addresses and `MPI_Aint`
+//! arithmetic, [`legacy`] the MPI-1 names MPICH still exports, [`memory`] `MPI_Alloc_mem` and
+//! `MPI_Free_mem`; `args` checks their C arrays and strings, `count` the two widths of counts
+//! (every call with a `_c` form has one body generic over them).
 //!
 //! Arguments are checked in MPICH 4.0.2's order: parameter by parameter, an array fully (null,
 //! then its values) before the next parameter, `newtype` last but before the type is built.
@@ -12,15 +16,25 @@
 //!
 //! Owns the C side of the datatype calls; the engine (`madmpi::datatype`) computes everything.
 
+pub mod address;
 mod args;
+pub mod attr;
+mod count;
 pub mod ctors;
+pub mod darray;
+pub mod external;
+pub mod fortran;
+pub mod legacy;
+pub mod memory;
 pub mod pack;
 pub mod query;
 
 use crate::check;
 use crate::datatypes::predefined;
+use crate::errors::Outcome;
 use crate::export::export;
 use crate::state::{State, state};
+use count::CountArg;
 use madmpi::abi;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
@@ -49,16 +63,69 @@ fn publish(st: &State, t: Datatype, out: &mut abi::Datatype) -> Result<(), Error
     Ok(())
 }
 
+/// `MPI_Type_contiguous(_c)`.
+///
+/// # Safety
+/// `newtype` as [`check::out`].
+unsafe fn contiguous<C: CountArg>(count: C, oldtype: abi::Datatype, newtype: *mut abi::Datatype) -> Outcome {
+    let st = state()?;
+    let count = count.count()?;
+    let old = st.datatype(oldtype)?;
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
+    let out = unsafe { newtype_out(newtype) }?;
+    publish(&st, C::built(Datatype::contiguous(count, &old)?), out)?;
+    Ok(())
+}
+
+/// `MPI_Type_vector(_c)`.
+///
+/// # Safety
+/// `newtype` as [`check::out`].
+unsafe fn vector<C: CountArg>(
+    count: C,
+    blocklength: C,
+    stride: C,
+    oldtype: abi::Datatype,
+    newtype: *mut abi::Datatype,
+) -> Outcome {
+    let st = state()?;
+    let count = count.count()?;
+    let blocklength = blocklength.count()?;
+    let old = st.datatype(oldtype)?;
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
+    let out = unsafe { newtype_out(newtype) }?;
+    publish(&st, C::built(Datatype::vector(count, blocklength, stride.wide(), &old)?), out)?;
+    Ok(())
+}
+
+/// `MPI_Type_size(_c)`: bytes of data in one element (`MPI_UNDEFINED` beyond an `int` in the
+/// `int` form).
+///
+/// # Safety
+/// `size` as [`check::out`].
+unsafe fn size<C: CountArg>(datatype: abi::Datatype, size: *mut C) -> Outcome {
+    let st = state()?;
+    let t = st.datatype(datatype)?;
+    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
+    // `# Safety`).
+    let size = unsafe { check::out(size, "size") }?;
+    *size = C::or_undefined(Some(t.size()));
+    Ok(())
+}
+
 export! {
     /// `MPI_Type_contiguous`.
     fn MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
-        let st = state()?;
-        let count = check::count(count)?;
-        let old = st.datatype(oldtype)?;
-        // SAFETY: an output argument.
-        let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, Datatype::contiguous(count, &old)?, out)?;
-        Ok(())
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { contiguous(count, oldtype, newtype) }
+    }
+
+    /// `MPI_Type_contiguous_c`.
+    fn MPI_Type_contiguous_c / PMPI_Type_contiguous_c(count: abi::Count, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { contiguous(count, oldtype, newtype) }
     }
 
     /// `MPI_Type_vector`.
@@ -69,14 +136,20 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        let st = state()?;
-        let count = check::count(count)?;
-        let blocklength = check::count(blocklength)?;
-        let old = st.datatype(oldtype)?;
-        // SAFETY: an output argument.
-        let out = unsafe { newtype_out(newtype) }?;
-        publish(&st, Datatype::vector(count, blocklength, i64::from(stride), &old)?, out)?;
-        Ok(())
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { vector(count, blocklength, stride, oldtype, newtype) }
+    }
+
+    /// `MPI_Type_vector_c`.
+    fn MPI_Type_vector_c / PMPI_Type_vector_c(
+        count: abi::Count,
+        blocklength: abi::Count,
+        stride: abi::Count,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { vector(count, blocklength, stride, oldtype, newtype) }
     }
 
     /// `MPI_Type_commit`: makes the type usable for communication (idempotent).
@@ -88,7 +161,9 @@ export! {
         Ok(())
     }
 
-    /// `MPI_Type_free`: forgets the handle (operations using the type keep it alive).
+    /// `MPI_Type_free`: deletes the attributes (a failing delete callback keeps the type), then
+    /// forgets the handle (operations using the type keep it alive). Predefined types and the
+    /// f90 types cannot be freed.
     fn MPI_Type_free / PMPI_Type_free(datatype: *mut abi::Datatype) {
         let st = state()?;
         // SAFETY: an in-out argument.
@@ -96,19 +171,26 @@ export! {
         if predefined(*h).is_some() {
             return Err(Error::datatype(format!("predefined datatype {:#x} cannot be freed", *h)).into());
         }
-        st.datatype(*h)?;
+        let t = st.datatype(*h)?;
+        if t.f90_kind().is_some() {
+            let msg = format!("the f90 datatype {:#x} is predefined: it cannot be freed", *h);
+            return Err(Error::datatype(msg).into());
+        }
+        attr::delete_all(&st, *h, &t)?;
         drop(st.datatypes.remove(*h));
         *h = abi::MPI_DATATYPE_NULL;
         Ok(())
     }
 
-    /// `MPI_Type_size`: bytes of data in one element (`MPI_UNDEFINED` beyond an `int`).
-    fn MPI_Type_size / PMPI_Type_size(datatype: abi::Datatype, size: *mut c_int) {
-        let st = state()?;
-        let t = st.datatype(datatype)?;
-        // SAFETY: an output argument.
-        let size = unsafe { check::out(size, "size") }?;
-        *size = c_int::try_from(t.size()).unwrap_or(abi::MPI_UNDEFINED);
-        Ok(())
+    /// `MPI_Type_size`.
+    fn MPI_Type_size / PMPI_Type_size(datatype: abi::Datatype, size_: *mut c_int) {
+        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { size(datatype, size_) }
+    }
+
+    /// `MPI_Type_size_c`.
+    fn MPI_Type_size_c / PMPI_Type_size_c(datatype: abi::Datatype, size_: *mut abi::Count) {
+        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { size(datatype, size_) }
     }
 }
