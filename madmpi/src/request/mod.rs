@@ -1,10 +1,14 @@
-//! Nonblocking point-to-point operations and their requests.
+//! Requests: one [`RawRequest`] type for every kind of operation (point-to-point, collective,
+//! send-receive: see `Kind`), and the templates of persistent requests ([`persistent`]).
 //!
 //! A [`Request`] owns a pinned nmad request and borrows the user's buffer for its lifetime `'a`,
 //! so the buffer cannot be touched or freed while the operation runs; dropping a request that
 //! has not completed cancels it if it is an unmatched receive and otherwise waits (nmad's rule:
 //! the core never touches freed memory). [`RawRequest`] is the same without the borrow, for the
 //! C library, whose callers promise what the borrow checker cannot.
+//!
+//! Files: this one (the request, its kinds, completion, the typed [`Request`]); `sendrecv`
+//! (`MPI_Isendrecv(_replace)`); [`persistent`] (what each start of a persistent request does).
 //!
 //! Owns request state and completion; it must not touch nmad's internals.
 
@@ -15,6 +19,9 @@ use crate::tags;
 use nmad::{Data, SendMode, Source};
 use std::marker::PhantomData;
 use std::pin::Pin;
+
+pub mod persistent;
+mod sendrecv;
 
 /// What the operation was, for its status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,9 +37,21 @@ pub struct RawRequest {
     inner: Pin<Box<nmad::Request>>,
     comm: Comm,
     op: Op,
+    kind: Kind,
+}
+
+/// What runs behind a [`RawRequest`]: one request type for every kind of operation, so that
+/// waits, tests and statuses treat them alike. A persistent request is a template that makes
+/// one of these at each start ([`persistent`]).
+enum Kind {
+    /// A point-to-point operation in `inner` (or nothing, for [`Op::Null`]).
+    Point,
     /// A collective operation (`inner` is then unused): its schedule's completion stands for
     /// the nmad request's in every method below.
-    coll: Option<crate::coll::Handle>,
+    Collective(crate::coll::Handle),
+    /// `MPI_Isendrecv(_replace)`: the receive in `inner`, the send here; complete when both are,
+    /// with the receive's status.
+    SendRecv(Box<sendrecv::SendHalf>),
 }
 
 /// What a completed operation left: its status, and its error if it failed. A truncated receive
@@ -74,7 +93,7 @@ pub enum Mode {
 
 impl RawRequest {
     fn null(comm: &Comm) -> RawRequest {
-        RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Null, coll: None }
+        RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Null, kind: Kind::Point }
     }
 
     /// A request that is already complete, with an empty status: the request of an operation
@@ -86,7 +105,7 @@ impl RawRequest {
     /// The receive of a message matched by a probe, running in `inner` (see
     /// [`crate::mprobe::Message`]).
     pub(crate) fn matched_recv(inner: Pin<Box<nmad::Request>>, comm: &Comm) -> RawRequest {
-        RawRequest { inner, comm: comm.clone(), op: Op::Recv, coll: None }
+        RawRequest { inner, comm: comm.clone(), op: Op::Recv, kind: Kind::Point }
     }
 
     /// Starts sending `data` to `dest` with `tag`.
@@ -101,7 +120,7 @@ impl RawRequest {
             inner: Box::pin(nmad::Request::new()),
             comm: comm.clone(),
             op: Op::Send,
-            coll: None,
+            kind: Kind::Point,
         };
         let m = SendMode { sync: mode == Mode::Synchronous, header_len: 0 };
         // SAFETY: the caller keeps `data` valid; the request is pinned in its box and its Drop
@@ -125,7 +144,7 @@ impl RawRequest {
             inner: Box::pin(nmad::Request::new()),
             comm: comm.clone(),
             op: Op::Recv,
-            coll: None,
+            kind: Kind::Point,
         };
         // SAFETY: as in `isend`.
         unsafe { comm.session().irecv(src, tm, data, req.inner.as_ref()) }.map_err(from_nmad)?;
@@ -134,23 +153,27 @@ impl RawRequest {
 
     /// The request of a running collective operation (see [`crate::coll`]).
     pub(crate) fn collective(comm: &Comm, h: crate::coll::Handle) -> RawRequest {
-        RawRequest { coll: Some(h), ..RawRequest::null(comm) }
+        RawRequest { kind: Kind::Collective(h), ..RawRequest::null(comm) }
     }
 
     /// Whether the operation completed.
     pub fn is_complete(&self) -> bool {
-        match &self.coll {
-            Some(c) => c.is_complete(),
-            None => self.inner.test(),
+        match &self.kind {
+            Kind::Point => self.inner.test(),
+            Kind::Collective(c) => c.is_complete(),
+            Kind::SendRecv(h) => self.inner.test() && h.send.is_complete(),
         }
     }
 
     /// The condition signalled with `nmad::COMPLETED` at completion (to wait on several
     /// requests at once).
     pub fn cond(&self) -> &pioman::Cond {
-        match &self.coll {
-            Some(c) => c.cond(),
-            None => self.inner.cond(),
+        match &self.kind {
+            Kind::Point => self.inner.cond(),
+            Kind::Collective(c) => c.cond(),
+            // The half still running (a waiter on several requests rechecks after each nap).
+            Kind::SendRecv(h) if self.inner.test() => h.send.cond(),
+            Kind::SendRecv(_) => self.inner.cond(),
         }
     }
 
@@ -176,8 +199,16 @@ impl RawRequest {
 
     /// The status and error, once complete (a truncated receive keeps its status).
     pub fn outcome(&self) -> Option<Outcome> {
-        if let Some(c) = &self.coll {
-            return c.outcome().map(|error| Outcome { error, ..Outcome::DONE });
+        match &self.kind {
+            Kind::Point => {}
+            Kind::Collective(c) => return c.outcome().map(|error| Outcome { error, ..Outcome::DONE }),
+            Kind::SendRecv(h) => {
+                let send = h.send.outcome()?;
+                let r = self.inner.result()?;
+                let mut o = outcome_of(&self.comm, self.op, r, self.inner.status());
+                o.error = o.error.or(send.error);
+                return Some(o);
+            }
         }
         let r = self.inner.result()?;
         Some(outcome_of(&self.comm, self.op, r, self.inner.status()))
@@ -185,9 +216,13 @@ impl RawRequest {
 
     /// Waits for completion; returns the outcome.
     pub fn wait(&self) -> Result<Status> {
-        match &self.coll {
-            Some(c) => c.wait(),
-            None => self.inner.wait(),
+        match &self.kind {
+            Kind::Point => self.inner.wait(),
+            Kind::Collective(c) => c.wait(),
+            Kind::SendRecv(h) => {
+                self.inner.wait();
+                let _ = h.send.wait();
+            }
         }
         self.status().expect("completed")
     }
@@ -196,7 +231,7 @@ impl RawRequest {
     /// (it then completes with [`Outcome::cancelled`]). Sends cannot be cancelled once started
     /// (as in MPICH for sent messages), nor can receives of messages matched by a probe.
     pub fn cancel(&self) -> bool {
-        self.op == Op::Recv && self.coll.is_none() && self.comm.session().cancel(&self.inner)
+        self.op == Op::Recv && matches!(self.kind, Kind::Point) && self.comm.session().cancel(&self.inner)
     }
 
     /// The nmad request (for a collective: an unused, completed one; see [`RawRequest::cond`]).
