@@ -1,20 +1,14 @@
-//! Persistent requests (`MPI_Send_init`, `MPI_Ssend_init`, `MPI_Recv_init`): the checked
-//! arguments of an operation, kept in the request so that each `MPI_Start` starts it again.
+//! Starting persistent requests (`MPI_Start`, `MPI_Startall`): the request handle's side
+//! (only an inactive persistent request starts; the started operation becomes its current
+//! one). What a start does is madmpi's ([`madmpi::request::operation::Persistent`]).
 //!
-//! Owns starting persistent operations; it must not complete them (see `completion`) nor
-//! check their arguments (the `api` layer does, once, at init).
+//! Owns the inactive-to-active transition of request handles; it must not complete them (see
+//! `completion`) nor check their arguments (the `api` layer does, once, at init).
 
 use crate::requests::ReqEntry;
 use madmpi::error::Error;
-use madmpi::p2p::{From, Rank, Tag};
-use madmpi::request::{Mode, RawRequest};
+use madmpi::request::operation::Persistent;
 use std::sync::Arc;
-
-/// The operation a persistent request starts.
-pub(crate) enum Persistent {
-    Send { data: nmad::Data, dest: Rank, tag: i32, mode: Mode },
-    Recv { data: nmad::Data, from: From, tag: Tag },
-}
 
 impl ReqEntry {
     /// Checks that this is an inactive persistent request (`MPI_Start`'s `MPI_ERR_REQUEST`s).
@@ -31,20 +25,12 @@ impl ReqEntry {
     /// `MPI_Start`: starts the operation of this inactive persistent request.
     ///
     /// # Safety
-    /// The buffer given at init must be valid (readable for a send, writable for a receive)
-    /// until the operation completes: MPI's contract for persistent requests.
+    /// The memory given at init must be valid (readable for what is sent, writable for what
+    /// is received) until the operation completes: MPI's contract for persistent requests.
     pub(crate) unsafe fn start(&self) -> Result<(), Error> {
-        let comm = &self.comm.comm;
-        let raw = match self.check_startable()? {
-            // SAFETY: the caller's contract.
-            Persistent::Send { data, dest, tag, mode } => unsafe {
-                RawRequest::isend(comm, data.clone(), *dest, *tag, *mode)
-            },
-            // SAFETY: as above.
-            Persistent::Recv { data, from, tag } => unsafe {
-                RawRequest::irecv(comm, data.clone(), *from, *tag)
-            },
-        }?;
+        // SAFETY: the memory contract is ours; the request is inactive (checked), so its
+        // previous run completed and was reported.
+        let raw = unsafe { self.check_startable()?.start() }?;
         self.set_op(Some(Arc::new(raw)));
         Ok(())
     }

@@ -13,11 +13,11 @@
 //! requests; it must not fill statuses (see `status`) nor start operations (see `persistent`).
 
 use crate::comms::CommObj;
-use crate::persistent::Persistent;
 use crate::state::State;
 use madmpi::abi::{self, Handle};
 use madmpi::error::Error;
 use madmpi::request::RawRequest;
+use madmpi::request::operation::Persistent;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// A request and the communicator whose error handler its errors go to.

@@ -32,12 +32,12 @@
 use super::choice::{self, Forced};
 use super::engine::{Bind, Reducer};
 use super::plan;
+pub use super::planned::{Persistent, Planned};
 use super::schedule::{BufId, Local, RECV, Range, Round, SEND, Schedule};
 use super::{Op, algo, api_gather};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
-pub use super::planned::{Persistent, Planned};
 use nmad::Layout;
 
 /// `count` elements of the committed datatype `dtype` at `base` (which may be any address,
@@ -406,12 +406,7 @@ fn start(
 /// rank order; ignored elsewhere). `send` `None`: in place at the root, its block already in
 /// its slot.
 ///
-pub fn gather(
-    comm: &Comm,
-    send: Option<&RawBuf>,
-    recv: Option<&RawBuf>,
-    root: u32,
-) -> Result<Planned> {
+pub fn gather(comm: &Comm, send: Option<&RawBuf>, recv: Option<&RawBuf>, root: u32) -> Result<Planned> {
     const CALL: &str = "MPI_Gather";
     check_root(comm, CALL, root)?;
     let (n, me) = (comm.size(), comm.rank());
@@ -442,12 +437,7 @@ pub fn gather(
 /// `recv.counts[i]` elements at `recv.displs[i]`; ignored elsewhere). `send` `None`: in place
 /// at the root.
 ///
-pub fn gatherv(
-    comm: &Comm,
-    send: Option<&RawBuf>,
-    recv: Option<&RawVBuf<'_>>,
-    root: u32,
-) -> Result<Planned> {
+pub fn gatherv(comm: &Comm, send: Option<&RawBuf>, recv: Option<&RawVBuf<'_>>, root: u32) -> Result<Planned> {
     const CALL: &str = "MPI_Gatherv";
     check_root(comm, CALL, root)?;
     let (n, me) = (comm.size(), comm.rank());
@@ -480,12 +470,7 @@ pub fn gatherv(
 /// `MPI_Iscatter`: block i of the root's `send` (`send.count` elements per rank; ignored
 /// elsewhere) to rank i's `recv`. `recv` `None`: in place at the root (its block stays).
 ///
-pub fn scatter(
-    comm: &Comm,
-    send: Option<&RawBuf>,
-    recv: Option<&RawBuf>,
-    root: u32,
-) -> Result<Planned> {
+pub fn scatter(comm: &Comm, send: Option<&RawBuf>, recv: Option<&RawBuf>, root: u32) -> Result<Planned> {
     const CALL: &str = "MPI_Scatter";
     check_root(comm, CALL, root)?;
     let (n, me) = (comm.size(), comm.rank());
@@ -695,13 +680,7 @@ pub fn reduce_scatter(
 /// ranks `0..=r` (`0..r`) in `recv`. `send` `None`: in place, `recv` is the input. Exscan
 /// leaves rank 0's `recv` untouched.
 ///
-pub fn scan(
-    comm: &Comm,
-    send: Option<&RawBuf>,
-    recv: &RawBuf,
-    op: &Op,
-    exclusive: bool,
-) -> Result<Planned> {
+pub fn scan(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op, exclusive: bool) -> Result<Planned> {
     let call = if exclusive { "MPI_Exscan" } else { "MPI_Scan" };
     let input = send.unwrap_or(recv);
     let r = reducer(call, op, &input.dtype)?;

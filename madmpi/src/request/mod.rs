@@ -1,5 +1,5 @@
 //! Requests: one [`RawRequest`] type for every kind of operation (point-to-point, collective,
-//! send-receive: see `Kind`), and the templates of persistent requests ([`persistent`]).
+//! send-receive: see `Kind`), and the operations the C binding runs, starts or keeps as persistent templates ([`operation`]).
 //!
 //! A [`Request`] owns a pinned nmad request and borrows the user's buffer for its lifetime `'a`,
 //! so the buffer cannot be touched or freed while the operation runs; dropping a request that
@@ -8,7 +8,7 @@
 //! C library, whose callers promise what the borrow checker cannot.
 //!
 //! Files: this one (the request, its kinds, completion, the typed [`Request`]); `sendrecv`
-//! (`MPI_Isendrecv(_replace)`); [`persistent`] (what each start of a persistent request does).
+//! (`MPI_Isendrecv(_replace)`); [`operation`] (an operation run, started once, or persistent).
 //!
 //! Owns request state and completion; it must not touch nmad's internals.
 
@@ -20,7 +20,7 @@ use nmad::{Data, SendMode, Source};
 use std::marker::PhantomData;
 use std::pin::Pin;
 
-pub mod persistent;
+pub mod operation;
 mod sendrecv;
 
 /// What the operation was, for its status.
@@ -42,7 +42,7 @@ pub struct RawRequest {
 
 /// What runs behind a [`RawRequest`]: one request type for every kind of operation, so that
 /// waits, tests and statuses treat them alike. A persistent request is a template that makes
-/// one of these at each start ([`persistent`]).
+/// one of these at each start ([`operation`]).
 enum Kind {
     /// A point-to-point operation in `inner` (or nothing, for [`Op::Null`]).
     Point,
@@ -93,7 +93,12 @@ pub enum Mode {
 
 impl RawRequest {
     fn null(comm: &Comm) -> RawRequest {
-        RawRequest { inner: Box::pin(nmad::Request::new()), comm: comm.clone(), op: Op::Null, kind: Kind::Point }
+        RawRequest {
+            inner: Box::pin(nmad::Request::new()),
+            comm: comm.clone(),
+            op: Op::Null,
+            kind: Kind::Point,
+        }
     }
 
     /// A request that is already complete, with an empty status: the request of an operation

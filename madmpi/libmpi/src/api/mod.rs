@@ -25,6 +25,7 @@ pub mod completion;
 pub mod datatype;
 pub mod env;
 pub mod errh;
+mod family;
 pub mod group;
 pub mod info;
 pub mod mprobe;
