@@ -12,6 +12,9 @@
 //! - [`group`], [`error`] (classes, message-carrying codes, error handler registry), [`attr`]
 //!   (keyvals and attribute caching);
 //! - [`info`]: info objects, `MPI_INFO_ENV`'s contents and the communicator hints;
+//! - [`request`]: one request type for every kind of operation (point-to-point, collective,
+//!   send-receive), and the operations the C library runs, starts once or keeps as persistent
+//!   templates (`request::operation`);
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
 //!   `context` ids for communicator creation.
 //!

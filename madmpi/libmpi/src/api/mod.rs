@@ -3,10 +3,16 @@
 //! (communicator queries, names, info hints, free), [`comm_create`] (dup, split, create),
 //! [`info`] (info objects, usable before `MPI_Init` and after `MPI_Finalize`), [`group`]
 //! (groups), [`attr`] (keyvals and attributes), [`datatype`] (every datatype call, pack and
-//! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
-//! nonblocking operations, freeing and cancelling requests), [`completion`] (waits and tests),
-//! [`buffered`] (buffered sends and the attached buffer), [`mprobe`] (matched probes and
-//! receives), [`persistent`] (persistent requests).
+//! unpack), [`p2p`] (point-to-point: every send mode, receives, send-receives, blocking,
+//! nonblocking and persistent; probes, counts), [`coll`], [`coll_gather`], [`coll_reduce`]
+//! (collectives, blocking, nonblocking and persistent), [`nonblocking`] (freeing and cancelling
+//! requests), [`completion`] (waits and tests), [`buffered`] (the attached buffer of buffered
+//! sends), [`mprobe`] (matched probes and receives), [`persistent`] (starting persistent
+//! requests), [`op`] (reduction operations).
+//!
+//! The combinatorial families (blocking / nonblocking / persistent × `int` / `_c`) are not
+//! written out: `family` generates them from one table entry per call, over one build function
+//! that checks the arguments and returns a `madmpi::request::operation::Operation`.
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
