@@ -135,3 +135,72 @@ impl Persistent {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coll::raw::RawBuf;
+    use crate::coll::{Builtin, Op};
+    use crate::comm::tests::on_all;
+    use crate::datatype::{Datatype, Predefined};
+
+    /// A persistent allreduce planned once and started five times over the same memory, with
+    /// new inputs each time, interleaved with a one-shot collective that takes the next number:
+    /// each run sums that run's inputs.
+    #[test]
+    fn a_persistent_collective_runs_again_and_again() {
+        on_all(3, |w| {
+            let int = Datatype::predefined(Predefined::Int);
+            let mut input = [0i32; 4];
+            let mut output = [0i32; 4];
+            let send = RawBuf { base: input.as_mut_ptr().cast(), count: 4, dtype: int.clone() };
+            let recv = RawBuf { base: output.as_mut_ptr().cast(), count: 4, dtype: int.clone() };
+            let plan = raw::allreduce(&w, Some(&send), &recv, &Op::builtin(Builtin::Sum)).unwrap();
+            let p = Operation::Collective(plan).persist();
+            for k in 0..5 {
+                for (i, x) in input.iter_mut().enumerate() {
+                    *x = 100 * k + 10 * w.rank() as i32 + i as i32;
+                }
+                // SAFETY: `input` and `output` outlive the request, waited for here, and are not
+                // touched until then.
+                let r = unsafe { p.start() }.unwrap();
+                r.wait().unwrap();
+                let ranks_sum: i32 = (0..3).sum();
+                let want: Vec<i32> = (0..4).map(|i| 3 * (100 * k + i) + 10 * ranks_sum).collect();
+                assert_eq!(output.to_vec(), want, "run {k}");
+                // SAFETY: no memory.
+                let b = unsafe { raw::barrier(&w).unwrap().start() }.unwrap();
+                b.wait().unwrap();
+            }
+        });
+    }
+
+    /// `MPI_Isendrecv_replace` of a strided buffer: the peer's elements land in place, the
+    /// holes stay, and the request's status is the receive's.
+    #[test]
+    fn a_send_receive_in_place_swaps_and_reports_the_receive() {
+        on_all(2, |w| {
+            let me = w.rank();
+            let peer = 1 - me;
+            let mut buf: Vec<u32> = (0..8).map(|i| 100 * me + i).collect();
+            let layout = std::sync::Arc::new(nmad::Strided { count: 4, block: 4, stride: 8 });
+            // SAFETY: the layout stays inside `buf`, which outlives the request (waited for).
+            let data = unsafe { nmad::Data::from_layout(buf.as_mut_ptr().cast(), layout) };
+            let op = Operation::SendRecvReplace {
+                comm: w.clone(),
+                data,
+                dest: Rank::Rank(peer),
+                send_tag: 5,
+                from: From::Any,
+                recv_tag: Tag::Tag(5),
+            };
+            // SAFETY: as above.
+            let o = unsafe { op.run() }.unwrap();
+            assert_eq!(o.error, None);
+            assert_eq!((o.status.source, o.status.tag, o.status.bytes), (Some(peer), 5, 16));
+            let want: Vec<u32> =
+                (0..8).map(|i| if i % 2 == 0 { 100 * peer + i } else { 100 * me + i }).collect();
+            assert_eq!(buf, want);
+        });
+    }
+}

@@ -266,6 +266,12 @@ static void large_forms_small_counts(void)
     CHECK_ERR(MPI_Recv_c(in, -((MPI_Count)1 << 40), MPI_INT, peer, 0, MPI_COMM_WORLD, &st), MPI_ERR_COUNT,
               "negative count");
     CHECK_ERR(MPI_Irecv_c(in, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, NULL), MPI_ERR_ARG, "request");
+    /* Counts whose bytes leave the address space: an error before anything moves. */
+    if (on_madmpi()) {
+        CHECK_ERR(MPI_Send_c(out, (MPI_Count)1 << 62, MPI_INT, peer, 0, MPI_COMM_WORLD), MPI_ERR_ARG, "overflows");
+        CHECK_ERR(MPI_Irecv_c(in, (MPI_Count)1 << 62, MPI_INT, peer, 0, MPI_COMM_WORLD, &r), MPI_ERR_ARG,
+                  "overflows");
+    }
     (void)flag;
 }
 
@@ -324,6 +330,12 @@ static void collectives(void)
               MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS && out[0] == 100 * (rank + 1),
           "MPI_Iscan_c");
     CHECK_ERR(MPI_Bcast_c(in, -2, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_COUNT, "negative count");
+    if (on_madmpi()) {
+        CHECK_ERR(MPI_Bcast_c(in, (MPI_Count)1 << 62, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_ARG, "overflows");
+        MPI_Count huge[2] = {(MPI_Count)1 << 62, (MPI_Count)1 << 62};
+        CHECK_ERR(MPI_Allgatherv_c(in, 1, MPI_INT, out, huge, displs, MPI_INT, MPI_COMM_WORLD), MPI_ERR_COUNT,
+                  "add up");
+    }
     counts[1] = -2;
     if (rank == 0)
         CHECK_ERR(MPI_Gatherv_c(in, rank + 1, MPI_INT, out, counts, displs, MPI_INT, 0, MPI_COMM_WORLD),
