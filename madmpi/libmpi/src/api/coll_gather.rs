@@ -260,7 +260,7 @@ fn everywhere_args<S, R: Side>(
     Ok(Everywhere { send, recv })
 }
 
-/// Starts `MPI_Igather` after the checks.
+/// A gather, checked.
 ///
 /// # Safety
 /// The buffers are valid until the request completes (MPI's contract).
@@ -288,7 +288,7 @@ unsafe fn gather(
     raw::gather(&c.comm, a.send.as_ref(), a.recv.as_ref(), a.root).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Igatherv` after the checks.
+/// A gatherv, checked.
 ///
 /// # Safety
 /// The buffers and arrays are valid (MPI's contract), the buffers until the request completes.
@@ -319,7 +319,7 @@ unsafe fn gatherv(
     raw::gatherv(&c.comm, a.send.as_ref(), recv.as_ref(), a.root).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iscatter` after the checks.
+/// A scatter, checked.
 ///
 /// # Safety
 /// The buffers are valid until the request completes (MPI's contract).
@@ -347,7 +347,7 @@ unsafe fn scatter(
     raw::scatter(&c.comm, a.send.as_ref(), a.recv.as_ref(), a.root).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iscatterv` after the checks.
+/// A scatterv, checked.
 ///
 /// # Safety
 /// The buffers and arrays are valid (MPI's contract), the buffers until the request completes.
@@ -378,15 +378,21 @@ unsafe fn scatterv(
     raw::scatterv(&c.comm, send.as_ref(), a.recv.as_ref(), a.root).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iallgather` after the checks.
+/// What a collective without a root plans from its checked sides (allgather, alltoall).
+type PlanEverywhere =
+    fn(&madmpi::comm::Comm, Option<&RawBuf>, &RawBuf) -> madmpi::error::Result<raw::Planned>;
+
+/// An allgather or an alltoall (`plan`), checked: one block of `sendcount` elements to every
+/// rank (the same block, or block j to rank j) and one of `recvcount` from each.
 ///
 /// # Safety
-/// The buffers are valid until the request completes (MPI's contract).
+/// Nothing is read through the pointers (the buffers are only described).
 #[allow(clippy::too_many_arguments)]
-unsafe fn allgather(
+unsafe fn everywhere(
     st: &State,
     c: &Arc<CommObj>,
     _call: &'static str,
+    plan: PlanEverywhere,
     sendbuf: *const c_void,
     sendcount: impl CInt,
     sendtype: abi::Datatype,
@@ -401,10 +407,10 @@ unsafe fn allgather(
         || plain(st, c, sendbuf, sendcount, sendtype, SEND),
         || plain(st, c, recvbuf, recvcount, recvtype, RECV),
     )?;
-    raw::allgather(&c.comm, a.send.as_ref(), &a.recv).map(Operation::Collective).on(c)
+    plan(&c.comm, a.send.as_ref(), &a.recv).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iallgatherv` after the checks.
+/// An allgatherv, checked.
 ///
 /// # Safety
 /// The buffers and arrays are valid (MPI's contract), the buffers until the request completes.
@@ -432,33 +438,7 @@ unsafe fn allgatherv(
     raw::allgatherv(&c.comm, a.send.as_ref(), &a.recv.raw()).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Ialltoall` after the checks.
-///
-/// # Safety
-/// The buffers are valid until the request completes (MPI's contract).
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoall(
-    st: &State,
-    c: &Arc<CommObj>,
-    _call: &'static str,
-    sendbuf: *const c_void,
-    sendcount: impl CInt,
-    sendtype: abi::Datatype,
-    recvbuf: *mut c_void,
-    recvcount: impl CInt,
-    recvtype: abi::Datatype,
-) -> Result<Operation, Fail> {
-    let a = everywhere_args(
-        c,
-        sendbuf,
-        recvbuf,
-        || plain(st, c, sendbuf, sendcount, sendtype, SEND),
-        || plain(st, c, recvbuf, recvcount, recvtype, RECV),
-    )?;
-    raw::alltoall(&c.comm, a.send.as_ref(), &a.recv).map(Operation::Collective).on(c)
-}
-
-/// Starts `MPI_Ialltoallv` after the checks.
+/// An alltoallv, checked.
 ///
 /// # Safety
 /// The buffers and arrays are valid (MPI's contract), the buffers until the request completes.
@@ -489,7 +469,7 @@ unsafe fn alltoallv(
     raw::alltoallv(&c.comm, send.as_ref(), &a.recv.raw()).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Ialltoallw` after the checks.
+/// An alltoallw, checked.
 ///
 /// # Safety
 /// The buffers and arrays are valid (MPI's contract), the buffers until the request completes.
@@ -588,7 +568,7 @@ family! {
         recvbuf: *mut c_void,
         recvcount: Count,
         recvtype: abi::Datatype,
-    ) => allgather[];
+    ) => everywhere[raw::allgather];
     run MPI_Allgather / PMPI_Allgather, MPI_Allgather_c / PMPI_Allgather_c;
     start MPI_Iallgather / PMPI_Iallgather, MPI_Iallgather_c / PMPI_Iallgather_c;
     init_info MPI_Allgather_init / PMPI_Allgather_init, MPI_Allgather_init_c / PMPI_Allgather_init_c;
@@ -615,7 +595,7 @@ family! {
         recvbuf: *mut c_void,
         recvcount: Count,
         recvtype: abi::Datatype,
-    ) => alltoall[];
+    ) => everywhere[raw::alltoall];
     run MPI_Alltoall / PMPI_Alltoall, MPI_Alltoall_c / PMPI_Alltoall_c;
     start MPI_Ialltoall / PMPI_Ialltoall, MPI_Ialltoall_c / PMPI_Ialltoall_c;
     init_info MPI_Alltoall_init / PMPI_Alltoall_init, MPI_Alltoall_init_c / PMPI_Alltoall_init_c;

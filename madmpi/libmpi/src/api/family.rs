@@ -34,6 +34,14 @@
 //!
 //! Owns the shapes of the forms; it must not know any MPI function nor check arguments.
 
+use crate::check;
+use crate::comms::CommObj;
+use crate::errors::{On, Outcome};
+use crate::state::State;
+use madmpi::abi::{self, Status};
+use madmpi::request::operation::Operation;
+use std::sync::Arc;
+
 /// Defines the `int` forms in `mod int` and the `_c` forms in `mod large`: see the module docs.
 macro_rules! family {
     ($(
@@ -84,94 +92,76 @@ macro_rules! forms {
     };
 }
 
-/// One exported function of an entry (see the module docs for what each form does).
+/// One exported function of an entry (see the module docs for what each form does): the
+/// handles resolved, the build function called, then the form's own part ([`run`],
+/// [`run_status`], [`start`], [`init`]).
 macro_rules! form {
-    (run { [$($doc:tt)*] ($($arg:ident: $ty:ty),*) => $build:ident [$($extra:expr),*] } $name:ident $pname:ident) => {
+    ($form:ident { [$($doc:tt)*] ($($arg:ident: $ty:ty),*) => $build:ident [$($extra:expr),*] } $name:ident $pname:ident) => {
+        $crate::api::family::form!(@export $form [$($doc)*] $name $pname ($($arg: $ty),*) |st, c| {
+            // SAFETY: the arrays are readable during the call (MPI's contract); the build only
+            // describes the buffers.
+            unsafe { $build(st, c, stringify!($name), $($extra,)* $($arg),*) }
+        });
+    };
+    (@export run [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
         $crate::export::export! {
             #[doc = concat!("`", stringify!($name), "`.")]
             $($doc)*
             fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm) {
-                use $crate::errors::On;
                 let st = $crate::state::state()?;
                 let c = st.comm(comm)?;
-                // SAFETY: the arrays are readable during the call (MPI's contract); the build
-                // only describes the buffers.
-                let op = unsafe { $build(&st, &c, stringify!($name), $($extra,)* $($arg),*) }?;
+                let ($st, $c) = (&st, &c);
+                let op = $build?;
                 // SAFETY: the buffers are valid during this blocking call (MPI's contract).
-                let o = unsafe { op.run() }.on(&c)?;
-                o.error.map_or(Ok(()), Err).on(&c)
+                unsafe { $crate::api::family::run(&c, op) }
             }
         }
     };
-    (run_status { [$($doc:tt)*] ($($arg:ident: $ty:ty),*) => $build:ident [$($extra:expr),*] } $name:ident $pname:ident) => {
+    (@export run_status [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
         $crate::export::export! {
             #[doc = concat!("`", stringify!($name), "`.")]
             $($doc)*
-            fn $name / $pname(
-                $($arg: $ty,)*
-                comm: ::madmpi::abi::Comm,
-                status: *mut ::madmpi::abi::Status,
-            ) {
-                use $crate::errors::On;
+            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, status: *mut ::madmpi::abi::Status) {
                 let st = $crate::state::state()?;
                 let c = st.comm(comm)?;
-                // SAFETY: as in the `run` form.
-                let op = unsafe { $build(&st, &c, stringify!($name), $($extra,)* $($arg),*) }?;
-                // SAFETY: an output argument (MPI's contract).
-                let status = unsafe { $crate::check::status(status) }.on(&c)?;
-                // SAFETY: the buffers are valid during this blocking call (MPI's contract).
-                let o = unsafe { op.run() }.on(&c)?;
-                $crate::status::outcome(status, &o);
-                o.error.map_or(Ok(()), Err).on(&c)
+                let ($st, $c) = (&st, &c);
+                let op = $build?;
+                // SAFETY: the buffers are valid during this blocking call and `status` is an
+                // output argument (MPI's contract).
+                unsafe { $crate::api::family::run_status(&c, op, status) }
             }
         }
     };
-    (start { [$($doc:tt)*] ($($arg:ident: $ty:ty),*) => $build:ident [$($extra:expr),*] } $name:ident $pname:ident) => {
+    (@export start [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
         $crate::export::export! {
             #[doc = concat!("`", stringify!($name), "`.")]
             $($doc)*
-            fn $name / $pname(
-                $($arg: $ty,)*
-                comm: ::madmpi::abi::Comm,
-                request: *mut ::madmpi::abi::Request,
-            ) {
-                use $crate::errors::On;
+            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, request: *mut ::madmpi::abi::Request) {
                 let st = $crate::state::state()?;
                 let c = st.comm(comm)?;
-                // SAFETY: as in the `run` form.
-                let op = unsafe { $build(&st, &c, stringify!($name), $($extra,)* $($arg),*) }?;
-                // SAFETY: an output argument (MPI's contract).
-                let request = unsafe { $crate::check::out(request, "request") }.on(&c)?;
-                // SAFETY: the buffers stay valid until the request completes (MPI's contract for
-                // nonblocking calls).
-                let raw = unsafe { op.start() }.on(&c)?;
-                *request = st.add_request(raw, &c).on(&c)?;
-                Ok(())
+                let ($st, $c) = (&st, &c);
+                let op = $build?;
+                // SAFETY: the buffers stay valid until the request completes and `request` is
+                // an output argument (MPI's contract for nonblocking calls).
+                unsafe { $crate::api::family::start(&st, &c, op, request) }
             }
         }
     };
-    (init { [$($doc:tt)*] ($($arg:ident: $ty:ty),*) => $build:ident [$($extra:expr),*] } $name:ident $pname:ident) => {
+    (@export init [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
         $crate::export::export! {
             #[doc = concat!("`", stringify!($name), "`.")]
             $($doc)*
-            fn $name / $pname(
-                $($arg: $ty,)*
-                comm: ::madmpi::abi::Comm,
-                request: *mut ::madmpi::abi::Request,
-            ) {
-                use $crate::errors::On;
+            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, request: *mut ::madmpi::abi::Request) {
                 let st = $crate::state::state()?;
                 let c = st.comm(comm)?;
-                // SAFETY: as in the `run` form.
-                let op = unsafe { $build(&st, &c, stringify!($name), $($extra,)* $($arg),*) }?;
-                // SAFETY: an output argument (MPI's contract).
-                let request = unsafe { $crate::check::out(request, "request") }.on(&c)?;
-                *request = st.add_persistent(op.persist(), &c).on(&c)?;
-                Ok(())
+                let ($st, $c) = (&st, &c);
+                let op = $build?;
+                // SAFETY: `request` is an output argument (MPI's contract).
+                unsafe { $crate::api::family::init(&st, &c, op, None, request) }
             }
         }
     };
-    (init_info { [$($doc:tt)*] ($($arg:ident: $ty:ty),*) => $build:ident [$($extra:expr),*] } $name:ident $pname:ident) => {
+    (@export init_info [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
         $crate::export::export! {
             #[doc = concat!("`", stringify!($name), "`.")]
             $($doc)*
@@ -181,20 +171,79 @@ macro_rules! form {
                 info: ::madmpi::abi::Info,
                 request: *mut ::madmpi::abi::Request,
             ) {
-                use $crate::errors::On;
                 let st = $crate::state::state()?;
                 let c = st.comm(comm)?;
-                // SAFETY: as in the `run` form.
-                let op = unsafe { $build(&st, &c, stringify!($name), $($extra,)* $($arg),*) }?;
-                // No hint changes what a persistent collective does; the handle must be valid.
-                $crate::infos::hints(info).on(&c)?;
-                // SAFETY: an output argument (MPI's contract).
-                let request = unsafe { $crate::check::out(request, "request") }.on(&c)?;
-                *request = st.add_persistent(op.persist(), &c).on(&c)?;
-                Ok(())
+                let ($st, $c) = (&st, &c);
+                let op = $build?;
+                // SAFETY: `request` is an output argument (MPI's contract).
+                unsafe { $crate::api::family::init(&st, &c, op, Some(info), request) }
             }
         }
     };
+}
+
+/// The `run` form: runs `op` to completion.
+///
+/// # Safety
+/// The memory `op` was built on is valid until this returns.
+pub(crate) unsafe fn run(c: &Arc<CommObj>, op: Operation) -> Outcome {
+    // SAFETY: the memory contract is ours, passed on.
+    let o = unsafe { op.run() }.on(c)?;
+    o.error.map_or(Ok(()), Err).on(c)
+}
+
+/// The `run_status` form: runs `op` to completion and fills `status` (checked first).
+///
+/// # Safety
+/// As [`run`]; `status` is an output argument.
+pub(crate) unsafe fn run_status(c: &Arc<CommObj>, op: Operation, status: *mut Status) -> Outcome {
+    // SAFETY: an output argument (our contract).
+    let status = unsafe { check::status(status) }.on(c)?;
+    // SAFETY: the memory contract is ours, passed on.
+    let o = unsafe { op.run() }.on(c)?;
+    crate::status::outcome(status, &o);
+    o.error.map_or(Ok(()), Err).on(c)
+}
+
+/// The `start` form: starts `op` and stores its request in `request` (checked first).
+///
+/// # Safety
+/// The memory `op` was built on is valid until the request completes; `request` is an output
+/// argument.
+pub(crate) unsafe fn start(
+    st: &State,
+    c: &Arc<CommObj>,
+    op: Operation,
+    request: *mut abi::Request,
+) -> Outcome {
+    // SAFETY: an output argument (our contract).
+    let request = unsafe { check::out(request, "request") }.on(c)?;
+    // SAFETY: the memory contract is ours, passed on.
+    let raw = unsafe { op.start() }.on(c)?;
+    *request = st.add_request(raw, c).on(c)?;
+    Ok(())
+}
+
+/// The `init` and `init_info` forms: checks `info` if given (no hint changes what a persistent
+/// operation does, but the handle must be valid), then stores `op` as an inactive persistent
+/// request in `request`.
+///
+/// # Safety
+/// `request` is an output argument.
+pub(crate) unsafe fn init(
+    st: &State,
+    c: &Arc<CommObj>,
+    op: Operation,
+    info: Option<abi::Info>,
+    request: *mut abi::Request,
+) -> Outcome {
+    if let Some(info) = info {
+        crate::infos::hints(info).on(c)?;
+    }
+    // SAFETY: an output argument (our contract).
+    let request = unsafe { check::out(request, "request") }.on(c)?;
+    *request = st.add_persistent(op.persist(), c).on(c)?;
+    Ok(())
 }
 
 pub(crate) use {family, form, forms};
