@@ -43,7 +43,7 @@ impl Operation {
         match self {
             // SAFETY: the memory contract is ours, passed on.
             Operation::Collective(p) => unsafe { p.start() },
-            // SAFETY: as above.
+            // SAFETY: the operation's memory stays valid until the request completes (our contract).
             point => unsafe { point.start_point() },
         }
     }
@@ -130,7 +130,8 @@ impl Persistent {
         match self {
             // SAFETY: the memory contract is ours, passed on.
             Persistent::Point(op) => unsafe { op.start_point() },
-            // SAFETY: as above, and the previous run completed (ours).
+            // SAFETY: the planned memory stays valid until the request completes and the previous
+            // run completed (our contract), as `raw::Persistent::start` asks.
             Persistent::Collective(c) => unsafe { c.start() },
         }
     }
@@ -194,7 +195,7 @@ mod tests {
                 from: From::Any,
                 recv_tag: Tag::Tag(5),
             };
-            // SAFETY: as above.
+            // SAFETY: `buf` outlives the request, waited for at once, and nothing else touches it.
             let o = unsafe { op.run() }.unwrap();
             assert_eq!(o.error, None);
             assert_eq!((o.status.source, o.status.tag, o.status.bytes), (Some(peer), 5, 16));

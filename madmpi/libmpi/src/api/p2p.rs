@@ -128,7 +128,8 @@ unsafe fn send(
     dest: c_int,
     tag: c_int,
 ) -> Result<Operation, Fail> {
-    // SAFETY: the caller's contract is `send_args`'s.
+    // SAFETY: `buf` stays readable until the operation built here completes (our contract),
+    // which is what `send_args` asks.
     let Send { data, dest, tag } = unsafe { send_args(st, c, buf, count, datatype, dest, tag) }?;
     let comm = c.comm.clone();
     Ok(match how {
@@ -153,7 +154,8 @@ unsafe fn recv(
     source: c_int,
     tag: c_int,
 ) -> Result<Operation, Fail> {
-    // SAFETY: the caller's contract is `recv_args`'s.
+    // SAFETY: `buf` stays writable until the operation built here completes (our contract),
+    // which is what `recv_args` asks.
     let Recv { data, from, tag } = unsafe { recv_args(st, c, buf, count, datatype, source, tag) }?;
     Ok(Operation::Recv { comm: c.comm.clone(), call, data, from, tag })
 }
@@ -178,9 +180,10 @@ unsafe fn sendrecv(
     source: c_int,
     recvtag: c_int,
 ) -> Result<Operation, Fail> {
-    // SAFETY: the caller's contract covers both buffers.
+    // SAFETY: `sendbuf` stays readable until the operation built here completes (our contract),
+    // as `send_args` asks.
     let s = unsafe { send_args(st, c, sendbuf, sendcount, sendtype, dest, sendtag) }?;
-    // SAFETY: as above.
+    // SAFETY: `recvbuf` stays writable as long (our contract), as `recv_args` asks.
     let r = unsafe { recv_args(st, c, recvbuf, recvcount, recvtype, source, recvtag) }?;
     Ok(Operation::SendRecv {
         comm: c.comm.clone(),
@@ -211,7 +214,8 @@ unsafe fn sendrecv_replace(
     source: c_int,
     recvtag: c_int,
 ) -> Result<Operation, Fail> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `buf` stays readable and writable until the operation built here completes (our
+    // contract), which is what `send_args` asks of a send buffer.
     let s = unsafe { send_args(st, c, buf, count, datatype, dest, sendtag) }?;
     let from = check::source(&c.comm, source).on(c)?;
     let recv_tag = check::recv_tag(recvtag).on(c)?;
