@@ -8,7 +8,9 @@
 //! (collectives, blocking, nonblocking and persistent), [`nonblocking`] (freeing and cancelling
 //! requests), [`completion`] (waits and tests), [`buffered`] (the attached buffer of buffered
 //! sends), [`mprobe`] (matched probes and receives), [`persistent`] (starting persistent
-//! requests), [`op`] (reduction operations).
+//! requests), [`op`] (reduction operations), [`error_codes`] (classes, codes and strings the
+//! program adds), [`status`] (statuses the program sets or converts, the Fortran status
+//! sentinels), [`profiling`] (`MPI_Pcontrol`), [`gpu`] (MPICH's GPU support queries).
 //!
 //! The combinatorial families (blocking / nonblocking / persistent × `int` / `_c`) are not
 //! written out: `family` generates them from one table entry per call, over one build function
@@ -31,7 +33,9 @@ pub mod completion;
 pub mod datatype;
 pub mod env;
 pub mod errh;
+pub mod error_codes;
 mod family;
+pub mod gpu;
 pub mod group;
 pub mod info;
 pub mod mprobe;
@@ -39,6 +43,8 @@ pub mod nonblocking;
 pub mod op;
 pub mod p2p;
 pub mod persistent;
+pub mod profiling;
+pub mod status;
 
 use crate::check;
 use madmpi::datatype::Datatype;
