@@ -341,8 +341,10 @@ fn isendrecv_persistent_buffered_and_ready_sends_and_large_count_forms() {
     passes("p2p_families");
 }
 
-/// 2^31 + 7 chars through `MPI_Send_c` / `MPI_Irecv_c` and `MPI_Bcast_c` (about 2 GiB per
-/// process; the program also passes on MPICH's library).
+/// 2^31 + 7 chars through `MPI_Send_c` / `MPI_Irecv_c` and `MPI_Bcast_c`, and through
+/// `MPI_Reduce_local_c` with an `int`-length user function, called on `INT_MAX` elements at
+/// most at a time (about 2 GiB per process, 4 GiB on rank 0; the program also passes on MPICH's
+/// library, which skips the reduce-local part).
 #[test]
 fn counts_above_two_to_the_31_travel_through_the_large_count_forms() {
     passes("large_count");
