@@ -55,8 +55,8 @@ pub(crate) fn finish(
     status: Option<&mut Status>,
 ) -> Result<(), Error> {
     let o = a.op.outcome().expect("completed");
-    if a.entry.persistent.is_some() {
-        a.entry.set_op(None);
+    if a.entry.req.is_persistent() {
+        a.entry.req.reported();
     } else {
         st.retire_request(*handle);
         *handle = abi::MPI_REQUEST_NULL;

@@ -8,7 +8,9 @@
 //! C library, whose callers promise what the borrow checker cannot.
 //!
 //! Files: this one (the request, its kinds, completion, the typed [`Request`]); `sendrecv`
-//! (`MPI_Isendrecv(_replace)`); [`operation`] (an operation run, started once, or persistent).
+//! (`MPI_Isendrecv(_replace)`); [`operation`] (an operation run, started once, or persistent);
+//! `lifecycle` ([`MpiRequest`]: a request as programs hold it, persistent ones active or
+//! inactive).
 //!
 //! Owns request state and completion; it must not touch nmad's internals.
 
@@ -20,7 +22,10 @@ use nmad::{Data, SendMode, Source};
 use std::marker::PhantomData;
 use std::pin::Pin;
 
+mod lifecycle;
 pub mod operation;
+
+pub use lifecycle::MpiRequest;
 mod sendrecv;
 
 /// What the operation was, for its status.

@@ -20,7 +20,7 @@ fn startable(st: &State, h: abi::Request) -> Result<Arc<ReqEntry>, Error> {
     let Some(entry) = st.request(h)? else {
         return Err(Error::request("MPI_REQUEST_NULL cannot be started"));
     };
-    entry.check_startable()?;
+    entry.req.check_startable()?;
     Ok(entry)
 }
 
@@ -33,7 +33,7 @@ export! {
         let entry = startable(&st, *handle)?;
         // SAFETY: the buffer given at init is valid while the request is active (MPI's
         // contract).
-        unsafe { entry.start() }.on(&entry.comm)
+        unsafe { entry.req.start() }.on(&entry.comm)
     }
 
     /// `MPI_Startall`: every request is checked before any starts.
@@ -55,7 +55,7 @@ export! {
             .collect::<Result<Vec<_>, _>>()?;
         for entry in entries {
             // SAFETY: as in MPI_Start.
-            unsafe { entry.start() }.on(&entry.comm)?;
+            unsafe { entry.req.start() }.on(&entry.comm)?;
         }
         Ok(())
     }
