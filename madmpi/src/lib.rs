@@ -19,6 +19,9 @@
 //! - [`topo`]: process topologies (Cartesian, graph, distributed graph) and the
 //!   neighbourhood collectives;
 //! - [`memory`]: `MPI_Alloc_mem`/`MPI_Free_mem` blocks and their registry;
+//! - [`request`]: one request type for every kind of operation (point-to-point, collective,
+//!   send-receive), and the operations the C library runs, starts once or keeps as persistent
+//!   templates (`request::operation`);
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
 //!   `context` ids for communicator creation;
 //! - [`comm`]: communicators; [`intercomm`]: intercommunicators (create, from groups, merge,

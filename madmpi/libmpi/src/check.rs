@@ -15,12 +15,25 @@ use madmpi::p2p::{From, Rank, Tag};
 use madmpi::tags::TAG_UB;
 use std::ffi::{c_char, c_int, c_void};
 
-/// A non-negative element count.
-pub(crate) fn count(n: c_int) -> Result<i64, Error> {
+/// A C integer argument of either width: `int`, or `MPI_Count` and `MPI_Aint` (both `long`)
+/// in the large-count `_c` forms of MPI 4.0.
+pub(crate) trait CInt: Copy + Into<i64> {}
+impl CInt for c_int {}
+impl CInt for abi::Count {}
+
+/// A non-negative element count, of either width.
+pub(crate) fn count(n: impl CInt) -> Result<i64, Error> {
+    let n: i64 = n.into();
     if n < 0 {
         return Err(Error::count(format!("negative count ({n})")));
     }
-    Ok(i64::from(n))
+    Ok(n)
+}
+
+/// A displacement (in elements or bytes), of either width.
+pub(crate) fn displacement(d: impl CInt) -> Result<isize, Error> {
+    let d: i64 = d.into();
+    isize::try_from(d).map_err(|_| Error::arg(format!("displacement {d} out of the address space")))
 }
 
 /// A destination: a rank of `comm` or `MPI_PROC_NULL`.

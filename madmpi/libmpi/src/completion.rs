@@ -63,8 +63,8 @@ pub(crate) fn finish(
         return report_generalized(g, status, true);
     }
     let o = a.op.outcome().expect("completed");
-    if a.entry.persistent.is_some() {
-        a.entry.set_op(None);
+    if a.entry.req.is_persistent() {
+        a.entry.req.reported();
     } else {
         st.retire_request(*handle);
         *handle = abi::MPI_REQUEST_NULL;

@@ -11,8 +11,9 @@
 //! - `state`: the global state (the universe after `MPI_Init`, the handle tables) and its
 //!   lifecycle; `table`: the sharded handle tables;
 //! - `comms`, `datatypes`, `requests`, `messages`: handles to objects, with their error
-//!   classes; `persistent`: starting persistent requests; `completion`: reporting completed
-//!   requests (statuses, `MPI_ERR_IN_STATUS`) and waiting on several;
+//!   classes (a request is madmpi's `MpiRequest`: persistent ones start and go inactive there);
+//!   `completion`: reporting completed requests (statuses, `MPI_ERR_IN_STATUS`) and waiting on
+//!   several;
 //! - `grequests`: C callbacks of generalized requests and MPICH's request classes;
 //! - `groups`: group handles; `attrs`: keyvals, attribute tables and C attribute callbacks;
 //! - `infos`: info handles, in a table that outlives the MPI state (info objects work before
@@ -36,7 +37,6 @@ mod groups;
 mod infos;
 mod messages;
 mod ops;
-mod persistent;
 mod requests;
 mod state;
 mod status;

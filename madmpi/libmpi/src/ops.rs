@@ -2,6 +2,8 @@
 //! `0x58000001` to `0x5800000e`, in [`Builtin::ALL`]'s order) and the user operations of
 //! `MPI_Op_create`, in a process-wide [`Table`] (the MPI state has no slot for them; an
 //! operation is a C function pointer and a flag, with nothing to release at `MPI_Finalize`).
+//! A function of `MPI_Op_create` takes an `int` length and is called on `INT_MAX` elements at
+//! most at a time; one of `MPI_Op_create_c` (MPI 4.0) takes an `MPI_Count`.
 //!
 //! A user operation becomes a [`madmpi::op::Op`] per call ([`OpRef::op`]): the C function must
 //! be given a pointer to the *handle* of the datatype the program passed (MPICH passes that
@@ -24,10 +26,22 @@ use std::sync::{Arc, LazyLock};
 
 /// `MPI_User_function`.
 pub(crate) type UserFunction = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut abi::Datatype);
+/// `MPI_User_function_c` (MPI 4.0): the length is an `MPI_Count`.
+pub(crate) type UserFunctionC =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut abi::Count, *mut abi::Datatype);
 
-/// A user operation (`MPI_Op_create`).
+/// The C function of a user operation, by the width of its length argument.
+#[derive(Clone, Copy)]
+pub(crate) enum UserFn {
+    /// From `MPI_Op_create`: called on at most `INT_MAX` elements at a time.
+    Int(UserFunction),
+    /// From `MPI_Op_create_c`: called once on every element.
+    Large(UserFunctionC),
+}
+
+/// A user operation (`MPI_Op_create`, `MPI_Op_create_c`).
 pub(crate) struct UserOp {
-    pub(crate) f: UserFunction,
+    pub(crate) f: UserFn,
     pub(crate) commutative: bool,
 }
 
@@ -60,7 +74,7 @@ pub(crate) fn resolve(h: Handle) -> Result<OpRef> {
 }
 
 /// `MPI_Op_create`: the new handle.
-pub(crate) fn create(f: UserFunction, commutative: bool) -> Result<Handle> {
+pub(crate) fn create(f: UserFn, commutative: bool) -> Result<Handle> {
     USER_OPS
         .insert(Arc::new(UserOp { f, commutative }))
         .ok_or_else(|| Error::intern("too many live operations"))
@@ -102,16 +116,49 @@ impl OpRef {
     }
 }
 
-/// Calls `u`'s function on memory laid out as `count` elements of `ty` at `input` and `inout`
-/// (the datatype handle `dt`).
+/// Calls `u`'s function on memory laid out as `count` elements of extent `extent` at `input`
+/// and `inout` (the datatype handle `dt`). An `int` function gets `INT_MAX` elements at a
+/// time, the next call's addresses that many extents further.
 ///
 /// # Safety
 /// Both addresses must be valid for the type map of `count` elements (reads, and writes for
 /// `inout`).
-pub(crate) unsafe fn call(u: &UserOp, input: *const u8, inout: *mut u8, count: usize, dt: Handle) {
-    let (mut len, mut h) = (c_int::try_from(count).unwrap_or(c_int::MAX), dt);
-    // SAFETY: the caller's contract; the count and handle are locals the function may read.
-    unsafe { (u.f)(input.cast_mut().cast(), inout.cast(), &mut len, &mut h) };
+pub(crate) unsafe fn call(
+    u: &UserOp,
+    input: *const u8,
+    inout: *mut u8,
+    count: usize,
+    extent: i64,
+    dt: Handle,
+) {
+    let mut h = dt;
+    match u.f {
+        UserFn::Large(f) => {
+            let mut len = abi::Count::try_from(count).unwrap_or(abi::Count::MAX);
+            // SAFETY: `count` elements at both addresses (the caller's contract); the count
+            // and handle are locals the function may read and write.
+            unsafe { f(input.cast_mut().cast(), inout.cast(), &mut len, &mut h) };
+        }
+        UserFn::Int(f) => {
+            let mut done = 0usize;
+            while done < count {
+                let n = (count - done).min(c_int::MAX as usize);
+                let shift = (done as i64).saturating_mul(extent) as isize;
+                let mut len = n as c_int;
+                // SAFETY: elements `done..done + n` of the `count` the caller vouches for
+                // start `done` extents from both addresses; `len` and `h` are locals.
+                unsafe {
+                    f(
+                        input.wrapping_offset(shift).cast_mut().cast(),
+                        inout.wrapping_offset(shift).cast(),
+                        &mut len,
+                        &mut h,
+                    )
+                };
+                done += n;
+            }
+        }
+    }
 }
 
 /// Calls `u` on packed operands: directly when `ty` is contiguous (its memory is its packed
@@ -121,7 +168,14 @@ fn call_packed(u: &UserOp, input: &[u8], inout: &mut [u8], count: usize, ty: &Da
         let back = -(off as isize);
         // SAFETY: the slices hold the `count` elements from the type's first byte.
         unsafe {
-            call(u, input.as_ptr().wrapping_offset(back), inout.as_mut_ptr().wrapping_offset(back), count, dt)
+            call(
+                u,
+                input.as_ptr().wrapping_offset(back),
+                inout.as_mut_ptr().wrapping_offset(back),
+                count,
+                ty.extent(),
+                dt,
+            )
         };
         return;
     }
@@ -147,7 +201,7 @@ fn call_packed(u: &UserOp, input: &[u8], inout: &mut [u8], count: usize, ty: &Da
         if ty.unpack(input, &mut 0, pa, n).is_err() || ty.unpack(inout, &mut 0, pb, n).is_err() {
             return;
         }
-        call(u, pa, pb, count, dt);
+        call(u, pa, pb, count, ty.extent(), dt);
         let _ = ty.pack(pb, n, inout, &mut 0);
     }
 }
@@ -188,7 +242,7 @@ mod tests {
 
     #[test]
     fn user_ops_are_created_called_and_freed() {
-        let h = create(first, false).unwrap();
+        let h = create(UserFn::Int(first), false).unwrap();
         let r = resolve(h).unwrap();
         assert!(!r.is_commutative());
         let int = Datatype::predefined(madmpi::datatype::Predefined::Int);

@@ -11,58 +11,46 @@
 //! freed before `MPI_Grequest_complete` stays in the table instead: the program completes it by
 //! its handle, which then goes.
 //!
-//! Owns request handles, the active/inactive state of persistent requests and the life of freed
-//! requests; it must not fill statuses (see `status`) nor start operations (see `persistent`).
+//! Owns request handles and the life of freed requests; it must not fill statuses (see
+//! `status`) nor start operations (madmpi's `MpiRequest` does, and keeps persistent requests
+//! active or inactive).
 
 use crate::comms::CommObj;
-use crate::persistent::Persistent;
 use crate::state::State;
 use madmpi::abi::{self, Handle};
 use madmpi::error::Error;
-use madmpi::request::RawRequest;
-use std::sync::{Arc, Mutex, PoisonError};
+use madmpi::request::operation::Persistent;
+use madmpi::request::{MpiRequest, RawRequest};
+use std::sync::{Arc, PoisonError};
 
 /// A request and the communicator whose error handler its errors go to.
 pub(crate) struct ReqEntry {
     pub(crate) comm: Arc<CommObj>,
-    /// The operation, running or completed but not yet reported; `None` while a persistent
-    /// request is inactive.
-    op: Mutex<Option<Arc<RawRequest>>>,
-    /// What `MPI_Start` starts: `Some` for persistent requests only.
-    pub(crate) persistent: Option<Persistent>,
+    /// The request (madmpi's: one operation, or a persistent request active or inactive).
+    pub(crate) req: MpiRequest,
 }
 
 impl ReqEntry {
     /// The current operation (`None`: an inactive persistent request).
     pub(crate) fn op(&self) -> Option<Arc<RawRequest>> {
-        self.op.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
-    /// Makes `op` the current operation (`None`: the request becomes inactive).
-    pub(crate) fn set_op(&self, op: Option<Arc<RawRequest>>) {
-        let old = std::mem::replace(&mut *self.op.lock().unwrap_or_else(PoisonError::into_inner), op);
-        drop(old); // outside the lock (a running operation's drop may wait)
+        self.req.current()
     }
 
     /// Whether nothing runs: the operation completed, or the request is inactive.
     pub(crate) fn is_complete(&self) -> bool {
-        self.op().is_none_or(|op| op.is_complete())
+        self.req.is_complete()
     }
 }
 
 impl State {
     /// Stores a new (active, not persistent) request; its handle.
     pub(crate) fn add_request(&self, raw: RawRequest, comm: &Arc<CommObj>) -> Result<Handle, Error> {
-        self.insert_request(ReqEntry {
-            comm: comm.clone(),
-            op: Mutex::new(Some(Arc::new(raw))),
-            persistent: None,
-        })
+        self.insert_request(ReqEntry { comm: comm.clone(), req: MpiRequest::once(raw) })
     }
 
     /// Stores a new inactive persistent request; its handle.
     pub(crate) fn add_persistent(&self, p: Persistent, comm: &Arc<CommObj>) -> Result<Handle, Error> {
-        self.insert_request(ReqEntry { comm: comm.clone(), op: Mutex::new(None), persistent: Some(p) })
+        self.insert_request(ReqEntry { comm: comm.clone(), req: MpiRequest::persistent(p) })
     }
 
     fn insert_request(&self, entry: ReqEntry) -> Result<Handle, Error> {

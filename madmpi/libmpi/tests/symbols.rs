@@ -22,36 +22,14 @@ const MPICH_LIB: &str = "/usr/lib/x86_64-linux-gnu/libmpich.so.12";
 /// matching `PMPI_`/`PMPIX_` one (data objects have no profiling name).
 const NOT_YET: &str = "\
     MPIX_Comm_agree MPIX_Comm_failure_ack MPIX_Comm_failure_get_acked MPIX_Comm_revoke \
-    MPIX_Comm_shrink MPI_Allgather_c MPI_Allgather_init MPI_Allgather_init_c MPI_Allgatherv_c \
-    MPI_Allgatherv_init MPI_Allgatherv_init_c \
-    MPI_Allreduce_c MPI_Allreduce_init MPI_Allreduce_init_c MPI_Alltoall_c MPI_Alltoall_init \
-    MPI_Alltoall_init_c MPI_Alltoallv_c MPI_Alltoallv_init MPI_Alltoallv_init_c MPI_Alltoallw_c \
-    MPI_Alltoallw_init MPI_Alltoallw_init_c MPI_Barrier_init MPI_Bcast_c MPI_Bcast_init \
-    MPI_Bcast_init_c MPI_Bsend_c MPI_Bsend_init MPI_Bsend_init_c MPI_Buffer_attach_c \
-    MPI_Buffer_detach_c MPI_Close_port MPI_Comm_accept MPI_Comm_connect \
-    MPI_Comm_create_from_group MPI_Comm_disconnect MPI_Comm_get_parent MPI_Comm_join \
-    MPI_Comm_spawn MPI_Comm_spawn_multiple MPI_Exscan_c MPI_Exscan_init MPI_Exscan_init_c \
-    MPI_Gather_c MPI_Gather_init MPI_Gather_init_c MPI_Gatherv_c MPI_Gatherv_init \
-    MPI_Gatherv_init_c MPI_Group_from_session_pset MPI_Iallgather_c MPI_Iallgatherv_c \
-    MPI_Iallreduce_c MPI_Ialltoall_c MPI_Ialltoallv_c MPI_Ialltoallw_c MPI_Ibcast_c MPI_Ibsend_c \
-    MPI_Iexscan_c MPI_Igather_c MPI_Igatherv_c MPI_Imrecv_c MPI_Irecv_c MPI_Ireduce_c \
-    MPI_Ireduce_scatter_block_c MPI_Ireduce_scatter_c MPI_Irsend_c MPI_Iscan_c MPI_Iscatter_c \
-    MPI_Iscatterv_c MPI_Isend_c MPI_Isendrecv MPI_Isendrecv_c MPI_Isendrecv_replace \
-    MPI_Isendrecv_replace_c MPI_Issend_c MPI_Lookup_name MPI_Mrecv_c MPI_Neighbor_allgather_init \
-    MPI_Neighbor_allgather_init_c MPI_Neighbor_allgatherv_init MPI_Neighbor_allgatherv_init_c \
-    MPI_Neighbor_alltoall_init MPI_Neighbor_alltoall_init_c MPI_Neighbor_alltoallv_init \
-    MPI_Neighbor_alltoallv_init_c MPI_Neighbor_alltoallw_init MPI_Neighbor_alltoallw_init_c \
-    MPI_Op_create_c MPI_Open_port MPI_Publish_name MPI_Recv_c \
-    MPI_Recv_init_c MPI_Reduce_c MPI_Reduce_init MPI_Reduce_init_c MPI_Reduce_local_c \
-    MPI_Reduce_scatter_block_c MPI_Reduce_scatter_block_init MPI_Reduce_scatter_block_init_c \
-    MPI_Reduce_scatter_c MPI_Reduce_scatter_init MPI_Reduce_scatter_init_c MPI_Rsend_c \
-    MPI_Rsend_init MPI_Rsend_init_c MPI_Scan_c MPI_Scan_init MPI_Scan_init_c MPI_Scatter_c \
-    MPI_Scatter_init MPI_Scatter_init_c MPI_Scatterv_c MPI_Scatterv_init MPI_Scatterv_init_c \
-    MPI_Send_c MPI_Send_init_c MPI_Sendrecv_c MPI_Sendrecv_replace_c MPI_Session_call_errhandler \
-    MPI_Session_create_errhandler MPI_Session_finalize MPI_Session_get_errhandler \
-    MPI_Session_get_info MPI_Session_get_nth_pset MPI_Session_get_num_psets \
-    MPI_Session_get_pset_info MPI_Session_init MPI_Session_set_errhandler MPI_Ssend_c \
-    MPI_Ssend_init_c MPI_Unpublish_name \
+    MPIX_Comm_shrink MPI_Close_port MPI_Comm_accept MPI_Comm_connect MPI_Comm_create_from_group \
+    MPI_Comm_disconnect MPI_Comm_get_parent MPI_Comm_join MPI_Comm_spawn MPI_Comm_spawn_multiple \
+    MPI_Group_from_session_pset MPI_Lookup_name MPI_Open_port MPI_Publish_name \
+    MPI_Session_call_errhandler MPI_Session_create_errhandler MPI_Session_finalize \
+    MPI_Session_get_errhandler MPI_Session_get_info MPI_Session_get_nth_pset \
+    MPI_Session_get_num_psets MPI_Session_get_pset_info MPI_Session_init \
+    MPI_Session_set_errhandler MPI_Unpublish_name \
+";
 
 /// Exported data objects of MPICH's interface: no `PMPI_` twin.
 const DATA_OBJECTS: &[&str] = &[

@@ -57,6 +57,8 @@
 //! - `choice`: algorithm selection and the environment variables;
 //! - `plan`: flat or hierarchical (communicators spanning several nodes) for barrier, bcast,
 //!   reduce and allreduce, and the `MADMPI_COLL_TRACE` trace of the choices;
+//! - `planned`: a schedule built and bound but not started, started once (nonblocking) or made
+//!   persistent (MPI 4.0's `*_init`) with its collective number reserved at init;
 //! - `engine`: executing a schedule (buffers, nmad requests, local operations, completion);
 //! - `rounds`: the engine's round state machine and completion accounting (loom-modelled);
 //! - `progress`: the pioman source that advances schedules in the background;
@@ -82,6 +84,7 @@ pub(crate) mod engine;
 pub mod inter;
 pub mod neighbor;
 mod plan;
+mod planned;
 mod progress;
 pub mod raw;
 mod rounds;

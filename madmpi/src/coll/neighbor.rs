@@ -15,9 +15,9 @@
 use super::algo::neighbor::{SelfMismatch, exchange};
 use super::raw::{Mem, RawBuf, RawVBuf, RawWBuf, launch, start};
 use super::schedule::{RECV, Range, SEND};
+use crate::coll::planned::Planned;
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
-use crate::request::RawRequest;
 
 /// One neighbour of a rank: its rank (`None`: `MPI_PROC_NULL`) and the step that pairs the
 /// message with its other end.
@@ -46,55 +46,34 @@ fn self_mismatch(call: &str, m: SelfMismatch) -> Error {
 }
 
 /// Builds and starts the exchange of packed `sblocks` / `rblocks` over the bound `sm` / `rm`.
-///
-/// # Safety
-/// As [`start`].
-unsafe fn run(
+fn run(
     comm: &Comm,
     call: &str,
     links: &Links,
     (sm, sblocks): (Mem, Vec<Range>),
     (rm, rblocks): (Mem, Vec<Range>),
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     let one = |v: Vec<Range>| v.into_iter().map(|r| vec![r]).collect::<Vec<_>>();
     let s = exchange(comm.rank(), &links.dests, &one(sblocks), &links.sources, &one(rblocks))
         .map_err(|m| self_mismatch(call, m))?;
     let keep_untouched = links.sources.iter().any(|l| l.peer.is_none());
-    // SAFETY: the caller's contract.
-    unsafe { start(comm, s, Some(&sm), Some(&rm), keep_untouched, None) }
+    start(comm, s, Some(&sm), Some(&rm), keep_untouched, None)
 }
 
 /// `MPI_Ineighbor_allgather`: `send` to every destination; block j of `recv` (`recv.count`
 /// elements each) from source j.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ineighbor_allgather(
-    comm: &Comm,
-    links: &Links,
-    send: &RawBuf,
-    recv: &RawBuf,
-) -> Result<RawRequest> {
+pub fn neighbor_allgather(comm: &Comm, links: &Links, send: &RawBuf, recv: &RawBuf) -> Result<Planned> {
     const CALL: &str = "MPI_Neighbor_allgather";
     let sm = Mem::of(send)?;
     let b = sm.packed_len();
     let sblocks = vec![Range::new(SEND, 0, b); links.dests.len()];
     let r = RawVBuf::uniform(recv, degree(links.sources.len())?, |v| v.mem(CALL, RECV))?;
-    // SAFETY: the caller's contract.
-    unsafe { run(comm, CALL, links, (sm, sblocks), r) }
+    run(comm, CALL, links, (sm, sblocks), r)
 }
 
 /// `MPI_Ineighbor_allgatherv`: `send` to every destination; source j's block as
 /// `recv.counts[j]` elements at `recv.displs[j]`.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ineighbor_allgatherv(
-    comm: &Comm,
-    links: &Links,
-    send: &RawBuf,
-    recv: &RawVBuf<'_>,
-) -> Result<RawRequest> {
+pub fn neighbor_allgatherv(comm: &Comm, links: &Links, send: &RawBuf, recv: &RawVBuf<'_>) -> Result<Planned> {
     const CALL: &str = "MPI_Neighbor_allgatherv";
     if recv.counts.len() != links.sources.len() {
         return Err(Error::arg(format!(
@@ -106,39 +85,26 @@ pub unsafe fn ineighbor_allgatherv(
     let sm = Mem::of(send)?;
     let sblocks = vec![Range::new(SEND, 0, sm.packed_len()); links.dests.len()];
     let r = recv.mem(CALL, RECV)?;
-    // SAFETY: the caller's contract.
-    unsafe { run(comm, CALL, links, (sm, sblocks), r) }
+    run(comm, CALL, links, (sm, sblocks), r)
 }
 
 /// `MPI_Ineighbor_alltoall`: block k of `send` (`send.count` elements each) to destination k,
 /// block j of `recv` from source j.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ineighbor_alltoall(
-    comm: &Comm,
-    links: &Links,
-    send: &RawBuf,
-    recv: &RawBuf,
-) -> Result<RawRequest> {
+pub fn neighbor_alltoall(comm: &Comm, links: &Links, send: &RawBuf, recv: &RawBuf) -> Result<Planned> {
     const CALL: &str = "MPI_Neighbor_alltoall";
     let s = RawVBuf::uniform(send, degree(links.dests.len())?, |v| v.mem(CALL, SEND))?;
     let r = RawVBuf::uniform(recv, degree(links.sources.len())?, |v| v.mem(CALL, RECV))?;
-    // SAFETY: the caller's contract.
-    unsafe { run(comm, CALL, links, s, r) }
+    run(comm, CALL, links, s, r)
 }
 
 /// `MPI_Ineighbor_alltoallv`: `send.counts[k]` elements at `send.displs[k]` to destination k,
 /// source j's block as `recv.counts[j]` elements at `recv.displs[j]`.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ineighbor_alltoallv(
+pub fn neighbor_alltoallv(
     comm: &Comm,
     links: &Links,
     send: &RawVBuf<'_>,
     recv: &RawVBuf<'_>,
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     const CALL: &str = "MPI_Neighbor_alltoallv";
     if send.counts.len() != links.dests.len() || recv.counts.len() != links.sources.len() {
         return Err(Error::arg(format!(
@@ -150,26 +116,21 @@ pub unsafe fn ineighbor_alltoallv(
         )));
     }
     let (s, r) = (send.mem(CALL, SEND)?, recv.mem(CALL, RECV)?);
-    // SAFETY: the caller's contract.
-    unsafe { run(comm, CALL, links, s, r) }
+    run(comm, CALL, links, s, r)
 }
 
 /// `MPI_Ineighbor_alltoallw`: `send.counts[k]` elements of `send.dtypes[k]` at byte
 /// `send.displs[k]` to destination k; source j's block as described by `recv` for j.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ineighbor_alltoallw(
+pub fn neighbor_alltoallw(
     comm: &Comm,
     links: &Links,
     send: &RawWBuf<'_>,
     recv: &RawWBuf<'_>,
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     const CALL: &str = "MPI_Neighbor_alltoallw";
     let (sb, sblocks) = send.pieces(CALL, links.dests.len(), SEND)?;
     let (rb, rblocks) = recv.pieces(CALL, links.sources.len(), RECV)?;
     let s = exchange(comm.rank(), &links.dests, &sblocks, &links.sources, &rblocks)
         .map_err(|m| self_mismatch(CALL, m))?;
-    // SAFETY: the caller's contract (the blocks' pieces are inside the spans bound).
-    unsafe { launch(comm, s, sb, rb, None) }
+    launch(comm, s, sb, rb, None)
 }

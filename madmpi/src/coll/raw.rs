@@ -1,6 +1,9 @@
 //! Collectives on raw memory, for the C library: a buffer is an address, a count and a committed
-//! [`Datatype`] (C's `void *buf, int count, MPI_Datatype`), not a typed slice, and requests are
-//! [`RawRequest`]s (the caller promises what the borrow checker cannot).
+//! [`Datatype`] (C's `void *buf, int count, MPI_Datatype`), not a typed slice. Each function
+//! checks and plans one collective (algorithm chosen, schedule built and bound to the memory)
+//! and returns it as a [`Planned`]: started once for a blocking or nonblocking call, or made
+//! persistent (`MPI_Bcast_init`...) and started many times; the caller promises what the
+//! borrow checker cannot when it starts it.
 //!
 //! The algorithms and the engine move contiguous byte ranges of *packed* elements. A contiguous
 //! datatype (every predefined one, and derived ones without holes) is bound directly: its memory
@@ -30,14 +33,14 @@
 //! `api` also makes (root, operation defined on the datatype).
 
 use super::choice::{self, Forced};
-use super::engine::{Bind, Exec, Handle, Reducer};
+use super::engine::{Bind, Reducer};
 use super::plan;
+pub use super::planned::{Persistent, Planned};
 use super::schedule::{BufId, Local, RECV, Range, Round, SEND, Schedule};
 use super::{Op, algo, api_gather};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
-use crate::request::RawRequest;
 use nmad::Layout;
 
 /// `count` elements of the committed datatype `dtype` at `base` (which may be any address,
@@ -184,22 +187,15 @@ pub(super) fn wrap(
     s
 }
 
-/// Starts `s` on `comm` over `send` and `recv`.
-///
-/// # Safety
-/// The memory of both bindings must stay valid and untouched by others until the request
-/// completes.
-pub(super) unsafe fn launch(
+/// `s` on `comm` over `send` and `recv`, planned (started by [`Planned::start`]).
+pub(super) fn launch(
     comm: &Comm,
     s: Schedule,
     send: (*mut u8, usize),
     recv: (*mut u8, usize),
     r: Option<Reducer>,
-) -> Result<RawRequest> {
-    let seq = comm.next_coll_seq();
-    // SAFETY: forwarded contract.
-    let exec = unsafe { Exec::start(comm, seq, s, Bind { send, recv }, r) }?;
-    Ok(RawRequest::collective(comm, Handle(exec)))
+) -> Result<Planned> {
+    Ok(Planned::new(comm, s, Bind { send, recv }, r))
 }
 
 fn check_root(comm: &Comm, call: &str, root: u32) -> Result<()> {
@@ -227,22 +223,18 @@ pub(super) fn elem_size(dtype: &Datatype) -> Result<usize> {
 }
 
 /// `MPI_Ibarrier`.
-pub fn ibarrier(comm: &Comm) -> Result<RawRequest> {
+pub fn barrier(comm: &Comm) -> Result<Planned> {
     if comm.is_inter() {
-        return super::inter::raw::ibarrier(comm);
+        return super::inter::raw::barrier(comm);
     }
     let f = Forced::from_env()?;
     let s = plan::barrier(&comm.coll_site(&f)?, &f);
-    // SAFETY: no memory is involved.
-    unsafe { launch(comm, s, NONE, NONE, None) }
+    launch(comm, s, NONE, NONE, None)
 }
 
 /// `MPI_Ibcast` of `buf` from `root`.
 ///
-/// # Safety
-/// `buf`'s memory must stay valid (readable at the root, writable elsewhere) and untouched by
-/// others until the request completes.
-pub unsafe fn ibcast(comm: &Comm, buf: &RawBuf, root: u32) -> Result<RawRequest> {
+pub fn bcast(comm: &Comm, buf: &RawBuf, root: u32) -> Result<Planned> {
     check_root(comm, "MPI_Bcast", root)?;
     let m = Mem::of(buf)?;
     let len = m.packed_len();
@@ -250,23 +242,20 @@ pub unsafe fn ibcast(comm: &Comm, buf: &RawBuf, root: u32) -> Result<RawRequest>
     let s = plan::bcast(&comm.coll_site(&f)?, &f, root, len);
     let is_root = comm.rank() == root;
     let s = wrap(s, None, Some(&m), is_root, !is_root);
-    // SAFETY: the caller's contract.
-    unsafe { launch(comm, s, NONE, m.bind(), None) }
+    launch(comm, s, NONE, m.bind(), None)
 }
 
 /// `MPI_Ireduce`: `send` (`None`: in place, the input is `recv`, at the root only) of every
 /// rank combined by `op` in rank order into `recv` at `root` (`recv` is ignored elsewhere).
 /// The root's `recv` must hold as many packed bytes as the input.
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ireduce(
+pub fn reduce(
     comm: &Comm,
     send: Option<&RawBuf>,
     recv: Option<&RawBuf>,
     op: &Op,
     root: u32,
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     check_root(comm, "MPI_Reduce", root)?;
     let is_root = comm.rank() == root;
     let recv = if is_root {
@@ -299,19 +288,15 @@ pub unsafe fn ireduce(
     let s = wrap(s, sm.as_ref(), rm.as_ref(), send.is_none(), true);
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
     let rb = rm.as_ref().map_or(NONE, Mem::bind);
-    // SAFETY: the caller's contract.
-    unsafe { launch(comm, s, sb, rb, Some(r)) }
+    launch(comm, s, sb, rb, Some(r))
 }
 
 /// `MPI_Iallreduce`: `send` (`None`: in place, the input is `recv`) of every rank combined by
 /// `op` in rank order into every `recv` (as many packed bytes as the input).
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iallreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> Result<RawRequest> {
+pub fn allreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> Result<Planned> {
     if comm.is_inter() {
-        // SAFETY: the caller's contract.
-        return unsafe { super::inter::raw::iallreduce(comm, send, recv, op) };
+        return super::inter::raw::allreduce(comm, send, recv, op);
     }
     let input = send.unwrap_or(recv);
     let r = reducer("MPI_Allreduce", op, &input.dtype)?;
@@ -331,8 +316,7 @@ pub unsafe fn iallreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: 
     let s = plan::allreduce(&comm.coll_site(&f)?, &f, from, count, elem, op.reorderable());
     let s = wrap(s, sm.as_ref(), Some(&rm), send.is_none(), true);
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
-    // SAFETY: the caller's contract.
-    unsafe { launch(comm, s, sb, rm.bind(), Some(r)) }
+    launch(comm, s, sb, rm.bind(), Some(r))
 }
 
 // ---------------------------------------------------------------------- gather family
@@ -423,37 +407,26 @@ pub(super) fn bytes_mismatch(call: &str, what: &str, got: usize, want: usize) ->
     Error::count(format!("{call}: {what} holds {got} bytes, {want} expected (type signatures differ)"))
 }
 
-/// Wraps, binds and starts a schedule without reduction.
-///
-/// # Safety
-/// As [`launch`].
-pub(super) unsafe fn start(
+/// Wraps and binds a schedule.
+pub(super) fn start(
     comm: &Comm,
     s: Schedule,
     sm: Option<&Mem>,
     rm: Option<&Mem>,
     recv_in: bool,
     r: Option<Reducer>,
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     let s = wrap(s, sm, rm, recv_in, true);
     let sb = sm.map_or(NONE, Mem::bind);
     let rb = rm.map_or(NONE, Mem::bind);
-    // SAFETY: the caller's contract.
-    unsafe { launch(comm, s, sb, rb, r) }
+    launch(comm, s, sb, rb, r)
 }
 
 /// `MPI_Igather`: every rank's `send` to the root's `recv` (`recv.count` elements per rank, in
 /// rank order; ignored elsewhere). `send` `None`: in place at the root, its block already in
 /// its slot.
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn igather(
-    comm: &Comm,
-    send: Option<&RawBuf>,
-    recv: Option<&RawBuf>,
-    root: u32,
-) -> Result<RawRequest> {
+pub fn gather(comm: &Comm, send: Option<&RawBuf>, recv: Option<&RawBuf>, root: u32) -> Result<Planned> {
     const CALL: &str = "MPI_Gather";
     check_root(comm, CALL, root)?;
     let (n, me) = (comm.size(), comm.rank());
@@ -477,22 +450,14 @@ pub unsafe fn igather(
         (None, Range::new(SEND, 0, b), b)
     };
     let s = api_gather::gather_schedule(n, me, root, mine, b, choice::gather(Forced::from_env()?.gather, b));
-    // SAFETY: the caller's contract.
-    unsafe { start(comm, s, sm.as_ref(), rm.as_ref(), send.is_none(), None) }
+    start(comm, s, sm.as_ref(), rm.as_ref(), send.is_none(), None)
 }
 
 /// `MPI_Igatherv`: every rank's `send` to the root's `recv` (rank i's block as
 /// `recv.counts[i]` elements at `recv.displs[i]`; ignored elsewhere). `send` `None`: in place
 /// at the root.
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn igatherv(
-    comm: &Comm,
-    send: Option<&RawBuf>,
-    recv: Option<&RawVBuf<'_>>,
-    root: u32,
-) -> Result<RawRequest> {
+pub fn gatherv(comm: &Comm, send: Option<&RawBuf>, recv: Option<&RawVBuf<'_>>, root: u32) -> Result<Planned> {
     const CALL: &str = "MPI_Gatherv";
     check_root(comm, CALL, root)?;
     let (n, me) = (comm.size(), comm.rank());
@@ -519,21 +484,13 @@ pub unsafe fn igatherv(
     };
     let mut s = Schedule::new();
     algo::gather::linear(&mut s, n, me, root, mine, &blocks);
-    // SAFETY: the caller's contract.
-    unsafe { start(comm, s, sm.as_ref(), rm.as_ref(), send.is_none(), None) }
+    start(comm, s, sm.as_ref(), rm.as_ref(), send.is_none(), None)
 }
 
 /// `MPI_Iscatter`: block i of the root's `send` (`send.count` elements per rank; ignored
 /// elsewhere) to rank i's `recv`. `recv` `None`: in place at the root (its block stays).
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iscatter(
-    comm: &Comm,
-    send: Option<&RawBuf>,
-    recv: Option<&RawBuf>,
-    root: u32,
-) -> Result<RawRequest> {
+pub fn scatter(comm: &Comm, send: Option<&RawBuf>, recv: Option<&RawBuf>, root: u32) -> Result<Planned> {
     const CALL: &str = "MPI_Scatter";
     check_root(comm, CALL, root)?;
     let (n, me) = (comm.size(), comm.rank());
@@ -554,21 +511,18 @@ pub unsafe fn iscatter(
     let out = rm.as_ref().map(|_| Range::new(RECV, 0, b));
     let a = choice::gather(Forced::from_env()?.scatter, b);
     let s = api_gather::scatter_schedule(n, me, root, out, b, a);
-    // SAFETY: the caller's contract.
-    unsafe { start(comm, s, sm.as_ref(), rm.as_ref(), false, None) }
+    start(comm, s, sm.as_ref(), rm.as_ref(), false, None)
 }
 
 /// `MPI_Iscatterv`: block i of the root's `send` (`send.counts[i]` elements at
 /// `send.displs[i]`; ignored elsewhere) to rank i's `recv`. `recv` `None`: in place at the root.
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iscatterv(
+pub fn scatterv(
     comm: &Comm,
     send: Option<&RawVBuf<'_>>,
     recv: Option<&RawBuf>,
     root: u32,
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     const CALL: &str = "MPI_Scatterv";
     check_root(comm, CALL, root)?;
     let (n, me) = (comm.size(), comm.rank());
@@ -593,19 +547,15 @@ pub unsafe fn iscatterv(
     let out = rm.as_ref().map(|m| Range::new(RECV, 0, m.packed_len()));
     let mut s = Schedule::new();
     algo::scatter::linear(&mut s, n, me, root, out, &blocks);
-    // SAFETY: the caller's contract.
-    unsafe { start(comm, s, sm.as_ref(), rm.as_ref(), false, None) }
+    start(comm, s, sm.as_ref(), rm.as_ref(), false, None)
 }
 
 /// `MPI_Iallgather`: every rank's `send` to every `recv` (`recv.count` elements per rank, in
 /// rank order). `send` `None`: in place, this rank's block already in its slot.
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iallgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<RawRequest> {
+pub fn allgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<Planned> {
     if comm.is_inter() {
-        // SAFETY: the caller's contract.
-        return unsafe { super::inter::raw::iallgather(comm, send, recv) };
+        return super::inter::raw::allgather(comm, send, recv);
     }
     const CALL: &str = "MPI_Allgather";
     let (n, me) = (comm.size(), comm.rank());
@@ -621,19 +571,15 @@ pub unsafe fn iallgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> R
     };
     let a = choice::allgather(Forced::from_env()?.allgather, n, n as usize * b);
     let s = api_gather::allgather_schedule(n, me, mine, b, a);
-    // SAFETY: the caller's contract.
-    unsafe { start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None) }
+    start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None)
 }
 
 /// `MPI_Iallgatherv`: every rank's `send` to every `recv` (rank i's block as `recv.counts[i]`
 /// elements at `recv.displs[i]`). `send` `None`: in place.
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iallgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>) -> Result<RawRequest> {
+pub fn allgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>) -> Result<Planned> {
     if comm.is_inter() {
-        // SAFETY: the caller's contract.
-        return unsafe { super::inter::raw::iallgatherv(comm, send, recv) };
+        return super::inter::raw::allgatherv(comm, send, recv);
     }
     const CALL: &str = "MPI_Allgatherv";
     let (n, me) = (comm.size(), comm.rank());
@@ -657,19 +603,15 @@ pub unsafe fn iallgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>
         &blocks,
         choice::allgatherv(Forced::from_env()?.allgatherv),
     );
-    // SAFETY: the caller's contract.
-    unsafe { start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None) }
+    start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None)
 }
 
 /// `MPI_Ialltoall`: block j of rank i's `send` to block i of rank j's `recv` (`count` elements
 /// per rank each). `send` `None`: in place, `recv` is the input too.
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ialltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<RawRequest> {
+pub fn alltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<Planned> {
     if comm.is_inter() {
-        // SAFETY: the caller's contract.
-        return unsafe { super::inter::raw::ialltoall(comm, send, recv) };
+        return super::inter::raw::alltoall(comm, send, recv);
     }
     const CALL: &str = "MPI_Alltoall";
     let (n, me) = (comm.size(), comm.rank());
@@ -692,19 +634,15 @@ pub unsafe fn ialltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Re
         b,
         choice::alltoall(Forced::from_env()?.alltoall, n, b),
     );
-    // SAFETY: the caller's contract.
-    unsafe { start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None) }
+    start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None)
 }
 
 /// `MPI_Ialltoallv`: `send.counts[j]` elements at `send.displs[j]` of rank i's `send` to rank
 /// j's `recv` at `recv.displs[i]`. `send` `None`: in place, the input laid out as `recv`.
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ialltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf<'_>) -> Result<RawRequest> {
+pub fn alltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf<'_>) -> Result<Planned> {
     if comm.is_inter() {
-        // SAFETY: the caller's contract.
-        return unsafe { super::inter::raw::ialltoallv(comm, send, recv) };
+        return super::inter::raw::alltoallv(comm, send, recv);
     }
     const CALL: &str = "MPI_Alltoallv";
     let (n, me) = (comm.size(), comm.rank());
@@ -724,8 +662,7 @@ pub unsafe fn ialltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf
     let largest = rblocks.iter().chain(sblocks.iter().flatten()).map(|r| r.len).max().unwrap_or(0);
     let a = choice::alltoallv(Forced::from_env()?.alltoallv, largest);
     let s = api_gather::alltoallv_schedule(n, me, sblocks.as_deref(), &rblocks, a);
-    // SAFETY: the caller's contract.
-    unsafe { start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None) }
+    start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), None)
 }
 
 // ---------------------------------------------------------------------- reduce-scatter, scans
@@ -735,18 +672,15 @@ pub unsafe fn ialltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf
 /// place, `recv` holds the whole vector (`recv.count` must be `Σ counts`) and receives the
 /// block at its start (the rest is left unspecified).
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ireduce_scatter(
+pub fn reduce_scatter(
     comm: &Comm,
     send: Option<&RawBuf>,
     recv: &RawBuf,
     counts: &[usize],
     op: &Op,
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     if comm.is_inter() {
-        // SAFETY: the caller's contract.
-        return unsafe { super::inter::raw::ireduce_scatter(comm, send, recv, counts, op) };
+        return super::inter::raw::reduce_scatter(comm, send, recv, counts, op);
     }
     const CALL: &str = "MPI_Reduce_scatter";
     let (n, me) = (comm.size() as usize, comm.rank() as usize);
@@ -774,23 +708,14 @@ pub unsafe fn ireduce_scatter(
     let a = choice::reduce_scatter(Forced::from_env()?.reduce_scatter, total * elem, c);
     let from = if send.is_none() { RECV } else { SEND };
     let s = algo::reduce_scatter::schedule(me as u32, from, counts, elem, a, c);
-    // SAFETY: the caller's contract.
-    unsafe { start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), Some(r)) }
+    start(comm, s, sm.as_ref(), Some(&rm), send.is_none(), Some(r))
 }
 
 /// `MPI_Iscan` (`exclusive`: `MPI_Iexscan`): rank r receives the reduction of the inputs of
 /// ranks `0..=r` (`0..r`) in `recv`. `send` `None`: in place, `recv` is the input. Exscan
 /// leaves rank 0's `recv` untouched.
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iscan(
-    comm: &Comm,
-    send: Option<&RawBuf>,
-    recv: &RawBuf,
-    op: &Op,
-    exclusive: bool,
-) -> Result<RawRequest> {
+pub fn scan(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op, exclusive: bool) -> Result<Planned> {
     if comm.is_inter() {
         return Err(Error::comm("MPI_Scan and MPI_Exscan are not defined on intercommunicators"));
     }
@@ -811,8 +736,7 @@ pub unsafe fn iscan(
     // Exscan never writes rank 0's output: do not unpack a packed temporary over it either.
     let s = wrap(s, sm.as_ref(), Some(&rm), send.is_none(), !(exclusive && me == 0));
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
-    // SAFETY: the caller's contract.
-    unsafe { launch(comm, s, sb, rm.bind(), Some(r)) }
+    launch(comm, s, sb, rm.bind(), Some(r))
 }
 
 /// Memory bound to a schedule buffer: (address, length).
@@ -881,12 +805,9 @@ impl RawWBuf<'_> {
 /// rank i's `send` to rank j, which receives them as described by `recv` for rank i. `send`
 /// `None`: in place, the input laid out as `recv`.
 ///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ialltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf<'_>) -> Result<RawRequest> {
+pub fn alltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf<'_>) -> Result<Planned> {
     if comm.is_inter() {
-        // SAFETY: the caller's contract.
-        return unsafe { super::inter::raw::ialltoallw(comm, send, recv) };
+        return super::inter::raw::alltoallw(comm, send, recv);
     }
     const CALL: &str = "MPI_Alltoallw";
     let (n, me) = (comm.size(), comm.rank());
@@ -913,6 +834,5 @@ pub unsafe fn ialltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf
     let largest = rblocks.iter().chain(sblocks.iter().flatten()).map(|p| len(p)).max().unwrap_or(0);
     let a = choice::alltoallv(Forced::from_env()?.alltoallv, largest);
     let s = api_gather::alltoallw_schedule(n, me, sblocks.as_deref(), &rblocks, rb.1, a);
-    // SAFETY: the caller's contract.
-    unsafe { launch(comm, s, sb, rb, None) }
+    launch(comm, s, sb, rb, None)
 }

@@ -1,25 +1,28 @@
-//! Collective operations: `MPI_Barrier`, `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce` and their
-//! nonblocking forms, over `madmpi::coll::raw` (buffers as address, count and datatype; derived
-//! datatypes are packed and unpacked by the collective's schedule itself, so a nonblocking
-//! call's output is unpacked before its request completes).
+//! Collective operations: `MPI_Barrier`, `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, blocking,
+//! nonblocking and persistent (MPI 4.0), in `int` and `_c` forms (one [`family!`] entry each),
+//! over `madmpi::coll::raw` (buffers as address, count and datatype; derived datatypes are
+//! packed and unpacked by the collective's schedule itself, so a nonblocking call's output is
+//! unpacked before its request completes). A persistent collective is planned at init (its
+//! algorithm chosen, its schedule built) and that plan runs at each start.
 //!
 //! Check order (MPICH 4.0's, parameter order after the communicator): count, datatype,
 //! operation, root, then the buffers (`MPI_ERR_BUFFER`: null with data, `MPI_IN_PLACE` where it
 //! is not allowed, send and receive buffers aliased), then the request pointer; the operation
 //! must be defined on the datatype (`MPI_ERR_OP`). Every error after the communicator goes to
-//! its error handler. A blocking call is the nonblocking one waited for.
+//! its error handler. A blocking call is the nonblocking one waited for; a persistent init checks
+//! the info handle (`MPI_ERR_INFO`) and then the request pointer.
 
-use crate::check;
+use super::family::family;
+use crate::check::{self, CInt};
 use crate::comms::CommObj;
-use crate::errors::{Fail, On, Outcome};
-use crate::export::export;
+use crate::errors::{Fail, On};
 use crate::ops::{self, OpRef};
-use crate::state::{State, state};
+use crate::state::State;
 use madmpi::abi;
 use madmpi::coll::raw::{self, RawBuf};
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
-use madmpi::request::RawRequest;
+use madmpi::request::operation::Operation;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -41,7 +44,7 @@ pub(super) fn root(c: &Arc<CommObj>, r: c_int) -> Result<u32, Fail> {
 pub(super) fn count_type(
     st: &State,
     c: &Arc<CommObj>,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
 ) -> Result<(i64, Datatype), Fail> {
     let count = check::count(count).on(c)?;
@@ -89,60 +92,58 @@ pub(super) fn operation(c: &Arc<CommObj>, op: abi::Op) -> Result<OpRef, Fail> {
     ops::resolve(op).on(c)
 }
 
-/// Waits for a blocking collective.
-pub(super) fn finish(c: &Arc<CommObj>, raw: RawRequest) -> Outcome {
-    raw.wait().map(drop).on(c)
+/// A barrier (nothing to check).
+///
+/// # Safety
+/// Nothing: `unsafe` only to share the build functions' shape.
+unsafe fn barrier(_st: &State, c: &Arc<CommObj>, _call: &'static str) -> Result<Operation, Fail> {
+    raw::barrier(&c.comm).map(Operation::Collective).on(c)
 }
 
-/// Stores the request of a nonblocking collective.
-pub(super) fn store(st: &State, c: &Arc<CommObj>, raw: RawRequest, request: &mut abi::Request) -> Outcome {
-    *request = st.add_request(raw, c).on(c)?;
-    Ok(())
-}
-
-/// Starts `MPI_Ibcast` after the checks.
+/// A broadcast, checked.
 ///
 /// # Safety
 /// `buf` holds the data until the request completes (MPI's contract).
-unsafe fn ibcast(
+unsafe fn bcast(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     buf: *mut c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     root_rank: c_int,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     if c.comm.is_inter() {
-        // SAFETY: the caller's contract.
-        return unsafe { super::coll_inter::ibcast(st, c, buf, count, datatype, root_rank) };
+        // SAFETY: the buffers (and, at the root, the count arrays) are as this function's
+        // contract says, which is the intercommunicator version's.
+        return unsafe { super::coll_inter::bcast(st, c, buf, count, datatype, root_rank) };
     }
     let (count, ty) = count_type(st, c, count, datatype)?;
     let root = root(c, root_rank)?;
     let b = buffer(c, buf, count, &ty, "buffer")?;
-    // SAFETY: the caller's contract.
-    unsafe { raw::ibcast(&c.comm, &b, root) }.on(c)
+    raw::bcast(&c.comm, &b, root).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Ireduce` after the checks.
+/// A reduce, checked.
 ///
 /// # Safety
 /// The buffers are valid until the request completes (MPI's contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn ireduce(
+unsafe fn reduce(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     op: abi::Op,
     root_rank: c_int,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     if c.comm.is_inter() {
-        // SAFETY: the caller's contract.
-        return unsafe {
-            super::coll_inter::ireduce(st, c, sendbuf, recvbuf, count, datatype, op, root_rank)
-        };
+        // SAFETY: the buffers (and, at the root, the count arrays) are as this function's
+        // contract says, which is the intercommunicator version's.
+        return unsafe { super::coll_inter::reduce(st, c, sendbuf, recvbuf, count, datatype, op, root_rank) };
     }
     let (count, ty) = count_type(st, c, count, datatype)?;
     let o = operation(c, op)?;
@@ -161,154 +162,68 @@ unsafe fn ireduce(
         None
     };
     let op = o.op(datatype);
-    // SAFETY: the caller's contract.
-    unsafe { raw::ireduce(&c.comm, send.as_ref(), recv.as_ref(), &op, root) }.on(c)
+    raw::reduce(&c.comm, send.as_ref(), recv.as_ref(), &op, root).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iallreduce` after the checks.
+/// An allreduce, checked.
 ///
 /// # Safety
 /// The buffers are valid until the request completes (MPI's contract).
-unsafe fn iallreduce(
+#[allow(clippy::too_many_arguments)]
+unsafe fn allreduce(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     op: abi::Op,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let (count, ty) = count_type(st, c, count, datatype)?;
     let o = operation(c, op)?;
     let send = if in_place(sendbuf) { None } else { Some(buffer(c, sendbuf, count, &ty, "send buffer")?) };
     let recv = buffer(c, recvbuf, count, &ty, "receive buffer")?;
     not_aliased(c, sendbuf, recvbuf, count > 0)?;
     let op = o.op(datatype);
-    // SAFETY: the caller's contract.
-    unsafe { raw::iallreduce(&c.comm, send.as_ref(), &recv, &op) }.on(c)
+    raw::allreduce(&c.comm, send.as_ref(), &recv, &op).map(Operation::Collective).on(c)
 }
 
-export! {
-    /// `MPI_Barrier`.
-    fn MPI_Barrier / PMPI_Barrier(comm: abi::Comm) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        let raw = raw::ibarrier(&c.comm).on(&c)?;
-        finish(&c, raw)
-    }
+family! {
+    /// Barrier.
+    () => barrier[];
+    run MPI_Barrier / PMPI_Barrier;
+    start MPI_Ibarrier / PMPI_Ibarrier;
+    init_info MPI_Barrier_init / PMPI_Barrier_init;
 
-    /// `MPI_Ibarrier`.
-    fn MPI_Ibarrier / PMPI_Ibarrier(comm: abi::Comm, request: *mut abi::Request) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        // SAFETY: an output argument.
-        let request = unsafe { check::out(request, "request") }.on(&c)?;
-        let raw = raw::ibarrier(&c.comm).on(&c)?;
-        store(&st, &c, raw, request)
-    }
+    /// Broadcast from `root`.
+    (buffer: *mut c_void, count: Count, datatype: abi::Datatype, root: c_int) => bcast[];
+    run MPI_Bcast / PMPI_Bcast, MPI_Bcast_c / PMPI_Bcast_c;
+    start MPI_Ibcast / PMPI_Ibcast, MPI_Ibcast_c / PMPI_Ibcast_c;
+    init_info MPI_Bcast_init / PMPI_Bcast_init, MPI_Bcast_init_c / PMPI_Bcast_init_c;
 
-    /// `MPI_Bcast`.
-    fn MPI_Bcast / PMPI_Bcast(
-        buffer: *mut c_void,
-        count: c_int,
-        datatype: abi::Datatype,
-        root: c_int,
-        comm: abi::Comm,
-    ) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        // SAFETY: the buffer is valid during this blocking call (MPI's contract).
-        let raw = unsafe { ibcast(&st, &c, buffer, count, datatype, root) }?;
-        finish(&c, raw)
-    }
-
-    /// `MPI_Ibcast`.
-    fn MPI_Ibcast / PMPI_Ibcast(
-        buffer: *mut c_void,
-        count: c_int,
-        datatype: abi::Datatype,
-        root: c_int,
-        comm: abi::Comm,
-        request: *mut abi::Request,
-    ) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        // SAFETY: an output argument.
-        let request = unsafe { check::out(request, "request") }.on(&c)?;
-        // SAFETY: the buffer stays valid until the request completes (MPI's contract).
-        let raw = unsafe { ibcast(&st, &c, buffer, count, datatype, root) }?;
-        store(&st, &c, raw, request)
-    }
-
-    /// `MPI_Reduce`: `MPI_IN_PLACE` as the send buffer at the root only.
-    fn MPI_Reduce / PMPI_Reduce(
+    /// Reduce to `root`: `MPI_IN_PLACE` as the send buffer at the root only.
+    (
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        count: c_int,
+        count: Count,
         datatype: abi::Datatype,
         op: abi::Op,
         root: c_int,
-        comm: abi::Comm,
-    ) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        // SAFETY: the buffers are valid during this blocking call (MPI's contract).
-        let raw = unsafe { ireduce(&st, &c, sendbuf, recvbuf, count, datatype, op, root) }?;
-        finish(&c, raw)
-    }
+    ) => reduce[];
+    run MPI_Reduce / PMPI_Reduce, MPI_Reduce_c / PMPI_Reduce_c;
+    start MPI_Ireduce / PMPI_Ireduce, MPI_Ireduce_c / PMPI_Ireduce_c;
+    init_info MPI_Reduce_init / PMPI_Reduce_init, MPI_Reduce_init_c / PMPI_Reduce_init_c;
 
-    /// `MPI_Ireduce`.
-    fn MPI_Ireduce / PMPI_Ireduce(
+    /// Reduce to every rank: `MPI_IN_PLACE` as the send buffer everywhere.
+    (
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        count: c_int,
+        count: Count,
         datatype: abi::Datatype,
         op: abi::Op,
-        root: c_int,
-        comm: abi::Comm,
-        request: *mut abi::Request,
-    ) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        // SAFETY: an output argument.
-        let request = unsafe { check::out(request, "request") }.on(&c)?;
-        // SAFETY: the buffers stay valid until the request completes (MPI's contract).
-        let raw = unsafe { ireduce(&st, &c, sendbuf, recvbuf, count, datatype, op, root) }?;
-        store(&st, &c, raw, request)
-    }
-
-    /// `MPI_Allreduce`: `MPI_IN_PLACE` as the send buffer everywhere.
-    fn MPI_Allreduce / PMPI_Allreduce(
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        count: c_int,
-        datatype: abi::Datatype,
-        op: abi::Op,
-        comm: abi::Comm,
-    ) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        // SAFETY: the buffers are valid during this blocking call (MPI's contract).
-        let raw = unsafe { iallreduce(&st, &c, sendbuf, recvbuf, count, datatype, op) }?;
-        finish(&c, raw)
-    }
-
-    /// `MPI_Iallreduce`.
-    fn MPI_Iallreduce / PMPI_Iallreduce(
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        count: c_int,
-        datatype: abi::Datatype,
-        op: abi::Op,
-        comm: abi::Comm,
-        request: *mut abi::Request,
-    ) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        // SAFETY: an output argument.
-        let request = unsafe { check::out(request, "request") }.on(&c)?;
-        // SAFETY: the buffers stay valid until the request completes (MPI's contract).
-        let raw = unsafe { iallreduce(&st, &c, sendbuf, recvbuf, count, datatype, op) }?;
-        store(&st, &c, raw, request)
-    }
+    ) => allreduce[];
+    run MPI_Allreduce / PMPI_Allreduce, MPI_Allreduce_c / PMPI_Allreduce_c;
+    start MPI_Iallreduce / PMPI_Iallreduce, MPI_Iallreduce_c / PMPI_Iallreduce_c;
+    init_info MPI_Allreduce_init / PMPI_Allreduce_init, MPI_Allreduce_init_c / PMPI_Allreduce_init_c;
 }

@@ -14,21 +14,26 @@
 //! Layout: one checker per kind of buffer (`plain`, `vbuffer`, `wbuffer`); one checker per
 //! shape of collective (`gather_args`, `scatter_args`, `everywhere_args`), which decides which
 //! sides this rank looks at and in which order, and returns them checked; then per collective
-//! one start function (that checker given the buffer checkers of its sides, then the `raw`
-//! call), which the `pair!` macro makes both the blocking and the nonblocking C function.
+//! one build function (that checker given the buffer checkers of its sides, then the `raw`
+//! plan), which one [`family!`] entry makes the blocking, nonblocking and persistent C
+//! functions, in `int` and `_c` forms.
 
-use super::coll::{buffer, count_type, finish, in_place, not_aliased, not_in_place, root, store};
-use crate::check;
+use super::coll::{buffer, count_type, in_place, not_aliased, not_in_place, root};
+use super::family::family;
+use crate::check::{self, CInt};
 use crate::comms::CommObj;
 use crate::errors::{Fail, On};
-use crate::export::export;
-use crate::state::{State, state};
+use crate::state::State;
 use madmpi::abi;
 use madmpi::coll::raw::{self, RawBuf, RawVBuf, RawWBuf};
 use madmpi::datatype::Datatype;
-use madmpi::request::RawRequest;
+use madmpi::error::Error;
+use madmpi::request::operation::Operation;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
+
+/// No `v` count arrays (a gather or scatter, not its `v` form, on an intercommunicator).
+const NO_V: Option<(*const c_int, *const c_int)> = None;
 
 /// What the error messages call the send buffer.
 const SEND: &str = "send buffer";
@@ -92,7 +97,7 @@ pub(super) fn plain(
     st: &State,
     c: &Arc<CommObj>,
     buf: *const c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     what: &str,
 ) -> Result<RawBuf, Fail> {
@@ -100,25 +105,36 @@ pub(super) fn plain(
     buffer(c, buf, n, &ty, what)
 }
 
-/// The per-rank `counts` (each `MPI_ERR_COUNT` if negative) and `displs` of a `v` or `w`
-/// buffer, checked in that order: one per rank data goes to or comes from (of the remote group
-/// on an intercommunicator).
+/// The per-rank `counts` (each `MPI_ERR_COUNT` if negative, and their sum if it leaves the
+/// address space) and `displs` of a `v` or `w` buffer, checked in that order: one per rank data
+/// goes to or comes from (of the remote group on an intercommunicator).
 ///
 /// # Safety
-/// Non-null, aligned `counts` and `displs` hold one `int` per such rank.
+/// Non-null, aligned `counts` and `displs` hold one element per such rank.
 unsafe fn counts_displs(
     c: &Arc<CommObj>,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: *const impl CInt,
+    displs: *const impl CInt,
 ) -> Result<(Vec<usize>, Vec<isize>), Fail> {
     let n = c.comm.peer_size() as usize;
-    // SAFETY: the caller's contract.
+    // SAFETY: `counts` holds `n` elements (the caller's contract).
     let cs = unsafe { check::array_in(counts, n, "the counts array") }.on(c)?;
     let counts =
         cs.iter().map(|&x| check::count(x).map(|v| v as usize)).collect::<Result<Vec<_>, _>>().on(c)?;
-    // SAFETY: the caller's contract.
+    total(&counts).on(c)?;
+    // SAFETY: `displs` holds `n` elements (the caller's contract).
     let ds = unsafe { check::array_in(displs, n, "the displacements array") }.on(c)?;
-    Ok((counts, ds.iter().map(|&d| d as isize).collect()))
+    let displs = ds.iter().map(|&d| check::displacement(d)).collect::<Result<Vec<_>, _>>().on(c)?;
+    Ok((counts, displs))
+}
+
+/// The sum of `counts`; `MPI_ERR_COUNT` if it leaves the address space (large-count forms).
+pub(super) fn total(counts: &[usize]) -> Result<i64, Error> {
+    counts
+        .iter()
+        .try_fold(0i64, |sum, &k| sum.checked_add(i64::try_from(k).ok()?))
+        .filter(|&t| isize::try_from(t).is_ok())
+        .ok_or_else(|| Error::count("the counts add up to more than memory can hold"))
 }
 
 /// The `v` buffer `buf` with `counts` and `displs` (one per rank) of `datatype`, checked
@@ -130,8 +146,8 @@ pub(super) unsafe fn vbuffer(
     st: &State,
     c: &Arc<CommObj>,
     buf: *const c_void,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: *const impl CInt,
+    displs: *const impl CInt,
     datatype: abi::Datatype,
     what: &str,
 ) -> Result<VBuf, Fail> {
@@ -139,7 +155,7 @@ pub(super) unsafe fn vbuffer(
     let (counts, displs) = unsafe { counts_displs(c, counts, displs) }?;
     let ty = st.committed_datatype(datatype).on(c)?;
     not_in_place(c, buf, what)?;
-    let total = counts.iter().map(|&x| x as i64).sum();
+    let total = total(&counts).on(c)?;
     check::buffer(buf, total, &ty).on(c)?;
     Ok(VBuf { base: buf.cast_mut().cast(), counts, displs, ty })
 }
@@ -152,8 +168,8 @@ unsafe fn wbuffer(
     st: &State,
     c: &Arc<CommObj>,
     buf: *const c_void,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: *const impl CInt,
+    displs: *const impl CInt,
     types: *const abi::Datatype,
     what: &str,
 ) -> Result<WBuf, Fail> {
@@ -248,27 +264,29 @@ fn everywhere_args<S, R: Side>(
     Ok(Everywhere { send, recv })
 }
 
-/// Starts `MPI_Igather` after the checks.
+/// A gather, checked.
 ///
 /// # Safety
 /// The buffers are valid until the request completes (MPI's contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn igather(
+unsafe fn gather(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl CInt,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl CInt,
     recvtype: abi::Datatype,
     root: c_int,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     if c.comm.is_inter() {
-        // SAFETY: the caller's contract.
+        // SAFETY: the buffers (and, at the root, the count arrays) are as this function's
+        // contract says, which is the intercommunicator version's.
         return unsafe {
-            super::coll_inter::igather(
-                st, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, None, recvtype, root,
+            super::coll_inter::gather(
+                st, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, NO_V, recvtype, root,
             )
         };
     }
@@ -280,31 +298,32 @@ unsafe fn igather(
         || plain(st, c, sendbuf, sendcount, sendtype, SEND),
         || plain(st, c, recvbuf, recvcount, recvtype, RECV),
     )?;
-    // SAFETY: the caller's contract.
-    unsafe { raw::igather(&c.comm, a.send.as_ref(), a.recv.as_ref(), a.root) }.on(c)
+    raw::gather(&c.comm, a.send.as_ref(), a.recv.as_ref(), a.root).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Igatherv` after the checks.
+/// A gatherv, checked.
 ///
 /// # Safety
 /// The buffers and arrays are valid (MPI's contract), the buffers until the request completes.
 #[allow(clippy::too_many_arguments)]
-unsafe fn igatherv(
+unsafe fn gatherv(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl CInt,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const impl CInt,
+    displs: *const impl CInt,
     recvtype: abi::Datatype,
     root: c_int,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     if c.comm.is_inter() {
-        // SAFETY: the caller's contract.
+        // SAFETY: the buffers (and, at the root, the count arrays) are as this function's
+        // contract says, which is the intercommunicator version's.
         return unsafe {
-            super::coll_inter::igather(
+            super::coll_inter::gather(
                 st,
                 c,
                 sendbuf,
@@ -328,31 +347,32 @@ unsafe fn igatherv(
         || unsafe { vbuffer(st, c, recvbuf, recvcounts, displs, recvtype, RECV) },
     )?;
     let recv = a.recv.as_ref().map(VBuf::raw);
-    // SAFETY: the caller's contract.
-    unsafe { raw::igatherv(&c.comm, a.send.as_ref(), recv.as_ref(), a.root) }.on(c)
+    raw::gatherv(&c.comm, a.send.as_ref(), recv.as_ref(), a.root).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iscatter` after the checks.
+/// A scatter, checked.
 ///
 /// # Safety
 /// The buffers are valid until the request completes (MPI's contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn iscatter(
+unsafe fn scatter(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl CInt,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl CInt,
     recvtype: abi::Datatype,
     root: c_int,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     if c.comm.is_inter() {
-        // SAFETY: the caller's contract.
+        // SAFETY: the buffers (and, at the root, the count arrays) are as this function's
+        // contract says, which is the intercommunicator version's.
         return unsafe {
-            super::coll_inter::iscatter(
-                st, c, sendbuf, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root,
+            super::coll_inter::scatter(
+                st, c, sendbuf, sendcount, NO_V, sendtype, recvbuf, recvcount, recvtype, root,
             )
         };
     }
@@ -364,31 +384,32 @@ unsafe fn iscatter(
         || plain(st, c, sendbuf, sendcount, sendtype, SEND),
         || plain(st, c, recvbuf, recvcount, recvtype, RECV),
     )?;
-    // SAFETY: the caller's contract.
-    unsafe { raw::iscatter(&c.comm, a.send.as_ref(), a.recv.as_ref(), a.root) }.on(c)
+    raw::scatter(&c.comm, a.send.as_ref(), a.recv.as_ref(), a.root).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iscatterv` after the checks.
+/// A scatterv, checked.
 ///
 /// # Safety
 /// The buffers and arrays are valid (MPI's contract), the buffers until the request completes.
 #[allow(clippy::too_many_arguments)]
-unsafe fn iscatterv(
+unsafe fn scatterv(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: *const impl CInt,
+    displs: *const impl CInt,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl CInt,
     recvtype: abi::Datatype,
     root: c_int,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     if c.comm.is_inter() {
-        // SAFETY: the caller's contract.
+        // SAFETY: the buffers (and, at the root, the count arrays) are as this function's
+        // contract says, which is the intercommunicator version's.
         return unsafe {
-            super::coll_inter::iscatter(
+            super::coll_inter::scatter(
                 st,
                 c,
                 sendbuf,
@@ -412,25 +433,31 @@ unsafe fn iscatterv(
         || plain(st, c, recvbuf, recvcount, recvtype, RECV),
     )?;
     let send = a.send.as_ref().map(VBuf::raw);
-    // SAFETY: the caller's contract.
-    unsafe { raw::iscatterv(&c.comm, send.as_ref(), a.recv.as_ref(), a.root) }.on(c)
+    raw::scatterv(&c.comm, send.as_ref(), a.recv.as_ref(), a.root).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iallgather` after the checks.
+/// What a collective without a root plans from its checked sides (allgather, alltoall).
+type PlanEverywhere =
+    fn(&madmpi::comm::Comm, Option<&RawBuf>, &RawBuf) -> madmpi::error::Result<raw::Planned>;
+
+/// An allgather or an alltoall (`plan`), checked: one block of `sendcount` elements to every
+/// rank (the same block, or block j to rank j) and one of `recvcount` from each.
 ///
 /// # Safety
-/// The buffers are valid until the request completes (MPI's contract).
+/// Nothing is read through the pointers (the buffers are only described).
 #[allow(clippy::too_many_arguments)]
-unsafe fn iallgather(
+unsafe fn everywhere(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
+    plan: PlanEverywhere,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl CInt,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl CInt,
     recvtype: abi::Datatype,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let a = everywhere_args(
         c,
         sendbuf,
@@ -438,26 +465,26 @@ unsafe fn iallgather(
         || plain(st, c, sendbuf, sendcount, sendtype, SEND),
         || plain(st, c, recvbuf, recvcount, recvtype, RECV),
     )?;
-    // SAFETY: the caller's contract.
-    unsafe { raw::iallgather(&c.comm, a.send.as_ref(), &a.recv) }.on(c)
+    plan(&c.comm, a.send.as_ref(), &a.recv).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iallgatherv` after the checks.
+/// An allgatherv, checked.
 ///
 /// # Safety
 /// The buffers and arrays are valid (MPI's contract), the buffers until the request completes.
 #[allow(clippy::too_many_arguments)]
-unsafe fn iallgatherv(
+unsafe fn allgatherv(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl CInt,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const impl CInt,
+    displs: *const impl CInt,
     recvtype: abi::Datatype,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let a = everywhere_args(
         c,
         sendbuf,
@@ -466,53 +493,27 @@ unsafe fn iallgatherv(
         // SAFETY: the caller's contract.
         || unsafe { vbuffer(st, c, recvbuf, recvcounts, displs, recvtype, RECV) },
     )?;
-    // SAFETY: the caller's contract.
-    unsafe { raw::iallgatherv(&c.comm, a.send.as_ref(), &a.recv.raw()) }.on(c)
+    raw::allgatherv(&c.comm, a.send.as_ref(), &a.recv.raw()).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Ialltoall` after the checks.
-///
-/// # Safety
-/// The buffers are valid until the request completes (MPI's contract).
-#[allow(clippy::too_many_arguments)]
-unsafe fn ialltoall(
-    st: &State,
-    c: &Arc<CommObj>,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: abi::Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: abi::Datatype,
-) -> Result<RawRequest, Fail> {
-    let a = everywhere_args(
-        c,
-        sendbuf,
-        recvbuf,
-        || plain(st, c, sendbuf, sendcount, sendtype, SEND),
-        || plain(st, c, recvbuf, recvcount, recvtype, RECV),
-    )?;
-    // SAFETY: the caller's contract.
-    unsafe { raw::ialltoall(&c.comm, a.send.as_ref(), &a.recv) }.on(c)
-}
-
-/// Starts `MPI_Ialltoallv` after the checks.
+/// An alltoallv, checked.
 ///
 /// # Safety
 /// The buffers and arrays are valid (MPI's contract), the buffers until the request completes.
 #[allow(clippy::too_many_arguments)]
-unsafe fn ialltoallv(
+unsafe fn alltoallv(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const impl CInt,
+    sdispls: *const impl CInt,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const impl CInt,
+    rdispls: *const impl CInt,
     recvtype: abi::Datatype,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let a = everywhere_args(
         c,
         sendbuf,
@@ -523,27 +524,27 @@ unsafe fn ialltoallv(
         || unsafe { vbuffer(st, c, recvbuf, recvcounts, rdispls, recvtype, RECV) },
     )?;
     let send = a.send.as_ref().map(VBuf::raw);
-    // SAFETY: the caller's contract.
-    unsafe { raw::ialltoallv(&c.comm, send.as_ref(), &a.recv.raw()) }.on(c)
+    raw::alltoallv(&c.comm, send.as_ref(), &a.recv.raw()).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Ialltoallw` after the checks.
+/// An alltoallw, checked.
 ///
 /// # Safety
 /// The buffers and arrays are valid (MPI's contract), the buffers until the request completes.
 #[allow(clippy::too_many_arguments)]
-unsafe fn ialltoallw(
+unsafe fn alltoallw(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const impl CInt,
+    sdispls: *const impl CInt,
     sendtypes: *const abi::Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const impl CInt,
+    rdispls: *const impl CInt,
     recvtypes: *const abi::Datatype,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let a = everywhere_args(
         c,
         sendbuf,
@@ -554,142 +555,137 @@ unsafe fn ialltoallw(
         || unsafe { wbuffer(st, c, recvbuf, recvcounts, rdispls, recvtypes, RECV) },
     )?;
     let send = a.send.as_ref().map(WBuf::raw);
-    // SAFETY: the caller's contract.
-    unsafe { raw::ialltoallw(&c.comm, send.as_ref(), &a.recv.raw()) }.on(c)
+    raw::alltoallw(&c.comm, send.as_ref(), &a.recv.raw()).map(Operation::Collective).on(c)
 }
 
-/// Defines the blocking call (`start` then wait) and the nonblocking one (`start`, the request
-/// stored) of a collective whose parameters are `args`, then the communicator (and the request).
-macro_rules! pair {
-    ($(
-        $(#[$doc:meta])*
-        fn $mpi:ident / $pmpi:ident, $impi:ident / $ipmpi:ident ($($arg:ident: $ty:ty),* $(,)?) => $start:ident;
-    )*) => {
-        export! {$(
-            $(#[$doc])*
-            fn $mpi / $pmpi($($arg: $ty,)* comm: abi::Comm) {
-                let st = state()?;
-                let c = st.comm(comm)?;
-                // SAFETY: the buffers and arrays are valid during this blocking call (MPI's contract).
-                let raw = unsafe { $start(&st, &c, $($arg),*) }?;
-                finish(&c, raw)
-            }
-
-            #[doc = concat!("`", stringify!($impi), "`.")]
-            fn $impi / $ipmpi($($arg: $ty,)* comm: abi::Comm, request: *mut abi::Request) {
-                let st = state()?;
-                let c = st.comm(comm)?;
-                // SAFETY: an output argument.
-                let request = unsafe { check::out(request, "request") }.on(&c)?;
-                // SAFETY: the buffers stay valid until the request completes, the arrays during
-                // the call (MPI's contract).
-                let raw = unsafe { $start(&st, &c, $($arg),*) }?;
-                store(&st, &c, raw, request)
-            }
-        )*}
-    };
-}
-pub(super) use pair;
-
-pair! {
-    /// `MPI_Gather`: `MPI_IN_PLACE` as the send buffer at the root only.
-    fn MPI_Gather / PMPI_Gather, MPI_Igather / PMPI_Igather(
+family! {
+    /// Gather: `MPI_IN_PLACE` as the send buffer at the root only.
+    (
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Count,
         sendtype: abi::Datatype,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Count,
         recvtype: abi::Datatype,
         root: c_int,
-    ) => igather;
+    ) => gather[];
+    run MPI_Gather / PMPI_Gather, MPI_Gather_c / PMPI_Gather_c;
+    start MPI_Igather / PMPI_Igather, MPI_Igather_c / PMPI_Igather_c;
+    init_info MPI_Gather_init / PMPI_Gather_init, MPI_Gather_init_c / PMPI_Gather_init_c;
 
-    /// `MPI_Gatherv`: `MPI_IN_PLACE` as the send buffer at the root only.
-    fn MPI_Gatherv / PMPI_Gatherv, MPI_Igatherv / PMPI_Igatherv(
+    /// Gather of blocks of varying sizes: `MPI_IN_PLACE` as the send buffer at the root only.
+    (
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Count,
         sendtype: abi::Datatype,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Count,
+        displs: *const Displ,
         recvtype: abi::Datatype,
         root: c_int,
-    ) => igatherv;
+    ) => gatherv[];
+    run MPI_Gatherv / PMPI_Gatherv, MPI_Gatherv_c / PMPI_Gatherv_c;
+    start MPI_Igatherv / PMPI_Igatherv, MPI_Igatherv_c / PMPI_Igatherv_c;
+    init_info MPI_Gatherv_init / PMPI_Gatherv_init, MPI_Gatherv_init_c / PMPI_Gatherv_init_c;
 
-    /// `MPI_Scatter`: `MPI_IN_PLACE` as the receive buffer at the root only.
-    fn MPI_Scatter / PMPI_Scatter, MPI_Iscatter / PMPI_Iscatter(
+    /// Scatter: `MPI_IN_PLACE` as the receive buffer at the root only.
+    (
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Count,
         sendtype: abi::Datatype,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Count,
         recvtype: abi::Datatype,
         root: c_int,
-    ) => iscatter;
+    ) => scatter[];
+    run MPI_Scatter / PMPI_Scatter, MPI_Scatter_c / PMPI_Scatter_c;
+    start MPI_Iscatter / PMPI_Iscatter, MPI_Iscatter_c / PMPI_Iscatter_c;
+    init_info MPI_Scatter_init / PMPI_Scatter_init, MPI_Scatter_init_c / PMPI_Scatter_init_c;
 
-    /// `MPI_Scatterv`: `MPI_IN_PLACE` as the receive buffer at the root only.
-    fn MPI_Scatterv / PMPI_Scatterv, MPI_Iscatterv / PMPI_Iscatterv(
+    /// Scatter of blocks of varying sizes: `MPI_IN_PLACE` as the receive buffer at the root
+    /// only.
+    (
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        displs: *const c_int,
+        sendcounts: *const Count,
+        displs: *const Displ,
         sendtype: abi::Datatype,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Count,
         recvtype: abi::Datatype,
         root: c_int,
-    ) => iscatterv;
+    ) => scatterv[];
+    run MPI_Scatterv / PMPI_Scatterv, MPI_Scatterv_c / PMPI_Scatterv_c;
+    start MPI_Iscatterv / PMPI_Iscatterv, MPI_Iscatterv_c / PMPI_Iscatterv_c;
+    init_info MPI_Scatterv_init / PMPI_Scatterv_init, MPI_Scatterv_init_c / PMPI_Scatterv_init_c;
 
-    /// `MPI_Allgather`: `MPI_IN_PLACE` as the send buffer everywhere.
-    fn MPI_Allgather / PMPI_Allgather, MPI_Iallgather / PMPI_Iallgather(
+    /// Allgather: `MPI_IN_PLACE` as the send buffer everywhere.
+    (
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Count,
         sendtype: abi::Datatype,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Count,
         recvtype: abi::Datatype,
-    ) => iallgather;
+    ) => everywhere[raw::allgather];
+    run MPI_Allgather / PMPI_Allgather, MPI_Allgather_c / PMPI_Allgather_c;
+    start MPI_Iallgather / PMPI_Iallgather, MPI_Iallgather_c / PMPI_Iallgather_c;
+    init_info MPI_Allgather_init / PMPI_Allgather_init, MPI_Allgather_init_c / PMPI_Allgather_init_c;
 
-    /// `MPI_Allgatherv`: `MPI_IN_PLACE` as the send buffer everywhere.
-    fn MPI_Allgatherv / PMPI_Allgatherv, MPI_Iallgatherv / PMPI_Iallgatherv(
+    /// Allgather of blocks of varying sizes: `MPI_IN_PLACE` as the send buffer everywhere.
+    (
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Count,
         sendtype: abi::Datatype,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Count,
+        displs: *const Displ,
         recvtype: abi::Datatype,
-    ) => iallgatherv;
+    ) => allgatherv[];
+    run MPI_Allgatherv / PMPI_Allgatherv, MPI_Allgatherv_c / PMPI_Allgatherv_c;
+    start MPI_Iallgatherv / PMPI_Iallgatherv, MPI_Iallgatherv_c / PMPI_Iallgatherv_c;
+    init_info MPI_Allgatherv_init / PMPI_Allgatherv_init, MPI_Allgatherv_init_c / PMPI_Allgatherv_init_c;
 
-    /// `MPI_Alltoall`: `MPI_IN_PLACE` as the send buffer everywhere.
-    fn MPI_Alltoall / PMPI_Alltoall, MPI_Ialltoall / PMPI_Ialltoall(
+    /// All-to-all: `MPI_IN_PLACE` as the send buffer everywhere.
+    (
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Count,
         sendtype: abi::Datatype,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Count,
         recvtype: abi::Datatype,
-    ) => ialltoall;
+    ) => everywhere[raw::alltoall];
+    run MPI_Alltoall / PMPI_Alltoall, MPI_Alltoall_c / PMPI_Alltoall_c;
+    start MPI_Ialltoall / PMPI_Ialltoall, MPI_Ialltoall_c / PMPI_Ialltoall_c;
+    init_info MPI_Alltoall_init / PMPI_Alltoall_init, MPI_Alltoall_init_c / PMPI_Alltoall_init_c;
 
-    /// `MPI_Alltoallv`: `MPI_IN_PLACE` as the send buffer everywhere.
-    fn MPI_Alltoallv / PMPI_Alltoallv, MPI_Ialltoallv / PMPI_Ialltoallv(
+    /// All-to-all of blocks of varying sizes: `MPI_IN_PLACE` as the send buffer everywhere.
+    (
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Count,
+        sdispls: *const Displ,
         sendtype: abi::Datatype,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Count,
+        rdispls: *const Displ,
         recvtype: abi::Datatype,
-    ) => ialltoallv;
+    ) => alltoallv[];
+    run MPI_Alltoallv / PMPI_Alltoallv, MPI_Alltoallv_c / PMPI_Alltoallv_c;
+    start MPI_Ialltoallv / PMPI_Ialltoallv, MPI_Ialltoallv_c / PMPI_Ialltoallv_c;
+    init_info MPI_Alltoallv_init / PMPI_Alltoallv_init, MPI_Alltoallv_init_c / PMPI_Alltoallv_init_c;
 
-    /// `MPI_Alltoallw`: `MPI_IN_PLACE` as the send buffer everywhere; displacements in bytes.
-    fn MPI_Alltoallw / PMPI_Alltoallw, MPI_Ialltoallw / PMPI_Ialltoallw(
+    /// All-to-all with a datatype per block: `MPI_IN_PLACE` as the send buffer everywhere;
+    /// displacements in bytes.
+    (
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Count,
+        sdispls: *const Displ,
         sendtypes: *const abi::Datatype,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Count,
+        rdispls: *const Displ,
         recvtypes: *const abi::Datatype,
-    ) => ialltoallw;
+    ) => alltoallw[];
+    run MPI_Alltoallw / PMPI_Alltoallw, MPI_Alltoallw_c / PMPI_Alltoallw_c;
+    start MPI_Ialltoallw / PMPI_Ialltoallw, MPI_Ialltoallw_c / PMPI_Ialltoallw_c;
+    init_info MPI_Alltoallw_init / PMPI_Alltoallw_init, MPI_Alltoallw_init_c / PMPI_Alltoallw_init_c;
 }

@@ -10,13 +10,14 @@
 
 use super::coll::{buffer, count_type, operation};
 use super::coll_gather::{plain, vbuffer};
+use crate::check::CInt;
 use crate::comms::CommObj;
 use crate::errors::{Fail, On};
 use crate::state::State;
 use madmpi::abi;
 use madmpi::coll::inter::{Root, raw};
 use madmpi::error::Error;
-use madmpi::request::RawRequest;
+use madmpi::request::operation::Operation;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -48,23 +49,21 @@ fn root(c: &Arc<CommObj>, r: c_int) -> Result<Root, Fail> {
 ///
 /// # Safety
 /// `buf` holds the data until the request completes (MPI's contract).
-pub(super) unsafe fn ibcast(
+pub(super) unsafe fn bcast(
     st: &State,
     c: &Arc<CommObj>,
     buf: *mut c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     root_rank: c_int,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let (count, ty) = count_type(st, c, count, datatype)?;
     let root = root(c, root_rank)?;
     let b = match root {
         Root::Idle => None,
         _ => Some(buffer(c, buf, count, &ty, "buffer")?),
     };
-    // SAFETY: the program keeps the buffers valid until the request completes and the arrays
-    // during the call (MPI's contract, this function's # Safety).
-    unsafe { raw::ibcast(&c.comm, b.as_ref(), root) }.on(c)
+    raw::bcast(&c.comm, b.as_ref(), root).map(Operation::Collective).on(c)
 }
 
 /// `MPI_Ireduce` on an intercommunicator.
@@ -72,16 +71,16 @@ pub(super) unsafe fn ibcast(
 /// # Safety
 /// The buffers are valid until the request completes (MPI's contract).
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn ireduce(
+pub(super) unsafe fn reduce(
     st: &State,
     c: &Arc<CommObj>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     op: abi::Op,
     root_rank: c_int,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let (count, ty) = count_type(st, c, count, datatype)?;
     let o = operation(c, op)?;
     let root = root(c, root_rank)?;
@@ -94,9 +93,7 @@ pub(super) unsafe fn ireduce(
         _ => None,
     };
     let op = o.op(datatype);
-    // SAFETY: the program keeps the buffers valid until the request completes and the arrays
-    // during the call (MPI's contract, this function's # Safety).
-    unsafe { raw::ireduce(&c.comm, send.as_ref(), recv.as_ref(), &op, root) }.on(c)
+    raw::reduce(&c.comm, send.as_ref(), recv.as_ref(), &op, root).map(Operation::Collective).on(c)
 }
 
 /// `MPI_Igather` (`recvcounts` and `displs` given: `MPI_Igatherv`) on an intercommunicator.
@@ -105,85 +102,71 @@ pub(super) unsafe fn ireduce(
 /// The buffers are valid until the request completes, the arrays (one entry per remote rank,
 /// read at the root) during the call (MPI's contract).
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn igather(
+pub(super) unsafe fn gather(
     st: &State,
     c: &Arc<CommObj>,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl CInt,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
-    v: Option<(*const c_int, *const c_int)>,
+    recvcount: impl CInt,
+    v: Option<(*const impl CInt, *const impl CInt)>,
     recvtype: abi::Datatype,
     root_rank: c_int,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let root = root(c, root_rank)?;
     match (root, v) {
         (Root::Here, None) => {
             let recv = plain(st, c, recvbuf, recvcount, recvtype, RECV)?;
-            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
-            // during the call (MPI's contract, this function's # Safety).
-            unsafe { raw::igather(&c.comm, None, Some(&recv), root) }.on(c)
+            raw::gather(&c.comm, None, Some(&recv), root).map(Operation::Collective).on(c)
         }
         (Root::Here, Some((counts, displs))) => {
-            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
-            // during the call (MPI's contract, this function's # Safety).
+            // SAFETY: at the root the arrays hold one entry per remote rank (this function's
+            // contract), as `vbuffer` reads them.
             let recv = unsafe { vbuffer(st, c, recvbuf, counts, displs, recvtype, RECV) }?;
-            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
-            // during the call (MPI's contract, this function's # Safety).
-            unsafe { raw::igatherv(&c.comm, None, Some(&recv.raw()), root) }.on(c)
+            raw::gatherv(&c.comm, None, Some(&recv.raw()), root).map(Operation::Collective).on(c)
         }
         (Root::Remote(_), _) => {
             let send = plain(st, c, sendbuf, sendcount, sendtype, SEND)?;
-            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
-            // during the call (MPI's contract, this function's # Safety).
-            unsafe { raw::igather(&c.comm, Some(&send), None, root) }.on(c)
+            raw::gather(&c.comm, Some(&send), None, root).map(Operation::Collective).on(c)
         }
-        // SAFETY: nothing is read or written.
-        (Root::Idle, _) => unsafe { raw::igather(&c.comm, None, None, root) }.on(c),
+        (Root::Idle, _) => raw::gather(&c.comm, None, None, root).map(Operation::Collective).on(c),
     }
 }
 
 /// `MPI_Iscatter` (`sendcounts` and `displs` given: `MPI_Iscatterv`) on an intercommunicator.
 ///
 /// # Safety
-/// As [`igather`].
+/// As [`gather`].
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn iscatter(
+pub(super) unsafe fn scatter(
     st: &State,
     c: &Arc<CommObj>,
     sendbuf: *const c_void,
-    sendcount: c_int,
-    v: Option<(*const c_int, *const c_int)>,
+    sendcount: impl CInt,
+    v: Option<(*const impl CInt, *const impl CInt)>,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl CInt,
     recvtype: abi::Datatype,
     root_rank: c_int,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let root = root(c, root_rank)?;
     match (root, v) {
         (Root::Here, None) => {
             let send = plain(st, c, sendbuf, sendcount, sendtype, SEND)?;
-            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
-            // during the call (MPI's contract, this function's # Safety).
-            unsafe { raw::iscatter(&c.comm, Some(&send), None, root) }.on(c)
+            raw::scatter(&c.comm, Some(&send), None, root).map(Operation::Collective).on(c)
         }
         (Root::Here, Some((counts, displs))) => {
-            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
-            // during the call (MPI's contract, this function's # Safety).
+            // SAFETY: at the root the arrays hold one entry per remote rank (this function's
+            // contract), as `vbuffer` reads them.
             let send = unsafe { vbuffer(st, c, sendbuf, counts, displs, sendtype, SEND) }?;
-            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
-            // during the call (MPI's contract, this function's # Safety).
-            unsafe { raw::iscatterv(&c.comm, Some(&send.raw()), None, root) }.on(c)
+            raw::scatterv(&c.comm, Some(&send.raw()), None, root).map(Operation::Collective).on(c)
         }
         (Root::Remote(_), _) => {
             let recv = plain(st, c, recvbuf, recvcount, recvtype, RECV)?;
-            // SAFETY: the program keeps the buffers valid until the request completes and the arrays
-            // during the call (MPI's contract, this function's # Safety).
-            unsafe { raw::iscatter(&c.comm, None, Some(&recv), root) }.on(c)
+            raw::scatter(&c.comm, None, Some(&recv), root).map(Operation::Collective).on(c)
         }
-        // SAFETY: nothing is read or written.
-        (Root::Idle, _) => unsafe { raw::iscatter(&c.comm, None, None, root) }.on(c),
+        (Root::Idle, _) => raw::scatter(&c.comm, None, None, root).map(Operation::Collective).on(c),
     }
 }

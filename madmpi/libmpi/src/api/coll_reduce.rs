@@ -1,22 +1,22 @@
 //! Reduction collectives beyond reduce and allreduce: `MPI_Reduce_scatter`,
-//! `MPI_Reduce_scatter_block`, `MPI_Scan`, `MPI_Exscan` and their nonblocking forms, over
-//! `madmpi::coll::raw`. Checks as in [`super::coll`] (count, datatype, operation, buffers);
+//! `MPI_Reduce_scatter_block`, `MPI_Scan`, `MPI_Exscan`, blocking, nonblocking and persistent, in
+//! `int` and `_c` forms (one [`family!`] entry each), over `madmpi::coll::raw`. Checks as in [`super::coll`] (count, datatype, operation, buffers);
 //! `MPI_IN_PLACE` as the send buffer everywhere (reduce-scatter in place: the receive buffer
 //! holds the whole vector and gets this rank's block at its start). `MPI_Exscan` leaves rank
 //! 0's receive buffer untouched.
 
-use super::coll::{buffer, count_type, finish, in_place, operation, store};
-use super::coll_gather::pair;
-use crate::check;
+use super::coll::{buffer, count_type, in_place, operation};
+use super::coll_gather::total;
+use super::family::family;
+use crate::check::{self, CInt};
 use crate::comms::CommObj;
 use crate::errors::{Fail, On};
-use crate::export::export;
-use crate::state::{State, state};
+use crate::state::State;
 use madmpi::abi;
 use madmpi::coll::raw::{self, RawBuf};
 use madmpi::error::Error;
-use madmpi::request::RawRequest;
-use std::ffi::{c_int, c_void};
+use madmpi::request::operation::Operation;
+use std::ffi::c_void;
 use std::sync::Arc;
 
 /// The send buffer (`None` for `MPI_IN_PLACE`) and receive buffer of `count` and `recv_count`
@@ -37,19 +37,21 @@ fn buffers(
     Ok((send, recv))
 }
 
-/// Starts `MPI_Ireduce_scatter` after the checks.
+/// A reduce-scatter, checked.
 ///
 /// # Safety
 /// The buffers (until the request completes) and `recvcounts` (one per rank) are valid.
-unsafe fn ireduce_scatter(
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_scatter(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const impl CInt,
     datatype: abi::Datatype,
     op: abi::Op,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let n = c.comm.size() as usize;
     // SAFETY: the caller's contract.
     let cs = unsafe { check::array_in(recvcounts, n, "recvcounts") }.on(c)?;
@@ -57,27 +59,28 @@ unsafe fn ireduce_scatter(
         cs.iter().map(|&x| check::count(x).map(|v| v as usize)).collect::<Result<Vec<_>, _>>().on(c)?;
     let ty = st.committed_datatype(datatype).on(c)?;
     let o = operation(c, op)?;
-    let total = counts.iter().sum::<usize>() as i64;
+    let total = total(&counts).on(c)?;
     let mine = counts[c.comm.rank() as usize] as i64;
     let (send, recv) = buffers(c, sendbuf, recvbuf, total, mine, &ty)?;
     let op = o.op(datatype);
-    // SAFETY: the caller's contract.
-    unsafe { raw::ireduce_scatter(&c.comm, send.as_ref(), &recv, &counts, &op) }.on(c)
+    raw::reduce_scatter(&c.comm, send.as_ref(), &recv, &counts, &op).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Ireduce_scatter_block` after the checks.
+/// A reduce-scatter with blocks of one size, checked.
 ///
 /// # Safety
 /// The buffers are valid until the request completes (MPI's contract).
-unsafe fn ireduce_scatter_block(
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_scatter_block(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl CInt,
     datatype: abi::Datatype,
     op: abi::Op,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let (count, ty) = count_type(st, c, recvcount, datatype)?;
     let o = operation(c, op)?;
     let n = c.comm.size() as usize;
@@ -85,103 +88,83 @@ unsafe fn ireduce_scatter_block(
     let (send, recv) = buffers(c, sendbuf, recvbuf, total, count, &ty)?;
     let counts = vec![count as usize; n];
     let op = o.op(datatype);
-    // SAFETY: the caller's contract.
-    unsafe { raw::ireduce_scatter(&c.comm, send.as_ref(), &recv, &counts, &op) }.on(c)
+    raw::reduce_scatter(&c.comm, send.as_ref(), &recv, &counts, &op).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iscan` (`exclusive`: `MPI_Iexscan`) after the checks.
+/// A scan (`exclusive`: an exscan), checked.
 ///
 /// # Safety
 /// The buffers are valid until the request completes (MPI's contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn iscan_any(
+unsafe fn scan(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
+    exclusive: bool,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     op: abi::Op,
-    exclusive: bool,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let (count, ty) = count_type(st, c, count, datatype)?;
     let o = operation(c, op)?;
     let (send, recv) = buffers(c, sendbuf, recvbuf, count, count, &ty)?;
     let op = o.op(datatype);
-    // SAFETY: the caller's contract.
-    unsafe { raw::iscan(&c.comm, send.as_ref(), &recv, &op, exclusive) }.on(c)
+    raw::scan(&c.comm, send.as_ref(), &recv, &op, exclusive).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Iscan` after the checks.
-///
-/// # Safety
-/// As [`iscan_any`].
-unsafe fn iscan(
-    st: &State,
-    c: &Arc<CommObj>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: abi::Datatype,
-    op: abi::Op,
-) -> Result<RawRequest, Fail> {
-    // SAFETY: the caller's contract.
-    unsafe { iscan_any(st, c, sendbuf, recvbuf, count, datatype, op, false) }
-}
-
-/// Starts `MPI_Iexscan` after the checks.
-///
-/// # Safety
-/// As [`iscan_any`].
-unsafe fn iexscan(
-    st: &State,
-    c: &Arc<CommObj>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: abi::Datatype,
-    op: abi::Op,
-) -> Result<RawRequest, Fail> {
-    // SAFETY: the caller's contract.
-    unsafe { iscan_any(st, c, sendbuf, recvbuf, count, datatype, op, true) }
-}
-
-pair! {
-    /// `MPI_Reduce_scatter`: `MPI_IN_PLACE` as the send buffer everywhere.
-    fn MPI_Reduce_scatter / PMPI_Reduce_scatter, MPI_Ireduce_scatter / PMPI_Ireduce_scatter(
+family! {
+    /// Reduce-scatter: `MPI_IN_PLACE` as the send buffer everywhere.
+    (
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
+        recvcounts: *const Count,
         datatype: abi::Datatype,
         op: abi::Op,
-    ) => ireduce_scatter;
+    ) => reduce_scatter[];
+    run MPI_Reduce_scatter / PMPI_Reduce_scatter, MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c;
+    start MPI_Ireduce_scatter / PMPI_Ireduce_scatter, MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c;
+    init_info MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init,
+        MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c;
 
-    /// `MPI_Reduce_scatter_block`: `MPI_IN_PLACE` as the send buffer everywhere.
-    fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block,
-        MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block(
+    /// Reduce-scatter with blocks of one size: `MPI_IN_PLACE` as the send buffer everywhere.
+    (
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Count,
         datatype: abi::Datatype,
         op: abi::Op,
-    ) => ireduce_scatter_block;
+    ) => reduce_scatter_block[];
+    run MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block,
+        MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c;
+    start MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block,
+        MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c;
+    init_info MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init,
+        MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c;
 
-    /// `MPI_Scan`: `MPI_IN_PLACE` as the send buffer everywhere.
-    fn MPI_Scan / PMPI_Scan, MPI_Iscan / PMPI_Iscan(
+    /// Inclusive scan: `MPI_IN_PLACE` as the send buffer everywhere.
+    (
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        count: c_int,
+        count: Count,
         datatype: abi::Datatype,
         op: abi::Op,
-    ) => iscan;
+    ) => scan[false];
+    run MPI_Scan / PMPI_Scan, MPI_Scan_c / PMPI_Scan_c;
+    start MPI_Iscan / PMPI_Iscan, MPI_Iscan_c / PMPI_Iscan_c;
+    init_info MPI_Scan_init / PMPI_Scan_init, MPI_Scan_init_c / PMPI_Scan_init_c;
 
-    /// `MPI_Exscan`: `MPI_IN_PLACE` as the send buffer everywhere; rank 0's receive buffer is
-    /// left untouched.
-    fn MPI_Exscan / PMPI_Exscan, MPI_Iexscan / PMPI_Iexscan(
+    /// Exclusive scan: `MPI_IN_PLACE` as the send buffer everywhere; rank 0's receive buffer
+    /// is left untouched.
+    (
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        count: c_int,
+        count: Count,
         datatype: abi::Datatype,
         op: abi::Op,
-    ) => iexscan;
+    ) => scan[true];
+    run MPI_Exscan / PMPI_Exscan, MPI_Exscan_c / PMPI_Exscan_c;
+    start MPI_Iexscan / PMPI_Iexscan, MPI_Iexscan_c / PMPI_Iexscan_c;
+    init_info MPI_Exscan_init / PMPI_Exscan_init, MPI_Exscan_init_c / PMPI_Exscan_init_c;
 }

@@ -4,18 +4,23 @@
 //! [`comm_create_group`] (create_group, idup), [`intercomm`] (intercommunicators),
 //! [`info`] (info objects, usable before `MPI_Init` and after `MPI_Finalize`), [`group`]
 //! (groups), [`attr`] (keyvals and attributes), [`datatype`] (every datatype call, pack and
-//! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
-//! nonblocking operations, freeing and cancelling requests), [`completion`] (waits and tests),
-//! [`buffered`] (buffered sends and the attached buffer), [`mprobe`] (matched probes and
-//! receives), [`persistent`] (persistent requests), [`error_codes`] (classes, codes and strings
-//! the program adds), [`status`] (statuses the program sets or converts, the Fortran status
-//! sentinels), [`profiling`] (`MPI_Pcontrol`), [`gpu`] (MPICH's GPU support queries),
-//! [`tools`](mod@tools) with `tools_pvar`, `tools_category` and `tools_event` (the MPI_T
-//! interface, which returns codes instead of calling error handlers).
-//! [`grequest`] (generalized requests), [`partitioned`] (partitioned communication).
-//! sentinels), [`profiling`] (`MPI_Pcontrol`), [`gpu`] (MPICH's GPU support queries), [`topo`],
-//! [`topo_cart`], [`topo_graph`] (process topologies) and [`topo_neighbor`] (neighbourhood
-//! collectives).
+//! unpack), [`p2p`] (point-to-point: every send mode, receives, send-receives, blocking,
+//! nonblocking and persistent; probes, counts), [`coll`], [`coll_gather`], [`coll_reduce`]
+//! (collectives, blocking, nonblocking and persistent), `coll_inter` (collectives on
+//! intercommunicators), [`nonblocking`] (freeing and cancelling requests), [`completion`] (waits
+//! and tests), [`buffered`] (the attached buffer of buffered sends), [`mprobe`] (matched probes
+//! and receives), [`persistent`] (starting persistent requests), [`op`] (reduction operations),
+//! [`error_codes`] (classes, codes and strings the program adds), [`status`] (statuses the
+//! program sets or converts, the Fortran status sentinels), [`profiling`] (`MPI_Pcontrol`),
+//! [`gpu`] (MPICH's GPU support queries), [`tools`](mod@tools) with `tools_pvar`,
+//! `tools_category` and `tools_event` (the MPI_T interface, which returns codes instead of
+//! calling error handlers), [`grequest`] (generalized requests), [`partitioned`] (partitioned
+//! communication), [`topo`], [`topo_cart`], [`topo_graph`] (process topologies) and
+//! [`topo_neighbor`] (neighbourhood collectives).
+//!
+//! The combinatorial families (blocking / nonblocking / persistent × `int` / `_c`) are not
+//! written out: `family` generates them from one table entry per call, over one build function
+//! that checks the arguments and returns a `madmpi::request::operation::Operation`.
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -37,6 +42,7 @@ pub mod datatype;
 pub mod env;
 pub mod errh;
 pub mod error_codes;
+mod family;
 pub mod gpu;
 pub mod grequest;
 pub mod group;

@@ -1,4 +1,4 @@
-//! Matched probes and receives: `MPI_Mprobe`, `MPI_Improbe`, `MPI_Mrecv`, `MPI_Imrecv`. A
+//! Matched probes and receives: `MPI_Mprobe`, `MPI_Improbe`, `MPI_Mrecv(_c)`, `MPI_Imrecv(_c)`. A
 //! matched probe takes the message out of matching (no other thread's receive or probe can get
 //! it) and hands back a message handle; the receive takes the handle, which becomes
 //! `MPI_MESSAGE_NULL`. The probe of `MPI_PROC_NULL` gives `MPI_MESSAGE_NO_PROC`, whose receive
@@ -9,7 +9,7 @@
 //! buffer, then the status or request pointer.
 
 use super::p2p::checked_data;
-use crate::check;
+use crate::check::{self, CInt};
 use crate::comms::CommObj;
 use crate::errors::{Fail, On, Outcome};
 use crate::export::export;
@@ -37,7 +37,7 @@ struct MrecvArgs<'a> {
 unsafe fn mrecv_args<'a>(
     st: &State,
     buf: *mut c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     message: *mut abi::Message,
 ) -> Result<MrecvArgs<'a>, Fail> {
@@ -89,6 +89,54 @@ fn publish(
     Ok(())
 }
 
+/// `MPI_Mrecv` of either width: receives the matched message; a longer one than the buffer
+/// is `MPI_ERR_TRUNCATE`, with the status of what was stored.
+///
+/// # Safety
+/// The buffer is writable during the call; `message` and `status` as MPI specifies.
+unsafe fn mrecv(
+    buf: *mut c_void,
+    count: impl CInt,
+    datatype: abi::Datatype,
+    message: *mut abi::Message,
+    status: *mut Status,
+) -> Outcome {
+    let st = state()?;
+    // SAFETY: the buffer is writable during this blocking call (the caller's contract).
+    let args = unsafe { mrecv_args(&st, buf, count, datatype, message) }?;
+    // SAFETY: an output argument (the caller's contract).
+    let status = unsafe { check::status(status) }.on(&args.comm)?;
+    // SAFETY: the buffer as above; the receive is waited for below.
+    let (raw, c) = unsafe { args.start(&st) }?;
+    let _ = raw.wait();
+    let o: OpOutcome = raw.outcome().expect("waited for");
+    status::outcome(status, &o);
+    o.error.map_or(Ok(()), Err).on(&c)
+}
+
+/// `MPI_Imrecv` of either width: starts receiving the matched message; the request owns it.
+///
+/// # Safety
+/// The buffer stays writable until the request completes; `message` and `request` as MPI
+/// specifies.
+unsafe fn imrecv(
+    buf: *mut c_void,
+    count: impl CInt,
+    datatype: abi::Datatype,
+    message: *mut abi::Message,
+    request: *mut abi::Request,
+) -> Outcome {
+    let st = state()?;
+    // SAFETY: the buffer stays writable until the request completes (the caller's contract).
+    let args = unsafe { mrecv_args(&st, buf, count, datatype, message) }?;
+    // SAFETY: an output argument (the caller's contract).
+    let request = unsafe { check::out(request, "request") }.on(&args.comm)?;
+    // SAFETY: the buffer as above.
+    let (raw, c) = unsafe { args.start(&st) }?;
+    *request = st.add_request(raw, &c).on(&c)?;
+    Ok(())
+}
+
 export! {
     /// `MPI_Mprobe`: waits for a matching message and takes it.
     fn MPI_Mprobe / PMPI_Mprobe(source: c_int, tag: c_int, comm: abi::Comm, message: *mut abi::Message, status: *mut Status) {
@@ -133,8 +181,8 @@ export! {
         }
     }
 
-    /// `MPI_Mrecv`: receives the matched message; a longer one than the buffer is
-    /// `MPI_ERR_TRUNCATE`, with the status of what was stored.
+
+    /// `MPI_Mrecv`.
     fn MPI_Mrecv / PMPI_Mrecv(
         buf: *mut c_void,
         count: c_int,
@@ -142,20 +190,23 @@ export! {
         message: *mut abi::Message,
         status: *mut Status,
     ) {
-        let st = state()?;
-        // SAFETY: the buffer is writable during this blocking call (MPI's contract).
-        let args = unsafe { mrecv_args(&st, buf, count, datatype, message) }?;
-        // SAFETY: an output argument.
-        let status = unsafe { check::status(status) }.on(&args.comm)?;
-        // SAFETY: as above; the receive is waited for below.
-        let (raw, c) = unsafe { args.start(&st) }?;
-        let _ = raw.wait();
-        let o: OpOutcome = raw.outcome().expect("waited for");
-        status::outcome(status, &o);
-        o.error.map_or(Ok(()), Err).on(&c)
+        // SAFETY: MPI's contract on the buffer and the pointers.
+        unsafe { mrecv(buf, count, datatype, message, status) }
     }
 
-    /// `MPI_Imrecv`: starts receiving the matched message; the request owns it.
+    /// `MPI_Mrecv_c`.
+    fn MPI_Mrecv_c / PMPI_Mrecv_c(
+        buf: *mut c_void,
+        count: abi::Count,
+        datatype: abi::Datatype,
+        message: *mut abi::Message,
+        status: *mut Status,
+    ) {
+        // SAFETY: MPI's contract on the buffer and the pointers.
+        unsafe { mrecv(buf, count, datatype, message, status) }
+    }
+
+    /// `MPI_Imrecv`.
     fn MPI_Imrecv / PMPI_Imrecv(
         buf: *mut c_void,
         count: c_int,
@@ -163,14 +214,19 @@ export! {
         message: *mut abi::Message,
         request: *mut abi::Request,
     ) {
-        let st = state()?;
-        // SAFETY: the buffer stays writable until the request completes (MPI's contract).
-        let args = unsafe { mrecv_args(&st, buf, count, datatype, message) }?;
-        // SAFETY: an output argument.
-        let request = unsafe { check::out(request, "request") }.on(&args.comm)?;
-        // SAFETY: as above.
-        let (raw, c) = unsafe { args.start(&st) }?;
-        *request = st.add_request(raw, &c).on(&c)?;
-        Ok(())
+        // SAFETY: MPI's contract on the buffer and the pointers.
+        unsafe { imrecv(buf, count, datatype, message, request) }
+    }
+
+    /// `MPI_Imrecv_c`.
+    fn MPI_Imrecv_c / PMPI_Imrecv_c(
+        buf: *mut c_void,
+        count: abi::Count,
+        datatype: abi::Datatype,
+        message: *mut abi::Message,
+        request: *mut abi::Request,
+    ) {
+        // SAFETY: MPI's contract on the buffer and the pointers.
+        unsafe { imrecv(buf, count, datatype, message, request) }
     }
 }

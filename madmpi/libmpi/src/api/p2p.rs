@@ -1,22 +1,26 @@
-//! Blocking point-to-point: `MPI_Send`, `MPI_Ssend`, `MPI_Rsend`, `MPI_Recv`, `MPI_Sendrecv`,
-//! `MPI_Sendrecv_replace`, `MPI_Probe` and `MPI_Iprobe` (`MPI_Get_count` is with the datatype
-//! calls). The argument checks here serve the nonblocking, buffered, persistent and matched
-//! calls too.
+//! Point-to-point: the sends (standard, synchronous, ready, buffered), receives, send-receives
+//! and send-receives in place, each blocking, nonblocking and (sends and receives) persistent,
+//! in `int` and `_c` forms: one [`family!`] entry per call, over one build function per kind of
+//! operation. Then `MPI_Probe` and `MPI_Iprobe`
+//! (`MPI_Get_count(_c)` is with the datatype calls). The argument checks here
+//! serve the matched receives too.
 //!
 //! Check order (MPICH 4.0.2, observed): communicator, count, datatype, buffer, rank, tag, then
 //! the status or request pointer.
 
 use super::data;
-use crate::check;
+use super::family::family;
+use crate::check::{self, CInt};
 use crate::comms::CommObj;
-use crate::errors::{Fail, On, Outcome};
+use crate::errors::{Fail, On};
 use crate::export::export;
 use crate::state::{State, state};
 use crate::status;
 use madmpi::abi;
 use madmpi::datatype::Datatype;
 use madmpi::p2p::{From, Rank, Tag};
-use madmpi::request::{Mode, RawRequest};
+use madmpi::request::Mode;
+use madmpi::request::operation::Operation;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -43,7 +47,7 @@ pub(super) unsafe fn send_args(
     st: &State,
     c: &Arc<CommObj>,
     buf: *const c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     dest: c_int,
     tag: c_int,
@@ -66,7 +70,7 @@ pub(super) unsafe fn recv_args(
     st: &State,
     c: &Arc<CommObj>,
     buf: *mut c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     source: c_int,
     tag: c_int,
@@ -96,166 +100,199 @@ pub(super) unsafe fn checked_data(
     unsafe { data(ty, buf, count) }.on(c)
 }
 
-/// `MPI_Send`, `MPI_Ssend` and `MPI_Rsend`.
+/// How a send goes, as its C name says.
+#[derive(Clone, Copy)]
+enum How {
+    Standard,
+    Synchronous,
+    /// A standard send: MPI lets a ready send be one (a ready send with no receive posted is
+    /// erroneous, and not detected).
+    Ready,
+    /// Copied into the attached buffer (`MPI_Buffer_attach`); `MPI_ERR_BUFFER` if no buffer is
+    /// attached or the message does not fit.
+    Buffered,
+}
+
+/// A send of any mode (see [`How`]).
 ///
 /// # Safety
-/// `buf` as for [`send_args`], until this returns.
+/// As [`send_args`].
 #[allow(clippy::too_many_arguments)]
 unsafe fn send(
-    op: &str,
-    mode: Mode,
+    st: &State,
+    c: &Arc<CommObj>,
+    call: &'static str,
+    how: How,
     buf: *const c_void,
-    count: c_int,
+    count: impl CInt,
     datatype: abi::Datatype,
     dest: c_int,
     tag: c_int,
-    comm: abi::Comm,
-) -> Outcome {
-    let st = state()?;
-    let c = st.comm(comm)?;
-    // SAFETY: the call blocks until the data was sent.
-    let s = unsafe { send_args(&st, &c, buf, count, datatype, dest, tag) }?;
-    // SAFETY: as above.
-    unsafe { c.comm.send_data(op, s.data, s.dest, s.tag, mode) }.on(&c)
+) -> Result<Operation, Fail> {
+    // SAFETY: `buf` stays readable until the operation built here completes (our contract),
+    // which is what `send_args` asks.
+    let Send { data, dest, tag } = unsafe { send_args(st, c, buf, count, datatype, dest, tag) }?;
+    let comm = c.comm.clone();
+    Ok(match how {
+        How::Standard | How::Ready => Operation::Send { comm, call, data, dest, tag, mode: Mode::Standard },
+        How::Synchronous => Operation::Send { comm, call, data, dest, tag, mode: Mode::Synchronous },
+        How::Buffered => Operation::Bsend { comm, call, data, dest, tag },
+    })
 }
 
-export! {
-    /// `MPI_Send`.
-    fn MPI_Send / PMPI_Send(
-        buf: *const c_void,
-        count: c_int,
-        datatype: abi::Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: abi::Comm,
-    ) {
-        // SAFETY: `buf` holds the data (MPI's contract) during this blocking call.
-        unsafe { send("MPI_Send", Mode::Standard, buf, count, datatype, dest, tag, comm) }
-    }
+/// A receive.
+///
+/// # Safety
+/// As [`recv_args`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn recv(
+    st: &State,
+    c: &Arc<CommObj>,
+    call: &'static str,
+    buf: *mut c_void,
+    count: impl CInt,
+    datatype: abi::Datatype,
+    source: c_int,
+    tag: c_int,
+) -> Result<Operation, Fail> {
+    // SAFETY: `buf` stays writable until the operation built here completes (our contract),
+    // which is what `recv_args` asks.
+    let Recv { data, from, tag } = unsafe { recv_args(st, c, buf, count, datatype, source, tag) }?;
+    Ok(Operation::Recv { comm: c.comm.clone(), call, data, from, tag })
+}
 
-    /// `MPI_Ssend`: returns once the receiver matched the message.
-    fn MPI_Ssend / PMPI_Ssend(
-        buf: *const c_void,
-        count: c_int,
-        datatype: abi::Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: abi::Comm,
-    ) {
-        // SAFETY: as in MPI_Send.
-        unsafe { send("MPI_Ssend", Mode::Synchronous, buf, count, datatype, dest, tag, comm) }
-    }
+/// A send-receive: the send's checks, then the receive's.
+///
+/// # Safety
+/// `sendbuf` readable and `recvbuf` writable until the operation completes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv(
+    st: &State,
+    c: &Arc<CommObj>,
+    _call: &'static str,
+    sendbuf: *const c_void,
+    sendcount: impl CInt,
+    sendtype: abi::Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: impl CInt,
+    recvtype: abi::Datatype,
+    source: c_int,
+    recvtag: c_int,
+) -> Result<Operation, Fail> {
+    // SAFETY: `sendbuf` stays readable until the operation built here completes (our contract),
+    // as `send_args` asks.
+    let s = unsafe { send_args(st, c, sendbuf, sendcount, sendtype, dest, sendtag) }?;
+    // SAFETY: `recvbuf` stays writable as long (our contract), as `recv_args` asks.
+    let r = unsafe { recv_args(st, c, recvbuf, recvcount, recvtype, source, recvtag) }?;
+    Ok(Operation::SendRecv {
+        comm: c.comm.clone(),
+        send: s.data,
+        dest: s.dest,
+        send_tag: s.tag,
+        recv: r.data,
+        from: r.from,
+        recv_tag: r.tag,
+    })
+}
 
-    /// `MPI_Rsend`: a standard send (MPI lets a ready send be one; a ready send with no receive
-    /// posted is erroneous, and not detected).
-    fn MPI_Rsend / PMPI_Rsend(
-        buf: *const c_void,
-        count: c_int,
-        datatype: abi::Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: abi::Comm,
-    ) {
-        // SAFETY: as in MPI_Send.
-        unsafe { send("MPI_Rsend", Mode::Standard, buf, count, datatype, dest, tag, comm) }
-    }
+/// A send-receive in one buffer (the outgoing message is packed away when it starts). Checks
+/// as MPICH: count, datatype, buffer, dest, sendtag, source, recvtag.
+///
+/// # Safety
+/// `buf` readable and writable until the operation completes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv_replace(
+    st: &State,
+    c: &Arc<CommObj>,
+    _call: &'static str,
+    buf: *mut c_void,
+    count: impl CInt,
+    datatype: abi::Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+) -> Result<Operation, Fail> {
+    // SAFETY: `buf` stays readable and writable until the operation built here completes (our
+    // contract), which is what `send_args` asks of a send buffer.
+    let s = unsafe { send_args(st, c, buf, count, datatype, dest, sendtag) }?;
+    let from = check::source(&c.comm, source).on(c)?;
+    let recv_tag = check::recv_tag(recvtag).on(c)?;
+    let comm = c.comm.clone();
+    Ok(Operation::SendRecvReplace { comm, data: s.data, dest: s.dest, send_tag: s.tag, from, recv_tag })
+}
 
-    /// `MPI_Recv`: a longer message than the buffer is `MPI_ERR_TRUNCATE`, with the status of
+family! {
+    /// A standard send.
+    (buf: *const c_void, count: Count, datatype: abi::Datatype, dest: c_int, tag: c_int) => send[How::Standard];
+    run MPI_Send / PMPI_Send, MPI_Send_c / PMPI_Send_c;
+    start MPI_Isend / PMPI_Isend, MPI_Isend_c / PMPI_Isend_c;
+    init MPI_Send_init / PMPI_Send_init, MPI_Send_init_c / PMPI_Send_init_c;
+
+    /// A synchronous send: complete once the receiver matched the message.
+    (buf: *const c_void, count: Count, datatype: abi::Datatype, dest: c_int, tag: c_int) => send[How::Synchronous];
+    run MPI_Ssend / PMPI_Ssend, MPI_Ssend_c / PMPI_Ssend_c;
+    start MPI_Issend / PMPI_Issend, MPI_Issend_c / PMPI_Issend_c;
+    init MPI_Ssend_init / PMPI_Ssend_init, MPI_Ssend_init_c / PMPI_Ssend_init_c;
+
+    /// A ready send: a standard send (MPI lets a ready send be one; a ready send with no
+    /// receive posted is erroneous, and not detected).
+    (buf: *const c_void, count: Count, datatype: abi::Datatype, dest: c_int, tag: c_int) => send[How::Ready];
+    run MPI_Rsend / PMPI_Rsend, MPI_Rsend_c / PMPI_Rsend_c;
+    start MPI_Irsend / PMPI_Irsend, MPI_Irsend_c / PMPI_Irsend_c;
+    init MPI_Rsend_init / PMPI_Rsend_init, MPI_Rsend_init_c / PMPI_Rsend_init_c;
+
+    /// A buffered send: the message is copied into the attached buffer (its size plus
+    /// `MPI_BSEND_OVERHEAD` bytes) and the call returns; `MPI_ERR_BUFFER` if no buffer is
+    /// attached or the message does not fit. A nonblocking or persistent one's request is
+    /// complete once started (the message was copied away, as in MPICH).
+    (buf: *const c_void, count: Count, datatype: abi::Datatype, dest: c_int, tag: c_int) => send[How::Buffered];
+    run MPI_Bsend / PMPI_Bsend, MPI_Bsend_c / PMPI_Bsend_c;
+    start MPI_Ibsend / PMPI_Ibsend, MPI_Ibsend_c / PMPI_Ibsend_c;
+    init MPI_Bsend_init / PMPI_Bsend_init, MPI_Bsend_init_c / PMPI_Bsend_init_c;
+
+    /// A receive: a longer message than the buffer is `MPI_ERR_TRUNCATE`, with the status of
     /// what was stored.
-    fn MPI_Recv / PMPI_Recv(
-        buf: *mut c_void,
-        count: c_int,
-        datatype: abi::Datatype,
-        source: c_int,
-        tag: c_int,
-        comm: abi::Comm,
-        status: *mut abi::Status,
-    ) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        // SAFETY: `buf` is writable (MPI's contract) during this blocking call.
-        let r = unsafe { recv_args(&st, &c, buf, count, datatype, source, tag) }?;
-        // SAFETY: an output argument.
-        let status = unsafe { check::status(status) }.on(&c)?;
-        // SAFETY: as above.
-        let o = unsafe { c.comm.recv_data("MPI_Recv", r.data, r.from, r.tag) }.on(&c)?;
-        status::fill(status, &o.status);
-        o.error.map_or(Ok(()), Err).on(&c)
-    }
+    (buf: *mut c_void, count: Count, datatype: abi::Datatype, source: c_int, tag: c_int) => recv[];
+    run_status MPI_Recv / PMPI_Recv, MPI_Recv_c / PMPI_Recv_c;
+    start MPI_Irecv / PMPI_Irecv, MPI_Irecv_c / PMPI_Irecv_c;
+    init MPI_Recv_init / PMPI_Recv_init, MPI_Recv_init_c / PMPI_Recv_init_c;
 
-    /// `MPI_Sendrecv`: the receive is posted first, so two processes exchanging never
-    /// deadlock.
-    fn MPI_Sendrecv / PMPI_Sendrecv(
+    /// A send and a receive together: the receive is posted first, so two processes
+    /// exchanging never deadlock; the status is the receive's.
+    (
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Count,
         sendtype: abi::Datatype,
         dest: c_int,
         sendtag: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Count,
         recvtype: abi::Datatype,
         source: c_int,
         recvtag: c_int,
-        comm: abi::Comm,
-        status: *mut abi::Status,
-    ) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        // SAFETY: both buffers are valid (MPI's contract) during this blocking call.
-        let s = unsafe { send_args(&st, &c, sendbuf, sendcount, sendtype, dest, sendtag) }?;
-        // SAFETY: as above.
-        let r = unsafe { recv_args(&st, &c, recvbuf, recvcount, recvtype, source, recvtag) }?;
-        // SAFETY: an output argument.
-        let status = unsafe { check::status(status) }.on(&c)?;
-        // SAFETY: as above; the request is waited for (or dropped, which cancels or waits)
-        // before this returns.
-        let recv = unsafe { RawRequest::irecv(&c.comm, r.data, r.from, r.tag) }.on(&c)?;
-        // SAFETY: as above.
-        unsafe { c.comm.send_data("MPI_Sendrecv", s.data, s.dest, s.tag, Mode::Standard) }.on(&c)?;
-        let _ = recv.wait();
-        let o = recv.outcome().expect("waited for");
-        status::fill(status, &o.status);
-        o.error.map_or(Ok(()), Err).on(&c)
-    }
+    ) => sendrecv[];
+    run_status MPI_Sendrecv / PMPI_Sendrecv, MPI_Sendrecv_c / PMPI_Sendrecv_c;
+    start MPI_Isendrecv / PMPI_Isendrecv, MPI_Isendrecv_c / PMPI_Isendrecv_c;
 
-    /// `MPI_Sendrecv_replace`: the message in `buf` (any datatype) is packed into a temporary
-    /// buffer, then the receive into `buf` is posted and the packed bytes sent. Checks as
-    /// MPICH: count, datatype, buffer, dest, sendtag, source, recvtag, status.
-    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
+    /// A send-receive in one buffer (any datatype): the message is packed into a temporary
+    /// buffer, then the receive into `buf` is posted and the packed bytes sent.
+    (
         buf: *mut c_void,
-        count: c_int,
+        count: Count,
         datatype: abi::Datatype,
         dest: c_int,
         sendtag: c_int,
         source: c_int,
         recvtag: c_int,
-        comm: abi::Comm,
-        status: *mut abi::Status,
-    ) {
-        let st = state()?;
-        let c = st.comm(comm)?;
-        // SAFETY: `buf` is readable and writable (MPI's contract) during this blocking call.
-        let s = unsafe { send_args(&st, &c, buf, count, datatype, dest, sendtag) }?;
-        let from = check::source(&c.comm, source).on(&c)?;
-        let tag = check::recv_tag(recvtag).on(&c)?;
-        // SAFETY: an output argument.
-        let status = unsafe { check::status(status) }.on(&c)?;
-        let mut packed = vec![0u8; s.data.len()];
-        // SAFETY: the data is readable (MPI's contract); `packed` is exactly its length.
-        unsafe { s.data.pack(0, &mut packed) };
-        // SAFETY: as above; the receive is waited for (or dropped, which cancels or waits)
-        // before this returns.
-        let recv = unsafe { RawRequest::irecv(&c.comm, s.data, from, tag) }.on(&c)?;
-        // SAFETY: `packed` outlives the blocking send.
-        let out = unsafe { nmad::Data::from_raw(packed.as_mut_ptr(), packed.len()) };
-        // SAFETY: as above.
-        unsafe { c.comm.send_data("MPI_Sendrecv_replace", out, s.dest, s.tag, Mode::Standard) }.on(&c)?;
-        let _ = recv.wait();
-        let o = recv.outcome().expect("waited for");
-        status::fill(status, &o.status);
-        o.error.map_or(Ok(()), Err).on(&c)
-    }
+    ) => sendrecv_replace[];
+    run_status MPI_Sendrecv_replace / PMPI_Sendrecv_replace, MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c;
+    start MPI_Isendrecv_replace / PMPI_Isendrecv_replace, MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c;
+}
 
+export! {
     /// `MPI_Probe`: waits for a matching message; its status tells its size.
     fn MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: abi::Comm, status: *mut abi::Status) {
         let st = state()?;

@@ -15,7 +15,6 @@ use crate::check;
 use crate::errors::On;
 use crate::export::export;
 use crate::infos;
-use crate::persistent::Persistent;
 use crate::requests::ReqEntry;
 use crate::state::{State, state};
 use madmpi::abi::{self, Count};
@@ -23,6 +22,7 @@ use madmpi::error::Error;
 use madmpi::p2p::{From, Rank};
 use madmpi::partitioned::{Channel, Geometry, Operation, RecvChannel, SendChannel};
 use madmpi::request::RawRequest;
+use madmpi::request::operation::Persistent;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -65,7 +65,7 @@ fn active(st: &State, h: abi::Request) -> Result<(Arc<ReqEntry>, Arc<RawRequest>
         return Err(Error::request("MPI_REQUEST_NULL is not a partitioned request").into());
     };
     let Some(op) = entry.op().filter(|op| op.partitioned().is_some()) else {
-        let what = if matches!(entry.persistent, Some(Persistent::Partitioned(_))) {
+        let what = if matches!(entry.req.template(), Some(Persistent::Partitioned(_))) {
             "the partitioned request is not active (MPI_Start it first)"
         } else {
             "not a partitioned request"
@@ -198,7 +198,7 @@ export! {
             return Ok(());
         };
         let Some(op) = entry.op() else {
-            if !matches!(entry.persistent, Some(Persistent::Partitioned(Channel::Recv(_)))) {
+            if !matches!(entry.req.template(), Some(Persistent::Partitioned(Channel::Recv(_)))) {
                 return Err(Error::request("not a partitioned receive request")).on(&entry.comm);
             }
             *flag = 1;

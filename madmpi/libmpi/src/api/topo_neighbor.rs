@@ -3,11 +3,10 @@
 //! `_c` forms of both, over `madmpi::coll::neighbor` with the neighbour lists of the
 //! communicator's topology.
 //!
-//! One start function per collective, generic over the width of counts and displacements
-//! (`Width`: `int`, or `MPI_Count`/`MPI_Aint` for `_c`), checks the arguments and starts the
-//! exchange; the table at the end makes each one the blocking and the nonblocking C function
-//! in both widths (`pair!`, as for the other collectives). A persistent `MPI_Neighbor_*_init`
-//! will be one more entry over the same start function.
+//! One build function per collective, generic over the width of counts and displacements
+//! ([`CInt`]: `int`, or `MPI_Count`/`MPI_Aint` for `_c`), checks the arguments and plans the
+//! exchange; one [`family!`] entry each makes it the blocking, nonblocking and persistent
+//! (`MPI_Neighbor_*_init`, MPI 4.0) C functions in both widths, as for the other collectives.
 //!
 //! Checks: the topology first (`MPI_ERR_TOPOLOGY` without one: the array lengths are its
 //! degrees), then the send side and the receive side in parameter order (counts
@@ -16,42 +15,36 @@
 //!
 //! Owns the C signatures and the order of the checks.
 
-use super::coll::{buffer, finish, not_in_place, store};
-use super::coll_gather::pair;
-use crate::check;
+use super::coll::{buffer, not_in_place};
+use super::family::family;
+use crate::check::{self, CInt};
 use crate::comms::CommObj;
 use crate::errors::{Fail, On};
-use crate::export::export;
-use crate::state::{State, state};
+use crate::state::State;
 use madmpi::abi;
 use madmpi::coll::neighbor::{self, Links};
 use madmpi::coll::raw::{RawBuf, RawVBuf, RawWBuf};
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
-use madmpi::request::RawRequest;
-use std::ffi::{c_int, c_void};
+use madmpi::request::operation::Operation;
+use std::ffi::c_void;
 use std::sync::Arc;
 
 const SEND: &str = "send buffer";
 const RECV: &str = "receive buffer";
 
-/// A count or displacement as C passes it: `int`, or `MPI_Count`/`MPI_Aint` (`_c` forms).
-trait Width: Copy + Into<i64> {}
-impl Width for c_int {}
-impl Width for abi::Count {}
-
-fn count<W: Width>(c: &Arc<CommObj>, n: W) -> Result<usize, Fail> {
+fn count<W: CInt>(c: &Arc<CommObj>, n: W) -> Result<usize, Fail> {
     let n: i64 = n.into();
     usize::try_from(n).map_err(|_| Error::count(format!("negative count ({n})"))).on(c)
 }
 
-fn displ<W: Width>(c: &Arc<CommObj>, d: W) -> Result<isize, Fail> {
+fn displ<W: CInt>(c: &Arc<CommObj>, d: W) -> Result<isize, Fail> {
     let d: i64 = d.into();
     isize::try_from(d).map_err(|_| Error::arg(format!("displacement {d} does not fit an address"))).on(c)
 }
 
 /// `count` elements of `datatype` at `buf`, checked.
-fn plain<W: Width>(
+fn plain<W: CInt>(
     st: &State,
     c: &Arc<CommObj>,
     buf: *const c_void,
@@ -68,7 +61,7 @@ fn plain<W: Width>(
 ///
 /// # Safety
 /// Non-null, aligned arrays hold `n` elements each.
-unsafe fn counts_displs<W: Width, D: Width>(
+unsafe fn counts_displs<W: CInt, D: CInt>(
     c: &Arc<CommObj>,
     counts: *const W,
     displs: *const D,
@@ -101,7 +94,7 @@ impl VSide {
 /// # Safety
 /// Non-null, aligned arrays hold `n` elements each.
 #[allow(clippy::too_many_arguments)]
-unsafe fn vside<W: Width, D: Width>(
+unsafe fn vside<W: CInt, D: CInt>(
     st: &State,
     c: &Arc<CommObj>,
     buf: *const c_void,
@@ -138,7 +131,7 @@ impl WSide {
 /// # Safety
 /// Non-null, aligned arrays hold `n` elements each.
 #[allow(clippy::too_many_arguments)]
-unsafe fn wside<W: Width>(
+unsafe fn wside<W: CInt>(
     st: &State,
     c: &Arc<CommObj>,
     buf: *const c_void,
@@ -164,37 +157,39 @@ fn links(c: &Arc<CommObj>) -> Result<Links, Fail> {
     c.comm.neighbor_links().on(c)
 }
 
-/// Starts `MPI_Ineighbor_allgather` after the checks.
+/// `MPI_Neighbor_allgather`, checked and planned.
 ///
 /// # Safety
-/// The buffers are valid until the request completes (MPI's contract).
+/// The arrays are valid during the call; the buffers until the operation completes (MPI's
+/// contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn ineighbor_allgather<W: Width>(
+unsafe fn neighbor_allgather<W: CInt>(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
     sendcount: W,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
     recvcount: W,
     recvtype: abi::Datatype,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let l = links(c)?;
     let send = plain(st, c, sendbuf, sendcount, sendtype, SEND)?;
     let recv = plain(st, c, recvbuf, recvcount, recvtype, RECV)?;
-    // SAFETY: the caller's contract.
-    unsafe { neighbor::ineighbor_allgather(&c.comm, &l, &send, &recv) }.on(c)
+    neighbor::neighbor_allgather(&c.comm, &l, &send, &recv).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Ineighbor_allgatherv` after the checks.
+/// `MPI_Neighbor_allgatherv`, checked and planned.
 ///
 /// # Safety
 /// The buffers are valid until the request completes, the arrays during the call (MPI's
 /// contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn ineighbor_allgatherv<W: Width, D: Width>(
+unsafe fn neighbor_allgatherv<W: CInt, D: CInt>(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
     sendcount: W,
     sendtype: abi::Datatype,
@@ -202,46 +197,47 @@ unsafe fn ineighbor_allgatherv<W: Width, D: Width>(
     recvcounts: *const W,
     displs: *const D,
     recvtype: abi::Datatype,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let l = links(c)?;
     let send = plain(st, c, sendbuf, sendcount, sendtype, SEND)?;
     // SAFETY: the arrays hold one element per source (MPI's contract).
     let recv = unsafe { vside(st, c, recvbuf, recvcounts, displs, recvtype, l.sources.len(), RECV) }?;
-    // SAFETY: the caller's contract.
-    unsafe { neighbor::ineighbor_allgatherv(&c.comm, &l, &send, &recv.raw()) }.on(c)
+    neighbor::neighbor_allgatherv(&c.comm, &l, &send, &recv.raw()).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Ineighbor_alltoall` after the checks.
+/// `MPI_Neighbor_alltoall`, checked and planned.
 ///
 /// # Safety
-/// The buffers are valid until the request completes (MPI's contract).
+/// The arrays are valid during the call; the buffers until the operation completes (MPI's
+/// contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn ineighbor_alltoall<W: Width>(
+unsafe fn neighbor_alltoall<W: CInt>(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
     sendcount: W,
     sendtype: abi::Datatype,
     recvbuf: *mut c_void,
     recvcount: W,
     recvtype: abi::Datatype,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let l = links(c)?;
     let send = plain(st, c, sendbuf, sendcount, sendtype, SEND)?;
     let recv = plain(st, c, recvbuf, recvcount, recvtype, RECV)?;
-    // SAFETY: the caller's contract.
-    unsafe { neighbor::ineighbor_alltoall(&c.comm, &l, &send, &recv) }.on(c)
+    neighbor::neighbor_alltoall(&c.comm, &l, &send, &recv).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Ineighbor_alltoallv` after the checks.
+/// `MPI_Neighbor_alltoallv`, checked and planned.
 ///
 /// # Safety
 /// The buffers are valid until the request completes, the arrays during the call (MPI's
 /// contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn ineighbor_alltoallv<W: Width, D: Width>(
+unsafe fn neighbor_alltoallv<W: CInt, D: CInt>(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
     sendcounts: *const W,
     sdispls: *const D,
@@ -250,26 +246,26 @@ unsafe fn ineighbor_alltoallv<W: Width, D: Width>(
     recvcounts: *const W,
     rdispls: *const D,
     recvtype: abi::Datatype,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let l = links(c)?;
     // SAFETY: the arrays hold one element per destination, then per source (MPI's contract).
     let (send, recv) = unsafe {
         let s = vside(st, c, sendbuf, sendcounts, sdispls, sendtype, l.dests.len(), SEND)?;
         (s, vside(st, c, recvbuf, recvcounts, rdispls, recvtype, l.sources.len(), RECV)?)
     };
-    // SAFETY: the caller's contract.
-    unsafe { neighbor::ineighbor_alltoallv(&c.comm, &l, &send.raw(), &recv.raw()) }.on(c)
+    neighbor::neighbor_alltoallv(&c.comm, &l, &send.raw(), &recv.raw()).map(Operation::Collective).on(c)
 }
 
-/// Starts `MPI_Ineighbor_alltoallw` after the checks.
+/// `MPI_Neighbor_alltoallw`, checked and planned.
 ///
 /// # Safety
 /// The buffers are valid until the request completes, the arrays during the call (MPI's
 /// contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn ineighbor_alltoallw<W: Width>(
+unsafe fn neighbor_alltoallw<W: CInt>(
     st: &State,
     c: &Arc<CommObj>,
+    _call: &'static str,
     sendbuf: *const c_void,
     sendcounts: *const W,
     sdispls: *const abi::Aint,
@@ -278,99 +274,91 @@ unsafe fn ineighbor_alltoallw<W: Width>(
     recvcounts: *const W,
     rdispls: *const abi::Aint,
     recvtypes: *const abi::Datatype,
-) -> Result<RawRequest, Fail> {
+) -> Result<Operation, Fail> {
     let l = links(c)?;
     // SAFETY: the arrays hold one element per destination, then per source (MPI's contract).
     let (send, recv) = unsafe {
         let s = wside(st, c, sendbuf, sendcounts, sdispls, sendtypes, l.dests.len(), SEND)?;
         (s, wside(st, c, recvbuf, recvcounts, rdispls, recvtypes, l.sources.len(), RECV)?)
     };
-    // SAFETY: the caller's contract.
-    unsafe { neighbor::ineighbor_alltoallw(&c.comm, &l, &send.raw(), &recv.raw()) }.on(c)
+    neighbor::neighbor_alltoallw(&c.comm, &l, &send.raw(), &recv.raw()).map(Operation::Collective).on(c)
 }
 
-/// The table: every neighbourhood collective, blocking and nonblocking, with counts of type
-/// `$count` and `v` displacements of type `$displ` (`int` and `int`, or `MPI_Count` and
-/// `MPI_Aint` for the `_c` names).
-macro_rules! neighbor_collectives {
-    ($count:ty, $displ:ty;
-     $ag:ident / $pag:ident, $iag:ident / $piag:ident;
-     $agv:ident / $pagv:ident, $iagv:ident / $piagv:ident;
-     $a2a:ident / $pa2a:ident, $ia2a:ident / $pia2a:ident;
-     $a2av:ident / $pa2av:ident, $ia2av:ident / $pia2av:ident;
-     $a2aw:ident / $pa2aw:ident, $ia2aw:ident / $pia2aw:ident) => {
-        pair! {
-            /// `MPI_Neighbor_allgather`: the send buffer to every destination, block j of the
-            /// receive buffer from source j.
-            fn $ag / $pag, $iag / $piag(
-                sendbuf: *const c_void,
-                sendcount: $count,
-                sendtype: abi::Datatype,
-                recvbuf: *mut c_void,
-                recvcount: $count,
-                recvtype: abi::Datatype,
-            ) => ineighbor_allgather;
+family! {
+    /// `MPI_Neighbor_allgather`: the send buffer to every destination, block j of the receive
+    /// buffer from source j.
+    (
+        sendbuf: *const c_void,
+        sendcount: Count,
+        sendtype: abi::Datatype,
+        recvbuf: *mut c_void,
+        recvcount: Count,
+        recvtype: abi::Datatype,
+    ) => neighbor_allgather[];
+    run MPI_Neighbor_allgather / PMPI_Neighbor_allgather, MPI_Neighbor_allgather_c / PMPI_Neighbor_allgather_c;
+    start MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather, MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c;
+    init_info MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init,
+        MPI_Neighbor_allgather_init_c / PMPI_Neighbor_allgather_init_c;
 
-            /// `MPI_Neighbor_allgatherv`: source j's block at `displs[j]` extents.
-            fn $agv / $pagv, $iagv / $piagv(
-                sendbuf: *const c_void,
-                sendcount: $count,
-                sendtype: abi::Datatype,
-                recvbuf: *mut c_void,
-                recvcounts: *const $count,
-                displs: *const $displ,
-                recvtype: abi::Datatype,
-            ) => ineighbor_allgatherv;
+    /// `MPI_Neighbor_allgatherv`: source j's block at `displs[j]` extents.
+    (
+        sendbuf: *const c_void,
+        sendcount: Count,
+        sendtype: abi::Datatype,
+        recvbuf: *mut c_void,
+        recvcounts: *const Count,
+        displs: *const Displ,
+        recvtype: abi::Datatype,
+    ) => neighbor_allgatherv[];
+    run MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv, MPI_Neighbor_allgatherv_c / PMPI_Neighbor_allgatherv_c;
+    start MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv, MPI_Ineighbor_allgatherv_c / PMPI_Ineighbor_allgatherv_c;
+    init_info MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init,
+        MPI_Neighbor_allgatherv_init_c / PMPI_Neighbor_allgatherv_init_c;
 
-            /// `MPI_Neighbor_alltoall`: block k to destination k, block j from source j.
-            fn $a2a / $pa2a, $ia2a / $pia2a(
-                sendbuf: *const c_void,
-                sendcount: $count,
-                sendtype: abi::Datatype,
-                recvbuf: *mut c_void,
-                recvcount: $count,
-                recvtype: abi::Datatype,
-            ) => ineighbor_alltoall;
+    /// `MPI_Neighbor_alltoall`: block k to destination k, block j from source j.
+    (
+        sendbuf: *const c_void,
+        sendcount: Count,
+        sendtype: abi::Datatype,
+        recvbuf: *mut c_void,
+        recvcount: Count,
+        recvtype: abi::Datatype,
+    ) => neighbor_alltoall[];
+    run MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall, MPI_Neighbor_alltoall_c / PMPI_Neighbor_alltoall_c;
+    start MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall, MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c;
+    init_info MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init,
+        MPI_Neighbor_alltoall_init_c / PMPI_Neighbor_alltoall_init_c;
 
-            /// `MPI_Neighbor_alltoallv`: displacements in extents of the datatypes.
-            fn $a2av / $pa2av, $ia2av / $pia2av(
-                sendbuf: *const c_void,
-                sendcounts: *const $count,
-                sdispls: *const $displ,
-                sendtype: abi::Datatype,
-                recvbuf: *mut c_void,
-                recvcounts: *const $count,
-                rdispls: *const $displ,
-                recvtype: abi::Datatype,
-            ) => ineighbor_alltoallv;
+    /// `MPI_Neighbor_alltoallv`: displacements in extents of the datatypes.
+    (
+        sendbuf: *const c_void,
+        sendcounts: *const Count,
+        sdispls: *const Displ,
+        sendtype: abi::Datatype,
+        recvbuf: *mut c_void,
+        recvcounts: *const Count,
+        rdispls: *const Displ,
+        recvtype: abi::Datatype,
+    ) => neighbor_alltoallv[];
+    run MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv, MPI_Neighbor_alltoallv_c / PMPI_Neighbor_alltoallv_c;
+    start MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv, MPI_Ineighbor_alltoallv_c / PMPI_Ineighbor_alltoallv_c;
+    init_info MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init,
+        MPI_Neighbor_alltoallv_init_c / PMPI_Neighbor_alltoallv_init_c;
 
-            /// `MPI_Neighbor_alltoallw`: a datatype per block, displacements in bytes.
-            fn $a2aw / $pa2aw, $ia2aw / $pia2aw(
-                sendbuf: *const c_void,
-                sendcounts: *const $count,
-                sdispls: *const abi::Aint,
-                sendtypes: *const abi::Datatype,
-                recvbuf: *mut c_void,
-                recvcounts: *const $count,
-                rdispls: *const abi::Aint,
-                recvtypes: *const abi::Datatype,
-            ) => ineighbor_alltoallw;
-        }
-    };
-}
-
-neighbor_collectives! { c_int, c_int;
-    MPI_Neighbor_allgather / PMPI_Neighbor_allgather, MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather;
-    MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv;
-    MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall, MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall;
-    MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv;
-    MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw
-}
-
-neighbor_collectives! { abi::Count, abi::Aint;
-    MPI_Neighbor_allgather_c / PMPI_Neighbor_allgather_c, MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c;
-    MPI_Neighbor_allgatherv_c / PMPI_Neighbor_allgatherv_c, MPI_Ineighbor_allgatherv_c / PMPI_Ineighbor_allgatherv_c;
-    MPI_Neighbor_alltoall_c / PMPI_Neighbor_alltoall_c, MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c;
-    MPI_Neighbor_alltoallv_c / PMPI_Neighbor_alltoallv_c, MPI_Ineighbor_alltoallv_c / PMPI_Ineighbor_alltoallv_c;
-    MPI_Neighbor_alltoallw_c / PMPI_Neighbor_alltoallw_c, MPI_Ineighbor_alltoallw_c / PMPI_Ineighbor_alltoallw_c
+    /// `MPI_Neighbor_alltoallw`: a datatype per block, displacements in bytes (`MPI_Aint` in
+    /// both forms).
+    (
+        sendbuf: *const c_void,
+        sendcounts: *const Count,
+        sdispls: *const abi::Aint,
+        sendtypes: *const abi::Datatype,
+        recvbuf: *mut c_void,
+        recvcounts: *const Count,
+        rdispls: *const abi::Aint,
+        recvtypes: *const abi::Datatype,
+    ) => neighbor_alltoallw[];
+    run MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw, MPI_Neighbor_alltoallw_c / PMPI_Neighbor_alltoallw_c;
+    start MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw, MPI_Ineighbor_alltoallw_c / PMPI_Ineighbor_alltoallw_c;
+    init_info MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init,
+        MPI_Neighbor_alltoallw_init_c / PMPI_Neighbor_alltoallw_init_c;
 }

@@ -13,9 +13,9 @@ use super::super::raw::{
 use super::super::schedule::{RECV, Range, SEND};
 use super::{Root, all_to_remote, all_to_remote_into};
 use crate::coll::Op;
+use crate::coll::planned::Planned;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
-use crate::request::RawRequest;
 
 fn remote_size(comm: &Comm) -> u32 {
     comm.remote_group().map_or(0, |g| g.size())
@@ -47,17 +47,13 @@ fn counts_for(call: &str, counts: usize, n: u32, whose: &str) -> Result<()> {
 }
 
 /// `MPI_Ibarrier`.
-pub fn ibarrier(comm: &Comm) -> Result<RawRequest> {
+pub fn barrier(comm: &Comm) -> Result<Planned> {
     let s = super::barrier(comm.size(), comm.rank());
-    // SAFETY: no memory is involved.
-    unsafe { launch(comm, s, NONE, NONE, None) }
+    launch(comm, s, NONE, NONE, None)
 }
 
 /// `MPI_Ibcast` from `root`: `buf` at the root and in the other group.
-///
-/// # Safety
-/// The memory must stay valid and untouched by others until the request completes.
-pub unsafe fn ibcast(comm: &Comm, buf: Option<&RawBuf>, root: Root) -> Result<RawRequest> {
+pub fn bcast(comm: &Comm, buf: Option<&RawBuf>, root: Root) -> Result<Planned> {
     const CALL: &str = "MPI_Bcast";
     check_root(comm, CALL, root)?;
     let m = match root {
@@ -67,22 +63,17 @@ pub unsafe fn ibcast(comm: &Comm, buf: Option<&RawBuf>, root: Root) -> Result<Ra
     let len = m.as_ref().map_or(0, Mem::packed_len);
     let a = choice::bcast(Forced::from_env()?.bcast, comm.size(), len);
     let s = super::bcast(comm.size(), comm.rank(), root, len, a);
-    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
-    // until the request completes (this function's contract).
-    unsafe { start(comm, s, None, m.as_ref(), root == Root::Here, None) }
+    start(comm, s, None, m.as_ref(), root == Root::Here, None)
 }
 
 /// `MPI_Ireduce` to `root`: `send` in the other group, `recv` at the root.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ireduce(
+pub fn reduce(
     comm: &Comm,
     send: Option<&RawBuf>,
     recv: Option<&RawBuf>,
     op: &Op,
     root: Root,
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     const CALL: &str = "MPI_Reduce";
     check_root(comm, CALL, root)?;
     let (sm, rm, count, r) = match root {
@@ -102,16 +93,11 @@ pub unsafe fn ireduce(
     }
     let a = choice::reduce(Forced::from_env()?.reduce, op.reorderable());
     let s = super::reduce(comm.size(), comm.rank(), root, count, elem, a);
-    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
-    // until the request completes (this function's contract).
-    unsafe { start(comm, s, sm.as_ref(), rm.as_ref(), false, r) }
+    start(comm, s, sm.as_ref(), rm.as_ref(), false, r)
 }
 
 /// `MPI_Iallreduce`: `recv` receives the reduction of the other group's `send`s.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iallreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> Result<RawRequest> {
+pub fn allreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> Result<Planned> {
     const CALL: &str = "MPI_Allreduce";
     let send = needed(CALL, send, "input buffer")?;
     let r = reducer(CALL, op, &send.dtype)?;
@@ -124,24 +110,19 @@ pub unsafe fn iallreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: 
     let a = choice::reduce(f.reduce, op.reorderable());
     let b = choice::bcast(f.bcast, comm.size(), sm.packed_len());
     let s = super::allreduce(comm.size(), comm.rank(), send.count, elem, a, b);
-    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
-    // until the request completes (this function's contract).
-    unsafe { start(comm, s, Some(&sm), Some(&rm), false, Some(r)) }
+    start(comm, s, Some(&sm), Some(&rm), false, Some(r))
 }
 
 /// `MPI_Ireduce_scatter` (`MPI_Ireduce_scatter_block`: equal counts): `recv` receives block
 /// `counts[rank]` of the reduction of the other group's `send`s (`Σ counts` elements; the
 /// other group's counts add up to the same).
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ireduce_scatter(
+pub fn reduce_scatter(
     comm: &Comm,
     send: Option<&RawBuf>,
     recv: &RawBuf,
     counts: &[usize],
     op: &Op,
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     const CALL: &str = "MPI_Reduce_scatter";
     counts_for(CALL, counts.len(), comm.size(), "local")?;
     let send = needed(CALL, send, "input buffer")?;
@@ -162,46 +143,31 @@ pub unsafe fn ireduce_scatter(
     }
     let a = choice::reduce(Forced::from_env()?.reduce, op.reorderable());
     let s = super::reduce_scatter(comm.size(), comm.rank(), counts, elem, a);
-    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
-    // until the request completes (this function's contract).
-    unsafe { start(comm, s, Some(&sm), Some(&rm), false, Some(r)) }
+    start(comm, s, Some(&sm), Some(&rm), false, Some(r))
 }
 
 /// `MPI_Igather` to `root`: `send` in the other group, `recv` (`recv.count` elements per remote
 /// rank) at the root.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn igather(
-    comm: &Comm,
-    send: Option<&RawBuf>,
-    recv: Option<&RawBuf>,
-    root: Root,
-) -> Result<RawRequest> {
+pub fn gather(comm: &Comm, send: Option<&RawBuf>, recv: Option<&RawBuf>, root: Root) -> Result<Planned> {
     const CALL: &str = "MPI_Gather";
     check_root(comm, CALL, root)?;
     match root {
         Root::Here => {
             let recv = needed(CALL, recv, "output buffer at the root")?;
             let (rm, blocks) = RawVBuf::uniform(recv, remote_size(comm), |v| v.mem(CALL, RECV))?;
-            // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
-            unsafe { gather_at_root(comm, rm, &blocks) }
+            gather_at_root(comm, rm, &blocks)
         }
-        // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
-        _ => unsafe { send_to_root(comm, CALL, send, root) },
+        _ => send_to_root(comm, CALL, send, root),
     }
 }
 
 /// `MPI_Igatherv` to `root`: `recv` at the root has one count and displacement per remote rank.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn igatherv(
+pub fn gatherv(
     comm: &Comm,
     send: Option<&RawBuf>,
     recv: Option<&RawVBuf<'_>>,
     root: Root,
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     const CALL: &str = "MPI_Gatherv";
     check_root(comm, CALL, root)?;
     match root {
@@ -209,73 +175,50 @@ pub unsafe fn igatherv(
             let recv = needed(CALL, recv, "output buffer at the root")?;
             counts_for(CALL, recv.counts.len(), remote_size(comm), "remote")?;
             let (rm, blocks) = recv.mem(CALL, RECV)?;
-            // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
-            unsafe { gather_at_root(comm, rm, &blocks) }
+            gather_at_root(comm, rm, &blocks)
         }
-        // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
-        _ => unsafe { send_to_root(comm, CALL, send, root) },
+        _ => send_to_root(comm, CALL, send, root),
     }
 }
 
-/// # Safety
-/// The memory bound in the arguments stays valid and untouched by others until the request
-/// completes.
-unsafe fn gather_at_root(comm: &Comm, rm: Mem, blocks: &[Range]) -> Result<RawRequest> {
+fn gather_at_root(comm: &Comm, rm: Mem, blocks: &[Range]) -> Result<Planned> {
     let s = super::gather(comm.size(), Root::Here, Range::EMPTY, blocks);
-    // SAFETY: this function's contract: the bound memory outlives the request.
-    unsafe { start(comm, s, None, Some(&rm), false, None) }
+    start(comm, s, None, Some(&rm), false, None)
 }
 
-/// # Safety
-/// The memory bound in the arguments stays valid and untouched by others until the request
-/// completes.
-unsafe fn send_to_root(comm: &Comm, call: &str, send: Option<&RawBuf>, root: Root) -> Result<RawRequest> {
+fn send_to_root(comm: &Comm, call: &str, send: Option<&RawBuf>, root: Root) -> Result<Planned> {
     let sm = match root {
         Root::Idle => None,
         _ => Some(Mem::of(needed(call, send, "input buffer")?)?),
     };
     let mine = Range::new(SEND, 0, sm.as_ref().map_or(0, Mem::packed_len));
     let s = super::gather(comm.size(), root, mine, &[]);
-    // SAFETY: this function's contract: the bound memory outlives the request.
-    unsafe { start(comm, s, sm.as_ref(), None, false, None) }
+    start(comm, s, sm.as_ref(), None, false, None)
 }
 
 /// `MPI_Iscatter` from `root`: `send` (`send.count` elements per remote rank) at the root,
 /// `recv` in the other group.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iscatter(
-    comm: &Comm,
-    send: Option<&RawBuf>,
-    recv: Option<&RawBuf>,
-    root: Root,
-) -> Result<RawRequest> {
+pub fn scatter(comm: &Comm, send: Option<&RawBuf>, recv: Option<&RawBuf>, root: Root) -> Result<Planned> {
     const CALL: &str = "MPI_Scatter";
     check_root(comm, CALL, root)?;
     match root {
         Root::Here => {
             let send = needed(CALL, send, "input buffer at the root")?;
             let (sm, blocks) = RawVBuf::uniform(send, remote_size(comm), |v| v.mem(CALL, SEND))?;
-            // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
-            unsafe { scatter_from_root(comm, sm, &blocks) }
+            scatter_from_root(comm, sm, &blocks)
         }
-        // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
-        _ => unsafe { recv_from_root(comm, CALL, recv, root) },
+        _ => recv_from_root(comm, CALL, recv, root),
     }
 }
 
 /// `MPI_Iscatterv` from `root`: `send` at the root has one count and displacement per remote
 /// rank.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iscatterv(
+pub fn scatterv(
     comm: &Comm,
     send: Option<&RawVBuf<'_>>,
     recv: Option<&RawBuf>,
     root: Root,
-) -> Result<RawRequest> {
+) -> Result<Planned> {
     const CALL: &str = "MPI_Scatterv";
     check_root(comm, CALL, root)?;
     match root {
@@ -283,90 +226,62 @@ pub unsafe fn iscatterv(
             let send = needed(CALL, send, "input buffer at the root")?;
             counts_for(CALL, send.counts.len(), remote_size(comm), "remote")?;
             let (sm, blocks) = send.mem(CALL, SEND)?;
-            // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
-            unsafe { scatter_from_root(comm, sm, &blocks) }
+            scatter_from_root(comm, sm, &blocks)
         }
-        // SAFETY: this function's contract, passed on: the caller keeps the buffers alive.
-        _ => unsafe { recv_from_root(comm, CALL, recv, root) },
+        _ => recv_from_root(comm, CALL, recv, root),
     }
 }
 
-/// # Safety
-/// The memory bound in the arguments stays valid and untouched by others until the request
-/// completes.
-unsafe fn scatter_from_root(comm: &Comm, sm: Mem, blocks: &[Range]) -> Result<RawRequest> {
+fn scatter_from_root(comm: &Comm, sm: Mem, blocks: &[Range]) -> Result<Planned> {
     let s = super::scatter(comm.size(), Root::Here, blocks, Range::EMPTY);
-    // SAFETY: this function's contract: the bound memory outlives the request.
-    unsafe { start(comm, s, Some(&sm), None, false, None) }
+    start(comm, s, Some(&sm), None, false, None)
 }
 
-/// # Safety
-/// The memory bound in the arguments stays valid and untouched by others until the request
-/// completes.
-unsafe fn recv_from_root(comm: &Comm, call: &str, recv: Option<&RawBuf>, root: Root) -> Result<RawRequest> {
+fn recv_from_root(comm: &Comm, call: &str, recv: Option<&RawBuf>, root: Root) -> Result<Planned> {
     let rm = match root {
         Root::Idle => None,
         _ => Some(Mem::of(needed(call, recv, "output buffer")?)?),
     };
     let out = Range::new(RECV, 0, rm.as_ref().map_or(0, Mem::packed_len));
     let s = super::scatter(comm.size(), root, &[], out);
-    // SAFETY: this function's contract: the bound memory outlives the request.
-    unsafe { start(comm, s, None, rm.as_ref(), false, None) }
+    start(comm, s, None, rm.as_ref(), false, None)
 }
 
 /// `MPI_Iallgather`: every rank's `send` to every remote rank's `recv` (`recv.count` elements
 /// per remote rank).
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iallgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<RawRequest> {
+pub fn allgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<Planned> {
     const CALL: &str = "MPI_Allgather";
     let sm = Mem::of(needed(CALL, send, "input buffer")?)?;
     let (rm, blocks) = RawVBuf::uniform(recv, remote_size(comm), |v| v.mem(CALL, RECV))?;
     let mine = Range::new(SEND, 0, sm.packed_len());
     let sends = vec![mine; remote_size(comm) as usize];
     let s = all_to_remote(comm.size(), &sends, &blocks);
-    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
-    // until the request completes (this function's contract).
-    unsafe { start(comm, s, Some(&sm), Some(&rm), false, None) }
+    start(comm, s, Some(&sm), Some(&rm), false, None)
 }
 
 /// `MPI_Iallgatherv`: as [`iallgather`], `recv` with one count and displacement per remote rank.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn iallgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>) -> Result<RawRequest> {
+pub fn allgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>) -> Result<Planned> {
     const CALL: &str = "MPI_Allgatherv";
     counts_for(CALL, recv.counts.len(), remote_size(comm), "remote")?;
     let sm = Mem::of(needed(CALL, send, "input buffer")?)?;
     let (rm, blocks) = recv.mem(CALL, RECV)?;
     let sends = vec![Range::new(SEND, 0, sm.packed_len()); remote_size(comm) as usize];
     let s = all_to_remote(comm.size(), &sends, &blocks);
-    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
-    // until the request completes (this function's contract).
-    unsafe { start(comm, s, Some(&sm), Some(&rm), false, None) }
+    start(comm, s, Some(&sm), Some(&rm), false, None)
 }
 
 /// `MPI_Ialltoall`: block j of `send` to remote rank j, block j of `recv` from it.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ialltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<RawRequest> {
+pub fn alltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<Planned> {
     const CALL: &str = "MPI_Alltoall";
     let nr = remote_size(comm);
     let (sm, sblocks) = RawVBuf::uniform(needed(CALL, send, "input buffer")?, nr, |v| v.mem(CALL, SEND))?;
     let (rm, rblocks) = RawVBuf::uniform(recv, nr, |v| v.mem(CALL, RECV))?;
     let s = all_to_remote(comm.size(), &sblocks, &rblocks);
-    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
-    // until the request completes (this function's contract).
-    unsafe { start(comm, s, Some(&sm), Some(&rm), false, None) }
+    start(comm, s, Some(&sm), Some(&rm), false, None)
 }
 
 /// `MPI_Ialltoallv`: as [`ialltoall`], with one count and displacement per remote rank.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ialltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf<'_>) -> Result<RawRequest> {
+pub fn alltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf<'_>) -> Result<Planned> {
     const CALL: &str = "MPI_Alltoallv";
     let send = needed(CALL, send, "input buffer")?;
     for c in [send.counts.len(), recv.counts.len()] {
@@ -375,17 +290,12 @@ pub unsafe fn ialltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf
     let (sm, sblocks) = send.mem(CALL, SEND)?;
     let (rm, rblocks) = recv.mem(CALL, RECV)?;
     let s = all_to_remote(comm.size(), &sblocks, &rblocks);
-    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
-    // until the request completes (this function's contract).
-    unsafe { start(comm, s, Some(&sm), Some(&rm), false, None) }
+    start(comm, s, Some(&sm), Some(&rm), false, None)
 }
 
 /// `MPI_Ialltoallw`: block j of `send` (its own count, type and byte displacement) to remote
 /// rank j, block j of `recv` from it.
-///
-/// # Safety
-/// The memories must stay valid and untouched by others until the request completes.
-pub unsafe fn ialltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf<'_>) -> Result<RawRequest> {
+pub fn alltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf<'_>) -> Result<Planned> {
     const CALL: &str = "MPI_Alltoallw";
     let nr = remote_size(comm) as usize;
     let send = needed(CALL, send, "input buffer")?;
@@ -395,7 +305,5 @@ pub unsafe fn ialltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf
     let s = super::super::api_gather::alltoallw_with(Some(&sblocks), &rblocks, rb.1, |s, sends, recvs| {
         all_to_remote_into(s, nl, sends, recvs)
     });
-    // SAFETY: the buffers bound here are the caller's, which keeps them valid and untouched
-    // until the request completes (this function's contract).
-    unsafe { launch(comm, s, sb, rb, None) }
+    launch(comm, s, sb, rb, None)
 }

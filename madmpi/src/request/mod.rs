@@ -1,10 +1,16 @@
-//! Nonblocking point-to-point operations and their requests.
+//! Requests: one [`RawRequest`] type for every kind of operation (point-to-point, collective,
+//! send-receive: see `Kind`), and the operations the C binding runs, starts or keeps as persistent templates ([`operation`]).
 //!
 //! A [`Request`] owns a pinned nmad request and borrows the user's buffer for its lifetime `'a`,
 //! so the buffer cannot be touched or freed while the operation runs; dropping a request that
 //! has not completed cancels it if it is an unmatched receive and otherwise waits (nmad's rule:
 //! the core never touches freed memory). [`RawRequest`] is the same without the borrow, for the
 //! C library, whose callers promise what the borrow checker cannot.
+//!
+//! Files: this one (the request, its kinds, completion, the typed [`Request`]); `sendrecv`
+//! (`MPI_Isendrecv(_replace)`); [`operation`] (an operation run, started once, or persistent);
+//! `lifecycle` ([`MpiRequest`]: a request as programs hold it, persistent ones active or
+//! inactive).
 //!
 //! Owns request state and completion; it must not touch nmad's internals.
 
@@ -16,6 +22,12 @@ use nmad::{Data, SendMode, Source};
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
+
+mod lifecycle;
+pub mod operation;
+
+pub use lifecycle::MpiRequest;
+mod sendrecv;
 
 /// What the operation was, for its status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,14 +43,25 @@ pub struct RawRequest {
     inner: Pin<Box<nmad::Request>>,
     comm: Comm,
     op: Op,
+    kind: Kind,
+}
+
+/// What runs behind a [`RawRequest`]: one request type for every kind of operation, so that
+/// waits, tests and statuses treat them alike. A persistent request is a template that makes
+/// one of these at each start ([`operation`]).
+enum Kind {
+    /// A point-to-point operation in `inner` (or nothing, for [`Op::Null`]).
+    Point,
     /// A collective operation (`inner` is then unused): its schedule's completion stands for
     /// the nmad request's in every method below.
-    coll: Option<crate::coll::Handle>,
-    /// An operation another thread runs (`inner` is then unused), like `coll`.
-    deferred: Option<Arc<Deferred>>,
-    /// A generalized or partitioned operation (see [`crate::request_kinds`]): it stands for
-    /// the nmad request's in every method below.
-    extra: Option<Box<crate::request_kinds::Extra>>,
+    Collective(crate::coll::Handle),
+    /// `MPI_Isendrecv(_replace)`: the receive in `inner`, the send here; complete when both are,
+    /// with the receive's status.
+    SendRecv(Box<sendrecv::SendHalf>),
+    /// An operation another thread runs and finishes (`MPI_Comm_idup`; `inner` is unused).
+    Deferred(Arc<Deferred>),
+    /// A generalized or partitioned operation (see [`crate::request_kinds`]; `inner` is unused).
+    Extra(Box<crate::request_kinds::Extra>),
 }
 
 /// The completion of an operation run by another thread (`MPI_Comm_idup`): it calls
@@ -111,9 +134,7 @@ impl RawRequest {
             inner: Box::pin(nmad::Request::new()),
             comm: comm.clone(),
             op: Op::Null,
-            coll: None,
-            deferred: None,
-            extra: None,
+            kind: Kind::Point,
         }
     }
 
@@ -126,7 +147,7 @@ impl RawRequest {
     /// The receive of a message matched by a probe, running in `inner` (see
     /// [`crate::mprobe::Message`]).
     pub(crate) fn matched_recv(inner: Pin<Box<nmad::Request>>, comm: &Comm) -> RawRequest {
-        RawRequest { inner, comm: comm.clone(), op: Op::Recv, coll: None, deferred: None, extra: None }
+        RawRequest { inner, comm: comm.clone(), op: Op::Recv, kind: Kind::Point }
     }
 
     /// Starts sending `data` to `dest` with `tag`.
@@ -141,9 +162,7 @@ impl RawRequest {
             inner: Box::pin(nmad::Request::new()),
             comm: comm.clone(),
             op: Op::Send,
-            coll: None,
-            deferred: None,
-            extra: None,
+            kind: Kind::Point,
         };
         let m = SendMode { sync: mode == Mode::Synchronous, header_len: 0 };
         // SAFETY: the caller keeps `data` valid; the request is pinned in its box and its Drop
@@ -167,9 +186,7 @@ impl RawRequest {
             inner: Box::pin(nmad::Request::new()),
             comm: comm.clone(),
             op: Op::Recv,
-            coll: None,
-            deferred: None,
-            extra: None,
+            kind: Kind::Point,
         };
         // SAFETY: as in `isend`.
         unsafe { comm.session().irecv(src, tm, data, req.inner.as_ref()) }.map_err(from_nmad)?;
@@ -178,46 +195,49 @@ impl RawRequest {
 
     /// The request of a running collective operation (see [`crate::coll`]).
     pub(crate) fn collective(comm: &Comm, h: crate::coll::Handle) -> RawRequest {
-        RawRequest { coll: Some(h), ..RawRequest::null(comm) }
+        RawRequest { kind: Kind::Collective(h), ..RawRequest::null(comm) }
     }
 
     /// The request of an operation another thread runs and finishes through `d`.
     pub(crate) fn deferred(comm: &Comm, d: Arc<Deferred>) -> RawRequest {
-        RawRequest { deferred: Some(d), ..RawRequest::null(comm) }
+        RawRequest { kind: Kind::Deferred(d), ..RawRequest::null(comm) }
     }
 
     /// The request of a generalized or partitioned operation on `comm`.
     pub(crate) fn with_extra(comm: &Comm, extra: crate::request_kinds::Extra) -> RawRequest {
-        RawRequest { extra: Some(Box::new(extra)), ..RawRequest::null(comm) }
+        RawRequest { kind: Kind::Extra(Box::new(extra)), ..RawRequest::null(comm) }
     }
 
     /// The generalized or partitioned operation, if this is one.
     pub(crate) fn extra(&self) -> Option<&crate::request_kinds::Extra> {
-        self.extra.as_deref()
+        match &self.kind {
+            Kind::Extra(x) => Some(x),
+            _ => None,
+        }
     }
 
     /// Whether the operation completed.
     pub fn is_complete(&self) -> bool {
-        if let Some(x) = &self.extra {
-            return x.is_complete();
-        }
-        match (&self.coll, &self.deferred) {
-            (Some(c), _) => c.is_complete(),
-            (None, Some(d)) => d.is_complete(),
-            (None, None) => self.inner.test(),
+        match &self.kind {
+            Kind::Point => self.inner.test(),
+            Kind::Collective(c) => c.is_complete(),
+            Kind::SendRecv(h) => self.inner.test() && h.send.is_complete(),
+            Kind::Deferred(d) => d.is_complete(),
+            Kind::Extra(x) => x.is_complete(),
         }
     }
 
     /// The condition signalled with `nmad::COMPLETED` at completion (to wait on several
     /// requests at once).
     pub fn cond(&self) -> &pioman::Cond {
-        if let Some(x) = &self.extra {
-            return x.cond();
-        }
-        match (&self.coll, &self.deferred) {
-            (Some(c), _) => c.cond(),
-            (None, Some(d)) => &d.done,
-            (None, None) => self.inner.cond(),
+        match &self.kind {
+            Kind::Point => self.inner.cond(),
+            Kind::Collective(c) => c.cond(),
+            // The half still running (a waiter on several requests rechecks after each nap).
+            Kind::SendRecv(h) if self.inner.test() => h.send.cond(),
+            Kind::SendRecv(_) => self.inner.cond(),
+            Kind::Deferred(d) => &d.done,
+            Kind::Extra(x) => x.cond(),
         }
     }
 
@@ -228,7 +248,7 @@ impl RawRequest {
         if self.is_complete() {
             return true;
         }
-        if let Some(x) = &self.extra {
+        if let Kind::Extra(x) = &self.kind {
             x.poke();
         }
         self.comm.runtime_nmad().pioman().progress();
@@ -246,14 +266,20 @@ impl RawRequest {
 
     /// The status and error, once complete (a truncated receive keeps its status).
     pub fn outcome(&self) -> Option<Outcome> {
-        if let Some(x) = &self.extra {
-            return x.outcome();
-        }
-        if let Some(c) = &self.coll {
-            return c.outcome().map(|error| Outcome { error, ..Outcome::DONE });
-        }
-        if let Some(d) = &self.deferred {
-            return d.is_complete().then(|| Outcome { error: d.error(), ..Outcome::DONE });
+        match &self.kind {
+            Kind::Point => {}
+            Kind::Collective(c) => return c.outcome().map(|error| Outcome { error, ..Outcome::DONE }),
+            Kind::SendRecv(h) => {
+                let send = h.send.outcome()?;
+                let r = self.inner.result()?;
+                let mut o = outcome_of(&self.comm, self.op, r, self.inner.status());
+                o.error = o.error.or(send.error);
+                return Some(o);
+            }
+            Kind::Deferred(d) => {
+                return d.is_complete().then(|| Outcome { error: d.error(), ..Outcome::DONE });
+            }
+            Kind::Extra(x) => return x.outcome(),
         }
         let r = self.inner.result()?;
         Some(outcome_of(&self.comm, self.op, r, self.inner.status()))
@@ -261,17 +287,19 @@ impl RawRequest {
 
     /// Waits for completion; returns the outcome.
     pub fn wait(&self) -> Result<Status> {
-        if let Some(x) = &self.extra {
-            x.wait(self.pioman());
-        }
-        match (&self.coll, &self.deferred) {
-            (Some(c), _) => c.wait(),
-            (None, Some(d)) => {
+        match &self.kind {
+            Kind::Point => self.inner.wait(),
+            Kind::Collective(c) => c.wait(),
+            Kind::SendRecv(h) => {
+                self.inner.wait();
+                let _ = h.send.wait();
+            }
+            Kind::Deferred(d) => {
                 if !d.is_complete() {
                     self.pioman().wait(&d.done, nmad::COMPLETED);
                 }
             }
-            (None, None) => self.inner.wait(),
+            Kind::Extra(x) => x.wait(self.pioman()),
         }
         self.status().expect("completed")
     }
@@ -280,11 +308,7 @@ impl RawRequest {
     /// (it then completes with [`Outcome::cancelled`]). Sends cannot be cancelled once started
     /// (as in MPICH for sent messages), nor can receives of messages matched by a probe.
     pub fn cancel(&self) -> bool {
-        self.extra.is_none()
-            && self.op == Op::Recv
-            && self.coll.is_none()
-            && self.deferred.is_none()
-            && self.comm.session().cancel(&self.inner)
+        self.op == Op::Recv && matches!(self.kind, Kind::Point) && self.comm.session().cancel(&self.inner)
     }
 
     /// The nmad request (for a collective: an unused, completed one; see [`RawRequest::cond`]).

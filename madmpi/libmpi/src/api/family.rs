@@ -1,0 +1,249 @@
+//! The combinatorial families of C entry points, generated from one table entry each, the way
+//! MPICH generates its bindings (`maint/gen_binding_c.py`): a new function is one entry, not a
+//! copied body.
+//!
+//! An entry names a *build* function and the parameters its calls share, then the forms it
+//! exists in, each with its `int` and, if it has one, its `_c` (MPI 4.0 large-count) pair of
+//! names:
+//!
+//! ```text
+//! family! {
+//!     /// `MPI_Gather`: ...
+//!     (sendbuf: *const c_void, sendcount: Count, ...) => gather[];
+//!     run MPI_Gather / PMPI_Gather, MPI_Gather_c / PMPI_Gather_c;
+//!     start MPI_Igather / PMPI_Igather, MPI_Igather_c / PMPI_Igather_c;
+//!     init_info MPI_Gather_init / PMPI_Gather_init, MPI_Gather_init_c / PMPI_Gather_init_c;
+//! }
+//! ```
+//!
+//! `Count` and `Displ` in the parameter types are `int` in the first names and `MPI_Count` and
+//! `MPI_Aint` in the second (the build functions are generic over [`crate::check::CInt`]). The
+//! build function checks the arguments and returns a [`madmpi::request::operation::Operation`];
+//! each form adds its own parameters after the communicator and does one thing with it:
+//!
+//! - `run`: runs it (a blocking call; a collective, a send);
+//! - `run_status`: runs it and fills an `MPI_Status *` (receives, send-receives);
+//! - `start`: starts it and stores its request in an `MPI_Request *` (nonblocking calls);
+//! - `init`: stores it as an inactive persistent request (`MPI_Send_init`...);
+//! - `init_info`: the same after an `MPI_Info` (persistent collectives, MPI 4.0).
+//!
+//! Build functions are called as `build(&state, &comm, "MPI_Name", extra.., args..)`, `extra`
+//! being the entry's bracketed expressions (a send's mode, say). Each form checks its own
+//! parameters after the build function checked the shared ones (MPICH's order: parameter order
+//! after the communicator).
+//!
+//! Owns the shapes of the forms; it must not know any MPI function nor check arguments.
+
+use crate::check;
+use crate::comms::CommObj;
+use crate::errors::{On, Outcome};
+use crate::state::State;
+use madmpi::abi::{self, Status};
+use madmpi::request::operation::Operation;
+use std::sync::Arc;
+
+/// Defines the `int` forms in `mod int` and the `_c` forms in `mod large`: see the module docs.
+macro_rules! family {
+    ($(
+        $(#[$doc:meta])*
+        ($($arg:ident: $ty:ty),* $(,)?) => $build:ident [$($extra:expr),* $(,)?];
+        $($form:ident $name:ident / $pname:ident $(, $name_c:ident / $pname_c:ident)?;)+
+    )*) => {
+        /// The `int` forms.
+        pub mod int {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type Count = ::std::ffi::c_int;
+            #[allow(dead_code)]
+            type Displ = ::std::ffi::c_int;
+            $(
+                $crate::api::family::forms! {
+                    { [$(#[$doc])*] ($($arg: $ty),*) => $build [$($extra),*] };
+                    $($form $name / $pname;)+
+                }
+            )*
+        }
+
+        /// The large-count (`_c`) forms.
+        pub mod large {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            type Count = ::madmpi::abi::Count;
+            #[allow(dead_code)]
+            type Displ = ::madmpi::abi::Aint;
+            $(
+                $crate::api::family::forms! {
+                    { [$(#[$doc])*] ($($arg: $ty),*) => $build [$($extra),*] };
+                    $($($form $name_c / $pname_c;)?)+
+                }
+            )*
+        }
+    };
+}
+
+/// The forms of one entry, one at a time.
+macro_rules! forms {
+    ($head:tt;) => {};
+    ($head:tt; $form:ident $name:ident / $pname:ident; $($rest:tt)*) => {
+        $crate::api::family::form!($form $head $name $pname);
+        $crate::api::family::forms!($head; $($rest)*);
+    };
+}
+
+/// One exported function of an entry (see the module docs for what each form does): the
+/// handles resolved, the build function called, then the form's own part ([`run`],
+/// [`run_status`], [`start`], [`init`]).
+macro_rules! form {
+    ($form:ident { [$($doc:tt)*] ($($arg:ident: $ty:ty),*) => $build:ident [$($extra:expr),*] } $name:ident $pname:ident) => {
+        $crate::api::family::form!(@export $form [$($doc)*] $name $pname ($($arg: $ty),*) |st, c| {
+            // SAFETY: the arrays are readable during the call (MPI's contract); the build only
+            // describes the buffers.
+            unsafe { $build(st, c, stringify!($name), $($extra,)* $($arg),*) }
+        });
+    };
+    (@export run [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
+        $crate::export::export! {
+            #[doc = concat!("`", stringify!($name), "`.")]
+            $($doc)*
+            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm) {
+                let st = $crate::state::state()?;
+                let c = st.comm(comm)?;
+                let ($st, $c) = (&st, &c);
+                let op = $build?;
+                // SAFETY: the buffers are valid during this blocking call (MPI's contract).
+                unsafe { $crate::api::family::run(&c, op) }
+            }
+        }
+    };
+    (@export run_status [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
+        $crate::export::export! {
+            #[doc = concat!("`", stringify!($name), "`.")]
+            $($doc)*
+            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, status: *mut ::madmpi::abi::Status) {
+                let st = $crate::state::state()?;
+                let c = st.comm(comm)?;
+                let ($st, $c) = (&st, &c);
+                let op = $build?;
+                // SAFETY: the buffers are valid during this blocking call and `status` is an
+                // output argument (MPI's contract).
+                unsafe { $crate::api::family::run_status(&c, op, status) }
+            }
+        }
+    };
+    (@export start [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
+        $crate::export::export! {
+            #[doc = concat!("`", stringify!($name), "`.")]
+            $($doc)*
+            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, request: *mut ::madmpi::abi::Request) {
+                let st = $crate::state::state()?;
+                let c = st.comm(comm)?;
+                let ($st, $c) = (&st, &c);
+                let op = $build?;
+                // SAFETY: the buffers stay valid until the request completes and `request` is
+                // an output argument (MPI's contract for nonblocking calls).
+                unsafe { $crate::api::family::start(&st, &c, op, request) }
+            }
+        }
+    };
+    (@export init [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
+        $crate::export::export! {
+            #[doc = concat!("`", stringify!($name), "`.")]
+            $($doc)*
+            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, request: *mut ::madmpi::abi::Request) {
+                let st = $crate::state::state()?;
+                let c = st.comm(comm)?;
+                let ($st, $c) = (&st, &c);
+                let op = $build?;
+                // SAFETY: `request` is an output argument (MPI's contract).
+                unsafe { $crate::api::family::init(&st, &c, op, None, request) }
+            }
+        }
+    };
+    (@export init_info [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
+        $crate::export::export! {
+            #[doc = concat!("`", stringify!($name), "`.")]
+            $($doc)*
+            fn $name / $pname(
+                $($arg: $ty,)*
+                comm: ::madmpi::abi::Comm,
+                info: ::madmpi::abi::Info,
+                request: *mut ::madmpi::abi::Request,
+            ) {
+                let st = $crate::state::state()?;
+                let c = st.comm(comm)?;
+                let ($st, $c) = (&st, &c);
+                let op = $build?;
+                // SAFETY: `request` is an output argument (MPI's contract).
+                unsafe { $crate::api::family::init(&st, &c, op, Some(info), request) }
+            }
+        }
+    };
+}
+
+/// The `run` form: runs `op` to completion.
+///
+/// # Safety
+/// The memory `op` was built on is valid until this returns.
+pub(crate) unsafe fn run(c: &Arc<CommObj>, op: Operation) -> Outcome {
+    // SAFETY: the memory contract is ours, passed on.
+    let o = unsafe { op.run() }.on(c)?;
+    o.error.map_or(Ok(()), Err).on(c)
+}
+
+/// The `run_status` form: runs `op` to completion and fills `status` (checked first).
+///
+/// # Safety
+/// As [`run`]; `status` is an output argument.
+pub(crate) unsafe fn run_status(c: &Arc<CommObj>, op: Operation, status: *mut Status) -> Outcome {
+    // SAFETY: an output argument (our contract).
+    let status = unsafe { check::status(status) }.on(c)?;
+    // SAFETY: the memory contract is ours, passed on.
+    let o = unsafe { op.run() }.on(c)?;
+    crate::status::outcome(status, &o);
+    o.error.map_or(Ok(()), Err).on(c)
+}
+
+/// The `start` form: starts `op` and stores its request in `request` (checked first).
+///
+/// # Safety
+/// The memory `op` was built on is valid until the request completes; `request` is an output
+/// argument.
+pub(crate) unsafe fn start(
+    st: &State,
+    c: &Arc<CommObj>,
+    op: Operation,
+    request: *mut abi::Request,
+) -> Outcome {
+    // SAFETY: an output argument (our contract).
+    let request = unsafe { check::out(request, "request") }.on(c)?;
+    // SAFETY: the memory contract is ours, passed on.
+    let raw = unsafe { op.start() }.on(c)?;
+    *request = st.add_request(raw, c).on(c)?;
+    Ok(())
+}
+
+/// The `init` and `init_info` forms: checks `info` if given (no hint changes what a persistent
+/// operation does, but the handle must be valid), then stores `op` as an inactive persistent
+/// request in `request`.
+///
+/// # Safety
+/// `request` is an output argument.
+pub(crate) unsafe fn init(
+    st: &State,
+    c: &Arc<CommObj>,
+    op: Operation,
+    info: Option<abi::Info>,
+    request: *mut abi::Request,
+) -> Outcome {
+    if let Some(info) = info {
+        crate::infos::hints(info).on(c)?;
+    }
+    // SAFETY: an output argument (our contract).
+    let request = unsafe { check::out(request, "request") }.on(c)?;
+    *request = st.add_persistent(op.persist(), c).on(c)?;
+    Ok(())
+}
+
+pub(crate) use {family, form, forms};

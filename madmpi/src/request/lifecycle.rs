@@ -1,0 +1,88 @@
+//! A request as an MPI program holds it: [`MpiRequest`] is either one operation (running, or
+//! completed and not yet reported) or a persistent request, which is **inactive** until
+//! `MPI_Start` starts its template ([`Persistent`]) and again once a completion call reported
+//! the operation started (MPI 4.0 §3.9: its handle stays valid until `MPI_Request_free`).
+//!
+//! Owns the active/inactive life of persistent requests; it must not know handles (the C
+//! library keeps these in its table) nor fill statuses.
+
+use super::RawRequest;
+use super::operation::Persistent;
+use crate::error::{Error, Result};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// See the module docs.
+pub struct MpiRequest {
+    /// The operation, running or completed but not yet reported; `None` while a persistent
+    /// request is inactive.
+    current: Mutex<Option<Arc<RawRequest>>>,
+    /// What a start starts: `Some` for persistent requests only.
+    persistent: Option<Persistent>,
+}
+
+impl MpiRequest {
+    /// The request of an operation started once (a nonblocking call).
+    pub fn once(raw: RawRequest) -> MpiRequest {
+        MpiRequest { current: Mutex::new(Some(Arc::new(raw))), persistent: None }
+    }
+
+    /// A new persistent request, inactive.
+    pub fn persistent(p: Persistent) -> MpiRequest {
+        MpiRequest { current: Mutex::new(None), persistent: Some(p) }
+    }
+
+    /// What a start starts (`None`: not a persistent request).
+    pub fn template(&self) -> Option<&Persistent> {
+        self.persistent.as_ref()
+    }
+
+    /// Whether it is persistent.
+    pub fn is_persistent(&self) -> bool {
+        self.persistent.is_some()
+    }
+
+    /// The current operation (`None`: an inactive persistent request).
+    pub fn current(&self) -> Option<Arc<RawRequest>> {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Whether nothing runs: the operation completed, or the request is inactive.
+    pub fn is_complete(&self) -> bool {
+        self.current().is_none_or(|op| op.is_complete())
+    }
+
+    /// `MPI_ERR_REQUEST` unless this is an inactive persistent request (what `MPI_Start`
+    /// checks of every request before starting any).
+    pub fn check_startable(&self) -> Result<&Persistent> {
+        let Some(p) = &self.persistent else {
+            return Err(Error::request("not a persistent request (only those can be started)"));
+        };
+        if self.current().is_some() {
+            return Err(Error::request("the persistent request is already active"));
+        }
+        Ok(p)
+    }
+
+    /// `MPI_Start`: starts the template of this inactive persistent request; it is active until
+    /// [`MpiRequest::reported`].
+    ///
+    /// # Safety
+    /// The memory given at init must be valid (readable for what is sent, writable for what is
+    /// received) until the operation completes: MPI's contract for persistent requests.
+    pub unsafe fn start(&self) -> Result<()> {
+        // SAFETY: the memory stays valid until the operation completes (our contract), and the
+        // request is inactive (checked), so its previous run completed and was reported.
+        let raw = unsafe { self.check_startable()?.start() }?;
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(raw));
+        Ok(())
+    }
+
+    /// A completion call reported the current operation: a persistent request becomes inactive
+    /// (an operation started once is simply forgotten with the request).
+    pub fn reported(&self) {
+        if self.persistent.is_some() {
+            let done = self.current.lock().unwrap_or_else(PoisonError::into_inner).take();
+            drop(done); // outside the lock (a running operation's drop may wait)
+        }
+    }
+}
