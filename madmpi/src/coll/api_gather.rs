@@ -170,6 +170,12 @@ pub(crate) fn alltoallv_schedule(
     rblocks: &[Range],
     a: Alltoallv,
 ) -> Schedule {
+    if outputs_overlap(rblocks.iter()) {
+        // Erroneous but run by MPICH and Open MPI: through temporaries, as alltoallw does.
+        let one_piece = |b: &[Range]| b.iter().map(|r| vec![*r]).collect::<Vec<_>>();
+        let len = rblocks.iter().map(Range::end).max().unwrap_or(0);
+        return alltoallw_schedule(n, me, sblocks.map(one_piece).as_deref(), &one_piece(rblocks), len, a);
+    }
     let mut s = Schedule::new();
     let copied;
     let sblocks = match sblocks {
@@ -835,11 +841,15 @@ pub(crate) fn alltoallw_with(
             }
         });
     }
+    // Output blocks that overlap (MPI calls it erroneous; MPICH and Open MPI run it): every
+    // block lands in a temporary and is copied out in rank order, so the last rank's bytes win
+    // and no two receives ever write the same memory.
+    let overlapping = outputs_overlap(recv.iter().flatten());
     let (mut rblocks, mut unpack) = (Vec::with_capacity(recv.len()), Vec::new());
     for p in recv {
         rblocks.push(match p.len() {
             0 => Range::EMPTY,
-            1 => p[0],
+            1 if !overlapping => p[0],
             _ => {
                 let t = s.tmp(total(p));
                 unpack.push((t, p));
@@ -859,6 +869,13 @@ pub(crate) fn alltoallw_with(
         }
     }
     s
+}
+
+/// Whether two non-empty pieces of the output blocks overlap.
+fn outputs_overlap<'a>(pieces: impl Iterator<Item = &'a Range>) -> bool {
+    let mut all: Vec<&Range> = pieces.filter(|r| r.len > 0).collect();
+    all.sort_by_key(|r| r.off);
+    all.windows(2).any(|w| w[0].end() > w[1].off)
 }
 
 /// `MPI_Alltoallw`, on bytes: blocks of any committed datatypes, displacements in bytes.
