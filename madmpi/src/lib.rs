@@ -13,7 +13,9 @@
 //!   (keyvals and attribute caching);
 //! - [`info`]: info objects, `MPI_INFO_ENV`'s contents and the communicator hints;
 //! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
-//!   `context` ids for communicator creation.
+//!   `context` ids for communicator creation; `group_context`: ids agreed over a group alone;
+//! - `process`: the runtime shared by the world model and [`session`]s (MPI 4.0 sessions);
+//! - [`ft`]: fault tolerance (ULFM: revoke, shrink, agree, failure acknowledgement).
 //!
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.
 
@@ -26,14 +28,18 @@ pub mod completion;
 mod context;
 pub mod datatype;
 pub mod error;
+pub mod ft;
 pub mod group;
+mod group_context;
 pub mod info;
 mod internal;
 mod loom;
 pub mod mprobe;
 pub mod op;
 pub mod p2p;
+mod process;
 pub mod request;
+pub mod session;
 pub mod tags;
 pub mod typed;
 pub mod universe;

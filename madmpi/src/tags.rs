@@ -29,6 +29,8 @@ pub enum Kind {
     Collective = 1,
     /// Communicator management (context-id agreement, split, dup).
     Management = 2,
+    /// Fault tolerance (ULFM): revocation notices, fault-tolerant agreements.
+    FaultTolerance = 0xf0,
 }
 
 const KIND_SHIFT: u32 = 32;

@@ -145,6 +145,12 @@ impl Nmad {
         self.0.core.node_of(peer)
     }
 
+    /// The peers whose link failed so far (dead, or unreachable), in rank order. A peer this
+    /// process never tried to reach is not in it even if it died.
+    pub fn failed_peers(&self) -> Vec<u32> {
+        self.0.core.failed_peers()
+    }
+
     pub fn strategy(&self) -> &str {
         self.0.core.strategy.name()
     }

@@ -309,6 +309,10 @@ impl Core {
         Ok(Gate::new(peer, rails, credit, slots, self.grant, self.config.eager_limit))
     }
 
+    pub(crate) fn failed_peers(&self) -> Vec<PeerId> {
+        (0..self.size).filter(|&p| self.existing_gate(p).is_some_and(|g| g.failure().is_some())).collect()
+    }
+
     fn existing_gate(&self, peer: PeerId) -> Option<Arc<Gate>> {
         self.gates.get(peer as usize).and_then(|g| g.get().cloned())
     }
