@@ -315,3 +315,11 @@ fn gather_family_and_prefix_reductions_match_local_references() {
         passes_on("coll_more", n);
     }
 }
+
+/// MPI 4.0 sessions without MPI_Init: psets, groups from them, communicators created from the
+/// groups that carry messages and collectives, session error handlers, two sessions at once
+/// (the program also passes on MPICH's library, the differences it documents apart).
+#[test]
+fn sessions_make_communicators_from_psets_without_mpi_init() {
+    passes_on("sessions", 3);
+}

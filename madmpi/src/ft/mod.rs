@@ -127,26 +127,42 @@ fn consensus_on(comm: &Comm, session: &Session, seq: u64, mine: &[u64]) -> Resul
     Ok(d)
 }
 
-/// `MPIX_Comm_agree`: the bitwise AND of `flag` over the surviving members, the same at every
-/// one; `MPIX_ERR_PROC_FAILED` (after agreeing, so every survivor returns) when a member failed
-/// that this process has not acknowledged.
-pub fn agree(comm: &Comm, flag: i32) -> Result<i32> {
+/// What `MPIX_Comm_agree` agreed on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agreed {
+    /// The bitwise AND of the flags of the surviving members (the same at every one).
+    pub flag: i32,
+    /// World ranks of the members that failed and that this process has not acknowledged.
+    pub unacknowledged: Vec<u32>,
+}
+
+impl Agreed {
+    /// The flag, or `MPIX_ERR_PROC_FAILED` if a failure was not acknowledged here.
+    pub fn checked(&self) -> Result<i32> {
+        if self.unacknowledged.is_empty() {
+            return Ok(self.flag);
+        }
+        Err(Error::new(
+            ErrorClass::MpixProcFailed,
+            format!(
+                "processes {:?} (world ranks) failed and were not acknowledged (agreed flag {:#x})",
+                self.unacknowledged, self.flag
+            ),
+        ))
+    }
+}
+
+/// `MPIX_Comm_agree`: agrees on the bitwise AND of `flag` over the surviving members, and on the
+/// members that failed (checked against this process's acknowledgements: [`Agreed::checked`]).
+/// Every survivor returns, whatever fails meanwhile.
+pub fn agree(comm: &Comm, flag: i32) -> Result<Agreed> {
     let (session, seq) = shadow(comm);
     let d = consensus_on(comm, &session, seq, &[u64::from(flag as u32)])?;
     let acked = acked(comm);
     let ranks = comm.group().members();
-    let unacked: Vec<u32> =
+    let unacknowledged =
         d.failed.iter().zip(ranks).filter(|(f, w)| **f && !acked.contains(w)).map(|(_, &w)| w).collect();
-    let value = d.and[0] as u32 as i32;
-    if !unacked.is_empty() {
-        return Err(Error::new(
-            ErrorClass::MpixProcFailed,
-            format!(
-                "MPIX_Comm_agree: processes {unacked:?} failed and were not acknowledged (agreed flag {value:#x})"
-            ),
-        ));
-    }
-    Ok(value)
+    Ok(Agreed { flag: d.and[0] as u32 as i32, unacknowledged })
 }
 
 /// `MPIX_Comm_shrink`: a communicator of the surviving members, in their order here, agreed

@@ -77,6 +77,13 @@ impl Session {
         pset_info(&self.runtime()?.nm, name)
     }
 
+    /// `MPI_COMM_WORLD` and `MPI_COMM_SELF` of the process, for a C library that keeps handles
+    /// for them whichever model started it (the session model itself does not use them).
+    pub fn predefined_comms(&self) -> Result<(Comm, Comm)> {
+        let rt = self.runtime()?;
+        Ok((Comm::world(rt), Comm::self_comm(rt)))
+    }
+
     fn runtime(&self) -> Result<&Arc<Runtime>> {
         self.rt.as_ref().ok_or_else(|| Error::session("the session was finalized"))
     }

@@ -6,7 +6,8 @@
 //! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
 //! nonblocking operations, freeing and cancelling requests), [`completion`] (waits and tests),
 //! [`buffered`] (buffered sends and the attached buffer), [`mprobe`] (matched probes and
-//! receives), [`persistent`] (persistent requests).
+//! receives), [`persistent`] (persistent requests), [`session`] (MPI 4.0 sessions and
+//! `MPI_Comm_create_from_group`), [`ulfm`] (MPICH's `MPIX_Comm_*` fault tolerance).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -32,6 +33,8 @@ pub mod nonblocking;
 pub mod op;
 pub mod p2p;
 pub mod persistent;
+pub mod session;
+pub mod ulfm;
 
 use crate::check;
 use madmpi::datatype::Datatype;
