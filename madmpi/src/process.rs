@@ -41,6 +41,7 @@ pub(crate) fn acquire(who: &str) -> Result<Arc<Runtime>> {
     }
     let nm = Nmad::init().map_err(|e| Error::other(format!("{who}: starting nmad: {e}")))?;
     let rt = Runtime::new(nm);
+    crate::ft::on_runtime_start();
     h.runtime = Some(rt.clone());
     h.users = 1;
     Ok(rt)
@@ -59,8 +60,12 @@ pub(crate) fn release(who: &str) -> Result<()> {
     };
     let Some(rt) = rt else { return Ok(()) };
     let nm = rt.nm.clone();
+    // After failures the launcher's fence may never complete (Hydra's waits for the dead):
+    // the survivors agree among themselves instead.
+    let survivors_only = crate::ft::failures_known(&rt) && crate::ft::survivors_barrier(&rt).is_ok();
     drop(rt);
-    nm.finalize().map_err(|e| Error::other(format!("{who}: {e}")))
+    let r = if survivors_only { nm.finalize_survivors() } else { nm.finalize() };
+    r.map_err(|e| Error::other(format!("{who}: {e}")))
 }
 
 /// The running runtime, if any (for calls that need one without holding it, such as

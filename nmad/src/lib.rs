@@ -164,6 +164,13 @@ impl Nmad {
         self.0.core.finalize()
     }
 
+    /// End after process failures, without the launcher's fence (which may wait for the dead
+    /// forever): the caller has synchronized the surviving ranks itself (madmpi runs a
+    /// fault-tolerant agreement among them).
+    pub fn finalize_survivors(self) -> io::Result<()> {
+        self.0.core.finalize_survivors()
+    }
+
     /// Asks the launcher to end the whole job with exit status `code` (MPI_Abort). Returns only
     /// if it could not; the caller then exits by itself.
     pub fn abort(&self, code: i32, message: &str) -> io::Error {

@@ -5,7 +5,8 @@
 //! Failures come from nmad: a link to a dead process breaks (or cannot be made), the requests
 //! involving it fail with `PeerFailed` (`MPIX_ERR_PROC_FAILED`), and [`nmad::Nmad::failed_peers`]
 //! lists them; the launcher keeps the job running when asked to (`madrun
-//! -disable-auto-cleanup`, as Hydra). What the agreements learn is kept in [`FtState`].
+//! -disable-auto-cleanup`, as Hydra, whose SIGUSR1 notices `notify` catches). What the
+//! agreements learn is kept in [`FtState`].
 //!
 //! Revocation: the revoking member sends a notice to every other member on the
 //! communicator's own session (tag kind [`Kind::FaultTolerance`]); every communicator's session
@@ -24,6 +25,9 @@
 //! protocol; it must not reach into nmad beyond sessions, monitors and `failed_peers`.
 
 mod consensus;
+mod notify;
+
+pub use notify::notices;
 
 use crate::comm::{Comm, from_nmad};
 use crate::error::{Error, ErrorClass, Result};
@@ -62,6 +66,11 @@ impl FtState {
     fn learn(&self, ranks: impl IntoIterator<Item = u32>) {
         self.learned.lock().unwrap_or_else(PoisonError::into_inner).extend(ranks);
     }
+}
+
+/// Sets up what the runtime needs at start-up (Hydra's failure notices).
+pub(crate) fn on_runtime_start() {
+    notify::install();
 }
 
 /// Makes `session` (a communicator's) revoke itself when a revocation notice arrives.
@@ -192,6 +201,24 @@ pub fn shrink(comm: &Comm) -> Result<Comm> {
         }
     }
     Err(Error::other(format!("MPIX_Comm_shrink: no agreement after {SHRINK_ATTEMPTS} attempts")))
+}
+
+/// Whether this process knows of a failed process (seen by nmad or learned in an agreement).
+pub(crate) fn failures_known(rt: &crate::comm::Runtime) -> bool {
+    !rt.nm.failed_peers().is_empty()
+        || !rt.ft.learned.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+}
+
+/// A barrier among the surviving processes of the job, whatever fails meanwhile (a
+/// fault-tolerant agreement over the world's shadow session, numbered apart from the world
+/// communicator's own operations).
+pub(crate) fn survivors_barrier(rt: &Arc<crate::comm::Runtime>) -> Result<()> {
+    let world = Comm::world(rt);
+    let session = rt.nm.session(SHADOW_SESSIONS | world.context_id());
+    // The largest consensus number a shadow session can carry (24 bits), never reached by
+    // the operations of a communicator.
+    let seq = (1 << tags::SEQ_BITS) - 1;
+    consensus_on(&world, &session, seq, &[]).map(drop)
 }
 
 /// `MPIX_Comm_failure_ack`: acknowledges the failures of `comm`'s members known here now.

@@ -485,6 +485,14 @@ impl Core {
         r.and_then(|()| self.bootstrap.finalize())
     }
 
+    /// End after process failures: the caller synchronized the survivors itself (a launcher's
+    /// fence may wait for the dead forever: Hydra's does); links close quietly.
+    pub(crate) fn finalize_survivors(&self) -> io::Result<()> {
+        self.finalizing.store(true, Relaxed);
+        self.shutdown();
+        self.bootstrap.finalize()
+    }
+
     pub(crate) fn shutdown(&self) {
         self.finalizing.store(true, Relaxed);
         for t in self.tasks.lock().unwrap().drain(..) {
