@@ -242,3 +242,6 @@ fn acked(comm: &Comm) -> Vec<u32> {
 pub fn failed_acked(comm: &Comm) -> Result<Group> {
     Group::new(acked(comm))
 }
+
+#[cfg(test)]
+mod tests;
