@@ -48,6 +48,8 @@ pub type Errhandler = Handle;
 pub type Info = Handle;
 /// `MPI_Win`.
 pub type Win = Handle;
+/// `MPI_Session`.
+pub type Session = Handle;
 /// `MPI_Aint`: `long` on x86-64 Linux.
 pub type Aint = c_long;
 /// `MPI_Offset`: `long` in MPICH's x86-64 build (not `long long`).
@@ -179,6 +181,33 @@ abi_constants! {
     MPI_LONG_DOUBLE_INT: Datatype = h(0x8c00_0004);
     /// `MPI_2INT`: `struct { int; int; }`, builtin (size 8), unlike the other pairs.
     MPI_2INT: Datatype = h(0x4c00_0816);
+    MPI_CXX_BOOL: Datatype = h(0x4c00_0133);
+    MPI_CXX_FLOAT_COMPLEX: Datatype = h(0x4c00_0834);
+    MPI_CXX_DOUBLE_COMPLEX: Datatype = h(0x4c00_1035);
+    MPI_CXX_LONG_DOUBLE_COMPLEX: Datatype = h(0x4c00_2036);
+    MPIX_C_FLOAT16: Datatype = h(0x4c00_0246);
+    // Fortran types (MPICH's build has no 16-byte INTEGER: MPI_INTEGER16 is the null type)
+    MPI_CHARACTER: Datatype = h(0x4c00_011a);
+    MPI_LOGICAL: Datatype = h(0x4c00_041d);
+    MPI_INTEGER: Datatype = h(0x4c00_041b);
+    MPI_REAL: Datatype = h(0x4c00_041c);
+    MPI_DOUBLE_PRECISION: Datatype = h(0x4c00_081f);
+    MPI_COMPLEX: Datatype = h(0x4c00_081e);
+    MPI_DOUBLE_COMPLEX: Datatype = h(0x4c00_1022);
+    MPI_2INTEGER: Datatype = h(0x4c00_0820);
+    MPI_2REAL: Datatype = h(0x4c00_0821);
+    MPI_2DOUBLE_PRECISION: Datatype = h(0x4c00_1023);
+    MPI_INTEGER1: Datatype = h(0x4c00_012d);
+    MPI_INTEGER2: Datatype = h(0x4c00_022f);
+    MPI_INTEGER4: Datatype = h(0x4c00_0430);
+    MPI_INTEGER8: Datatype = h(0x4c00_0831);
+    MPI_INTEGER16: Datatype = MPI_DATATYPE_NULL;
+    MPI_REAL4: Datatype = h(0x4c00_0427);
+    MPI_REAL8: Datatype = h(0x4c00_0829);
+    MPI_REAL16: Datatype = h(0x4c00_102b);
+    MPI_COMPLEX8: Datatype = h(0x4c00_0828);
+    MPI_COMPLEX16: Datatype = h(0x4c00_102a);
+    MPI_COMPLEX32: Datatype = h(0x4c00_202c);
 
     // ---- reduction operations
     /// `MPI_OP_NULL`.
@@ -235,6 +264,7 @@ abi_constants! {
     MPI_INFO_ENV: Info = h(0x5c00_0001);
     /// `MPI_WIN_NULL`.
     MPI_WIN_NULL: Win = h(0x2000_0000);
+    MPI_SESSION_NULL: Session = h(0x3800_0000);
 
     // ---- ranks and tags
     /// `MPI_PROC_NULL`: a peer that sends and receives nothing.
@@ -259,6 +289,8 @@ abi_constants! {
     MPI_STATUSES_IGNORE: usize = 1;
     /// `MPI_ERRCODES_IGNORE`, the address 0.
     MPI_ERRCODES_IGNORE: usize = 0;
+    MPI_ARGV_NULL: usize = 0;
+    MPI_ARGVS_NULL: usize = 0;
 
     // ---- string buffer lengths, terminating NUL included
     /// `MPI_MAX_PROCESSOR_NAME`.
@@ -275,6 +307,9 @@ abi_constants! {
     MPI_MAX_INFO_KEY: c_int = 255;
     /// `MPI_MAX_INFO_VAL`.
     MPI_MAX_INFO_VAL: c_int = 1024;
+    MPI_MAX_STRINGTAG_LEN: c_int = 256;
+    MPI_MAX_PSET_NAME_LEN: c_int = 256;
+    MPI_MAX_DATAREP_STRING: c_int = 128;
 
     /// `MPI_BSEND_OVERHEAD`: programs size their `MPI_Buffer_attach` buffers with it, so a
     /// buffered send must never take more than this beyond the packed message.
@@ -307,6 +342,7 @@ abi_constants! {
     MPI_COMM_TYPE_HW_GUIDED: c_int = 2;
     /// `MPI_COMM_TYPE_HW_UNGUIDED` (MPI-4).
     MPI_COMM_TYPE_HW_UNGUIDED: c_int = 3;
+    MPIX_COMM_TYPE_NEIGHBORHOOD: c_int = 4;
 
     // ---- keyvals (builtin keyval handles for communicators; Fortran's are one more)
     /// `MPI_KEYVAL_INVALID`.
@@ -325,6 +361,18 @@ abi_constants! {
     MPI_LASTUSEDCODE: c_int = 0x6440_000b;
     /// `MPI_APPNUM`.
     MPI_APPNUM: c_int = 0x6440_000d;
+    // (window keys: builtin keyvals for windows)
+    MPI_WIN_BASE: c_int = 0x6600_0001;
+    MPI_WIN_SIZE: c_int = 0x6600_0003;
+    MPI_WIN_DISP_UNIT: c_int = 0x6600_0005;
+    MPI_WIN_CREATE_FLAVOR: c_int = 0x6600_0007;
+    MPI_WIN_MODEL: c_int = 0x6600_0009;
+
+    // ---- Fortran statuses: MPI_F_STATUS_SIZE integers, indexed by these
+    MPI_F_STATUS_SIZE: c_int = 5;
+    MPI_F_SOURCE: c_int = 2;
+    MPI_F_TAG: c_int = 3;
+    MPI_F_ERROR: c_int = 4;
 }
 
 /// Bits 31-30 of a handle.

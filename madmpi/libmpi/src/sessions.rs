@@ -11,13 +11,10 @@
 use crate::errhandlers::ErrhandlerCell;
 use crate::errors::{Fail, HandlerOwner};
 use crate::table::Table;
-use madmpi::abi::{Handle, UserObject};
+use madmpi::abi::{Handle, MPI_SESSION_NULL, UserObject};
 use madmpi::error::Error;
 use madmpi::session::Session;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, PoisonError};
-
-/// `MPI_SESSION_NULL`, as MPICH's `mpi.h` defines it.
-pub(crate) const MPI_SESSION_NULL: Handle = 0x3800_0000;
 
 /// A session as the C library sees it.
 pub(crate) struct SessionObj {
