@@ -323,10 +323,12 @@ fn gather_family_and_prefix_reductions_match_local_references() {
 
 /// MPI 4.0 sessions without MPI_Init: psets, groups from them, communicators created from the
 /// groups that carry messages and collectives, session error handlers, two sessions at once
-/// (the program also passes on MPICH's library, the differences it documents apart).
+/// (the program also passes on MPICH's library, the differences it documents apart); and a
+/// session beside the world model, open before `MPI_Init` and after `MPI_Finalize`.
 #[test]
 fn sessions_make_communicators_from_psets_without_mpi_init() {
     passes_on("sessions", 3);
+    passes_on("sessions_world", 3);
 }
 
 /// ULFM at 4 processes: rank 2 dies, the survivors revoke, shrink, agree and finish a
