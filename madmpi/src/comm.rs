@@ -89,8 +89,8 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.rt.ft.forget(self.context);
         if self.context != context::WORLD && self.context != context::SELF {
+            self.rt.ft.forget(&self.rt.nm, self.context);
             self.rt.nm.close_session(self.context);
             self.rt.ids.release(self.context);
         }

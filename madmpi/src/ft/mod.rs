@@ -19,7 +19,11 @@
 //!
 //! Limits: the notice is not forwarded by its receivers (if the revoking process dies while
 //! sending it, some members may not learn; MPICH forwards it); a rendezvous send (above the
-//! eager limit) already handed to nmad is not interrupted by a revocation.
+//! eager limit) already handed to nmad is not interrupted by a revocation; a pending
+//! `MPI_ANY_SOURCE` receive is not completed by a member's failure (ULFM's
+//! `MPIX_ERR_PROC_FAILED_PENDING`): it waits for a message or a revocation; the last-round
+//! messages an agreement leaves unreceived could, in theory, be taken by an agreement of a later
+//! communicator with the same context id, members, operation number and round.
 //!
 //! Owns the failure knowledge, the acknowledgements per communicator and the revocation
 //! protocol; it must not reach into nmad beyond sessions, monitors and `failed_peers`.
@@ -58,9 +62,11 @@ pub(crate) struct FtState {
 }
 
 impl FtState {
-    /// A communicator with context `id` is gone: its acknowledgements go with it.
-    pub(crate) fn forget(&self, id: u32) {
+    /// A communicator with context `id` is gone (not a predefined one: several objects of the
+    /// process stand for those): its acknowledgements and its shadow session go with it.
+    pub(crate) fn forget(&self, nm: &nmad::Nmad, id: u32) {
         self.acked.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+        nm.close_session(SHADOW_SESSIONS | id);
     }
 
     fn learn(&self, ranks: impl IntoIterator<Item = u32>) {
