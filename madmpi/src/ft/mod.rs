@@ -23,7 +23,9 @@
 //! `MPI_ANY_SOURCE` receive is not completed by a member's failure (ULFM's
 //! `MPIX_ERR_PROC_FAILED_PENDING`): it waits for a message or a revocation; the last-round
 //! messages an agreement leaves unreceived could, in theory, be taken by an agreement of a later
-//! communicator with the same context id, members, operation number and round.
+//! communicator with the same context id, members, operation number and round; likewise a
+//! notice still in flight when its receiver frees the communicator (without a collective with
+//! the revoker in between: a shrink orders them) revokes the next communicator with that id.
 //!
 //! Owns the failure knowledge, the acknowledgements per communicator and the revocation
 //! protocol; it must not reach into nmad beyond sessions, monitors and `failed_peers`.
