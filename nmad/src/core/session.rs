@@ -141,9 +141,9 @@ impl SessionInner {
             loop {
                 let ord = &mut st.order[from as usize];
                 ord.expected = ord.expected.wrapping_add(1);
-                if st.revoked.is_some() {
-                    // Counted (the order stays right), then dropped: nobody may receive it.
-                } else {
+                // On a revoked session an arrival is counted (the order stays right), then
+                // dropped: nobody may receive it.
+                if st.revoked.is_none() {
                     match st.m.arrive(from, cur.h.tag) {
                         Some(req) => matched.push((req, cur)),
                         None => {
