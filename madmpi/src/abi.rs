@@ -524,6 +524,8 @@ pub enum UserObject {
     Info,
     /// A window.
     Win,
+    /// A session (MPI-4).
+    Session,
     /// An attribute key for objects of the given type: [`ObjectType::Comm`],
     /// [`ObjectType::Datatype`] or [`ObjectType::Win`].
     Keyval(ObjectType),
@@ -543,6 +545,7 @@ impl UserObject {
             UserObject::Op => (ObjectType::Op, 0),
             UserObject::Info => (ObjectType::Info, 0),
             UserObject::Win => (ObjectType::Win, 0),
+            UserObject::Session => (ObjectType::Session, 0),
             UserObject::Keyval(target @ (ObjectType::Comm | ObjectType::Datatype | ObjectType::Win)) => {
                 (ObjectType::Keyval, target as u32)
             }
@@ -587,6 +590,7 @@ pub const fn decode_user_handle(h: Handle) -> Option<(UserObject, u32)> {
         (ObjectType::Op, 0) => UserObject::Op,
         (ObjectType::Info, 0) => UserObject::Info,
         (ObjectType::Win, 0) => UserObject::Win,
+        (ObjectType::Session, 0) => UserObject::Session,
         (ObjectType::Keyval, q) => match ObjectType::from_bits(q) {
             target @ (ObjectType::Comm | ObjectType::Datatype | ObjectType::Win) => {
                 UserObject::Keyval(target)
@@ -715,6 +719,7 @@ mod tests {
             Just(UserObject::Op),
             Just(UserObject::Info),
             Just(UserObject::Win),
+            Just(UserObject::Session),
             Just(UserObject::Keyval(ObjectType::Comm)),
             Just(UserObject::Keyval(ObjectType::Datatype)),
             Just(UserObject::Keyval(ObjectType::Win)),

@@ -37,6 +37,10 @@ pub(crate) struct Runtime {
     pub(crate) bsend: crate::bsend::Pool,
     /// The collectives' progress source.
     pub(crate) coll: crate::coll::RuntimeState,
+    /// Process failures known here and revoked communicators (ULFM).
+    pub(crate) ft: crate::ft::FtState,
+    /// Creations collective over a group alone, counted per key.
+    pub(crate) group_ops: crate::group_context::Occurrences,
 }
 
 impl Runtime {
@@ -50,6 +54,8 @@ impl Runtime {
             node: h.finish(),
             bsend: Default::default(),
             coll: Default::default(),
+            ft: Default::default(),
+            group_ops: Default::default(),
         })
     }
 }
@@ -95,6 +101,7 @@ struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         if self.context != context::WORLD && self.context != context::SELF {
+            self.rt.ft.forget(&self.rt.nm, self.context);
             self.rt.nm.close_session(self.context);
             self.rt.ids.release(self.context);
         }
@@ -111,13 +118,14 @@ pub(crate) fn from_nmad(e: nmad::Error) -> Error {
             Error::new(ErrorClass::MpixProcFailed, format!("process {peer} failed: {reason}"))
         }
         nmad::Error::Cancelled => Error::new(ErrorClass::Other, "cancelled"),
+        nmad::Error::Revoked(m) => Error::new(ErrorClass::MpixRevoked, format!("communicator revoked: {m}")),
         nmad::Error::Protocol(m) => Error::new(ErrorClass::Other, m),
         nmad::Error::InvalidArgument(m) => Error::new(ErrorClass::Arg, m),
     }
 }
 
 impl Comm {
-    fn make(rt: &Arc<Runtime>, group: Group, context: u32, name: &str) -> Comm {
+    pub(crate) fn make(rt: &Arc<Runtime>, group: Group, context: u32, name: &str) -> Comm {
         Comm::make_with(rt, group, None, context, name)
     }
 
@@ -132,6 +140,7 @@ impl Comm {
         let me = rt.nm.rank();
         let rank = group.rank_of(me).expect("a communicator is made only at its members");
         let session = rt.nm.session(context);
+        crate::ft::watch(&session);
         Comm(Arc::new(Inner {
             rt: rt.clone(),
             group,
@@ -217,6 +226,12 @@ impl Comm {
 
     pub(crate) fn runtime_nmad(&self) -> &Nmad {
         &self.0.rt.nm
+    }
+
+    /// The number of the next internal operation on this communicator (the same at every
+    /// member), for operations run outside its session (fault tolerance).
+    pub(crate) fn next_internal_seq(&self) -> u64 {
+        self.0.ops.fetch_add(1, Relaxed)
     }
 
     /// The sequence number of the next collective operation on this communicator.

@@ -44,6 +44,11 @@ impl ContextIds {
         *self.free.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The free-id bit set, as words (for agreements that AND them themselves).
+    pub(crate) fn free_words(&self) -> Vec<u64> {
+        self.snapshot().to_vec()
+    }
+
     /// Marks `id` used; `false` if it was already.
     pub fn take(&self, id: u32) -> bool {
         let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
@@ -108,6 +113,11 @@ pub(crate) fn agree_joined(ids: &ContextIds, m: &Members<'_>, join: &mut Join<'_
         }
     }
     Err(Error::other(format!("context id agreement kept colliding ({MAX_ATTEMPTS} attempts)")))
+}
+
+/// The lowest id free in an ANDed bit set of [`ContextIds::free_words`].
+pub(crate) fn lowest_free(bits: &[u64]) -> Option<u32> {
+    lowest_set(bits)
 }
 
 fn lowest_set(bits: &[u64]) -> Option<u32> {

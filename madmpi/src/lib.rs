@@ -28,6 +28,9 @@
 //!   split, create); `comm_ctor`: `MPI_Comm_create_group` and `MPI_Comm_idup`;
 //! - [`coll`]: the collectives (schedules run by an engine in the background; `coll::inter` for
 //!   intercommunicators).
+//!   `context` ids for communicator creation; `group_context`: ids agreed over a group alone;
+//! - `process`: the runtime shared by the world model and [`session`]s (MPI 4.0 sessions);
+//! - [`ft`]: fault tolerance (ULFM: revoke, shrink, agree, failure acknowledgement).
 //!
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.
 
@@ -41,8 +44,10 @@ pub mod completion;
 mod context;
 pub mod datatype;
 pub mod error;
+pub mod ft;
 pub mod grequest;
 pub mod group;
+mod group_context;
 pub mod info;
 pub mod intercomm;
 mod internal;
@@ -52,8 +57,10 @@ pub mod mprobe;
 pub mod op;
 pub mod p2p;
 pub mod partitioned;
+mod process;
 pub mod request;
 pub mod request_kinds;
+pub mod session;
 pub mod tags;
 pub mod tools;
 pub mod topo;

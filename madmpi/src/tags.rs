@@ -35,6 +35,8 @@ pub enum Kind {
     GroupsTagged = 4,
     /// Partitioned communication ([`partitioned_setup`], [`partitioned_data`]).
     Partitioned = 8,
+    /// Fault tolerance (ULFM): revocation notices, fault-tolerant agreements.
+    FaultTolerance = 0xf0,
 }
 
 const KIND_SHIFT: u32 = 32;

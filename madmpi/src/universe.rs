@@ -6,8 +6,7 @@
 //! initialized twice nor used after finalize.
 
 use crate::comm::{Comm, Runtime};
-use crate::error::{Error, ErrorClass, Result};
-use nmad::Nmad;
+use crate::error::{Error, Result};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
 use std::time::Instant;
@@ -55,17 +54,15 @@ pub fn init(threading: Threading) -> Result<Universe> {
             "MPI_Init: MPI is already initialized"
         }));
     }
-    let nm = Nmad::init().map_err(|e| Error::other(format!("MPI_Init: starting nmad: {e}")))?;
-    crate::info::record_start(nm.size(), threading);
-    Ok(Universe::with(nm, threading))
+    // Shared with the sessions open in this process (started by the first of them).
+    let rt = crate::process::acquire("MPI_Init")?;
+    crate::info::record_start(rt.nm.size(), threading);
+    Ok(Universe::over(rt, threading))
 }
 
 impl Universe {
-    /// The environment over an nmad instance set up by the caller (tests, embedding).
-    pub(crate) fn with(nm: Nmad, threading: Threading) -> Universe {
+    fn over(rt: Arc<Runtime>, threading: Threading) -> Universe {
         epoch();
-        crate::tools::runtime::attach(&nm);
-        let rt = Runtime::new(nm);
         Universe {
             world: Comm::world(&rt),
             self_comm: Comm::self_comm(&rt),
@@ -104,13 +101,11 @@ impl Universe {
         std::process::exit(code)
     }
 
-    /// Ends MPI (`MPI_Finalize`, collective over the world): waits for every process, then shuts
-    /// nmad down.
+    /// Ends MPI (`MPI_Finalize`, collective over the world): unless sessions are still open
+    /// in this process, waits for every process, then shuts nmad down.
     pub fn finalize(self) -> Result<()> {
-        let nm = self.rt.nm.clone();
-        crate::tools::runtime::detach();
         drop(self);
-        let r = nm.finalize().map_err(|e| Error::new(ErrorClass::Other, format!("MPI_Finalize: {e}")));
+        let r = crate::process::release("MPI_Finalize");
         STATE.store(FINALIZED, SeqCst);
         r
     }

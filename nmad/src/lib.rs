@@ -148,6 +148,12 @@ impl Nmad {
         self.0.core.node_of(peer)
     }
 
+    /// The peers whose link failed so far (dead, or unreachable), in rank order. A peer this
+    /// process never tried to reach is not in it even if it died.
+    pub fn failed_peers(&self) -> Vec<u32> {
+        self.0.core.failed_peers()
+    }
+
     pub fn strategy(&self) -> &str {
         self.0.core.strategy.name()
     }
@@ -164,6 +170,13 @@ impl Nmad {
     /// Collective end: waits until every rank got here, then closes links quietly.
     pub fn finalize(self) -> io::Result<()> {
         self.0.core.finalize()
+    }
+
+    /// End after process failures, without the launcher's fence (which may wait for the dead
+    /// forever): the caller has synchronized the surviving ranks itself (madmpi runs a
+    /// fault-tolerant agreement among them).
+    pub fn finalize_survivors(self) -> io::Result<()> {
+        self.0.core.finalize_survivors()
     }
 
     /// Asks the launcher to end the whole job with exit status `code` (MPI_Abort). Returns only

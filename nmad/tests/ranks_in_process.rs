@@ -189,3 +189,45 @@ fn a_session_reopened_with_the_same_id_carries_on() {
     });
     finalize_all(nms);
 }
+
+/// A revoked session: a receive posted on it completes with `Revoked`, later receives and sends
+/// fail at once, a message arriving for it is dropped, and other sessions go on; a monitor can
+/// revoke it from the progress engine when a notice arrives.
+#[test]
+fn a_revoked_session_fails_its_receives_and_sends_and_drops_arrivals() {
+    let nms = ranks(2, "shm", "aggreg");
+    std::thread::scope(|t| {
+        for (me, nm) in nms.iter().enumerate() {
+            t.spawn(move || {
+                let peer = 1 - me as u32;
+                let s = nm.session(8);
+                if me == 0 {
+                    let revoked_by_notice: nmad::SessionMonitor =
+                        Arc::new(|s: &nmad::Session, st: &nmad::Status| {
+                            s.revoke(&format!("notice {}", st.tag))
+                        });
+                    s.monitor(Source::Any, TagMatch::exact(99), revoked_by_notice);
+                    let mut b = [0u8; 1];
+                    // Rank 1's notice revokes the session under this pending receive.
+                    let r = s.recv(Source::Rank(peer), 1, &mut b);
+                    assert_eq!(r, Err(Error::Revoked("notice 99".into())));
+                    assert_eq!(s.revoked().as_deref(), Some("notice 99"));
+                    assert!(matches!(s.recv(Source::Any, 1, &mut b), Err(Error::Revoked(_))));
+                    assert!(matches!(s.send(peer, 1, b"x"), Err(Error::Revoked(_))));
+                    nm.session(9).send(peer, 0, b"").unwrap();
+                    // Sent by rank 1 after the notice: dropped, never matched.
+                    nm.session(9).recv(Source::Rank(peer), 0, &mut []).unwrap();
+                    assert_eq!(s.unexpected_len(), 0);
+                } else {
+                    std::thread::sleep(Duration::from_millis(50));
+                    s.send(peer, 99, b"").unwrap();
+                    nm.session(9).recv(Source::Rank(peer), 0, &mut []).unwrap();
+                    s.send(peer, 1, b"late").unwrap();
+                    nm.session(9).send(peer, 0, b"").unwrap();
+                    assert_eq!(s.revoked(), None, "revocation is local");
+                }
+            });
+        }
+    });
+    finalize_all(nms);
+}

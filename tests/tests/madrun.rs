@@ -121,6 +121,22 @@ fn a_rank_killed_by_a_signal_is_reported() {
     assert_failed(&d, &m, 128 + 9, &["rank 1 (pid ", "was killed by signal 9 (SIGKILL)"]);
 }
 
+/// `-disable-auto-cleanup`: the death is reported, the others finish (their PMI fence completes
+/// without the dead rank), madrun exits with the dead rank's code.
+#[test]
+fn without_auto_cleanup_the_others_go_on_after_a_death() {
+    let _g = serial();
+    let m = unique_marker();
+    let d = run(madrun(&m, &["-disable-auto-cleanup", "-n", "3", pmi_check(), "--kill", "1"]));
+    assert_eq!(d.code, Some(128 + 9), "{d:?}");
+    assert!(d.stderr.contains("was killed by signal 9 (SIGKILL); the other ranks go on"), "{d:?}");
+    for r in [0, 2] {
+        assert!(d.stdout.contains(&format!("rank {r}/3 ok")), "{d:?}");
+    }
+    assert!(!d.stdout.contains("rank 1/3 ok"), "{d:?}");
+    assert_nothing_left(&m);
+}
+
 #[test]
 fn pmi_abort_is_reported_with_its_exit_code() {
     let _g = serial();

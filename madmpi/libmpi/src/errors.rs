@@ -13,18 +13,35 @@
 //! `errhandlers`'); it must not validate arguments nor know what the calls do.
 
 use crate::comms::{self, CommObj};
-use crate::errhandlers::Action;
+use crate::errhandlers::{Action, ErrhandlerCell};
 use madmpi::abi::{self, Handle};
 use madmpi::error::{Error, ErrorClass};
 use std::ffi::c_int;
 use std::io::Write;
 use std::sync::Arc;
 
+/// An object with an error handler: a communicator, a session.
+pub(crate) trait HandlerOwner: Send + Sync {
+    /// The handle the handler is called with.
+    fn handle(&self) -> Handle;
+    fn errhandler(&self) -> &ErrhandlerCell;
+}
+
+impl HandlerOwner for CommObj {
+    fn handle(&self) -> Handle {
+        CommObj::handle(self)
+    }
+
+    fn errhandler(&self) -> &ErrhandlerCell {
+        &self.errhandler
+    }
+}
+
 /// Why a call failed, and whose error handler must hear of it.
 pub(crate) struct Fail {
     pub(crate) error: Error,
-    /// `None`: `MPI_COMM_WORLD`'s handler.
-    pub(crate) comm: Option<Arc<CommObj>>,
+    /// The communicator (or session) whose handler applies; `None`: `MPI_COMM_WORLD`'s.
+    pub(crate) comm: Option<Arc<dyn HandlerOwner>>,
 }
 
 /// What an exported function's body returns.
@@ -56,7 +73,7 @@ impl<T> On<T> for Result<T, Error> {
 /// Runs the error handler of `fail` for a failure in `func`; returns the code to give back.
 pub(crate) fn raise(func: &str, fail: Fail) -> c_int {
     let (comm, action) = match &fail.comm {
-        Some(c) => (c.handle(), c.errhandler.action()),
+        Some(c) => (c.handle(), c.errhandler().action()),
         None => (abi::MPI_COMM_WORLD, comms::world_errhandler().action()),
     };
     respond(action, comm, func, fail.error)
@@ -70,6 +87,16 @@ pub(crate) fn call_handler(comm: &CommObj, code: c_int) {
         Action::Return => {}
         Action::User(cb) => cb.call(comm.handle(), code),
         Action::Fatal => fatal("MPI_Comm_call_errhandler", &Error::from_code(code)),
+    }
+}
+
+/// `MPI_Session_call_errhandler` and the like: runs `owner`'s handler on `code` as
+/// [`call_handler`] does for a communicator (`func` names the call for the fatal message).
+pub(crate) fn call_handler_of(owner: &dyn HandlerOwner, func: &str, code: c_int) {
+    match owner.errhandler().action() {
+        Action::Return => {}
+        Action::User(cb) => cb.call(owner.handle(), code),
+        Action::Fatal => fatal(func, &Error::from_code(code)),
     }
 }
 

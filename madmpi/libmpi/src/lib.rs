@@ -20,6 +20,8 @@
 //!   `MPI_Init` and after `MPI_Finalize`);
 //! - `errors`: the path of a failure to its error handler and the code a call returns;
 //!   `errhandlers`: error handler handles (user handlers, reference counts);
+//! - `sessions`: session handles (MPI 4.0), in a table that outlives the MPI state;
+//! - `sessions`: session handles (MPI 4.0), in a table that outlives the MPI state;
 //! - `check`: argument validation; `status`: writing `MPI_Status`;
 //! - [`api`]: the exported functions, by chapter of the standard.
 
@@ -38,6 +40,7 @@ mod infos;
 mod messages;
 mod ops;
 mod requests;
+mod sessions;
 mod state;
 mod status;
 mod table;

@@ -1,5 +1,5 @@
-//! The library's global state: absent before `MPI_Init`, a [`State`] while MPI runs, absent
-//! again after `MPI_Finalize`.
+//! The library's global state: absent before `MPI_Init` (or `MPI_Session_init`), a [`State`]
+//! while MPI runs, absent again after `MPI_Finalize` and the last `MPI_Session_finalize`.
 //!
 //! The state is an `Arc` in an `ArcSwapOption`: a call takes its own reference without any
 //! lock ([`state`]), so no global lock is ever held while a call waits on communication, and
@@ -16,6 +16,7 @@ use crate::requests::ReqEntry;
 use crate::table::Table;
 use arc_swap::ArcSwapOption;
 use madmpi::abi::{ObjectType, UserObject};
+use madmpi::comm::Comm;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
 use madmpi::group::Group;
@@ -64,15 +65,26 @@ pub(crate) fn state() -> Result<Arc<State>, Error> {
     })
 }
 
-/// `MPI_Init_thread`: starts MPI (errors: already initialized, finalized, or nmad failed).
-pub(crate) fn init(threading: Threading) -> Result<Threading, Error> {
-    let u = universe::init(threading)?;
-    let state = State {
-        threading: u.threading(),
+/// Who keeps the state: the world model (`MPI_Init` .. `MPI_Finalize`) and each open session
+/// (MPI 4.0 lets them coexist); the state goes when the last of them does.
+struct Holders {
+    world: bool,
+    sessions: usize,
+}
+
+static HOLDERS: Mutex<Holders> = Mutex::new(Holders { world: false, sessions: 0 });
+
+fn holders() -> std::sync::MutexGuard<'static, Holders> {
+    HOLDERS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn new_state(world: Comm, self_comm: Comm, threading: Threading, universe: Option<Universe>) -> State {
+    State {
+        threading,
         main_thread: std::thread::current().id(),
-        world: CommObj::world(u.world().clone()),
-        self_comm: CommObj::self_comm(u.self_comm().clone()),
-        universe: Mutex::new(Some(u)),
+        world: CommObj::world(world),
+        self_comm: CommObj::self_comm(self_comm),
+        universe: Mutex::new(universe),
         comms: Table::new(UserObject::Comm),
         groups: Table::new(UserObject::Group),
         keyvals: Keyvals::new(),
@@ -82,10 +94,65 @@ pub(crate) fn init(threading: Threading) -> Result<Threading, Error> {
         requests: Table::new(UserObject::Request),
         detached: Mutex::new(Vec::new()),
         messages: Table::new(UserObject::Message),
-    };
-    let provided = state.threading;
-    STATE.store(Some(Arc::new(state)));
+    }
+}
+
+/// `MPI_Init_thread`: starts MPI (errors: already initialized, finalized, or nmad failed). With
+/// sessions open, the state they made is the world model's too.
+pub(crate) fn init(threading: Threading) -> Result<Threading, Error> {
+    let mut h = holders();
+    let u = universe::init(threading)?;
+    let provided = u.threading();
+    match STATE.load_full() {
+        Some(st) => *st.universe.lock().unwrap_or_else(PoisonError::into_inner) = Some(u),
+        None => {
+            let (w, s) = (u.world().clone(), u.self_comm().clone());
+            STATE.store(Some(Arc::new(new_state(w, s, provided, Some(u)))));
+        }
+    }
+    h.world = true;
     Ok(provided)
+}
+
+/// `MPI_Session_init`'s part: the state, made if neither MPI_Init nor another session made it
+/// (`world` and `self_comm` are the process's predefined communicators).
+pub(crate) fn open_session(world: Comm, self_comm: Comm, threading: Threading) -> Arc<State> {
+    let mut h = holders();
+    h.sessions += 1;
+    match STATE.load_full() {
+        Some(st) => st,
+        None => {
+            let st = Arc::new(new_state(world, self_comm, threading, None));
+            STATE.store(Some(st.clone()));
+            st
+        }
+    }
+}
+
+/// `MPI_Session_finalize`'s part: the last holder drops the state's objects (before the
+/// session gives its reference on the runtime back).
+pub(crate) fn close_session() {
+    let mut h = holders();
+    h.sessions = h.sessions.saturating_sub(1);
+    if h.sessions == 0
+        && !h.world
+        && let Some(st) = STATE.swap(None)
+    {
+        drop(h);
+        drop_objects(&st);
+    }
+}
+
+/// Drops every object of the state (they are dropped unlocked, after the tables' locks).
+fn drop_objects(st: &State) {
+    // Buffered messages are delivered (MPI_Buffer_detach waits for them); matched messages
+    // nobody received are discarded.
+    let _ = st.world.comm.bsend_pool().detach();
+    drop(st.messages.drain());
+    drop(st.take_all_requests());
+    drop(st.comms.drain());
+    drop(st.groups.drain());
+    drop(st.datatypes.drain());
 }
 
 /// `MPI_Finalize`: deletes the attributes of `MPI_COMM_SELF` and `MPI_COMM_WORLD` (the first
@@ -98,15 +165,16 @@ pub(crate) fn finalize(st: Arc<State>) -> Result<(), Error> {
     let Some(u) = st.universe.lock().unwrap_or_else(PoisonError::into_inner).take() else {
         return Err(Error::other("MPI_Finalize was already called"));
     };
-    STATE.store(None);
-    // Buffered messages are delivered (MPI_Buffer_detach waits for them); matched messages
-    // nobody received are discarded.
-    let _ = st.world.comm.bsend_pool().detach();
-    drop(st.messages.drain());
-    drop(st.take_all_requests());
-    drop(st.comms.drain());
-    drop(st.groups.drain());
-    drop(st.datatypes.drain());
+    let mut h = holders();
+    h.world = false;
+    // Open sessions keep the state (and their objects) until the last of them is finalized.
+    if h.sessions == 0 {
+        STATE.store(None);
+        drop(h);
+        drop_objects(&st);
+    } else {
+        drop(h);
+    }
     drop(st);
     u.finalize().and(deleted)
 }

@@ -500,3 +500,49 @@ fn collectives_with_overlapping_output_blocks_run_as_elsewhere() {
         passes_on("coll_overlap", n);
     }
 }
+/// MPI 4.0 sessions without MPI_Init: psets, groups from them, communicators created from the
+/// groups that carry messages and collectives, session error handlers, two sessions at once
+/// (the program also passes on MPICH's library, the differences it documents apart); and a
+/// session beside the world model, open before `MPI_Init` and after `MPI_Finalize`.
+#[test]
+fn sessions_make_communicators_from_psets_without_mpi_init() {
+    passes_on("sessions", 3);
+    passes_on("sessions_world", 3);
+}
+
+/// ULFM at 4 processes: rank 2 dies, the survivors revoke, shrink, agree and finish a
+/// collective on the shrunken communicator, then MPI_Finalize among themselves. Under madrun
+/// with `-disable-auto-cleanup` the victim kills itself (SIGKILL; madrun reports it and exits
+/// 137). Hydra 4.0.2 ends the job when a process is killed by a signal even with
+/// `-disable-auto-cleanup` (MPICH's own library too), so under Hydra the victim exits with
+/// status 3 instead (Hydra exits 3). A hang is a failure ([`HANG`]).
+#[test]
+fn survivors_revoke_shrink_agree_and_go_on_after_a_rank_dies() {
+    let _s = serial();
+    for (build, exe) in both_builds("ulfm") {
+        for (launcher, mode, code) in [(Launcher::Madrun, "kill", 137), (Launcher::Hydra, "exit", 3)] {
+            let mut cmd = match launcher {
+                Launcher::Madrun => Command::new(madrun_path()),
+                Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
+            };
+            cmd.args(["-disable-auto-cleanup", "-n", "4"])
+                .arg(&exe)
+                .arg(mode)
+                .env("LD_LIBRARY_PATH", lib_dir())
+                .env_remove("PM2_PMI");
+            let done = run_limited(cmd, None, HANG, |_| {});
+            let what = format!("ulfm {mode} ({build:?} build, {launcher:?})");
+            assert_eq!(done.code, Some(code), "{what}: {done:?}");
+            assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
+            for rank in [0, 1, 3] {
+                assert!(done.stdout.contains(&format!("OK {rank}: all checks passed")), "{what}: {done:?}");
+            }
+            if let Launcher::Madrun = launcher {
+                assert!(
+                    done.stderr.contains("the other ranks go on (-disable-auto-cleanup)"),
+                    "{what}: {done:?}"
+                );
+            }
+        }
+    }
+}

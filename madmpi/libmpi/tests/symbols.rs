@@ -21,14 +21,9 @@ const MPICH_LIB: &str = "/usr/lib/x86_64-linux-gnu/libmpich.so.12";
 /// The MPICH symbols we do not export yet, each standing for its `MPI_`/`MPIX_` name and the
 /// matching `PMPI_`/`PMPIX_` one (data objects have no profiling name).
 const NOT_YET: &str = "\
-    MPIX_Comm_agree MPIX_Comm_failure_ack MPIX_Comm_failure_get_acked MPIX_Comm_revoke \
-    MPIX_Comm_shrink MPI_Close_port MPI_Comm_accept MPI_Comm_connect MPI_Comm_create_from_group \
-    MPI_Comm_disconnect MPI_Comm_get_parent MPI_Comm_join MPI_Comm_spawn MPI_Comm_spawn_multiple \
-    MPI_Group_from_session_pset MPI_Lookup_name MPI_Open_port MPI_Publish_name \
-    MPI_Session_call_errhandler MPI_Session_create_errhandler MPI_Session_finalize \
-    MPI_Session_get_errhandler MPI_Session_get_info MPI_Session_get_nth_pset \
-    MPI_Session_get_num_psets MPI_Session_get_pset_info MPI_Session_init \
-    MPI_Session_set_errhandler MPI_Unpublish_name \
+    MPI_Close_port MPI_Comm_accept MPI_Comm_connect MPI_Comm_disconnect MPI_Comm_get_parent \
+    MPI_Comm_join MPI_Comm_spawn MPI_Comm_spawn_multiple MPI_Lookup_name MPI_Open_port \
+    MPI_Publish_name MPI_Unpublish_name \
 ";
 
 /// Exported data objects of MPICH's interface: no `PMPI_` twin.

@@ -323,6 +323,10 @@ impl Core {
         Ok(Gate::new(peer, rails, credit, slots, self.grant, self.config.eager_limit))
     }
 
+    pub(crate) fn failed_peers(&self) -> Vec<PeerId> {
+        (0..self.size).filter(|&p| self.existing_gate(p).is_some_and(|g| g.failure().is_some())).collect()
+    }
+
     fn existing_gate(&self, peer: PeerId) -> Option<Arc<Gate>> {
         self.gates.get(peer as usize).and_then(|g| g.get().cloned())
     }
@@ -506,6 +510,14 @@ impl Core {
         let r = if self.size > 1 { marcel::blocking(|| self.bootstrap.fence()) } else { Ok(()) };
         self.shutdown();
         r.and_then(|()| self.bootstrap.finalize())
+    }
+
+    /// End after process failures: the caller synchronized the survivors itself (a launcher's
+    /// fence may wait for the dead forever: Hydra's does); links close quietly.
+    pub(crate) fn finalize_survivors(&self) -> io::Result<()> {
+        self.finalizing.store(true, Relaxed);
+        self.shutdown();
+        self.bootstrap.finalize()
     }
 
     pub(crate) fn shutdown(&self) {

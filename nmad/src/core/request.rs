@@ -52,6 +52,9 @@ pub enum Error {
         peer: PeerId,
         reason: String,
     },
+    /// The session was revoked (every member is told to stop using it): see
+    /// [`crate::Session::revoke`].
+    Revoked(String),
     /// A malformed packet, a failed remote read, or an unusable argument.
     Protocol(String),
     InvalidArgument(String),
@@ -65,6 +68,7 @@ impl fmt::Display for Error {
             }
             Error::Cancelled => write!(f, "request cancelled"),
             Error::PeerFailed { peer, reason } => write!(f, "peer {peer} failed: {reason}"),
+            Error::Revoked(m) => write!(f, "session revoked: {m}"),
             Error::Protocol(m) => write!(f, "protocol error: {m}"),
             Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
         }

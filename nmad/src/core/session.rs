@@ -90,6 +90,8 @@ struct State {
     m: Matching<ReqPtr>,
     order: Vec<Order>,
     closed: bool,
+    /// Why the session was revoked: receives and sends fail, arrivals are dropped.
+    revoked: Option<String>,
 }
 
 pub(crate) struct SessionInner {
@@ -107,7 +109,7 @@ impl SessionInner {
         SessionInner {
             id,
             core,
-            state: Mutex::new(State { m: Matching::new(), order, closed: false }),
+            state: Mutex::new(State { m: Matching::new(), order, closed: false, revoked: None }),
             monitors: RwLock::new(Vec::new()),
             next_monitor: AtomicU64::new(1),
         }
@@ -139,15 +141,19 @@ impl SessionInner {
             loop {
                 let ord = &mut st.order[from as usize];
                 ord.expected = ord.expected.wrapping_add(1);
-                match st.m.arrive(from, cur.h.tag) {
-                    Some(req) => matched.push((req, cur)),
-                    None => {
-                        let u = cur.into_unexpected();
-                        core.budget_add(u.footprint());
-                        // Counted before it can be matched (a reader seeing it matched sees it counted).
-                        core.counters.unexpected_messages.fetch_add(1, Relaxed);
-                        stored.push(Status { source: from, tag: u.tag, len: u.len(), received: 0 });
-                        st.m.store(u);
+                // On a revoked session an arrival is counted (the order stays right), then
+                // dropped: nobody may receive it.
+                if st.revoked.is_none() {
+                    match st.m.arrive(from, cur.h.tag) {
+                        Some(req) => matched.push((req, cur)),
+                        None => {
+                            let u = cur.into_unexpected();
+                            core.budget_add(u.footprint());
+                            // Counted before it can be matched (a reader seeing it matched sees it counted).
+                            core.counters.unexpected_messages.fetch_add(1, Relaxed);
+                            stored.push(Status { source: from, tag: u.tag, len: u.len(), received: 0 });
+                            st.m.store(u);
+                        }
                     }
                 }
                 let ord = &mut st.order[from as usize];
@@ -220,6 +226,9 @@ impl SessionInner {
             let mut st = self.state.lock().unwrap();
             if st.closed {
                 return Err(Error::InvalidArgument(format!("session {} is closed", self.id)));
+            }
+            if let Some(why) = &st.revoked {
+                return Err(Error::Revoked(why.clone()));
             }
             st.m.post(req, source, tag, mask)
         };
@@ -296,6 +305,35 @@ impl SessionInner {
             // SAFETY: drained: we hold them.
             unsafe { r.complete(Some(Error::Cancelled)) };
         }
+    }
+
+    /// Revokes the session: its posted receives complete with [`Error::Revoked`], its
+    /// unexpected messages are dropped, and from now on receives and sends fail at once and
+    /// arrivals are dropped. Idempotent (the first reason stays).
+    pub(crate) fn revoke(&self, reason: &str) {
+        let (reqs, dropped, err) = {
+            let mut st = self.state.lock().unwrap();
+            if st.revoked.is_some() {
+                return;
+            }
+            st.revoked = Some(reason.to_string());
+            let reqs = st.m.drain_all_posted();
+            let mut bytes = 0;
+            while let Some(u) = st.m.take_unexpected(None, 0, 0) {
+                bytes += u.footprint();
+            }
+            (reqs, bytes, Error::Revoked(reason.to_string()))
+        };
+        self.core.budget_sub(dropped);
+        for r in reqs {
+            // SAFETY: drained from the posted list: we hold them.
+            unsafe { r.complete(Some(err.clone())) };
+        }
+    }
+
+    /// Why the session was revoked, if it was.
+    pub(crate) fn revoked(&self) -> Option<String> {
+        self.state.lock().unwrap().revoked.clone()
     }
 
     pub(crate) fn add_monitor(&self, source: Option<PeerId>, tag: u64, mask: u64, cb: SessionMonitor) -> u64 {

@@ -89,7 +89,7 @@ impl Session {
         let p = unsafe { req.begin(core, None)? };
         // Looked up once begun, so that a request refused here completes like any other (its
         // monitor runs: monitors see every submitted request complete exactly once).
-        let gate = match core.gate(peer) {
+        let gate = match self.0.revoked().map(Error::Revoked).map_or_else(|| core.gate(peer), Err) {
             Ok(g) => g,
             Err(e) => {
                 // SAFETY: just begun: still ours.
@@ -256,6 +256,19 @@ impl Session {
     /// Calls `cb` for each unexpected message from `source` matching `tag` that arrives from now
     /// on, after it is stored (the callback may receive it). Returns an id for
     /// [`Session::unmonitor`].
+    /// Revokes the session at this process: its posted receives complete with
+    /// [`Error::Revoked`] (`reason`), later receives and sends fail at once, messages that
+    /// arrive for it are dropped. Telling the other processes is the caller's business
+    /// (madmpi's ULFM layer does). Pending sends already handed to a gate are not recalled.
+    pub fn revoke(&self, reason: &str) {
+        self.0.revoke(reason);
+    }
+
+    /// Why the session was revoked here, if it was.
+    pub fn revoked(&self) -> Option<String> {
+        self.0.revoked()
+    }
+
     pub fn monitor(&self, source: Source, tag: impl Into<TagMatch>, cb: SessionMonitor) -> u64 {
         let t = tag.into();
         self.0.add_monitor(source.rank(), t.tag, t.mask, cb)

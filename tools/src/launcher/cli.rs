@@ -18,6 +18,9 @@ options:
   --env NAME=VALUE         the same
   --timeout S              kill the job after S seconds (exit code 124)
   --tag-output             prefix each output line with [RANK] (also -l, -prepend-rank)
+  -disable-auto-cleanup    when a process dies, report it and let the others go on (for
+                           fault-tolerant programs; also --disable-auto-cleanup); madrun exits
+                           with the first failed process's code
   --launcher-exec CMD      command starting remote processes, run as
                            `CMD HOST env VAR=VALUE... PROGRAM ARGS...` (default: ssh); the part
                            after HOST is quoted for the remote shell
@@ -111,6 +114,11 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 }
                 spec.launcher_exec = cmd;
             }
+            "-disable-auto-cleanup" | "--disable-auto-cleanup" => {
+                let mut on = false;
+                flag(&mut on)?;
+                spec.auto_cleanup = !on;
+            }
             "--pmi-bind" => spec.pmi_bind = Some(a.value(name, inline, "an address")?),
             "--pmi-host" => spec.pmi_host = Some(a.value(name, inline, "an address")?),
             _ => return Err(format!("unknown option {arg:?}")),
@@ -175,6 +183,8 @@ mod tests {
         assert_eq!(s.timeout, Some(Duration::from_millis(1500)));
         assert!(s.tag_output);
         assert_eq!(s.program, ["prog", "-n", "3", "--x"], "options after the program are its own");
+        assert!(!run("-disable-auto-cleanup -n 2 prog").unwrap().auto_cleanup);
+        assert!(run("-n 2 prog").unwrap().auto_cleanup);
         let s = run("--hosts=h1 --timeout=2 --launcher-exec=rsh -- -weird").unwrap();
         assert_eq!((s.nprocs, s.hosts.len(), s.launcher_exec.as_str()), (1, 1, "rsh"));
         assert_eq!(s.program, ["-weird"]);

@@ -6,6 +6,8 @@
 //!   non-zero, killed by a signal, exiting 0 between PMI init and finalize, calling abort, sending
 //!   a malformed request; the timeout; SIGINT/SIGTERM/SIGHUP to madrun) prints one line, sets
 //!   the exit code and sends SIGTERM (or the received signal) to the job's process group.
+//!   With `-disable-auto-cleanup`, a rank's death is reported and remembered (the first one's
+//!   code becomes madrun's) while the others go on.
 //! - **Killing**: SIGKILL 2 s later (at once on a second signal); later deaths are not reported.
 //! - **Draining**: every rank has exited; leftovers in the process group are SIGKILLed and the
 //!   output pipes read to their end (at most 1 s), then madrun exits.
@@ -77,6 +79,8 @@ pub struct Job {
     phase: Phase,
     exit_code: i32,
     started: Instant,
+    /// End the job at a rank's death (the default) or let the others go on.
+    auto_cleanup: bool,
 }
 
 impl Job {
@@ -100,7 +104,15 @@ impl Job {
             phase: Phase::Running,
             exit_code: 0,
             started: Instant::now(),
+            auto_cleanup: true,
         }
+    }
+
+    /// `-disable-auto-cleanup` (Hydra's name): a rank's death is reported, and its exit code
+    /// kept for madrun's, but the other ranks go on (fault-tolerant jobs); PMI barriers no longer
+    /// wait for it.
+    pub fn disable_auto_cleanup(&mut self) {
+        self.auto_cleanup = false;
     }
 
     /// The job's process group: the first rank's pid (`None` before it is started).
@@ -394,11 +406,23 @@ impl Job {
                     "{} exited with status 0 after PMI init but before PMI finalize (its peers would wait forever)",
                     self.name(rank)
                 );
-                self.fail(&what, 1);
+                self.lose(rank, &what, 1);
             }
             Exit::Code(0) => {}
-            _ => self.fail(&format!("{} {}", self.name(rank), e.describe()), e.exit_code()),
+            _ => self.lose(rank, &format!("{} {}", self.name(rank), e.describe()), e.exit_code()),
         }
+    }
+
+    /// Rank `rank` died: the job fails, unless auto-cleanup is off and nothing else failed.
+    fn lose(&mut self, rank: u32, what: &str, code: i32) {
+        if self.auto_cleanup || self.phase != Phase::Running {
+            return self.fail(what, code);
+        }
+        eprintln!("madrun: {what}; the other ranks go on (-disable-auto-cleanup)");
+        if self.exit_code == 0 {
+            self.exit_code = code;
+        }
+        self.server.mark_dead(rank);
     }
 
     fn check_clock(&mut self) {

@@ -41,6 +41,8 @@ pub struct JobSpec {
     pub launcher_exec: String,
     pub pmi_bind: Option<String>,
     pub pmi_host: Option<String>,
+    /// End the job when a rank dies (`-disable-auto-cleanup` turns it off).
+    pub auto_cleanup: bool,
     /// Program and arguments.
     pub program: Vec<String>,
 }
@@ -56,6 +58,7 @@ impl Default for JobSpec {
             launcher_exec: "ssh".to_string(),
             pmi_bind: None,
             pmi_host: None,
+            auto_cleanup: true,
             program: Vec::new(),
         }
     }
@@ -97,6 +100,9 @@ fn setup(spec: &JobSpec) -> Result<event_loop::Job, String> {
     let mut server = server::Server::new(&kvsname, places.iter().map(|p| p.host.is_some()).collect());
     server.preload(JOB_KEY_NAME, &key.to_hex());
     let mut job = event_loop::Job::new(server, signals, port, spec.timeout, spec.tag_output);
+    if !spec.auto_cleanup {
+        job.disable_auto_cleanup();
+    }
     for (rank, place) in places.iter().enumerate() {
         match launch::start_rank(spec, rank as u32, place, job.pgid(), &key.to_hex(), advertised.as_deref()) {
             Ok(l) => job.add_rank(l),

@@ -45,6 +45,8 @@ struct RankState {
     remote: bool,
     inited: bool,
     finalized: bool,
+    /// Died while the job goes on (`-disable-auto-cleanup`): barriers no longer wait for it.
+    dead: bool,
 }
 
 /// The job's PMI server state.
@@ -394,7 +396,26 @@ impl Server {
             return Err(self.bad(id, "entered the barrier twice", m));
         }
         self.barrier.push((rank, id));
-        if self.barrier.len() == self.size as usize {
+        self.release_barrier();
+        Ok(())
+    }
+
+    /// Rank `rank` died and the job goes on: barriers complete without it, and the KVS key
+    /// `PMI_dead_processes` (Hydra's) lists the dead ranks, comma-separated.
+    pub fn mark_dead(&mut self, rank: u32) {
+        let Some(r) = self.ranks.get_mut(rank as usize) else { return };
+        r.dead = true;
+        self.barrier.retain(|&(b, _)| b != rank);
+        let dead: Vec<String> =
+            self.ranks.iter().enumerate().filter(|(_, r)| r.dead).map(|(i, _)| i.to_string()).collect();
+        self.kvs.insert("PMI_dead_processes".into(), dead.join(","));
+        self.release_barrier();
+    }
+
+    /// Releases the barrier once every live rank is in it.
+    fn release_barrier(&mut self) {
+        let live = self.ranks.iter().filter(|r| !r.dead).count();
+        if !self.barrier.is_empty() && self.barrier.len() == live {
             for (_, c) in std::mem::take(&mut self.barrier) {
                 let v2 = self.conns.get(&c).is_some_and(|c| c.dec.framing == Framing::V2);
                 let m = if v2 {
@@ -405,7 +426,6 @@ impl Server {
                 self.reply(c, m);
             }
         }
-        Ok(())
     }
 
     /// Stores a pair; values must be valid on both framings (no space, `;` or control).

@@ -16,7 +16,8 @@
 //! `tools_category` and `tools_event` (the MPI_T interface, which returns codes instead of
 //! calling error handlers), [`grequest`] (generalized requests), [`partitioned`] (partitioned
 //! communication), [`topo`], [`topo_cart`], [`topo_graph`] (process topologies) and
-//! [`topo_neighbor`] (neighbourhood collectives).
+//! [`topo_neighbor`] (neighbourhood collectives), [`session`] (MPI 4.0 sessions and
+//! `MPI_Comm_create_from_group`), [`ulfm`] (MPICH's `MPIX_Comm_*` fault tolerance).
 //!
 //! The combinatorial families (blocking / nonblocking / persistent × `int` / `_c`) are not
 //! written out: `family` generates them from one table entry per call, over one build function
@@ -55,6 +56,7 @@ pub mod p2p;
 pub mod partitioned;
 pub mod persistent;
 pub mod profiling;
+pub mod session;
 pub mod status;
 pub mod tools;
 pub mod tools_category;
@@ -64,6 +66,7 @@ pub mod topo;
 pub mod topo_cart;
 pub mod topo_graph;
 pub mod topo_neighbor;
+pub mod ulfm;
 
 use crate::check;
 use madmpi::datatype::Datatype;

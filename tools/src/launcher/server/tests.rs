@@ -233,3 +233,29 @@ fn a_closed_connection_leaves_the_barrier() {
     s.input(a2, b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=barrier_in\n").unwrap();
     assert!(take(&mut s, b).contains("barrier_out"));
 }
+
+/// `-disable-auto-cleanup`: a dead rank no longer holds barriers up, whether it died before or
+/// while the others wait, and `PMI_dead_processes` lists it.
+#[test]
+fn barriers_complete_without_dead_ranks() {
+    let mut s = server(3, false);
+    let ids: Vec<ConnId> = (0..3).map(|r| s.add_conn(Some(r), "local".into())).collect();
+    for &id in &ids {
+        s.input(id, b"cmd=init pmi_version=1 pmi_subversion=1\n").unwrap();
+        take(&mut s, id);
+    }
+    s.input(ids[0], b"cmd=barrier_in\n").unwrap();
+    s.input(ids[2], b"cmd=barrier_in\n").unwrap();
+    assert_eq!(take(&mut s, ids[0]), "", "waits for rank 1");
+    s.mark_dead(1);
+    assert_eq!(take(&mut s, ids[0]), "cmd=barrier_out\n", "released by rank 1's death");
+    assert_eq!(take(&mut s, ids[2]), "cmd=barrier_out\n");
+    s.input(ids[2], b"cmd=barrier_in\n").unwrap();
+    assert_eq!(take(&mut s, ids[2]), "", "waits for rank 0");
+    s.input(ids[0], b"cmd=barrier_in\ncmd=get kvsname=kvs_test key=PMI_dead_processes\n").unwrap();
+    assert_eq!(take(&mut s, ids[0]), "cmd=barrier_out\ncmd=get_result rc=0 msg=success value=1\n");
+    assert_eq!(take(&mut s, ids[2]), "cmd=barrier_out\n");
+    s.mark_dead(0);
+    s.input(ids[2], b"cmd=barrier_in\n").unwrap();
+    assert_eq!(take(&mut s, ids[2]), "cmd=barrier_out\n", "alone now");
+}

@@ -1,0 +1,255 @@
+//! User-level failure mitigation (ULFM) as MPICH exports it: `MPIX_Comm_revoke`,
+//! `MPIX_Comm_shrink`, `MPIX_Comm_agree`, `MPIX_Comm_failure_ack`,
+//! `MPIX_Comm_failure_get_acked`.
+//!
+//! Failures come from nmad: a link to a dead process breaks (or cannot be made), the requests
+//! involving it fail with `PeerFailed` (`MPIX_ERR_PROC_FAILED`), and [`nmad::Nmad::failed_peers`]
+//! lists them; the launcher keeps the job running when asked to (`madrun
+//! -disable-auto-cleanup`, as Hydra, whose SIGUSR1 notices `notify` catches). What the
+//! agreements learn is kept in [`FtState`].
+//!
+//! Revocation: the revoking member sends a notice to every other member on the
+//! communicator's own session (tag kind [`Kind::FaultTolerance`]); every communicator's session
+//! carries a monitor ([`watch`]) that revokes the nmad session when a notice arrives, from
+//! the progress engine, so a member blocked in a receive on it learns at once: its pending
+//! receives complete with `MPIX_ERR_REVOKED`, and later sends and receives fail with it.
+//! Agreement and shrink work on revoked communicators: they run on a shadow session per
+//! context id (`SHADOW_SESSIONS` + id) that revocation does not touch, numbered by the
+//! communicator's internal operation count, and use the fault-tolerant `consensus`.
+//!
+//! Limits: the notice is not forwarded by its receivers (if the revoking process dies while
+//! sending it, some members may not learn; MPICH forwards it); a rendezvous send (above the
+//! eager limit) already handed to nmad is not interrupted by a revocation; a pending
+//! `MPI_ANY_SOURCE` receive is not completed by a member's failure (ULFM's
+//! `MPIX_ERR_PROC_FAILED_PENDING`): it waits for a message or a revocation; the last-round
+//! messages an agreement leaves unreceived could, in theory, be taken by an agreement of a later
+//! communicator with the same context id, members, operation number and round; likewise a
+//! notice still in flight when its receiver frees the communicator (without a collective with
+//! the revoker in between: a shrink orders them) revokes the next communicator with that id.
+//!
+//! Owns the failure knowledge, the acknowledgements per communicator and the revocation
+//! protocol; it must not reach into nmad beyond sessions, monitors and `failed_peers`.
+
+mod consensus;
+mod notify;
+
+pub use notify::notices;
+
+use crate::comm::{Comm, from_nmad};
+use crate::error::{Error, ErrorClass, Result};
+use crate::group::Group;
+use crate::tags::{self, Kind};
+use consensus::Round;
+use nmad::{Session, Source, TagMatch};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// First nmad session id of the shadow sessions (below the group agreements' range).
+const SHADOW_SESSIONS: u32 = 0x2000_0000;
+/// Attempts of a shrink before giving up (each one saw a failure or an id collision).
+const SHRINK_ATTEMPTS: u32 = 64;
+
+/// The revocation notice's tag on a communicator's session.
+fn revoke_tag() -> u64 {
+    tags::internal(Kind::FaultTolerance, 0, 0)
+}
+
+/// What this process knows of failures.
+#[derive(Default)]
+pub(crate) struct FtState {
+    /// World ranks found failed by agreements (nmad's own list has the ones seen here).
+    learned: Mutex<BTreeSet<u32>>,
+    /// Per context id: the world ranks acknowledged failed (`MPIX_Comm_failure_ack`).
+    acked: Mutex<HashMap<u32, Vec<u32>>>,
+}
+
+impl FtState {
+    /// A communicator with context `id` is gone (not a predefined one: several objects of the
+    /// process stand for those): its acknowledgements and its shadow session go with it.
+    pub(crate) fn forget(&self, nm: &nmad::Nmad, id: u32) {
+        self.acked.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+        nm.close_session(SHADOW_SESSIONS | id);
+    }
+
+    fn learn(&self, ranks: impl IntoIterator<Item = u32>) {
+        self.learned.lock().unwrap_or_else(PoisonError::into_inner).extend(ranks);
+    }
+}
+
+/// Sets up what the runtime needs at start-up (Hydra's failure notices).
+pub(crate) fn on_runtime_start() {
+    notify::install();
+}
+
+/// Makes `session` (a communicator's) revoke itself when a revocation notice arrives.
+pub(crate) fn watch(session: &Session) {
+    let cb: nmad::SessionMonitor =
+        Arc::new(|s: &Session, st: &nmad::Status| s.revoke(&format!("by rank {}", st.source)));
+    session.monitor(Source::Any, TagMatch::exact(revoke_tag()), cb);
+}
+
+/// The world ranks of `comm`'s members known failed here.
+fn known_failed(comm: &Comm) -> Vec<u32> {
+    let ft = &comm.runtime().ft;
+    let mut all: BTreeSet<u32> = comm.runtime_nmad().failed_peers().into_iter().collect();
+    all.extend(ft.learned.lock().unwrap_or_else(PoisonError::into_inner).iter());
+    comm.group().members().iter().copied().filter(|w| all.contains(w)).collect()
+}
+
+/// `MPIX_Comm_revoke`: tells the other members (failed ones are skipped: a notice that cannot
+/// be sent is a failure already known), then revokes `comm` here. If a notice revoked it
+/// here first, the sending is refused: its sender told everyone already.
+pub fn revoke(comm: &Comm) -> Result<()> {
+    let me = comm.runtime_nmad().rank();
+    let failed = known_failed(comm);
+    for &w in comm.group().members().iter().filter(|&&w| w != me && !failed.contains(&w)) {
+        let _ = comm.session().send(w, revoke_tag(), &[]);
+    }
+    comm.session().revoke(&format!("by rank {me}"));
+    Ok(())
+}
+
+/// Whether `comm` was revoked (here, or by a notice that arrived).
+pub fn is_revoked(comm: &Comm) -> bool {
+    comm.session().revoked().is_some()
+}
+
+/// Consensus numbers one operation may use: every consensus on a shadow session has its own
+/// (a member that decided leaves its last round's messages unreceived at the others).
+const CONSENSUS_PER_OP: u64 = 2 * SHRINK_ATTEMPTS as u64;
+
+/// The shadow session of `comm` and the first consensus number of this operation on it.
+fn shadow(comm: &Comm) -> (Session, u64) {
+    let session = comm.runtime_nmad().session(SHADOW_SESSIONS | comm.context_id());
+    (session, comm.next_internal_seq() * CONSENSUS_PER_OP)
+}
+
+fn round<'a>(comm: &'a Comm, session: &'a Session, seq: u64) -> Round<'a> {
+    let failed = known_failed(comm);
+    let ranks = comm.group().members();
+    Round {
+        session,
+        ranks,
+        me: comm.rank() as usize,
+        seq,
+        failed: ranks.iter().map(|w| failed.contains(w)).collect(),
+    }
+}
+
+/// Runs one consensus and records the failures it found.
+fn consensus_on(comm: &Comm, session: &Session, seq: u64, mine: &[u64]) -> Result<consensus::Decision> {
+    let d = consensus::agree(&round(comm, session, seq), mine).map_err(from_nmad)?;
+    let ranks = comm.group().members();
+    comm.runtime().ft.learn(d.failed.iter().zip(ranks).filter(|(f, _)| **f).map(|(_, &w)| w));
+    Ok(d)
+}
+
+/// What `MPIX_Comm_agree` agreed on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agreed {
+    /// The bitwise AND of the flags of the surviving members (the same at every one).
+    pub flag: i32,
+    /// World ranks of the members that failed and that this process has not acknowledged.
+    pub unacknowledged: Vec<u32>,
+}
+
+impl Agreed {
+    /// The flag, or `MPIX_ERR_PROC_FAILED` if a failure was not acknowledged here.
+    pub fn checked(&self) -> Result<i32> {
+        if self.unacknowledged.is_empty() {
+            return Ok(self.flag);
+        }
+        Err(Error::new(
+            ErrorClass::MpixProcFailed,
+            format!(
+                "processes {:?} (world ranks) failed and were not acknowledged (agreed flag {:#x})",
+                self.unacknowledged, self.flag
+            ),
+        ))
+    }
+}
+
+/// `MPIX_Comm_agree`: agrees on the bitwise AND of `flag` over the surviving members, and on the
+/// members that failed (checked against this process's acknowledgements: [`Agreed::checked`]).
+/// Every survivor returns, whatever fails meanwhile.
+pub fn agree(comm: &Comm, flag: i32) -> Result<Agreed> {
+    let (session, seq) = shadow(comm);
+    let d = consensus_on(comm, &session, seq, &[u64::from(flag as u32)])?;
+    let acked = acked(comm);
+    let ranks = comm.group().members();
+    let unacknowledged =
+        d.failed.iter().zip(ranks).filter(|(f, w)| **f && !acked.contains(w)).map(|(_, &w)| w).collect();
+    Ok(Agreed { flag: d.and[0] as u32 as i32, unacknowledged })
+}
+
+/// `MPIX_Comm_shrink`: a communicator of the surviving members, in their order here, agreed
+/// among them despite failures meanwhile.
+pub fn shrink(comm: &Comm) -> Result<Comm> {
+    let (session, seq) = shadow(comm);
+    let rt = comm.runtime();
+    let ranks = comm.group().members();
+    for attempt in 0..SHRINK_ATTEMPTS {
+        // Two agreements per attempt: the failed members and the ids free at all survivors,
+        // then whether every survivor could take the lowest one and saw no new failure.
+        let base = seq + 2 * u64::from(attempt);
+        let free = rt.ids.free_words();
+        let d = consensus_on(comm, &session, base, &free)?;
+        let Some(id) = crate::context::lowest_free(&d.and) else {
+            return Err(Error::other("MPIX_Comm_shrink: no context id free at every survivor"));
+        };
+        let took = rt.ids.take(id);
+        let confirm = consensus_on(comm, &session, base + 1, &[u64::from(took)])?;
+        if confirm.and[0] == 1 && confirm.failed == d.failed {
+            let survivors: Vec<u32> =
+                ranks.iter().zip(&d.failed).filter(|(_, f)| !**f).map(|(&w, _)| w).collect();
+            return Ok(Comm::make(rt, Group::new(survivors)?, id, ""));
+        }
+        if took {
+            rt.ids.release(id);
+        }
+    }
+    Err(Error::other(format!("MPIX_Comm_shrink: no agreement after {SHRINK_ATTEMPTS} attempts")))
+}
+
+/// Whether this process knows of a failed process (seen by nmad or learned in an agreement).
+pub(crate) fn failures_known(rt: &crate::comm::Runtime) -> bool {
+    !rt.nm.failed_peers().is_empty()
+        || !rt.ft.learned.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+}
+
+/// A barrier among the surviving processes of the job, whatever fails meanwhile (a
+/// fault-tolerant agreement over the world's shadow session, numbered apart from the world
+/// communicator's own operations).
+pub(crate) fn survivors_barrier(rt: &Arc<crate::comm::Runtime>) -> Result<()> {
+    let world = Comm::world(rt);
+    let session = rt.nm.session(SHADOW_SESSIONS | world.context_id());
+    // The largest consensus number a shadow session can carry (24 bits), never reached by
+    // the operations of a communicator.
+    let seq = (1 << tags::SEQ_BITS) - 1;
+    consensus_on(&world, &session, seq, &[]).map(drop)
+}
+
+/// `MPIX_Comm_failure_ack`: acknowledges the failures of `comm`'s members known here now.
+pub fn failure_ack(comm: &Comm) {
+    let failed = known_failed(comm);
+    comm.runtime().ft.acked.lock().unwrap_or_else(PoisonError::into_inner).insert(comm.context_id(), failed);
+}
+
+/// World ranks of `comm`'s members acknowledged failed, in communicator order.
+fn acked(comm: &Comm) -> Vec<u32> {
+    let ft = &comm.runtime().ft;
+    ft.acked
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&comm.context_id())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// `MPIX_Comm_failure_get_acked`: the group of the members acknowledged failed.
+pub fn failed_acked(comm: &Comm) -> Result<Group> {
+    Group::new(acked(comm))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,77 @@
+//! The process's runtime (nmad and what every communicator shares), started by the first of
+//! `MPI_Init` and `MPI_Session_init` and finalized with the last of `MPI_Finalize` and
+//! `MPI_Session_finalize`: MPI 4.0 lets the world model and any number of sessions coexist.
+//!
+//! Finalizing the runtime is collective over the job (nmad's finalize waits for every process),
+//! which is what MPI asks of the last finalization of each process. Once finalized it cannot
+//! start again: PMI, hence nmad, initializes once per process (MPICH can restart sessions;
+//! documented deviation).
+//!
+//! Owns the reference count and the runtime's start and end; it must not know communicators
+//! beyond creating the runtime they share.
+
+use crate::comm::Runtime;
+use crate::error::{Error, Result};
+use nmad::Nmad;
+use std::sync::{Arc, Mutex, PoisonError};
+
+struct Holder {
+    runtime: Option<Arc<Runtime>>,
+    /// MPI_Init (until MPI_Finalize) and every open session.
+    users: usize,
+    /// The runtime was finalized: it cannot start again.
+    ended: bool,
+}
+
+static HOLDER: Mutex<Holder> = Mutex::new(Holder { runtime: None, users: 0, ended: false });
+
+/// One more user of the runtime, started if it is not running (`who` names the call for
+/// errors).
+pub(crate) fn acquire(who: &str) -> Result<Arc<Runtime>> {
+    let mut h = HOLDER.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(rt) = &h.runtime {
+        let rt = rt.clone();
+        h.users += 1;
+        return Ok(rt);
+    }
+    if h.ended {
+        return Err(Error::other(format!(
+            "{who}: MPI was finalized in this process (its runtime cannot start again)"
+        )));
+    }
+    let nm = Nmad::init().map_err(|e| Error::other(format!("{who}: starting nmad: {e}")))?;
+    crate::tools::runtime::attach(&nm);
+    let rt = Runtime::new(nm);
+    crate::ft::on_runtime_start();
+    h.runtime = Some(rt.clone());
+    h.users = 1;
+    Ok(rt)
+}
+
+/// One user fewer; the last one finalizes the runtime (collective over the job).
+pub(crate) fn release(who: &str) -> Result<()> {
+    let rt = {
+        let mut h = HOLDER.lock().unwrap_or_else(PoisonError::into_inner);
+        h.users = h.users.saturating_sub(1);
+        if h.users > 0 {
+            return Ok(());
+        }
+        h.ended = true;
+        h.runtime.take()
+    };
+    let Some(rt) = rt else { return Ok(()) };
+    let nm = rt.nm.clone();
+    crate::tools::runtime::detach();
+    // After failures the launcher's fence may never complete (Hydra's waits for the dead):
+    // the survivors agree among themselves instead.
+    let survivors_only = crate::ft::failures_known(&rt) && crate::ft::survivors_barrier(&rt).is_ok();
+    drop(rt);
+    let r = if survivors_only { nm.finalize_survivors() } else { nm.finalize() };
+    r.map_err(|e| Error::other(format!("{who}: {e}")))
+}
+
+/// The running runtime, if any (for calls that need one without holding it, such as
+/// `MPI_Comm_create_from_group`).
+pub(crate) fn current() -> Option<Arc<Runtime>> {
+    HOLDER.lock().unwrap_or_else(PoisonError::into_inner).runtime.clone()
+}
