@@ -8,13 +8,12 @@
 //! [`FIRST_NAP`] to [`LONGEST_NAP`]: a request other than the one slept on is seen at most that
 //! late, and an idle wait costs one wake-up per [`LONGEST_NAP`], not a spinning core.
 //!
-//! Generalized requests also signal a condition of the wait's own ([`Watch`]), which it then
+//! Generalized requests also signal a condition of the wait's own (`request_kinds::Watch`), which it then
 //! sleeps on: a thread completing one (`MPI_Grequest_complete`) wakes it at once, and a wait on
 //! generalized requests alone sleeps until then.
 //!
 //! Owns nothing; it must not touch nmad's internals (it uses requests' conditions only).
 //!
-//! [`Watch`]: crate::request_kinds::Watch
 
 use crate::request::RawRequest;
 use std::time::Duration;

@@ -127,7 +127,7 @@ impl RawRequest {
         }
     }
 
-    /// What a test does besides a progress pass (see [`Extra::poke`]); nothing for other
+    /// What a test does besides a progress pass (see `Extra::poke`); nothing for other
     /// requests. The multiple tests and waits call it for each request.
     pub fn poke(&self) {
         if let Some(x) = self.extra() {

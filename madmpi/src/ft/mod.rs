@@ -6,11 +6,11 @@
 //! involving it fail with `PeerFailed` (`MPIX_ERR_PROC_FAILED`), and [`nmad::Nmad::failed_peers`]
 //! lists them; the launcher keeps the job running when asked to (`madrun
 //! -disable-auto-cleanup`, as Hydra, whose SIGUSR1 notices `notify` catches). What the
-//! agreements learn is kept in [`FtState`].
+//! agreements learn is kept in `FtState`.
 //!
 //! Revocation: the revoking member sends a notice to every other member on the
 //! communicator's own session (tag kind [`Kind::FaultTolerance`]); every communicator's session
-//! carries a monitor ([`watch`]) that revokes the nmad session when a notice arrives, from
+//! carries a monitor (`watch`) that revokes the nmad session when a notice arrives, from
 //! the progress engine, so a member blocked in a receive on it learns at once: its pending
 //! receives complete with `MPIX_ERR_REVOKED`, and later sends and receives fail with it.
 //! Agreement and shrink work on revoked communicators: they run on a shadow session per

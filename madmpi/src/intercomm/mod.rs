@@ -10,7 +10,7 @@
 //!
 //! The state is [`Comm`]'s (its remote group). The members of both groups take part in the
 //! internal operations of an intercommunicator, ordered the same at all of them (the group of
-//! the lower leader first, [`Comm::is_low_group`]), and agree on a context id free at every one
+//! the lower leader first, `Comm::is_low_group`), and agree on a context id free at every one
 //! of them. Owns the intercommunicator constructors; it must not run collectives of the program
 //! (the collective layer does, `coll::inter`).
 

@@ -8,11 +8,11 @@
 //! - [`events`]: blocking waits, unexpected messages, rendezvous and credit stalls as they
 //!   happen, delivered to callbacks;
 //! - [`categories`], [`enums`], [`kinds`] (the vocabulary and MPICH's values), [`error`] (the
-//!   `MPI_T_ERR_*` codes), [`registry`] (everything, indexed).
+//!   `MPI_T_ERR_*` codes), [`registry`](mod@registry) (everything, indexed).
 //!
 //! The interface works before `MPI_Init` and after `MPI_Finalize` ([`init`] and [`finalize`] are
 //! reference counted and independent of MPI's): the stack is then read from the environment, and
-//! its counters read 0 ([`runtime`] is attached by [`crate::universe`] while MPI runs).
+//! its counters read 0 (`runtime` is attached by [`crate::universe`] while MPI runs).
 //!
 //! Owns the variables' descriptions and semantics; the C handles and string rules are libmpi's.
 //! It reads pioman and nmad through their public snapshots and hooks only.

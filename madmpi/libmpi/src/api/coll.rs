@@ -1,5 +1,5 @@
 //! Collective operations: `MPI_Barrier`, `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, blocking,
-//! nonblocking and persistent (MPI 4.0), in `int` and `_c` forms (one [`family!`] entry each),
+//! nonblocking and persistent (MPI 4.0), in `int` and `_c` forms (one `family!` entry each),
 //! over `madmpi::coll::raw` (buffers as address, count and datatype; derived datatypes are
 //! packed and unpacked by the collective's schedule itself, so a nonblocking call's output is
 //! unpacked before its request completes). A persistent collective is planned at init (its

@@ -15,7 +15,7 @@
 //! shape of collective (`gather_args`, `scatter_args`, `everywhere_args`), which decides which
 //! sides this rank looks at and in which order, and returns them checked; then per collective
 //! one build function (that checker given the buffer checkers of its sides, then the `raw`
-//! plan), which one [`family!`] entry makes the blocking, nonblocking and persistent C
+//! plan), which one `family!` entry makes the blocking, nonblocking and persistent C
 //! functions, in `int` and `_c` forms.
 
 use super::coll::{buffer, count_type, in_place, not_aliased, not_in_place, root};

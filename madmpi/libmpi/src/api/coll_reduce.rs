@@ -1,6 +1,6 @@
 //! Reduction collectives beyond reduce and allreduce: `MPI_Reduce_scatter`,
 //! `MPI_Reduce_scatter_block`, `MPI_Scan`, `MPI_Exscan`, blocking, nonblocking and persistent, in
-//! `int` and `_c` forms (one [`family!`] entry each), over `madmpi::coll::raw`. Checks as in [`super::coll`] (count, datatype, operation, buffers);
+//! `int` and `_c` forms (one `family!` entry each), over `madmpi::coll::raw`. Checks as in [`super::coll`] (count, datatype, operation, buffers);
 //! `MPI_IN_PLACE` as the send buffer everywhere (reduce-scatter in place: the receive buffer
 //! holds the whole vector and gets this rank's block at its start). `MPI_Exscan` leaves rank
 //! 0's receive buffer untouched.

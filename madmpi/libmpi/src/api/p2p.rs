@@ -1,6 +1,6 @@
 //! Point-to-point: the sends (standard, synchronous, ready, buffered), receives, send-receives
 //! and send-receives in place, each blocking, nonblocking and (sends and receives) persistent,
-//! in `int` and `_c` forms: one [`family!`] entry per call, over one build function per kind of
+//! in `int` and `_c` forms: one `family!` entry per call, over one build function per kind of
 //! operation. Then `MPI_Probe` and `MPI_Iprobe`
 //! (`MPI_Get_count(_c)` is with the datatype calls). The argument checks here
 //! serve the matched receives too.

@@ -4,8 +4,8 @@
 //! communicator's topology.
 //!
 //! One build function per collective, generic over the width of counts and displacements
-//! ([`CInt`]: `int`, or `MPI_Count`/`MPI_Aint` for `_c`), checks the arguments and plans the
-//! exchange; one [`family!`] entry each makes it the blocking, nonblocking and persistent
+//! (`CInt`: `int`, or `MPI_Count`/`MPI_Aint` for `_c`), checks the arguments and plans the
+//! exchange; one `family!` entry each makes it the blocking, nonblocking and persistent
 //! (`MPI_Neighbor_*_init`, MPI 4.0) C functions in both widths, as for the other collectives.
 //!
 //! Checks: the topology first (`MPI_ERR_TOPOLOGY` without one: the array lengths are its

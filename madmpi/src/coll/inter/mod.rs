@@ -4,7 +4,7 @@
 //! `i`, remote rank `j` is peer `nl + j` (`nl` the local group's size; the engine maps them with
 //! `Comm::coll_world_rank`). The flat algorithms of `algo` then serve the phases within the
 //! local group unchanged (spliced with the identity), and the phases between the groups are
-//! written here. Every phase starts at a fixed step block ([`Schedule::phase`]), so the two
+//! written here. Every phase starts at a fixed step block (`Schedule::phase`), so the two
 //! groups agree on the steps of the messages between them whatever their local phases took.
 //!
 //! The algorithms are the simplest correct ones (as in MPICH's intercommunicator defaults):

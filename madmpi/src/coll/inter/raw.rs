@@ -259,7 +259,7 @@ pub fn allgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<Pl
     start(comm, s, Some(&sm), Some(&rm), false, None)
 }
 
-/// `MPI_Iallgatherv`: as [`iallgather`], `recv` with one count and displacement per remote rank.
+/// `MPI_Iallgatherv`: as [`allgather`], `recv` with one count and displacement per remote rank.
 pub fn allgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>) -> Result<Planned> {
     const CALL: &str = "MPI_Allgatherv";
     counts_for(CALL, recv.counts.len(), remote_size(comm), "remote")?;
@@ -280,7 +280,7 @@ pub fn alltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<Pla
     start(comm, s, Some(&sm), Some(&rm), false, None)
 }
 
-/// `MPI_Ialltoallv`: as [`ialltoall`], with one count and displacement per remote rank.
+/// `MPI_Ialltoallv`: as [`alltoall`], with one count and displacement per remote rank.
 pub fn alltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf<'_>) -> Result<Planned> {
     const CALL: &str = "MPI_Alltoallv";
     let send = needed(CALL, send, "input buffer")?;

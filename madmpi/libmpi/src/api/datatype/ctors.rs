@@ -5,7 +5,7 @@
 //!
 //! Each checks its arguments in MPICH 4.0.2's order (see the [module](super)), then hands them to
 //! the engine, whose own errors (an overflowing extent, inconsistent subarray dimensions) come
-//! last. Each call has one body generic over the width of its counts ([`CountArg`]) for its
+//! last. Each call has one body generic over the width of its counts (`CountArg`) for its
 //! `int` and `_c` forms. Owns the C signatures of these calls only.
 
 use super::args::{self, input};

@@ -1,5 +1,5 @@
 //! `MPI_Pack`, `MPI_Unpack`, `MPI_Pack_size`, `MPI_Get_count`, `MPI_Get_elements(_x)`, and
-//! their large-count `_c` forms (one body each, generic over [`CountArg`]).
+//! their large-count `_c` forms (one body each, generic over `CountArg`).
 //!
 //! The pack calls check in MPICH 4.0.2's order (communicator, counts and sizes, position,
 //! datatype, buffers) and report to the communicator's error handler. Where MPICH checks
