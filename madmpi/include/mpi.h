@@ -689,7 +689,10 @@ typedef void(MPI_T_event_dropped_cb_function)(MPI_Count count,
 /* ======================================================================================= */
 
 /* Every function exists twice: MPI_x, which a profiling library may interpose, and PMPI_x,
- * which always reaches MadMPI. */
+ * which always reaches MadMPI (MPICH's extensions likewise: MPIX_x and PMPIX_x). Each section
+ * lists the MPI_ names, then the PMPI_ ones, a large-count `_c` form after its base function.
+ * MPI_Pcontrol is variadic here as in MPICH; the library defines it with the level only, which
+ * is call-compatible on x86-64 (see libmpi's api/profiling.rs). */
 
 /* ---- Environment: initialisation, threads, identification, timers, memory, profiling ---- */
 

@@ -1,6 +1,8 @@
 //! MPI errors: the error classes ([`ErrorClass`], MPICH's numbers), the Rust API's [`Error`]
-//! (a class and a message), richer error codes that carry their message ([`CodeRegistry`]), and
-//! error handlers as data ([`ErrhandlerKind`], [`ErrhandlerRegistry`]).
+//! (a class and a message), richer error codes that carry their message ([`CodeRegistry`]), the
+//! classes and codes programs add ([`UserErrors`]), and error handlers as data
+//! ([`ErrhandlerKind`], [`ErrhandlerRegistry`]). [`class_of_code`] and [`error_string`] answer
+//! `MPI_Error_class` and `MPI_Error_string` for all of them.
 //!
 //! This module owns the numbering of classes and codes and their strings. It must not invoke error
 //! handlers nor know communicators: the communicator layer decides when a handler runs, and the C
@@ -9,10 +11,27 @@
 mod class;
 mod codes;
 mod handler;
+mod user;
 
 pub use class::{ERR_LASTCODE, ErrorClass};
 pub use codes::{CodeRegistry, DEFAULT_CAPACITY, MAX_MESSAGE_BYTES, error_class, registry};
 pub use handler::{ErrhandlerId, ErrhandlerKind, ErrhandlerRegistry};
+pub use user::{UserClass, UserErrors, user_errors};
+
+/// `MPI_Error_class`: the class of a predefined class, a richer code or a user class or code;
+/// `None` for a number that is none of them.
+pub fn class_of_code(code: i32) -> Option<i32> {
+    match user_errors().class_of(code) {
+        Some(class) => Some(class.code()),
+        None => error_class(code).map(ErrorClass::code),
+    }
+}
+
+/// `MPI_Error_string`: the string of a predefined class, a richer code or a user class or code
+/// (empty when the program added none); `None` for a number that is none of them.
+pub fn error_string(code: i32) -> Option<String> {
+    user_errors().string(code).or_else(|| registry().string(code))
+}
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -70,10 +89,20 @@ impl Error {
     /// keeps it), or any other number, which a user callback may return: class
     /// [`ErrorClass::Unknown`]. [`Error::code`] gives `code` back in every case.
     pub fn from_code(code: i32) -> Self {
-        let (class, message) = match error_class(code) {
-            Some(class) if ErrorClass::from_code(code).is_some() => (class, String::new()),
-            Some(class) => (class, registry().message(code).unwrap_or_default()),
-            None => (ErrorClass::Unknown, format!("unknown error code {code}")),
+        let (class, message) = match (error_class(code), user_errors().class_of(code)) {
+            (Some(class), _) if ErrorClass::from_code(code).is_some() => (class, String::new()),
+            (Some(class), _) => (class, registry().message(code).unwrap_or_default()),
+            // A user code keeps its predefined class if it has one; a user class has no
+            // variant here, so it is `Unknown` with the user's string.
+            (None, Some(user)) => {
+                let class = match user {
+                    UserClass::Predefined(class) => class,
+                    UserClass::User(_) => ErrorClass::Unknown,
+                };
+                let text = user_errors().string(code).unwrap_or_default();
+                (class, format!("user-defined error code {code}: {text}"))
+            }
+            (None, None) => (ErrorClass::Unknown, format!("unknown error code {code}")),
         };
         Error { class, message, code: OnceLock::from(code) }
     }
@@ -172,5 +201,24 @@ mod tests {
         let odd = Error::from_code(12345);
         assert_eq!(odd.class(), ErrorClass::Unknown);
         assert_eq!(odd.code(), 12345);
+    }
+
+    #[test]
+    fn user_codes_keep_their_value_class_and_string() {
+        let class = user_errors().add_class().unwrap();
+        let code = user_errors().add_code(class).unwrap();
+        let on_rank = user_errors().add_code(ErrorClass::Rank.code()).unwrap();
+        user_errors().set_string(code, "jammed").unwrap();
+        assert_eq!(
+            (class_of_code(code), class_of_code(on_rank)),
+            (Some(class), Some(ErrorClass::Rank.code()))
+        );
+        assert_eq!(error_string(code).as_deref(), Some("jammed"));
+        assert_eq!(error_string(on_rank).as_deref(), Some(""));
+        assert_eq!(class_of_code(ErrorClass::Rank.code()), Some(ErrorClass::Rank.code()));
+        let e = Error::from_code(code);
+        assert_eq!((e.code(), e.class()), (code, ErrorClass::Unknown));
+        assert!(e.message().ends_with("jammed"), "{}", e.message());
+        assert_eq!(Error::from_code(on_rank).class(), ErrorClass::Rank);
     }
 }

@@ -173,7 +173,11 @@ static VALUES: [AtomicI32; PredefinedKey::ALL.len()] =
 /// Values: those `madmpi::attr` computes for this library (tags up to `madmpi::tags::TAG_UB`;
 /// no universe size nor application number known: absent).
 pub(crate) fn predefined_value(key: PredefinedKey) -> Option<*mut c_int> {
-    let env = Environment { tag_ub: madmpi::tags::TAG_UB, ..Environment::default() };
+    let env = Environment {
+        tag_ub: madmpi::tags::TAG_UB,
+        last_used_code: madmpi::error::user_errors().last_used_code(),
+        ..Environment::default()
+    };
     let n = match key.value(&env)? {
         AttrValue::Int(n) => n,
         AttrValue::Bool(b) => c_int::from(b),

@@ -232,6 +232,11 @@ fn user_error_handlers_are_called_counted_and_inherited() {
 }
 
 #[test]
+fn user_error_codes_hand_set_statuses_and_mpi1_names() {
+    passes("status_errors_legacy");
+}
+
+#[test]
 fn threads_create_and_free_communicators_at_once() {
     passes("comm_threads");
 }

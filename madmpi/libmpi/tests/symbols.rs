@@ -22,26 +22,21 @@ const MPICH_LIB: &str = "/usr/lib/x86_64-linux-gnu/libmpich.so.12";
 /// matching `PMPI_`/`PMPIX_` one (data objects have no profiling name).
 const NOT_YET: &str = "\
     MPIX_Comm_agree MPIX_Comm_failure_ack MPIX_Comm_failure_get_acked MPIX_Comm_revoke \
-    MPIX_Comm_shrink MPIX_Delete_error_class MPIX_Delete_error_code MPIX_Delete_error_string \
-    MPIX_GPU_query_support MPIX_Grequest_class_allocate MPIX_Grequest_class_create \
-    MPIX_Grequest_start MPIX_Query_cuda_support MPIX_Query_hip_support MPIX_Query_ze_support \
-    MPI_Add_error_class MPI_Add_error_code MPI_Add_error_string MPI_Address MPI_Aint_add \
-    MPI_Aint_diff MPI_Allgather_c MPI_Allgather_init MPI_Allgather_init_c MPI_Allgatherv_c \
-    MPI_Allgatherv_init MPI_Allgatherv_init_c MPI_Alloc_mem MPI_Allreduce_c MPI_Allreduce_init \
-    MPI_Allreduce_init_c MPI_Alltoall_c MPI_Alltoall_init MPI_Alltoall_init_c MPI_Alltoallv_c \
-    MPI_Alltoallv_init MPI_Alltoallv_init_c MPI_Alltoallw_c MPI_Alltoallw_init \
-    MPI_Alltoallw_init_c MPI_Attr_delete MPI_Attr_get MPI_Attr_put MPI_Barrier_init MPI_Bcast_c \
-    MPI_Bcast_init MPI_Bcast_init_c MPI_Bsend_c MPI_Bsend_init MPI_Bsend_init_c \
-    MPI_Buffer_attach_c MPI_Buffer_detach_c MPI_Cart_coords MPI_Cart_create MPI_Cart_get \
-    MPI_Cart_map MPI_Cart_rank MPI_Cart_shift MPI_Cart_sub MPI_Cartdim_get MPI_Close_port \
-    MPI_Comm_accept MPI_Comm_connect MPI_Comm_create_from_group \
-    MPI_Comm_disconnect MPI_Comm_get_parent MPI_Comm_join \
-    MPI_Comm_spawn MPI_Comm_spawn_multiple \
+    MPIX_Comm_shrink MPIX_Grequest_class_allocate MPIX_Grequest_class_create MPIX_Grequest_start \
+    MPI_Address MPI_Aint_add MPI_Aint_diff MPI_Allgather_c MPI_Allgather_init \
+    MPI_Allgather_init_c MPI_Allgatherv_c MPI_Allgatherv_init MPI_Allgatherv_init_c \
+    MPI_Alloc_mem MPI_Allreduce_c MPI_Allreduce_init MPI_Allreduce_init_c MPI_Alltoall_c \
+    MPI_Alltoall_init MPI_Alltoall_init_c MPI_Alltoallv_c MPI_Alltoallv_init \
+    MPI_Alltoallv_init_c MPI_Alltoallw_c MPI_Alltoallw_init MPI_Alltoallw_init_c \
+    MPI_Barrier_init MPI_Bcast_c MPI_Bcast_init MPI_Bcast_init_c MPI_Bsend_c MPI_Bsend_init \
+    MPI_Bsend_init_c MPI_Buffer_attach_c MPI_Buffer_detach_c MPI_Cart_coords MPI_Cart_create \
+    MPI_Cart_get MPI_Cart_map MPI_Cart_rank MPI_Cart_shift MPI_Cart_sub MPI_Cartdim_get \
+    MPI_Close_port MPI_Comm_accept MPI_Comm_connect MPI_Comm_create_from_group \
+    MPI_Comm_disconnect MPI_Comm_get_parent MPI_Comm_join MPI_Comm_spawn MPI_Comm_spawn_multiple \
     MPI_Dims_create MPI_Dist_graph_create MPI_Dist_graph_create_adjacent \
-    MPI_Dist_graph_neighbors MPI_Dist_graph_neighbors_count MPI_Errhandler_create \
-    MPI_Errhandler_get MPI_Errhandler_set MPI_Exscan_c MPI_Exscan_init MPI_Exscan_init_c \
-    MPI_F08_STATUSES_IGNORE MPI_F08_STATUS_IGNORE MPI_F_STATUSES_IGNORE MPI_F_STATUS_IGNORE \
-    MPI_Free_mem MPI_Gather_c MPI_Gather_init MPI_Gather_init_c MPI_Gatherv_c MPI_Gatherv_init \
+    MPI_Dist_graph_neighbors MPI_Dist_graph_neighbors_count MPI_Exscan_c MPI_Exscan_init \
+    MPI_Exscan_init_c MPI_Free_mem MPI_Gather_c MPI_Gather_init MPI_Gather_init_c MPI_Gatherv_c \
+    MPI_Gatherv_init \
     MPI_Gatherv_init_c MPI_Get_address MPI_Get_count_c MPI_Get_elements_c MPI_Graph_create \
     MPI_Graph_get MPI_Graph_map MPI_Graph_neighbors MPI_Graph_neighbors_count MPI_Graphdims_get \
     MPI_Grequest_complete MPI_Grequest_start MPI_Group_from_session_pset MPI_Iallgather_c \
@@ -54,36 +49,33 @@ const NOT_YET: &str = "\
     MPI_Irecv_c MPI_Ireduce_c MPI_Ireduce_scatter_block_c \
     MPI_Ireduce_scatter_c MPI_Irsend_c MPI_Iscan_c MPI_Iscatter_c MPI_Iscatterv_c MPI_Isend_c \
     MPI_Isendrecv MPI_Isendrecv_c MPI_Isendrecv_replace MPI_Isendrecv_replace_c MPI_Issend_c \
-    MPI_Keyval_create MPI_Keyval_free MPI_Lookup_name MPI_Mrecv_c MPI_Neighbor_allgather \
-    MPI_Neighbor_allgather_c MPI_Neighbor_allgather_init MPI_Neighbor_allgather_init_c \
-    MPI_Neighbor_allgatherv MPI_Neighbor_allgatherv_c MPI_Neighbor_allgatherv_init \
-    MPI_Neighbor_allgatherv_init_c MPI_Neighbor_alltoall MPI_Neighbor_alltoall_c \
-    MPI_Neighbor_alltoall_init MPI_Neighbor_alltoall_init_c MPI_Neighbor_alltoallv \
-    MPI_Neighbor_alltoallv_c MPI_Neighbor_alltoallv_init MPI_Neighbor_alltoallv_init_c \
-    MPI_Neighbor_alltoallw MPI_Neighbor_alltoallw_c MPI_Neighbor_alltoallw_init \
-    MPI_Neighbor_alltoallw_init_c MPI_Op_create_c MPI_Open_port MPI_Pack_c MPI_Pack_external \
-    MPI_Pack_external_c MPI_Pack_external_size MPI_Pack_external_size_c MPI_Pack_size_c \
-    MPI_Parrived MPI_Pcontrol MPI_Pready MPI_Pready_list MPI_Pready_range MPI_Precv_init \
-    MPI_Psend_init MPI_Publish_name MPI_Recv_c MPI_Recv_init_c MPI_Reduce_c MPI_Reduce_init \
-    MPI_Reduce_init_c MPI_Reduce_local_c MPI_Reduce_scatter_block_c MPI_Reduce_scatter_block_init \
-    MPI_Reduce_scatter_block_init_c MPI_Reduce_scatter_c MPI_Reduce_scatter_init \
-    MPI_Reduce_scatter_init_c MPI_Rsend_c MPI_Rsend_init MPI_Rsend_init_c MPI_Scan_c \
-    MPI_Scan_init MPI_Scan_init_c MPI_Scatter_c MPI_Scatter_init MPI_Scatter_init_c \
-    MPI_Scatterv_c MPI_Scatterv_init MPI_Scatterv_init_c MPI_Send_c MPI_Send_init_c \
-    MPI_Sendrecv_c MPI_Sendrecv_replace_c MPI_Session_call_errhandler \
+    MPI_Lookup_name MPI_Mrecv_c MPI_Neighbor_allgather MPI_Neighbor_allgather_c \
+    MPI_Neighbor_allgather_init MPI_Neighbor_allgather_init_c MPI_Neighbor_allgatherv \
+    MPI_Neighbor_allgatherv_c MPI_Neighbor_allgatherv_init MPI_Neighbor_allgatherv_init_c \
+    MPI_Neighbor_alltoall MPI_Neighbor_alltoall_c MPI_Neighbor_alltoall_init \
+    MPI_Neighbor_alltoall_init_c MPI_Neighbor_alltoallv MPI_Neighbor_alltoallv_c \
+    MPI_Neighbor_alltoallv_init MPI_Neighbor_alltoallv_init_c MPI_Neighbor_alltoallw \
+    MPI_Neighbor_alltoallw_c MPI_Neighbor_alltoallw_init MPI_Neighbor_alltoallw_init_c \
+    MPI_Op_create_c MPI_Open_port MPI_Pack_c MPI_Pack_external MPI_Pack_external_c \
+    MPI_Pack_external_size MPI_Pack_external_size_c MPI_Pack_size_c MPI_Parrived MPI_Pready \
+    MPI_Pready_list MPI_Pready_range MPI_Precv_init MPI_Psend_init MPI_Publish_name MPI_Recv_c \
+    MPI_Recv_init_c MPI_Reduce_c MPI_Reduce_init MPI_Reduce_init_c MPI_Reduce_local_c \
+    MPI_Reduce_scatter_block_c MPI_Reduce_scatter_block_init MPI_Reduce_scatter_block_init_c \
+    MPI_Reduce_scatter_c MPI_Reduce_scatter_init MPI_Reduce_scatter_init_c MPI_Rsend_c \
+    MPI_Rsend_init MPI_Rsend_init_c MPI_Scan_c MPI_Scan_init MPI_Scan_init_c MPI_Scatter_c \
+    MPI_Scatter_init MPI_Scatter_init_c MPI_Scatterv_c MPI_Scatterv_init MPI_Scatterv_init_c \
+    MPI_Send_c MPI_Send_init_c MPI_Sendrecv_c MPI_Sendrecv_replace_c MPI_Session_call_errhandler \
     MPI_Session_create_errhandler MPI_Session_finalize MPI_Session_get_errhandler \
     MPI_Session_get_info MPI_Session_get_nth_pset MPI_Session_get_num_psets \
     MPI_Session_get_pset_info MPI_Session_init MPI_Session_set_errhandler MPI_Ssend_c \
-    MPI_Ssend_init_c MPI_Status_c2f MPI_Status_f2c MPI_Status_set_cancelled \
-    MPI_Status_set_elements MPI_Status_set_elements_x MPI_T_PVAR_ALL_HANDLES \
-    MPI_T_category_changed MPI_T_category_get_categories MPI_T_category_get_cvars \
-    MPI_T_category_get_events MPI_T_category_get_index MPI_T_category_get_info \
-    MPI_T_category_get_num MPI_T_category_get_num_events MPI_T_category_get_pvars \
-    MPI_T_cvar_get_index MPI_T_cvar_get_info MPI_T_cvar_get_num MPI_T_cvar_handle_alloc \
-    MPI_T_cvar_handle_free MPI_T_cvar_read MPI_T_cvar_write MPI_T_enum_get_info \
-    MPI_T_enum_get_item MPI_T_event_callback_get_info MPI_T_event_callback_set_info \
-    MPI_T_event_copy MPI_T_event_get_index MPI_T_event_get_info MPI_T_event_get_num \
-    MPI_T_event_get_source MPI_T_event_get_timestamp MPI_T_event_handle_alloc \
+    MPI_Ssend_init_c MPI_T_PVAR_ALL_HANDLES MPI_T_category_changed MPI_T_category_get_categories \
+    MPI_T_category_get_cvars MPI_T_category_get_events MPI_T_category_get_index \
+    MPI_T_category_get_info MPI_T_category_get_num MPI_T_category_get_num_events \
+    MPI_T_category_get_pvars MPI_T_cvar_get_index MPI_T_cvar_get_info MPI_T_cvar_get_num \
+    MPI_T_cvar_handle_alloc MPI_T_cvar_handle_free MPI_T_cvar_read MPI_T_cvar_write \
+    MPI_T_enum_get_info MPI_T_enum_get_item MPI_T_event_callback_get_info \
+    MPI_T_event_callback_set_info MPI_T_event_copy MPI_T_event_get_index MPI_T_event_get_info \
+    MPI_T_event_get_num MPI_T_event_get_source MPI_T_event_get_timestamp MPI_T_event_handle_alloc \
     MPI_T_event_handle_free MPI_T_event_handle_get_info MPI_T_event_handle_set_info \
     MPI_T_event_read MPI_T_event_register_callback MPI_T_event_set_dropped_handler MPI_T_finalize \
     MPI_T_init_thread MPI_T_pvar_get_index MPI_T_pvar_get_info MPI_T_pvar_get_num \

@@ -35,6 +35,14 @@ impl Datatype {
         // `elements <= size`, so this does not overflow.
         Some(bytes / s * self.num_elements() + partial(self, bytes % s))
     }
+
+    /// `MPI_Status_set_elements`: the byte count a status records for `count` elements of this
+    /// type, `count` × size, as MPICH stores it. `MPI_Get_count` then returns `count`, and so
+    /// does `MPI_Get_elements` for a basic type (for a derived type it returns the basic
+    /// elements of `count` whole elements, as in MPICH). `None` beyond a status's 63 bits.
+    pub fn status_bytes(&self, count: u64) -> Option<u64> {
+        count.checked_mul(self.size()).filter(|&b| i64::try_from(b).is_ok())
+    }
 }
 
 /// Basic elements in the first `rem < size` packed bytes of one element of `t`.

@@ -572,3 +572,16 @@ fn names() {
     assert_eq!(p(Int).dup().name(), "");
     assert!(format!("{t:?}").contains("MPI_COMBINER_VECTOR"));
 }
+
+#[test]
+fn status_bytes_are_count_times_size_and_invert_get_count() {
+    let int2 = Datatype::contiguous(2, &p(Int)).unwrap();
+    assert_eq!(p(Double).status_bytes(3), Some(24));
+    assert_eq!(int2.status_bytes(3), Some(24));
+    assert_eq!(int2.get_count(24), Some(3));
+    assert_eq!(p(Int).get_elements(p(Int).status_bytes(5).unwrap()), Some(5));
+    assert_eq!(Datatype::contiguous(0, &p(Int)).unwrap().status_bytes(9), Some(0));
+    assert_eq!(p(Double).status_bytes(u64::MAX / 4), None, "beyond 63 bits");
+    assert_eq!(p(Double).status_bytes(1 << 60), None, "2^63 bytes do not fit");
+    assert_eq!(p(Double).status_bytes((1 << 60) - 1), Some(i64::MAX as u64 - 7));
+}

@@ -7,7 +7,9 @@
 //! unpack), [`p2p`] (blocking point-to-point, probes, counts), [`nonblocking`] (starting
 //! nonblocking operations, freeing and cancelling requests), [`completion`] (waits and tests),
 //! [`buffered`] (buffered sends and the attached buffer), [`mprobe`] (matched probes and
-//! receives), [`persistent`] (persistent requests).
+//! receives), [`persistent`] (persistent requests), [`error_codes`] (classes, codes and strings
+//! the program adds), [`status`] (statuses the program sets or converts, the Fortran status
+//! sentinels), [`profiling`] (`MPI_Pcontrol`), [`gpu`] (MPICH's GPU support queries).
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
@@ -27,6 +29,8 @@ pub mod completion;
 pub mod datatype;
 pub mod env;
 pub mod errh;
+pub mod error_codes;
+pub mod gpu;
 pub mod group;
 pub mod info;
 pub mod intercomm;
@@ -35,6 +39,8 @@ pub mod nonblocking;
 pub mod op;
 pub mod p2p;
 pub mod persistent;
+pub mod profiling;
+pub mod status;
 
 use crate::check;
 use madmpi::datatype::Datatype;
