@@ -26,6 +26,7 @@ mod comm_ctor;
 pub mod completion;
 mod context;
 pub mod datatype;
+pub mod dynamic;
 pub mod error;
 pub mod group;
 pub mod info;

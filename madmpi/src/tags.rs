@@ -33,6 +33,8 @@ pub enum Kind {
     GroupCreate = 3,
     /// `MPI_Intercomm_create_from_groups`, by a hash of the program's string tag ([`tagged`]).
     GroupsTagged = 4,
+    /// Ports and joins (`dynamic`): the two roots' meeting, by a port's token ([`tagged`]).
+    Port = 5,
 }
 
 const KIND_SHIFT: u32 = 32;

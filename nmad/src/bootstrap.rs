@@ -23,6 +23,22 @@ pub trait Bootstrap: Send + Sync {
     fn local_size(&self) -> Option<u32> {
         None
     }
+    /// Publishes `port` under `service` in the launcher's name service (`MPI_Publish_name`):
+    /// `AlreadyExists` if the name is taken, `Unsupported` without a name service (default).
+    fn publish_name(&self, service: &str, port: &str) -> io::Result<()> {
+        let _ = (service, port);
+        Err(no_name_service())
+    }
+    /// The port published under `service`: `NotFound` if none.
+    fn lookup_name(&self, service: &str) -> io::Result<String> {
+        let _ = service;
+        Err(no_name_service())
+    }
+    /// Withdraws `service`: `NotFound` if it was not published.
+    fn unpublish_name(&self, service: &str) -> io::Result<()> {
+        let _ = service;
+        Err(no_name_service())
+    }
     /// The process is done with the job (after the last fence). Default: nothing to do.
     fn finalize(&self) -> io::Result<()> {
         Ok(())
@@ -32,6 +48,21 @@ pub trait Bootstrap: Send + Sync {
     fn abort(&self, code: i32, message: &str) -> io::Error {
         let _ = (code, message);
         io::Error::new(io::ErrorKind::Unsupported, "this bootstrap cannot end the job")
+    }
+}
+
+fn no_name_service() -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, "this bootstrap has no name service")
+}
+
+/// A name service's answer as an `io::Error`: a refusal is `refused` (the name is taken, or
+/// unknown), a missing service `Unsupported`.
+fn name_err(e: tools::pmi::names::NameError, refused: io::ErrorKind) -> io::Error {
+    use tools::pmi::names::NameError;
+    match e {
+        NameError::Refused(why) => io::Error::new(refused, why),
+        NameError::Unsupported => io::Error::new(io::ErrorKind::Unsupported, e.to_string()),
+        NameError::Pmi(e) => pmi_err(e),
     }
 }
 
@@ -57,8 +88,12 @@ impl PmiBootstrap {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Pmi) -> Result<T, tools::pmi::PmiError>) -> io::Result<T> {
+        self.with_io(|p| f(p).map_err(pmi_err))
+    }
+
+    fn with_io<T>(&self, f: impl FnOnce(&mut Pmi) -> io::Result<T>) -> io::Result<T> {
         match self.pmi.lock().unwrap().as_mut() {
-            Some(p) => f(p).map_err(pmi_err),
+            Some(p) => f(p),
             None => Err(io::Error::new(io::ErrorKind::NotConnected, "PMI already finalized")),
         }
     }
@@ -86,6 +121,15 @@ impl Bootstrap for PmiBootstrap {
     fn get(&self, key: &str) -> io::Result<Option<String>> {
         self.with(|p| p.get(key))
     }
+    fn publish_name(&self, service: &str, port: &str) -> io::Result<()> {
+        self.with_io(|p| p.publish_name(service, port).map_err(|e| name_err(e, io::ErrorKind::AlreadyExists)))
+    }
+    fn lookup_name(&self, service: &str) -> io::Result<String> {
+        self.with_io(|p| p.lookup_name(service).map_err(|e| name_err(e, io::ErrorKind::NotFound)))
+    }
+    fn unpublish_name(&self, service: &str) -> io::Result<()> {
+        self.with_io(|p| p.unpublish_name(service).map_err(|e| name_err(e, io::ErrorKind::NotFound)))
+    }
     fn finalize(&self) -> io::Result<()> {
         match self.pmi.lock().unwrap().take() {
             Some(p) => p.finalize().map_err(pmi_err),
@@ -103,6 +147,8 @@ impl Bootstrap for PmiBootstrap {
 /// A job whose ranks are in this process.
 pub struct LocalJob {
     kv: Mutex<HashMap<String, String>>,
+    /// The name service of its ranks.
+    names: Mutex<HashMap<String, String>>,
     barrier: Barrier,
     size: u32,
     key: JobKey,
@@ -113,6 +159,7 @@ impl LocalJob {
     pub fn ranks(size: u32) -> io::Result<Vec<LocalBootstrap>> {
         let job = Arc::new(LocalJob {
             kv: Mutex::new(HashMap::new()),
+            names: Mutex::new(HashMap::new()),
             barrier: Barrier::new(size as usize),
             size,
             key: JobKey::generate()?,
@@ -146,5 +193,24 @@ impl Bootstrap for LocalBootstrap {
     }
     fn get(&self, key: &str) -> io::Result<Option<String>> {
         Ok(self.job.kv.lock().unwrap().get(key).cloned())
+    }
+    fn publish_name(&self, service: &str, port: &str) -> io::Result<()> {
+        let mut names = self.job.names.lock().unwrap();
+        if names.contains_key(service) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{service:?} is published")));
+        }
+        names.insert(service.to_string(), port.to_string());
+        Ok(())
+    }
+    fn lookup_name(&self, service: &str) -> io::Result<String> {
+        let names = self.job.names.lock().unwrap();
+        names.get(service).cloned().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not published"))
+    }
+    fn unpublish_name(&self, service: &str) -> io::Result<()> {
+        let mut names = self.job.names.lock().unwrap();
+        names
+            .remove(service)
+            .map(drop)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not published"))
     }
 }

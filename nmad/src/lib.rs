@@ -158,6 +158,28 @@ impl Nmad {
         self.0.core.finalize()
     }
 
+    /// A public name of this process's job (the job key's fingerprint): processes of one job
+    /// share it, and only they can talk together.
+    pub fn job_id(&self) -> String {
+        self.0.core.bootstrap.job_key().fingerprint()
+    }
+
+    /// The launcher's name service (see [`Bootstrap::publish_name`]): publishes `port` under
+    /// `service`.
+    pub fn publish_name(&self, service: &str, port: &str) -> io::Result<()> {
+        marcel::blocking(|| self.0.core.bootstrap.publish_name(service, port))
+    }
+
+    /// The port published under `service`.
+    pub fn lookup_name(&self, service: &str) -> io::Result<String> {
+        marcel::blocking(|| self.0.core.bootstrap.lookup_name(service))
+    }
+
+    /// Withdraws `service`.
+    pub fn unpublish_name(&self, service: &str) -> io::Result<()> {
+        marcel::blocking(|| self.0.core.bootstrap.unpublish_name(service))
+    }
+
     /// Asks the launcher to end the whole job with exit status `code` (MPI_Abort). Returns only
     /// if it could not; the caller then exits by itself.
     pub fn abort(&self, code: i32, message: &str) -> io::Error {

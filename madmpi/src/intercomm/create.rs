@@ -38,6 +38,12 @@ impl<'a> LeaderLink<'a> {
         Ok(LeaderLink { session: peer.session(), to, tag })
     }
 
+    /// Over `session` to world rank `to` with nmad tag `tag`, which the caller keeps apart from
+    /// other traffic (ports and joins, `dynamic`).
+    pub(crate) fn in_session(session: &'a Session, to: u32, tag: u64) -> LeaderLink<'a> {
+        LeaderLink { session, to, tag }
+    }
+
     /// Swaps `out` with the other leader's words (at most `max` of them).
     fn swap(&self, out: &[u64], max: usize) -> Result<Vec<u64>> {
         let mut buf = vec![0u8; max * 8];

@@ -3,6 +3,8 @@
 //! Hydra does, including the `initack` exchange of PMI_PORT connections) and PMI-2 (after a v1
 //! `init pmi_version=2` line, the connection switches to v2 framing).
 //!
+//! The name service of PMI-1 (`publish_name`, `lookup_name`, `unpublish_name`) is `names`.
+//!
 //! Input is untrusted: anything that does not parse, lacks a required field, is an unknown
 //! command or breaks the protocol (wrong rank, barrier entered twice) is an
 //! [`Event::Malformed`]; the event loop then closes the connection and fails the job.
@@ -59,6 +61,8 @@ pub struct Server {
     next_id: ConnId,
     /// Ranks in the current barrier, with their connection.
     barrier: Vec<(u32, ConnId)>,
+    /// The name service (`publish_name`...).
+    names: names::Names,
 }
 
 type Handled = Result<(), Event>;
@@ -77,6 +81,7 @@ impl Server {
             conns: HashMap::new(),
             next_id: 0,
             barrier: Vec::new(),
+            names: names::Names::default(),
         }
     }
 
@@ -278,6 +283,7 @@ impl Server {
                 }
             }
             "barrier_in" => return self.enter_barrier(id, &m),
+            "publish_name" | "lookup_name" | "unpublish_name" => self.name_request(id, &m)?,
             "finalize" => {
                 self.finalize(id);
                 Message::new("finalize_ack")
@@ -431,5 +437,6 @@ impl Server {
     }
 }
 
+mod names;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,44 @@
+//! Dynamic process management (MPI 4.0 ch. 11) between the processes of one job: ports
+//! (`MPI_Open_port`, `MPI_Close_port`, `MPI_Comm_accept`, `MPI_Comm_connect`), the launcher's
+//! name service (`MPI_Publish_name`, `MPI_Lookup_name`, `MPI_Unpublish_name`), `MPI_Comm_join`
+//! and `MPI_Comm_disconnect`.
+//!
+//! - `port`: the process's open ports and the port name grammar (what crosses the name service
+//!   or the program's own channels is parsed as untrusted);
+//! - `connect`: accept and connect: the two roots meet through the port, then build the
+//!   intercommunicator as `MPI_Intercomm_create` does (`intercomm::intercomm_create`);
+//! - `join`: the two processes meet over the program's socket instead;
+//! - `names`: the name service (nmad's bootstrap, served by madrun or Hydra).
+//!
+//! Both sides must be processes of the same job: nmad connects only processes that share the
+//! job key (a port name carries the job's public fingerprint, so a port of another job is
+//! refused at once, `MPI_ERR_PORT`). Spawning processes (`MPI_Comm_spawn`) needs nmad
+//! connections between jobs and is not here yet.
+//!
+//! Owns the port table and the meeting protocols; the intercommunicator itself is
+//! `intercomm`'s, and this module must not touch nmad beyond sessions and the name service.
+
+mod connect;
+mod join;
+mod names;
+mod port;
+
+pub use connect::{accept, connect};
+pub use join::join;
+pub use names::{lookup_name, publish_name, unpublish_name};
+pub use port::{PORT_NAME_MAX, close_port, open_port};
+
+use crate::comm::{Comm, from_nmad};
+use crate::error::Result;
+use crate::internal::allreduce_and;
+
+/// `MPI_Comm_disconnect`'s synchronization (collective over both groups of an
+/// intercommunicator, or the members of an intracommunicator): returns when every member has
+/// called it, so that every message a member sent on `c` before has been sent. Requests still
+/// pending complete normally afterwards, as after `MPI_Comm_free` (the caller then frees).
+pub fn disconnect(c: &Comm) -> Result<()> {
+    c.internal(|m| allreduce_and(m, 0, &mut [1]).map_err(from_nmad))
+}
+
+#[cfg(test)]
+mod tests;
