@@ -322,6 +322,13 @@ fn gather_family_and_prefix_reductions_match_local_references() {
 }
 
 #[test]
+fn groups_accept_and_connect_through_a_published_port_and_processes_join_over_a_socket() {
+    for n in [2, 3, 4] {
+        passes_on("dynamic_ports", n);
+    }
+}
+
+#[test]
 fn intercommunicators_are_created_merged_split_and_talk_across() {
     for n in [1, 2, 3, 5] {
         passes_on("intercomm", n);

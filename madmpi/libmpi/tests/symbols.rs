@@ -31,8 +31,8 @@ const NOT_YET: &str = "\
     MPI_Barrier_init MPI_Bcast_c MPI_Bcast_init MPI_Bcast_init_c MPI_Bsend_c MPI_Bsend_init \
     MPI_Bsend_init_c MPI_Buffer_attach_c MPI_Buffer_detach_c MPI_Cart_coords MPI_Cart_create \
     MPI_Cart_get MPI_Cart_map MPI_Cart_rank MPI_Cart_shift MPI_Cart_sub MPI_Cartdim_get \
-    MPI_Close_port MPI_Comm_accept MPI_Comm_connect MPI_Comm_create_from_group \
-    MPI_Comm_disconnect MPI_Comm_get_parent MPI_Comm_join MPI_Comm_spawn MPI_Comm_spawn_multiple \
+    MPI_Comm_create_from_group \
+    MPI_Comm_spawn MPI_Comm_spawn_multiple \
     MPI_Dims_create MPI_Dist_graph_create MPI_Dist_graph_create_adjacent \
     MPI_Dist_graph_neighbors MPI_Dist_graph_neighbors_count MPI_Exscan_c MPI_Exscan_init \
     MPI_Exscan_init_c MPI_Free_mem MPI_Gather_c MPI_Gather_init MPI_Gather_init_c MPI_Gatherv_c \
@@ -49,16 +49,16 @@ const NOT_YET: &str = "\
     MPI_Irecv_c MPI_Ireduce_c MPI_Ireduce_scatter_block_c \
     MPI_Ireduce_scatter_c MPI_Irsend_c MPI_Iscan_c MPI_Iscatter_c MPI_Iscatterv_c MPI_Isend_c \
     MPI_Isendrecv MPI_Isendrecv_c MPI_Isendrecv_replace MPI_Isendrecv_replace_c MPI_Issend_c \
-    MPI_Lookup_name MPI_Mrecv_c MPI_Neighbor_allgather MPI_Neighbor_allgather_c \
+    MPI_Mrecv_c MPI_Neighbor_allgather MPI_Neighbor_allgather_c \
     MPI_Neighbor_allgather_init MPI_Neighbor_allgather_init_c MPI_Neighbor_allgatherv \
     MPI_Neighbor_allgatherv_c MPI_Neighbor_allgatherv_init MPI_Neighbor_allgatherv_init_c \
     MPI_Neighbor_alltoall MPI_Neighbor_alltoall_c MPI_Neighbor_alltoall_init \
     MPI_Neighbor_alltoall_init_c MPI_Neighbor_alltoallv MPI_Neighbor_alltoallv_c \
     MPI_Neighbor_alltoallv_init MPI_Neighbor_alltoallv_init_c MPI_Neighbor_alltoallw \
     MPI_Neighbor_alltoallw_c MPI_Neighbor_alltoallw_init MPI_Neighbor_alltoallw_init_c \
-    MPI_Op_create_c MPI_Open_port MPI_Pack_c MPI_Pack_external MPI_Pack_external_c \
+    MPI_Op_create_c MPI_Pack_c MPI_Pack_external MPI_Pack_external_c \
     MPI_Pack_external_size MPI_Pack_external_size_c MPI_Pack_size_c MPI_Parrived MPI_Pready \
-    MPI_Pready_list MPI_Pready_range MPI_Precv_init MPI_Psend_init MPI_Publish_name MPI_Recv_c \
+    MPI_Pready_list MPI_Pready_range MPI_Precv_init MPI_Psend_init MPI_Recv_c \
     MPI_Recv_init_c MPI_Reduce_c MPI_Reduce_init MPI_Reduce_init_c MPI_Reduce_local_c \
     MPI_Reduce_scatter_block_c MPI_Reduce_scatter_block_init MPI_Reduce_scatter_block_init_c \
     MPI_Reduce_scatter_c MPI_Reduce_scatter_init MPI_Reduce_scatter_init_c MPI_Rsend_c \
@@ -92,7 +92,7 @@ const NOT_YET: &str = "\
     MPI_Type_get_true_extent_c MPI_Type_hindexed MPI_Type_hvector MPI_Type_indexed_c MPI_Type_lb \
     MPI_Type_match_size MPI_Type_set_attr MPI_Type_size_c MPI_Type_struct MPI_Type_ub \
     MPI_Type_vector_c MPI_UNWEIGHTED MPI_Unpack_c MPI_Unpack_external MPI_Unpack_external_c \
-    MPI_Unpublish_name MPI_WEIGHTS_EMPTY
+    MPI_WEIGHTS_EMPTY
 ";
 
 /// Exported data objects of MPICH's interface: no `PMPI_` twin.

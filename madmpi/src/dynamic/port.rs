@@ -9,8 +9,8 @@
 use crate::error::{Error, Result};
 use std::sync::Mutex;
 
-/// `MPI_MAX_PORT_NAME` (MPICH's value: names fit in 1024 bytes with their NUL).
-pub const PORT_NAME_MAX: usize = 1024;
+/// `MPI_MAX_PORT_NAME` (names fit with their NUL).
+pub const PORT_NAME_MAX: usize = crate::abi::MPI_MAX_PORT_NAME as usize;
 const PREFIX: &str = "madmpi-port";
 
 /// A parsed port name.
@@ -64,8 +64,14 @@ impl Port {
     }
 }
 
-/// `MPI_Open_port`: a new port of this process (world rank `rank` of job `job`).
-pub fn open_port(job: &str, rank: u32) -> Result<String> {
+/// `MPI_Open_port`: a new port of this process (`c`: any communicator, for the process's job).
+pub fn open_port(c: &crate::comm::Comm) -> Result<String> {
+    let nm = c.runtime_nmad();
+    open(&nm.job_id(), nm.rank())
+}
+
+/// A new port of world rank `rank` of job `job` (this process).
+fn open(job: &str, rank: u32) -> Result<String> {
     let mut token = [0u8; 16];
     tools::secret::random_bytes(&mut token).map_err(|e| Error::other(format!("MPI_Open_port: {e}")))?;
     OPEN.lock().unwrap_or_else(|e| e.into_inner()).push(token);
@@ -115,8 +121,8 @@ mod tests {
 
     #[test]
     fn ports_are_open_until_closed_once() {
-        let a = open_port("0123456789abcdef", 0).unwrap();
-        let b = open_port("0123456789abcdef", 0).unwrap();
+        let a = open("0123456789abcdef", 0).unwrap();
+        let b = open("0123456789abcdef", 0).unwrap();
         assert_ne!(a, b);
         assert!(is_open(&Port::parse(&a).unwrap().token));
         close_port(&a).unwrap();

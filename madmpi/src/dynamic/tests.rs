@@ -26,11 +26,10 @@ fn talk_across(ic: &Comm) {
 fn two_groups_meet_through_a_published_port() {
     let got = on_all(5, |world| {
         let me = world.rank();
-        let nm = world.runtime_nmad();
         let half = world.split(Some((me % 2) as i32), 0).unwrap().unwrap();
         let service = "dynamic-test-service";
         let ic = if me % 2 == 0 {
-            let port = (half.rank() == 0).then(|| open_port(&nm.job_id(), nm.rank()).unwrap());
+            let port = (half.rank() == 0).then(|| open_port(&world).unwrap());
             if let Some(p) = &port {
                 publish_name(&world, service, p).unwrap();
                 let again = publish_name(&world, service, p).unwrap_err();
