@@ -12,8 +12,16 @@
 //!
 //! Both sides must be processes of the same job: nmad connects only processes that share the
 //! job key (a port name carries the job's public fingerprint, so a port of another job is
-//! refused at once, `MPI_ERR_PORT`). Spawning processes (`MPI_Comm_spawn`) needs nmad
-//! connections between jobs and is not here yet.
+//! refused at once, `MPI_ERR_PORT`). A connect waits until the port's process accepts, also
+//! when the port was closed meanwhile (nothing answers for a closed port yet).
+//!
+//! Not here yet: `MPI_Comm_spawn`(`_multiple`). What it needs: nmad peers beyond the job (peer
+//! ids as universe ids, `base + rank`, with room reserved in the gate and card tables; the
+//! drivers already check ids against `DriverEnv::size`, which would be the universe's
+//! capacity); madrun serving several jobs (one KVS for the cards, one barrier per job, the job
+//! key shared with the children, PMI-1 `mcmd=spawn` as Hydra frames it); then spawn is an
+//! accept on a port the children's world connects to at `MPI_Init` (as MPICH does), and
+//! `MPI_Comm_get_parent` returns that intercommunicator.
 //!
 //! Owns the port table and the meeting protocols; the intercommunicator itself is
 //! `intercomm`'s, and this module must not touch nmad beyond sessions and the name service.
