@@ -32,7 +32,7 @@ const NOT_YET: &str = "\
     MPI_Bsend_init_c MPI_Buffer_attach_c MPI_Buffer_detach_c MPI_Cart_coords MPI_Cart_create \
     MPI_Cart_get MPI_Cart_map MPI_Cart_rank MPI_Cart_shift MPI_Cart_sub MPI_Cartdim_get \
     MPI_Comm_create_from_group \
-    MPI_Comm_spawn MPI_Comm_spawn_multiple \
+    \
     MPI_Dims_create MPI_Dist_graph_create MPI_Dist_graph_create_adjacent \
     MPI_Dist_graph_neighbors MPI_Dist_graph_neighbors_count MPI_Exscan_c MPI_Exscan_init \
     MPI_Exscan_init_c MPI_Free_mem MPI_Gather_c MPI_Gather_init MPI_Gather_init_c MPI_Gatherv_c \

@@ -32,35 +32,40 @@ pub(super) type Met = (u32, u64);
 /// `MPI_Comm_accept` at a member of `comm` (collective over it); `port_name` is significant at
 /// rank `root` only, which must have opened it.
 pub fn accept(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> {
-    meet("MPI_Comm_accept", comm, root, |world| {
+    meet("MPI_Comm_accept", comm, root, Error::port, |world| {
         let name = port_name.ok_or_else(|| Error::port("MPI_Comm_accept: no port name at the root"))?;
         let port = Port::parse(name)?;
         let nm = comm.runtime_nmad();
         if port.job != nm.job_id() || port.rank != nm.rank() || !is_open(&port.token) {
             return Err(Error::port("MPI_Comm_accept: the root did not open this port (or closed it)"));
         }
-        loop {
-            let mut buf = [0u8; 16];
-            let st = match world.recv(Source::Any, tagged(Kind::Port, port.tag(), REQUEST), &mut buf) {
-                Ok(st) => st,
-                Err(nmad::Error::Truncated { .. }) => continue, // not a request of ours
-                Err(e) => return Err(from_nmad(e)),
-            };
-            let genuine = st.received == 16 && buf == port.token;
-            world
-                .send(st.source, tagged(Kind::Port, port.tag(), ANSWER), &[u8::from(genuine)])
-                .map_err(from_nmad)?;
-            if genuine {
-                return Ok((st.source, tagged(Kind::Port, port.tag(), LINK)));
-            }
-        }
+        await_connect(world, &port)
     })
+}
+
+/// At the accepting root: takes connect requests on `port` until one has its token.
+pub(super) fn await_connect(world: &Session, port: &Port) -> Result<Met> {
+    loop {
+        let mut buf = [0u8; 16];
+        let st = match world.recv(Source::Any, tagged(Kind::Port, port.tag(), REQUEST), &mut buf) {
+            Ok(st) => st,
+            Err(nmad::Error::Truncated { .. }) => continue, // not a request of ours
+            Err(e) => return Err(from_nmad(e)),
+        };
+        let genuine = st.received == 16 && buf == port.token;
+        world
+            .send(st.source, tagged(Kind::Port, port.tag(), ANSWER), &[u8::from(genuine)])
+            .map_err(from_nmad)?;
+        if genuine {
+            return Ok((st.source, tagged(Kind::Port, port.tag(), LINK)));
+        }
+    }
 }
 
 /// `MPI_Comm_connect` at a member of `comm` (collective over it); `port_name` is significant at
 /// rank `root` only. Waits until the port's process accepts.
 pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> {
-    meet("MPI_Comm_connect", comm, root, |world| {
+    meet("MPI_Comm_connect", comm, root, Error::port, |world| {
         let name = port_name.ok_or_else(|| Error::port("MPI_Comm_connect: no port name at the root"))?;
         let port = Port::parse(name)?;
         let nm = comm.runtime_nmad();
@@ -69,9 +74,9 @@ pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> 
                 "MPI_Comm_connect: the port belongs to another job (only processes of one job connect)",
             ));
         }
-        if port.rank >= nm.size() {
+        if port.rank >= nm.capacity() {
             return Err(Error::port(format!(
-                "MPI_Comm_connect: the port names rank {}, outside the job",
+                "MPI_Comm_connect: the port names process {}, which this job cannot reach",
                 port.rank
             )));
         }
@@ -96,11 +101,13 @@ pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> 
 }
 
 /// The common part: `at_root` runs at the root; the group learns whether it met the other
-/// root, then the intercommunicator is made.
+/// root (the other members fail with `failed`'s class if not), then the intercommunicator is
+/// made.
 pub(super) fn meet(
     call: &str,
     comm: &Comm,
     root: u32,
+    failed: fn(String) -> Error,
     at_root: impl FnOnce(&Session) -> Result<Met>,
 ) -> Result<Comm> {
     if comm.is_inter() {
@@ -123,7 +130,7 @@ pub(super) fn meet(
     let link = match met {
         Some(Err(e)) => return Err(e),
         _ if ok[0] != 1 => {
-            return Err(Error::port(format!("{call}: the root could not meet the other group")));
+            return Err(failed(format!("{call}: the root could not meet the other group")));
         }
         Some(Ok((to, tag))) => Some((to, tag)),
         None => None,

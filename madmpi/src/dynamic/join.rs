@@ -41,11 +41,13 @@ pub fn join(self_comm: &Comm, fd: RawFd) -> Result<Comm> {
         return Err(Error::other("MPI_Comm_join: the other end is a process of another job"));
     }
     let other = u32::from_le_bytes(theirs[24..28].try_into().expect("4 bytes"));
-    if other >= nm.size() || other == me {
+    if other >= nm.capacity() || other == me {
         return Err(Error::other(format!("MPI_Comm_join: the other end says it is rank {other}")));
     }
     let mixed = u32::from_le_bytes(nonce) ^ u32::from_le_bytes(theirs[28..32].try_into().expect("4 bytes"));
-    meet("MPI_Comm_join", self_comm, 0, |_| Ok((other, tagged(Kind::Port, mixed & 0x7fff_ffff, 3))))
+    meet("MPI_Comm_join", self_comm, 0, Error::other, |_| {
+        Ok((other, tagged(Kind::Port, mixed & 0x7fff_ffff, 3)))
+    })
 }
 
 fn io_err(what: &str) -> Error {

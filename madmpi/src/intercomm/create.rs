@@ -83,7 +83,7 @@ pub fn intercomm_create(local: &Comm, leader: u32, link: Option<&LeaderLink<'_>>
         (true, None) => return Err(Error::intern("MPI_Intercomm_create: the leader has no peer")),
         (false, _) => None,
     };
-    let world = local.runtime_nmad().size() as usize;
+    let world = local.runtime_nmad().capacity() as usize;
     let rt = local.runtime().clone();
     let (remote, id) = local.internal(|m| {
         // A leader's value (others: all ones) ANDed over the group: the leader's, everywhere.

@@ -16,6 +16,9 @@ use super::procs::{self, Exit};
 use super::remote::{Accepted, PmiPort};
 use super::server::{ConnId, Event, OUTPUT_HIGH_WATER, Server};
 use super::signals::SelfPipe;
+
+mod spawning;
+pub use spawning::Spawner;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
@@ -77,6 +80,8 @@ pub struct Job {
     phase: Phase,
     exit_code: i32,
     started: Instant,
+    /// How to start spawned jobs (`None`: spawn requests are refused).
+    spawner: Option<Spawner>,
 }
 
 impl Job {
@@ -100,6 +105,7 @@ impl Job {
             phase: Phase::Running,
             exit_code: 0,
             started: Instant::now(),
+            spawner: None,
         }
     }
 
@@ -118,7 +124,7 @@ impl Job {
             self.outputs
                 .push(Some(Output { file, fwd: OutputForwarder::new(rank, self.tag_output, to_stderr) }));
         }
-        if let Some(stdin) = l.stdin {
+        if let Some(stdin) = l.stdin.filter(|_| rank == 0) {
             let _ = set_nonblocking(&stdin);
             self.stdin = StdinForwarder::new(Some(stdin));
         }
@@ -171,6 +177,7 @@ impl Job {
                 }
             }
             self.take_handshakes();
+            self.serve_spawns();
             self.flush_pmi();
         }
         self.finish()

@@ -42,6 +42,8 @@ struct Conn {
 
 #[derive(Clone, Debug, Default)]
 struct RankState {
+    /// Index of its job in `Server::jobs` (0: the job madrun started; then the spawned ones).
+    job: usize,
     conn: Option<ConnId>,
     /// May identify itself over TCP (PMI_PORT).
     remote: bool,
@@ -49,11 +51,20 @@ struct RankState {
     finalized: bool,
 }
 
-/// The job's PMI server state.
+/// A job of the universe (its ranks follow the previous jobs' in `Server::ranks`).
+#[derive(Clone, Debug)]
+struct JobInfo {
+    kvsname: String,
+    size: u32,
+}
+
+/// The PMI server state of the job and of the jobs it spawned (one key/value store for all:
+/// their business cards are keyed by universe id).
 #[derive(Debug)]
 pub struct Server {
+    /// The first job's size (remote ranks identify themselves within it).
     size: u32,
-    kvsname: String,
+    jobs: Vec<JobInfo>,
     kvs: HashMap<String, String>,
     kvs_bytes: usize,
     ranks: Vec<RankState>,
@@ -63,6 +74,8 @@ pub struct Server {
     barrier: Vec<(u32, ConnId)>,
     /// The name service (`publish_name`...).
     names: names::Names,
+    /// Spawn requests waiting for the event loop (`spawn`).
+    spawns: Vec<(ConnId, crate::pmi::spawn::SpawnRequest)>,
 }
 
 type Handled = Result<(), Event>;
@@ -72,9 +85,10 @@ impl Server {
     pub fn new(kvsname: &str, remote: Vec<bool>) -> Server {
         let ranks =
             remote.into_iter().map(|remote| RankState { remote, ..RankState::default() }).collect::<Vec<_>>();
+        let kvsname: String = kvsname.chars().take(KVSNAME_MAX).collect();
         Server {
             size: ranks.len() as u32,
-            kvsname: kvsname.chars().take(KVSNAME_MAX).collect(),
+            jobs: vec![JobInfo { kvsname, size: ranks.len() as u32 }],
             kvs: HashMap::new(),
             kvs_bytes: 0,
             ranks,
@@ -82,6 +96,7 @@ impl Server {
             next_id: 0,
             barrier: Vec::new(),
             names: names::Names::default(),
+            spawns: Vec::new(),
         }
     }
 
@@ -198,6 +213,12 @@ impl Server {
         }
     }
 
+    /// The job of a connection (the first job before it says its rank).
+    fn job_of(&self, id: ConnId) -> &JobInfo {
+        let job = self.rank_of(id).and_then(|r| self.ranks.get(r as usize)).map_or(0, |r| r.job);
+        &self.jobs[job]
+    }
+
     fn rank_of(&self, id: ConnId) -> Option<u32> {
         self.conns.get(&id).and_then(|c| c.rank)
     }
@@ -244,7 +265,7 @@ impl Server {
             "initack" => {
                 let r = self.require_int(id, &m, "pmiid")?;
                 self.identify(id, r, &m)?;
-                let size = self.size;
+                let size = self.job_of(id).size;
                 self.reply(id, Message::new("initack"));
                 self.reply(id, Message::new("set").with("size", size));
                 self.reply(id, Message::new("set").with("rank", r));
@@ -257,12 +278,13 @@ impl Server {
                 .with("keylen_max", KEYLEN_MAX)
                 .with("vallen_max", VALLEN_MAX),
             "get_appnum" => Message::new("appnum").with("appnum", 0),
-            "get_my_kvsname" => Message::new("my_kvsname").with("kvsname", &self.kvsname),
-            "get_universe_size" => Message::new("universe_size").with("size", self.size),
+            "get_my_kvsname" => Message::new("my_kvsname").with("kvsname", &self.job_of(id).kvsname),
+            "get_universe_size" => Message::new("universe_size").with("size", self.job_of(id).size),
+            "spawn" => return self.spawn_request(id, &m),
             "put" => {
                 let (key, value) = (self.require(id, &m, "key")?, self.require(id, &m, "value")?);
                 let r = match m.get("kvsname") {
-                    Some(k) if k != self.kvsname => Err("unknown_kvsname"),
+                    Some(k) if k != self.job_of(id).kvsname => Err("unknown_kvsname"),
                     _ => self.kvs_put(key, value),
                 };
                 match r {
@@ -332,13 +354,13 @@ impl Server {
                     .with("pmi-version", 2)
                     .with("pmi-subversion", 0)
                     .with("rank", r)
-                    .with("size", self.size)
+                    .with("size", self.job_of(id).size)
                     .with("appnum", 0)
                     .with("debugged", "FALSE")
                     .with("pmiverbose", "FALSE")
             }
             _ if rank.is_none() => return Err(self.bad(id, "request before fullinit", &m)),
-            "job-getid" => ok("job-getid-response").with("jobid", &self.kvsname),
+            "job-getid" => ok("job-getid-response").with("jobid", &self.job_of(id).kvsname),
             "kvs-put" => {
                 let (key, value) = (self.require(id, &m, "key")?, self.require(id, &m, "value")?);
                 match self.kvs_put(key, value) {
@@ -400,8 +422,14 @@ impl Server {
             return Err(self.bad(id, "entered the barrier twice", m));
         }
         self.barrier.push((rank, id));
-        if self.barrier.len() == self.size as usize {
-            for (_, c) in std::mem::take(&mut self.barrier) {
+        let job = self.ranks[rank as usize].job;
+        let in_job = |r: u32| self.ranks[r as usize].job == job;
+        if self.barrier.iter().filter(|&&(r, _)| in_job(r)).count() == self.jobs[job].size as usize {
+            let (done, waiting) =
+                std::mem::take(&mut self.barrier).into_iter().partition(|&(r, _)| in_job(r));
+            self.barrier = waiting;
+            let done: Vec<(u32, ConnId)> = done;
+            for (_, c) in done {
                 let v2 = self.conns.get(&c).is_some_and(|c| c.dec.framing == Framing::V2);
                 let m = if v2 {
                     Message::new("kvs-fence-response").with("rc", 0)
@@ -438,5 +466,6 @@ impl Server {
 }
 
 mod names;
+pub mod spawn;
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@
 //! `PM2_PMI_TIMEOUT` seconds (default 600, since a fence waits for the slowest process).
 
 pub mod names;
+pub mod spawn;
 pub mod wire;
 
 use std::collections::HashMap;
