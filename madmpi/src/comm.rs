@@ -159,7 +159,9 @@ impl Comm {
 
     /// `MPI_COMM_WORLD`.
     pub(crate) fn world(rt: &Arc<Runtime>) -> Comm {
-        Comm::make(rt, Group::world(rt.nm.size()), context::WORLD, "MPI_COMM_WORLD")
+        let (base, size) = (rt.nm.base(), rt.nm.size());
+        let members = Group::new((base..base + size).collect()).expect("distinct ids");
+        Comm::make(rt, members, context::WORLD, "MPI_COMM_WORLD")
     }
 
     /// `MPI_COMM_SELF`.

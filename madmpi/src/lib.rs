@@ -43,6 +43,7 @@ mod comm_ctor;
 pub mod completion;
 mod context;
 pub mod datatype;
+pub mod dynamic;
 pub mod error;
 pub mod ft;
 pub mod grequest;

@@ -37,6 +37,8 @@ pub enum Kind {
     Partitioned = 8,
     /// Fault tolerance (ULFM): revocation notices, fault-tolerant agreements.
     FaultTolerance = 0xf0,
+    /// Ports and joins (`dynamic`): the two roots' meeting, by a port's token ([`tagged`]).
+    Port = 5,
 }
 
 const KIND_SHIFT: u32 = 32;

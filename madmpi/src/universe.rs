@@ -42,6 +42,8 @@ pub struct Universe {
     self_comm: Comm,
     threading: Threading,
     main: std::thread::ThreadId,
+    /// The intercommunicator to the parents of a spawned job (`MPI_Comm_get_parent`).
+    parent: Option<Comm>,
 }
 
 /// Initializes MPI with the launcher's PMI (madrun, Hydra, Slurm; alone: one rank). Every level
@@ -57,7 +59,11 @@ pub fn init(threading: Threading) -> Result<Universe> {
     // Shared with the sessions open in this process (started by the first of them).
     let rt = crate::process::acquire("MPI_Init")?;
     crate::info::record_start(rt.nm.size(), threading);
-    Ok(Universe::over(rt, threading))
+    let mut u = Universe::over(rt, threading);
+    // A spawned job meets its parents now: they wait in MPI_Comm_spawn.
+    u.parent = crate::dynamic::connect_to_parents(&u.world)
+        .map_err(|e| Error::new(e.class(), format!("MPI_Init: connecting to the parents: {e}")))?;
+    Ok(u)
 }
 
 impl Universe {
@@ -69,6 +75,7 @@ impl Universe {
             rt,
             threading,
             main: std::thread::current().id(),
+            parent: None,
         }
     }
 
@@ -80,6 +87,11 @@ impl Universe {
     /// `MPI_COMM_SELF`.
     pub fn self_comm(&self) -> &Comm {
         &self.self_comm
+    }
+
+    /// The intercommunicator to the parents, in a job started by `MPI_Comm_spawn`.
+    pub fn parent(&self) -> Option<&Comm> {
+        self.parent.as_ref()
     }
 
     /// The thread level provided (`MPI_Query_thread`).

@@ -11,9 +11,41 @@ use std::sync::{Arc, Barrier, Mutex};
 use tools::pmi::Pmi;
 use tools::secret::JobKey;
 
+/// Where a job's processes are among all the processes that may talk to it (the jobs one madrun
+/// runs: the first, and those it spawns): a process's peer id is `base + rank`, every peer id is
+/// below `capacity`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Universe {
+    pub base: u32,
+    pub capacity: u32,
+}
+
+/// The environment variable madrun sets: `BASE/CAPACITY`.
+pub const UNIVERSE_VAR: &str = "PM2_UNIVERSE";
+/// Most peer ids a universe may have (the core keeps a slot per id).
+pub const UNIVERSE_MAX: u32 = 1 << 16;
+
+impl Universe {
+    /// Parses [`UNIVERSE_VAR`]'s value for a job of `size` processes.
+    pub fn parse(v: &str, size: u32) -> Result<Universe, String> {
+        let bad =
+            || format!("{UNIVERSE_VAR}={v:?}: expected BASE/CAPACITY holding the job's {size} processes");
+        let (b, c) = v.trim().split_once('/').ok_or_else(bad)?;
+        let (base, capacity) = (b.parse::<u32>().map_err(|_| bad())?, c.parse::<u32>().map_err(|_| bad())?);
+        if base.checked_add(size).is_none_or(|end| end > capacity) || capacity > UNIVERSE_MAX {
+            return Err(bad());
+        }
+        Ok(Universe { base, capacity })
+    }
+}
+
 pub trait Bootstrap: Send + Sync {
     fn rank(&self) -> u32;
     fn size(&self) -> u32;
+    /// Default: the job alone (peer ids are ranks).
+    fn universe(&self) -> Universe {
+        Universe { base: 0, capacity: self.size() }
+    }
     fn job_key(&self) -> &JobKey;
     fn put(&self, key: &str, value: &str) -> io::Result<()>;
     /// Collective: everything put before is visible to every `get` after.
@@ -22,6 +54,28 @@ pub trait Bootstrap: Send + Sync {
     /// How many processes of the job run on this machine, if the launcher said. Default: unknown.
     fn local_size(&self) -> Option<u32> {
         None
+    }
+    /// Publishes `port` under `service` in the launcher's name service (`MPI_Publish_name`):
+    /// `AlreadyExists` if the name is taken, `Unsupported` without a name service (default).
+    fn publish_name(&self, service: &str, port: &str) -> io::Result<()> {
+        let _ = (service, port);
+        Err(no_name_service())
+    }
+    /// The port published under `service`: `NotFound` if none.
+    fn lookup_name(&self, service: &str) -> io::Result<String> {
+        let _ = service;
+        Err(no_name_service())
+    }
+    /// Withdraws `service`: `NotFound` if it was not published.
+    fn unpublish_name(&self, service: &str) -> io::Result<()> {
+        let _ = service;
+        Err(no_name_service())
+    }
+    /// Asks the launcher to start a new job (`MPI_Comm_spawn`): `Unsupported` when it cannot
+    /// (default; only madrun can).
+    fn spawn(&self, req: &tools::pmi::spawn::SpawnRequest) -> io::Result<()> {
+        let _ = req;
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this launcher cannot spawn processes (madrun can)"))
     }
     /// The process is done with the job (after the last fence). Default: nothing to do.
     fn finalize(&self) -> io::Result<()> {
@@ -35,6 +89,21 @@ pub trait Bootstrap: Send + Sync {
     }
 }
 
+fn no_name_service() -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, "this bootstrap has no name service")
+}
+
+/// A name service's answer as an `io::Error`: a refusal is `refused` (the name is taken, or
+/// unknown), a missing service `Unsupported`.
+fn name_err(e: tools::pmi::names::NameError, refused: io::ErrorKind) -> io::Error {
+    use tools::pmi::names::NameError;
+    match e {
+        NameError::Refused(why) => io::Error::new(refused, why),
+        NameError::Unsupported => io::Error::new(io::ErrorKind::Unsupported, e.to_string()),
+        NameError::Pmi(e) => pmi_err(e),
+    }
+}
+
 /// The launcher's PMI.
 pub struct PmiBootstrap {
     /// `None` once finalized.
@@ -42,6 +111,7 @@ pub struct PmiBootstrap {
     rank: u32,
     size: u32,
     key: JobKey,
+    universe: Universe,
 }
 
 fn pmi_err(e: tools::pmi::PmiError) -> io::Error {
@@ -53,12 +123,21 @@ impl PmiBootstrap {
     pub fn init() -> io::Result<PmiBootstrap> {
         let mut pmi = Pmi::init().map_err(pmi_err)?;
         let key = tools::pmi::job_key(&mut pmi).map_err(pmi_err)?;
-        Ok(PmiBootstrap { rank: pmi.rank(), size: pmi.size(), pmi: Mutex::new(Some(pmi)), key })
+        let size = pmi.size();
+        let universe = match std::env::var(UNIVERSE_VAR) {
+            Ok(v) => Universe::parse(&v, size).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+            Err(_) => Universe { base: 0, capacity: size },
+        };
+        Ok(PmiBootstrap { rank: pmi.rank(), size, pmi: Mutex::new(Some(pmi)), key, universe })
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Pmi) -> Result<T, tools::pmi::PmiError>) -> io::Result<T> {
+        self.with_io(|p| f(p).map_err(pmi_err))
+    }
+
+    fn with_io<T>(&self, f: impl FnOnce(&mut Pmi) -> io::Result<T>) -> io::Result<T> {
         match self.pmi.lock().unwrap().as_mut() {
-            Some(p) => f(p).map_err(pmi_err),
+            Some(p) => f(p),
             None => Err(io::Error::new(io::ErrorKind::NotConnected, "PMI already finalized")),
         }
     }
@@ -70,6 +149,9 @@ impl Bootstrap for PmiBootstrap {
     }
     fn size(&self) -> u32 {
         self.size
+    }
+    fn universe(&self) -> Universe {
+        self.universe
     }
     fn job_key(&self) -> &JobKey {
         &self.key
@@ -85,6 +167,26 @@ impl Bootstrap for PmiBootstrap {
     }
     fn get(&self, key: &str) -> io::Result<Option<String>> {
         self.with(|p| p.get(key))
+    }
+    fn publish_name(&self, service: &str, port: &str) -> io::Result<()> {
+        self.with_io(|p| p.publish_name(service, port).map_err(|e| name_err(e, io::ErrorKind::AlreadyExists)))
+    }
+    fn lookup_name(&self, service: &str) -> io::Result<String> {
+        self.with_io(|p| p.lookup_name(service).map_err(|e| name_err(e, io::ErrorKind::NotFound)))
+    }
+    fn unpublish_name(&self, service: &str) -> io::Result<()> {
+        self.with_io(|p| p.unpublish_name(service).map_err(|e| name_err(e, io::ErrorKind::NotFound)))
+    }
+    fn spawn(&self, req: &tools::pmi::spawn::SpawnRequest) -> io::Result<()> {
+        self.with_io(|p| {
+            p.spawn(req).map_err(|e| match e {
+                Some(e) => pmi_err(e),
+                None => io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "this launcher cannot spawn processes (madrun can)",
+                ),
+            })
+        })
     }
     fn finalize(&self) -> io::Result<()> {
         match self.pmi.lock().unwrap().take() {
@@ -103,6 +205,8 @@ impl Bootstrap for PmiBootstrap {
 /// A job whose ranks are in this process.
 pub struct LocalJob {
     kv: Mutex<HashMap<String, String>>,
+    /// The name service of its ranks.
+    names: Mutex<HashMap<String, String>>,
     barrier: Barrier,
     size: u32,
     key: JobKey,
@@ -113,6 +217,7 @@ impl LocalJob {
     pub fn ranks(size: u32) -> io::Result<Vec<LocalBootstrap>> {
         let job = Arc::new(LocalJob {
             kv: Mutex::new(HashMap::new()),
+            names: Mutex::new(HashMap::new()),
             barrier: Barrier::new(size as usize),
             size,
             key: JobKey::generate()?,
@@ -146,5 +251,38 @@ impl Bootstrap for LocalBootstrap {
     }
     fn get(&self, key: &str) -> io::Result<Option<String>> {
         Ok(self.job.kv.lock().unwrap().get(key).cloned())
+    }
+    fn publish_name(&self, service: &str, port: &str) -> io::Result<()> {
+        let mut names = self.job.names.lock().unwrap();
+        if names.contains_key(service) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{service:?} is published")));
+        }
+        names.insert(service.to_string(), port.to_string());
+        Ok(())
+    }
+    fn lookup_name(&self, service: &str) -> io::Result<String> {
+        let names = self.job.names.lock().unwrap();
+        names.get(service).cloned().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not published"))
+    }
+    fn unpublish_name(&self, service: &str) -> io::Result<()> {
+        let mut names = self.job.names.lock().unwrap();
+        names
+            .remove(service)
+            .map(drop)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not published"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn universes_must_hold_the_job() {
+        assert_eq!(Universe::parse("4/64", 2), Ok(Universe { base: 4, capacity: 64 }));
+        assert_eq!(Universe::parse("0/2", 2), Ok(Universe { base: 0, capacity: 2 }));
+        for bad in ["1/2", "x/4", "4", "4294967295/5", "0/4294967295", ""] {
+            assert!(Universe::parse(bad, 2).is_err(), "{bad:?}");
+        }
     }
 }

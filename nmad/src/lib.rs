@@ -113,12 +113,24 @@ impl Nmad {
         Builder::default().build()
     }
 
+    /// This process's peer id: its rank in the job plus [`Nmad::base`].
     pub fn rank(&self) -> u32 {
         self.0.core.rank
     }
 
+    /// The job's size.
     pub fn size(&self) -> u32 {
         self.0.core.size
+    }
+
+    /// The peer id of the job's rank 0 (0 unless madrun spawned this job).
+    pub fn base(&self) -> u32 {
+        self.0.core.base
+    }
+
+    /// Every peer id this process may reach is below this (the job's size, or madrun's universe).
+    pub fn capacity(&self) -> u32 {
+        self.0.core.bootstrap.universe().capacity
     }
 
     /// The session `id` (created on first use; the same id on every rank talks together).
@@ -177,6 +189,33 @@ impl Nmad {
     /// fault-tolerant agreement among them).
     pub fn finalize_survivors(self) -> io::Result<()> {
         self.0.core.finalize_survivors()
+    }
+
+    /// A public name of this process's job (the job key's fingerprint): processes of one job
+    /// share it, and only they can talk together.
+    pub fn job_id(&self) -> String {
+        self.0.core.bootstrap.job_key().fingerprint()
+    }
+
+    /// The launcher's name service (see [`Bootstrap::publish_name`]): publishes `port` under
+    /// `service`.
+    pub fn publish_name(&self, service: &str, port: &str) -> io::Result<()> {
+        marcel::blocking(|| self.0.core.bootstrap.publish_name(service, port))
+    }
+
+    /// The port published under `service`.
+    pub fn lookup_name(&self, service: &str) -> io::Result<String> {
+        marcel::blocking(|| self.0.core.bootstrap.lookup_name(service))
+    }
+
+    /// Withdraws `service`.
+    pub fn unpublish_name(&self, service: &str) -> io::Result<()> {
+        marcel::blocking(|| self.0.core.bootstrap.unpublish_name(service))
+    }
+
+    /// Asks the launcher to start a new job (see [`Bootstrap::spawn`]).
+    pub fn spawn(&self, req: &tools::pmi::spawn::SpawnRequest) -> io::Result<()> {
+        marcel::blocking(|| self.0.core.bootstrap.spawn(req))
     }
 
     /// Asks the launcher to end the whole job with exit status `code` (MPI_Abort). Returns only

@@ -82,6 +82,25 @@ fn pmi2_jobs_of_1_2_4_8_ranks() {
     }
 }
 
+/// The name service (publish, lookup, refusal of a taken name, unpublish) under madrun, and the
+/// same client under Hydra.
+#[test]
+fn names_are_published_looked_up_and_unpublished_across_ranks() {
+    let _g = serial();
+    for n in [1u32, 2, 4] {
+        let d = run(madrun(&unique_marker(), &["-n", &n.to_string(), pmi_check(), "--names"]));
+        assert_all_ok(&d, n, false);
+        assert_eq!(d.stdout.matches("names ok").count(), n as usize, "{d:?}");
+    }
+    if have("mpiexec.hydra") {
+        let mut cmd = Command::new("mpiexec.hydra");
+        cmd.args(["-n", "2", pmi_check(), "--names"]).env_remove("PM2_PMI");
+        let d = run(cmd);
+        assert_all_ok(&d, 2, false);
+        assert_eq!(d.stdout.matches("names ok").count(), 2, "{d:?}");
+    }
+}
+
 #[test]
 fn pmi_check_under_hydra() {
     let _g = serial();

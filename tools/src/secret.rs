@@ -66,6 +66,13 @@ impl JobKey {
         Ok(JobKey(k))
     }
 
+    /// A public name of the job (16 hex characters): equal for the processes that share this
+    /// key, and telling nothing about the key (an HMAC of a fixed label).
+    pub fn fingerprint(&self) -> String {
+        let mac = self.mac(b"job-fingerprint", &[], &[]).finalize().into_bytes();
+        crate::pmi::wire::encode_value(&mac[..8])
+    }
+
     fn mac(&self, role: &[u8], nc: &[u8], ns: &[u8]) -> Hmac<Sha256> {
         let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes any key length");
         m.update(role);
@@ -206,5 +213,14 @@ mod tests {
         assert_eq!(JobKey::from_hex(&k.to_hex()).unwrap(), k);
         assert_eq!(format!("{k:?}"), "JobKey(<secret>)");
         assert!(JobKey::from_hex("abcd").is_err());
+    }
+
+    #[test]
+    fn fingerprints_name_the_key_without_revealing_it() {
+        let (a, b) = (JobKey::generate().unwrap(), JobKey::generate().unwrap());
+        assert_eq!(a.fingerprint(), a.clone().fingerprint());
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.fingerprint().len(), 16);
+        assert!(!a.to_hex().contains(&a.fingerprint()));
     }
 }

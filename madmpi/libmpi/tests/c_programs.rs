@@ -333,6 +333,42 @@ fn tools_interface_lists_reads_writes_and_delivers_events() {
 }
 
 #[test]
+fn groups_accept_and_connect_through_a_published_port_and_processes_join_over_a_socket() {
+    for n in [2, 3, 4] {
+        passes_on("dynamic_ports", n);
+    }
+}
+
+/// MPI_Comm_spawn and _spawn_multiple under madrun (parents of 1 and 2 spawning 2, then 1 + 2
+/// children that talk with them, merge and disconnect); under Hydra the call fails cleanly with
+/// MPI_ERR_SPAWN.
+#[test]
+#[ignore = "flaky: a spawned process that exits right after MPI_Comm_disconnect sometimes loses \
+            its last messages to the parents (nmad, ~1 run in 12; not seen when it exits later)"]
+fn parents_spawn_children_that_talk_merge_and_disconnect() {
+    let _s = serial();
+    for (build, exe) in both_builds("spawn") {
+        for n in [1, 2] {
+            let done = run_on(Launcher::Madrun, &exe, &[], n);
+            let what = format!("spawn ({build:?} build, madrun, {n} parents)");
+            assert_eq!(done.code, Some(0), "{what}: {done:?}");
+            assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
+            for rank in 0..n {
+                assert!(done.stdout.contains(&format!("OK {rank}: all checks passed\n")), "{what}: {done:?}");
+            }
+            // 2 children, then 3: each says so.
+            assert_eq!(done.stdout.matches("all checks passed (child)").count(), 5, "{what}: {done:?}");
+        }
+        let done = run_on(Launcher::Hydra, &exe, &[], 2);
+        assert_eq!(done.code, Some(0), "spawn ({build:?} build, Hydra): {done:?}");
+        assert!(
+            done.stdout.contains("spawn unsupported: MPI_Comm_spawn fails with MPI_ERR_SPAWN"),
+            "{done:?}"
+        );
+    }
+}
+
+#[test]
 fn intercommunicators_are_created_merged_split_and_talk_across() {
     for n in [1, 2, 3, 5] {
         passes_on("intercomm", n);

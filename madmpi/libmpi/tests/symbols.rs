@@ -21,9 +21,6 @@ const MPICH_LIB: &str = "/usr/lib/x86_64-linux-gnu/libmpich.so.12";
 /// The MPICH symbols we do not export yet, each standing for its `MPI_`/`MPIX_` name and the
 /// matching `PMPI_`/`PMPIX_` one (data objects have no profiling name).
 const NOT_YET: &str = "\
-    MPI_Close_port MPI_Comm_accept MPI_Comm_connect MPI_Comm_disconnect MPI_Comm_get_parent \
-    MPI_Comm_join MPI_Comm_spawn MPI_Comm_spawn_multiple MPI_Lookup_name MPI_Open_port \
-    MPI_Publish_name MPI_Unpublish_name \
 ";
 
 /// Exported data objects of MPICH's interface: no `PMPI_` twin.

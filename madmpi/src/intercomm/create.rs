@@ -38,6 +38,12 @@ impl<'a> LeaderLink<'a> {
         Ok(LeaderLink { session: peer.session(), to, tag })
     }
 
+    /// Over `session` to world rank `to` with nmad tag `tag`, which the caller keeps apart from
+    /// other traffic (ports and joins, `dynamic`).
+    pub(crate) fn in_session(session: &'a Session, to: u32, tag: u64) -> LeaderLink<'a> {
+        LeaderLink { session, to, tag }
+    }
+
     /// Swaps `out` with the other leader's words (at most `max` of them).
     fn swap(&self, out: &[u64], max: usize) -> Result<Vec<u64>> {
         let mut buf = vec![0u8; max * 8];
@@ -77,7 +83,7 @@ pub fn intercomm_create(local: &Comm, leader: u32, link: Option<&LeaderLink<'_>>
         (true, None) => return Err(Error::intern("MPI_Intercomm_create: the leader has no peer")),
         (false, _) => None,
     };
-    let world = local.runtime_nmad().size() as usize;
+    let world = local.runtime_nmad().capacity() as usize;
     let rt = local.runtime().clone();
     let (remote, id) = local.internal(|m| {
         // A leader's value (others: all ones) ANDed over the group: the leader's, everywhere.

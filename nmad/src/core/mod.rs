@@ -127,8 +127,12 @@ impl Cards {
 }
 
 pub(crate) struct Core {
+    /// This process's peer id (`base` + its rank in the job).
     pub(crate) rank: PeerId,
+    /// The job's size.
     pub(crate) size: u32,
+    /// The peer id of the job's rank 0 (see `bootstrap::Universe`).
+    pub(crate) base: PeerId,
     pub(crate) drivers: Vec<Arc<dyn Driver>>,
     explicit_drivers: bool,
     pub(crate) strategy: Arc<dyn Strategy>,
@@ -167,8 +171,15 @@ impl Core {
         pioman: Option<Pioman>,
         config: Config,
     ) -> io::Result<Arc<Core>> {
-        let (rank, size) = (bootstrap.rank(), bootstrap.size());
-        let env = DriverEnv { rank, size, job_key: bootstrap.job_key().clone(), node: drivers::node_id() };
+        let universe = bootstrap.universe();
+        // Peer ids are universe ids: this job's ranks start at `base`.
+        let (rank, size) = (universe.base + bootstrap.rank(), bootstrap.size());
+        let env = DriverEnv {
+            rank,
+            size: universe.capacity,
+            job_key: bootstrap.job_key().clone(),
+            node: drivers::node_id(),
+        };
         let explicit = config.drivers.is_some();
         let mut specs = config.drivers.clone().unwrap_or_else(|| vec!["shm".into(), "tcp".into()]);
         if !specs.iter().any(|s| s == "self") {
@@ -216,8 +227,9 @@ impl Core {
             bootstrap,
             config,
             grant,
-            gates: (0..size).map(|_| OnceLock::new()).collect(),
-            cards: (0..size).map(|_| OnceLock::new()).collect(),
+            base: universe.base,
+            gates: (0..universe.capacity).map(|_| OnceLock::new()).collect(),
+            cards: (0..universe.capacity).map(|_| OnceLock::new()).collect(),
             gate_creation: Mutex::new(()),
             sessions: RwLock::new(HashMap::default()),
             early: Mutex::new(HashMap::default()),
@@ -247,7 +259,10 @@ impl Core {
     /// The gate to `peer`, created on first use from its published cards.
     pub(crate) fn gate(&self, peer: PeerId) -> Result<Arc<Gate>, Error> {
         let slot = self.gates.get(peer as usize).ok_or_else(|| {
-            Error::InvalidArgument(format!("rank {peer} is not in this job of {}", self.size))
+            Error::InvalidArgument(format!(
+                "peer {peer} is beyond the {} this process may reach",
+                self.gates.len()
+            ))
         })?;
         if let Some(g) = slot.get() {
             return Ok(g.clone());
@@ -264,7 +279,10 @@ impl Core {
     /// `peer`'s business cards (read from the bootstrap on first use).
     fn cards(&self, peer: PeerId) -> Result<Arc<Cards>, Error> {
         let slot = self.cards.get(peer as usize).ok_or_else(|| {
-            Error::InvalidArgument(format!("rank {peer} is not in this job of {}", self.size))
+            Error::InvalidArgument(format!(
+                "peer {peer} is beyond the {} this process may reach",
+                self.cards.len()
+            ))
         })?;
         if let Some(c) = slot.get() {
             return Ok(c.clone());

@@ -3,6 +3,8 @@
 //! `--exit R CODE` (rank R exits with CODE after the fence), `--kill R` (rank R kills itself with
 //! SIGKILL), `--abort R` (rank R calls PMI abort), `--stranger` (rank 0 connects to PMI_PORT without
 //! the key first), `--echo` (rank 0 copies its stdin to stdout), `--hang R` (rank R sleeps forever).
+//! `--names` checks the launcher's name service (rank 0 publishes, everyone looks up, a second
+//! publisher is refused, rank 0 unpublishes, the name is gone).
 
 use std::io::Read;
 use tools::pmi::{self, Pmi};
@@ -81,9 +83,36 @@ fn main() {
         std::io::stdin().read_to_string(&mut s).unwrap();
         print!("echo:{s}");
     }
+    if args.iter().any(|a| a == "--names") {
+        check_names(&mut p);
+    }
     p.fence().unwrap();
     let kind = p.kind();
     p.finalize().unwrap();
     let net = std::fs::read_link("/proc/self/ns/net").map(|p| p.display().to_string()).unwrap_or_default();
     println!("rank {rank}/{size} ok ({kind:?}) {net}");
+}
+
+/// The name service, seen from every rank (fences order the steps).
+fn check_names(p: &mut Pmi) {
+    use tools::pmi::names::NameError;
+    let (rank, size) = (p.rank(), p.size());
+    let service = "pmi-check-service";
+    if rank == 0 {
+        p.publish_name(service, "port-of-rank-0").unwrap();
+    }
+    p.fence().unwrap();
+    assert_eq!(p.lookup_name(service).unwrap(), "port-of-rank-0", "rank {rank}");
+    if rank == size - 1 {
+        let taken = p.publish_name(service, "another-port");
+        assert!(matches!(taken, Err(NameError::Refused(_))), "a published name is taken: {taken:?}");
+    }
+    p.fence().unwrap();
+    if rank == 0 {
+        p.unpublish_name(service).unwrap();
+    }
+    p.fence().unwrap();
+    let gone = p.lookup_name(service);
+    assert!(matches!(gone, Err(NameError::Refused(_))), "rank {rank}: unpublished, yet {gone:?}");
+    println!("rank {rank}: names ok");
 }

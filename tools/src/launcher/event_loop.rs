@@ -18,6 +18,9 @@ use super::procs::{self, Exit};
 use super::remote::{Accepted, PmiPort};
 use super::server::{ConnId, Event, OUTPUT_HIGH_WATER, Server};
 use super::signals::SelfPipe;
+
+mod spawning;
+pub use spawning::Spawner;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
@@ -81,6 +84,8 @@ pub struct Job {
     started: Instant,
     /// End the job at a rank's death (the default) or let the others go on.
     auto_cleanup: bool,
+    /// How to start spawned jobs (`None`: spawn requests are refused).
+    spawner: Option<Spawner>,
 }
 
 impl Job {
@@ -105,6 +110,7 @@ impl Job {
             exit_code: 0,
             started: Instant::now(),
             auto_cleanup: true,
+            spawner: None,
         }
     }
 
@@ -130,7 +136,7 @@ impl Job {
             self.outputs
                 .push(Some(Output { file, fwd: OutputForwarder::new(rank, self.tag_output, to_stderr) }));
         }
-        if let Some(stdin) = l.stdin {
+        if let Some(stdin) = l.stdin.filter(|_| rank == 0) {
             let _ = set_nonblocking(&stdin);
             self.stdin = StdinForwarder::new(Some(stdin));
         }
@@ -183,6 +189,7 @@ impl Job {
                 }
             }
             self.take_handshakes();
+            self.serve_spawns();
             self.flush_pmi();
         }
         self.finish()

@@ -23,6 +23,8 @@ const PMI_VARS: &[&str] = &[
     "PM2_JOB_KEY",
     "MPI_LOCALRANKID",
     "MPI_LOCALNRANKS",
+    "PM2_UNIVERSE",
+    "PM2_PARENT_PORT",
 ];
 
 /// Where a rank runs.
@@ -76,6 +78,7 @@ pub fn start_rank(
     pgid: Option<i32>,
     key_hex: &str,
     pmi_port: Option<&str>,
+    cwd: Option<&std::path::Path>,
 ) -> Result<Launched, (String, i32)> {
     let mut env = spec.env.clone();
     let mut set = |k: &str, v: String| env.push((k.to_string(), v));
@@ -104,6 +107,7 @@ pub fn start_rank(
                 keep_fd: Some(theirs.as_raw_fd()),
                 pgid,
                 stdin,
+                cwd,
             };
             let s = procs::spawn(&l).map_err(|e| failed(&spec.program[0], e))?;
             drop(theirs);
@@ -117,7 +121,8 @@ pub fn start_rank(
             set("PMI_ID", rank.to_string());
             set("PM2_JOB_KEY", key_hex.to_string());
             let argv = remote::remote_command(&spec.launcher_exec, host, &env, &spec.program);
-            let l = Launch { argv: &argv, env_remove: PMI_VARS, env: &[], keep_fd: None, pgid, stdin };
+            let l =
+                Launch { argv: &argv, env_remove: PMI_VARS, env: &[], keep_fd: None, pgid, stdin, cwd: None };
             let s = procs::spawn(&l).map_err(|e| failed(&format!("{} {host}", spec.launcher_exec), e))?;
             Ok(Launched { pid: s.pid, pmi: None, stdin: s.stdin, stdout: s.stdout, stderr: s.stderr })
         }

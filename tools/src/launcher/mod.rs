@@ -9,6 +9,7 @@
 //! - `procs.rs`: spawning (process group, PR_SET_PDEATHSIG), reaping, killing;
 //! - `server.rs`: the PMI-1/PMI-2 server (KVS, barrier, per-connection decoding), without I/O;
 //! - `event_loop.rs`: the single-threaded poll(2) loop and the job's life cycle and failures;
+//!   `event_loop/spawning.rs`: starting the jobs its ranks spawn (`MPI_Comm_spawn`);
 //! - `io.rs`: stdout/stderr forwarding (with `--tag-output`), stdin to rank 0;
 //! - [`remote`]: local-host detection, the remote command line, the TCP PMI port + handshake;
 //! - `signals.rs`: the self-pipe for signals and wake-ups.
@@ -26,6 +27,11 @@ use std::time::Duration;
 
 /// The KVS key under which the job key is preloaded, as hex (what [`crate::pmi::job_key`] reads).
 pub const JOB_KEY_NAME: &str = "PM2_JOB_KEY";
+
+/// Processes the jobs spawned by a job's processes may have in all.
+const SPAWN_ROOM: u32 = 1024;
+/// nmad's limit on peer ids (`nmad::bootstrap::UNIVERSE_MAX`).
+const UNIVERSE_MAX: u32 = 1 << 16;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,8 +109,21 @@ fn setup(spec: &JobSpec) -> Result<event_loop::Job, String> {
     if !spec.auto_cleanup {
         job.disable_auto_cleanup();
     }
+    // Room for the jobs MPI_Comm_spawn starts: every process knows where its job is among them.
+    let capacity = spec.nprocs.saturating_add(SPAWN_ROOM).min(UNIVERSE_MAX);
+    let mut first = spec.clone();
+    first.env.push(("PM2_UNIVERSE".into(), format!("0/{capacity}")));
+    job.set_spawner(event_loop::Spawner::new(spec.clone(), key.to_hex(), capacity));
     for (rank, place) in places.iter().enumerate() {
-        match launch::start_rank(spec, rank as u32, place, job.pgid(), &key.to_hex(), advertised.as_deref()) {
+        match launch::start_rank(
+            &first,
+            rank as u32,
+            place,
+            job.pgid(),
+            &key.to_hex(),
+            advertised.as_deref(),
+            None,
+        ) {
             Ok(l) => job.add_rank(l),
             Err((what, code)) => {
                 job.abort_start(&what, code);

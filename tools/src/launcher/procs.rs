@@ -90,6 +90,8 @@ pub struct Launch<'a> {
     pub pgid: Option<i32>,
     /// Give it a stdin pipe (else /dev/null).
     pub stdin: bool,
+    /// Its working directory (else madrun's).
+    pub cwd: Option<&'a std::path::Path>,
 }
 
 /// A started process and madrun's ends of its pipes.
@@ -111,6 +113,9 @@ pub fn spawn(l: &Launch) -> io::Result<Started> {
         cmd.env_remove(k);
     }
     cmd.envs(l.env.iter().map(|(k, v)| (k, v)));
+    if let Some(dir) = l.cwd {
+        cmd.current_dir(dir);
+    }
     cmd.stdin(if l.stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -3,6 +3,8 @@
 //! Hydra does, including the `initack` exchange of PMI_PORT connections) and PMI-2 (after a v1
 //! `init pmi_version=2` line, the connection switches to v2 framing).
 //!
+//! The name service of PMI-1 (`publish_name`, `lookup_name`, `unpublish_name`) is `names`.
+//!
 //! Input is untrusted: anything that does not parse, lacks a required field, is an unknown
 //! command or breaks the protocol (wrong rank, barrier entered twice) is an
 //! [`Event::Malformed`]; the event loop then closes the connection and fails the job.
@@ -40,6 +42,8 @@ struct Conn {
 
 #[derive(Clone, Debug, Default)]
 struct RankState {
+    /// Index of its job in `Server::jobs` (0: the job madrun started; then the spawned ones).
+    job: usize,
     conn: Option<ConnId>,
     /// May identify itself over TCP (PMI_PORT).
     remote: bool,
@@ -49,11 +53,20 @@ struct RankState {
     dead: bool,
 }
 
-/// The job's PMI server state.
+/// A job of the universe (its ranks follow the previous jobs' in `Server::ranks`).
+#[derive(Clone, Debug)]
+struct JobInfo {
+    kvsname: String,
+    size: u32,
+}
+
+/// The PMI server state of the job and of the jobs it spawned (one key/value store for all:
+/// their business cards are keyed by universe id).
 #[derive(Debug)]
 pub struct Server {
+    /// The first job's size (remote ranks identify themselves within it).
     size: u32,
-    kvsname: String,
+    jobs: Vec<JobInfo>,
     kvs: HashMap<String, String>,
     kvs_bytes: usize,
     ranks: Vec<RankState>,
@@ -61,6 +74,10 @@ pub struct Server {
     next_id: ConnId,
     /// Ranks in the current barrier, with their connection.
     barrier: Vec<(u32, ConnId)>,
+    /// The name service (`publish_name`...).
+    names: names::Names,
+    /// Spawn requests waiting for the event loop (`spawn`).
+    spawns: Vec<(ConnId, crate::pmi::spawn::SpawnRequest)>,
 }
 
 type Handled = Result<(), Event>;
@@ -70,15 +87,18 @@ impl Server {
     pub fn new(kvsname: &str, remote: Vec<bool>) -> Server {
         let ranks =
             remote.into_iter().map(|remote| RankState { remote, ..RankState::default() }).collect::<Vec<_>>();
+        let kvsname: String = kvsname.chars().take(KVSNAME_MAX).collect();
         Server {
             size: ranks.len() as u32,
-            kvsname: kvsname.chars().take(KVSNAME_MAX).collect(),
+            jobs: vec![JobInfo { kvsname, size: ranks.len() as u32 }],
             kvs: HashMap::new(),
             kvs_bytes: 0,
             ranks,
             conns: HashMap::new(),
             next_id: 0,
             barrier: Vec::new(),
+            names: names::Names::default(),
+            spawns: Vec::new(),
         }
     }
 
@@ -195,6 +215,12 @@ impl Server {
         }
     }
 
+    /// The job of a connection (the first job before it says its rank).
+    fn job_of(&self, id: ConnId) -> &JobInfo {
+        let job = self.rank_of(id).and_then(|r| self.ranks.get(r as usize)).map_or(0, |r| r.job);
+        &self.jobs[job]
+    }
+
     fn rank_of(&self, id: ConnId) -> Option<u32> {
         self.conns.get(&id).and_then(|c| c.rank)
     }
@@ -241,7 +267,7 @@ impl Server {
             "initack" => {
                 let r = self.require_int(id, &m, "pmiid")?;
                 self.identify(id, r, &m)?;
-                let size = self.size;
+                let size = self.job_of(id).size;
                 self.reply(id, Message::new("initack"));
                 self.reply(id, Message::new("set").with("size", size));
                 self.reply(id, Message::new("set").with("rank", r));
@@ -254,12 +280,13 @@ impl Server {
                 .with("keylen_max", KEYLEN_MAX)
                 .with("vallen_max", VALLEN_MAX),
             "get_appnum" => Message::new("appnum").with("appnum", 0),
-            "get_my_kvsname" => Message::new("my_kvsname").with("kvsname", &self.kvsname),
-            "get_universe_size" => Message::new("universe_size").with("size", self.size),
+            "get_my_kvsname" => Message::new("my_kvsname").with("kvsname", &self.job_of(id).kvsname),
+            "get_universe_size" => Message::new("universe_size").with("size", self.job_of(id).size),
+            "spawn" => return self.spawn_request(id, &m),
             "put" => {
                 let (key, value) = (self.require(id, &m, "key")?, self.require(id, &m, "value")?);
                 let r = match m.get("kvsname") {
-                    Some(k) if k != self.kvsname => Err("unknown_kvsname"),
+                    Some(k) if k != self.job_of(id).kvsname => Err("unknown_kvsname"),
                     _ => self.kvs_put(key, value),
                 };
                 match r {
@@ -280,6 +307,7 @@ impl Server {
                 }
             }
             "barrier_in" => return self.enter_barrier(id, &m),
+            "publish_name" | "lookup_name" | "unpublish_name" => self.name_request(id, &m)?,
             "finalize" => {
                 self.finalize(id);
                 Message::new("finalize_ack")
@@ -328,13 +356,13 @@ impl Server {
                     .with("pmi-version", 2)
                     .with("pmi-subversion", 0)
                     .with("rank", r)
-                    .with("size", self.size)
+                    .with("size", self.job_of(id).size)
                     .with("appnum", 0)
                     .with("debugged", "FALSE")
                     .with("pmiverbose", "FALSE")
             }
             _ if rank.is_none() => return Err(self.bad(id, "request before fullinit", &m)),
-            "job-getid" => ok("job-getid-response").with("jobid", &self.kvsname),
+            "job-getid" => ok("job-getid-response").with("jobid", &self.job_of(id).kvsname),
             "kvs-put" => {
                 let (key, value) = (self.require(id, &m, "key")?, self.require(id, &m, "value")?);
                 match self.kvs_put(key, value) {
@@ -396,27 +424,38 @@ impl Server {
             return Err(self.bad(id, "entered the barrier twice", m));
         }
         self.barrier.push((rank, id));
-        self.release_barrier();
+        self.release_barrier(self.ranks[rank as usize].job);
         Ok(())
     }
 
-    /// Rank `rank` died and the job goes on: barriers complete without it, and the KVS key
-    /// `PMI_dead_processes` (Hydra's) lists the dead ranks, comma-separated.
+    /// Rank `rank` died and its job goes on: the job's barriers complete without it, and the
+    /// KVS key `PMI_dead_processes` (Hydra's) lists the job's dead ranks, comma-separated.
     pub fn mark_dead(&mut self, rank: u32) {
         let Some(r) = self.ranks.get_mut(rank as usize) else { return };
         r.dead = true;
+        let job = r.job;
         self.barrier.retain(|&(b, _)| b != rank);
-        let dead: Vec<String> =
-            self.ranks.iter().enumerate().filter(|(_, r)| r.dead).map(|(i, _)| i.to_string()).collect();
+        let dead: Vec<String> = self
+            .ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.dead && r.job == job)
+            .map(|(i, _)| i.to_string())
+            .collect();
         self.kvs.insert("PMI_dead_processes".into(), dead.join(","));
-        self.release_barrier();
+        self.release_barrier(job);
     }
 
-    /// Releases the barrier once every live rank is in it.
-    fn release_barrier(&mut self) {
-        let live = self.ranks.iter().filter(|r| !r.dead).count();
-        if !self.barrier.is_empty() && self.barrier.len() == live {
-            for (_, c) in std::mem::take(&mut self.barrier) {
+    /// Releases job `job`'s barrier once every live rank of that job is in it.
+    fn release_barrier(&mut self, job: usize) {
+        let live = self.ranks.iter().filter(|r| r.job == job && !r.dead).count();
+        let in_job = |r: u32| self.ranks[r as usize].job == job;
+        let entered = self.barrier.iter().filter(|&&(r, _)| in_job(r)).count();
+        if entered > 0 && entered == live {
+            let (done, waiting): (Vec<(u32, ConnId)>, Vec<(u32, ConnId)>) =
+                std::mem::take(&mut self.barrier).into_iter().partition(|&(r, _)| in_job(r));
+            self.barrier = waiting;
+            for (_, c) in done {
                 let v2 = self.conns.get(&c).is_some_and(|c| c.dec.framing == Framing::V2);
                 let m = if v2 {
                     Message::new("kvs-fence-response").with("rc", 0)
@@ -451,5 +490,7 @@ impl Server {
     }
 }
 
+mod names;
+pub mod spawn;
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,8 @@
 //! oversized line is an error that quotes it, never a panic; a silent server times out after
 //! `PM2_PMI_TIMEOUT` seconds (default 600, since a fence waits for the slowest process).
 
+pub mod names;
+pub mod spawn;
 pub mod wire;
 
 use std::collections::HashMap;

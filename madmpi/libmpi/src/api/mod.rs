@@ -40,6 +40,7 @@ pub mod comm_create;
 pub mod comm_create_group;
 pub mod completion;
 pub mod datatype;
+pub mod dynamic;
 pub mod env;
 pub mod errh;
 pub mod error_codes;

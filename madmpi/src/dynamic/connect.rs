@@ -1,0 +1,140 @@
+//! `MPI_Comm_accept` and `MPI_Comm_connect`: two groups of one job build an intercommunicator
+//! through a port.
+//!
+//! The roots meet in the world's session, with tags of kind [`Kind::Port`] made of the port's
+//! token (step 0: request, 1: answer, 2: the leaders' link):
+//! 1. the connecting root sends the port's full token to the port's process;
+//! 2. the accepting root takes requests from any process for that tag; a request whose token is
+//!    not the port's (another port whose low bits collide) is answered "no" and it waits on;
+//!    the right one is answered "yes";
+//! 3. each root tells its group whether it met the other (an AND over the group: a root's
+//!    error, such as a closed port, fails the call at every member instead of leaving them
+//!    waiting), then both groups run `MPI_Intercomm_create` with the roots as leaders.
+//!
+//! Senders are processes of the job (nmad authenticated them with the job key); their requests
+//! are still checked (length and token).
+
+use super::port::{Port, is_open};
+use crate::comm::{Comm, from_nmad};
+use crate::error::{Error, Result};
+use crate::intercomm::{LeaderLink, intercomm_create};
+use crate::internal::allreduce_and;
+use crate::tags::{Kind, tagged};
+use nmad::{Session, Source, scope};
+
+const REQUEST: u32 = 0;
+const ANSWER: u32 = 1;
+const LINK: u32 = 2;
+
+/// Where a root's meeting leads: the other root's world rank and the link's tag.
+pub(super) type Met = (u32, u64);
+
+/// `MPI_Comm_accept` at a member of `comm` (collective over it); `port_name` is significant at
+/// rank `root` only, which must have opened it.
+pub fn accept(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> {
+    meet("MPI_Comm_accept", comm, root, Error::port, |world| {
+        let name = port_name.ok_or_else(|| Error::port("MPI_Comm_accept: no port name at the root"))?;
+        let port = Port::parse(name)?;
+        let nm = comm.runtime_nmad();
+        if port.job != nm.job_id() || port.rank != nm.rank() || !is_open(&port.token) {
+            return Err(Error::port("MPI_Comm_accept: the root did not open this port (or closed it)"));
+        }
+        await_connect(world, &port)
+    })
+}
+
+/// At the accepting root: takes connect requests on `port` until one has its token.
+pub(super) fn await_connect(world: &Session, port: &Port) -> Result<Met> {
+    loop {
+        let mut buf = [0u8; 16];
+        let st = match world.recv(Source::Any, tagged(Kind::Port, port.tag(), REQUEST), &mut buf) {
+            Ok(st) => st,
+            Err(nmad::Error::Truncated { .. }) => continue, // not a request of ours
+            Err(e) => return Err(from_nmad(e)),
+        };
+        let genuine = st.received == 16 && buf == port.token;
+        world
+            .send(st.source, tagged(Kind::Port, port.tag(), ANSWER), &[u8::from(genuine)])
+            .map_err(from_nmad)?;
+        if genuine {
+            return Ok((st.source, tagged(Kind::Port, port.tag(), LINK)));
+        }
+    }
+}
+
+/// `MPI_Comm_connect` at a member of `comm` (collective over it); `port_name` is significant at
+/// rank `root` only. Waits until the port's process accepts.
+pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> {
+    meet("MPI_Comm_connect", comm, root, Error::port, |world| {
+        let name = port_name.ok_or_else(|| Error::port("MPI_Comm_connect: no port name at the root"))?;
+        let port = Port::parse(name)?;
+        let nm = comm.runtime_nmad();
+        if port.job != nm.job_id() {
+            return Err(Error::port(
+                "MPI_Comm_connect: the port belongs to another job (only processes of one job connect)",
+            ));
+        }
+        if port.rank >= nm.capacity() {
+            return Err(Error::port(format!(
+                "MPI_Comm_connect: the port names process {}, which this job cannot reach",
+                port.rank
+            )));
+        }
+        let mut answer = [0u8; 1];
+        scope(|sc| -> std::result::Result<(), nmad::Error> {
+            let r = sc.irecv(
+                world,
+                Source::Rank(port.rank),
+                tagged(Kind::Port, port.tag(), ANSWER),
+                &mut answer,
+            )?;
+            world.send(port.rank, tagged(Kind::Port, port.tag(), REQUEST), &port.token)?;
+            r.wait();
+            r.result().expect("waited").map(drop)
+        })
+        .map_err(from_nmad)?;
+        if answer != [1] {
+            return Err(Error::port("MPI_Comm_connect: the port's process refused the token"));
+        }
+        Ok((port.rank, tagged(Kind::Port, port.tag(), LINK)))
+    })
+}
+
+/// The common part: `at_root` runs at the root; the group learns whether it met the other
+/// root (the other members fail with `failed`'s class if not), then the intercommunicator is
+/// made.
+pub(super) fn meet(
+    call: &str,
+    comm: &Comm,
+    root: u32,
+    failed: fn(String) -> Error,
+    at_root: impl FnOnce(&Session) -> Result<Met>,
+) -> Result<Comm> {
+    if comm.is_inter() {
+        return Err(Error::comm(format!("{call}: an intercommunicator (an intracommunicator is needed)")));
+    }
+    if root >= comm.size() {
+        return Err(Error::root(format!(
+            "{call}: root {root} is outside the communicator (size {})",
+            comm.size()
+        )));
+    }
+    let world = comm.runtime_nmad().session(crate::context::WORLD);
+    let met = (comm.rank() == root).then(|| at_root(&world));
+    let mut ok = [match &met {
+        Some(Ok(_)) => 1,
+        Some(Err(_)) => 0,
+        None => u64::MAX,
+    }];
+    comm.internal(|m| allreduce_and(m, 0, &mut ok).map_err(from_nmad))?;
+    let link = match met {
+        Some(Err(e)) => return Err(e),
+        _ if ok[0] != 1 => {
+            return Err(failed(format!("{call}: the root could not meet the other group")));
+        }
+        Some(Ok((to, tag))) => Some((to, tag)),
+        None => None,
+    };
+    let link = link.map(|(to, tag)| LeaderLink::in_session(&world, to, tag));
+    intercomm_create(comm, root, link.as_ref())
+}
