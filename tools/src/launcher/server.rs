@@ -452,7 +452,7 @@ impl Server {
         let in_job = |r: u32| self.ranks[r as usize].job == job;
         let entered = self.barrier.iter().filter(|&&(r, _)| in_job(r)).count();
         if entered > 0 && entered == live {
-            let (done, waiting): (Vec<(u32, ConnId)>, Vec<(u32, ConnId)>) =
+            let (done, waiting): (Vec<_>, Vec<_>) =
                 std::mem::take(&mut self.barrier).into_iter().partition(|&(r, _)| in_job(r));
             self.barrier = waiting;
             for (_, c) in done {
