@@ -1,36 +1,27 @@
-//! MadMPI, the MPI layer (being written: issue 6).
+//! MadMPI, the MPI layer: the MPI semantics behind a Rust API and behind the MPICH-ABI C library
+//! (`mpi.h`, `libmpi.so`, in `libmpi/`, which only checks arguments and converts handles).
+//! Communicators are nmad sessions; every operation is progressed by pioman in the background;
+//! every call is MPI_THREAD_MULTIPLE-safe.
 //!
-//! It owns the MPI semantics: a Rust API and an MPICH-ABI-compatible C library (`mpi.h`,
-//! `libmpi.so`) with communicators mapped to nmad sessions, datatypes, groups, error handlers and
-//! MPI_THREAD_MULTIPLE; later collectives and MPI-3 one-sided operations.
-//!
-//! So far:
-//! - [`abi`]: the MPICH 4.0 ABI facts (handle values and encoding, `MPI_Status`, special
-//!   constants) that `include/mpi.h` states for C;
-//! - [`datatype`]: the datatype engine (constructors, attributes, flattening into nmad layouts,
-//!   pack/unpack, element counts);
-//! - [`group`], [`error`] (classes, message-carrying codes, error handler registry), [`attr`]
-//!   (keyvals and attribute caching);
-//! - [`info`]: info objects, `MPI_INFO_ENV`'s contents and the communicator hints;
-//! - [`tools`]: MPI_T, the tools information interface (control and performance variables,
-//!   categories, events over pioman's and nmad's counters and hooks);
-//! - [`grequest`]: generalized requests; [`partitioned`]: partitioned communication; both are
-//!   request kinds of their own ([`request_kinds`]);
-//! - [`topo`]: process topologies (Cartesian, graph, distributed graph) and the
-//!   neighbourhood collectives;
-//! - [`memory`]: `MPI_Alloc_mem`/`MPI_Free_mem` blocks and their registry;
-//! - [`request`]: one request type for every kind of operation (point-to-point, collective,
-//!   send-receive), and the operations the C library runs, starts once or keeps as persistent
-//!   templates (`request::operation`);
-//! - [`tags`]: how MPI traffic is laid out in nmad's 64-bit tags; `internal` collectives and
-//!   `context` ids for communicator creation;
-//! - [`comm`]: communicators; [`intercomm`]: intercommunicators (create, from groups, merge,
-//!   split, create); `comm_ctor`: `MPI_Comm_create_group` and `MPI_Comm_idup`;
-//! - [`coll`]: the collectives (schedules run by an engine in the background; `coll::inter` for
-//!   intercommunicators).
-//!   `context` ids for communicator creation; `group_context`: ids agreed over a group alone;
-//! - `process`: the runtime shared by the world model and [`session`]s (MPI 4.0 sessions);
-//! - [`ft`]: fault tolerance (ULFM: revoke, shrink, agree, failure acknowledgement).
+//! By concern:
+//! - the ABI: [`abi`] (MPICH 4.0's handle values and encoding, `MPI_Status`, constants, which
+//!   `include/mpi.h` states for C), [`tags`] (how MPI traffic is laid out in nmad's 64-bit tags);
+//! - the environment: [`universe`] (`MPI_Init`'s world), [`session`] (MPI 4.0 sessions), both over
+//!   `process` (the one runtime they share); [`info`] (info objects, `MPI_INFO_ENV`, hints);
+//!   [`error`] (classes, codes, user classes, handlers); [`attr`] (keyvals, attribute caching);
+//! - data: [`datatype`] (constructors, flattening into nmad layouts, pack/unpack, external32,
+//!   darray, f90 types), [`memory`] (`MPI_Alloc_mem` blocks), [`op`] (reduction operations);
+//! - groups and communicators: [`group`], [`comm`], `context` and `group_context` (context ids
+//!   agreed over a parent or over a group alone), `internal` (the small collectives creation
+//!   needs), [`intercomm`], `comm_ctor` (`MPI_Comm_create_group`, `MPI_Comm_idup`), [`topo`]
+//!   (process topologies), [`dynamic`] (spawn, ports, names, join), [`ft`] (ULFM);
+//! - operations: [`p2p`], [`typed`], [`bsend`], [`mprobe`], [`request`] (one request type for
+//!   every kind of operation, and the operations the C library runs, starts once or keeps as
+//!   persistent templates), [`completion`] (waits on several), [`grequest`] and [`partitioned`]
+//!   (request kinds of their own, [`request_kinds`]), [`coll`] (every collective: schedules run
+//!   by an engine in the background);
+//! - [`tools`]: MPI_T (control and performance variables, categories and events over pioman's and
+//!   nmad's counters and hooks).
 //!
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.
 

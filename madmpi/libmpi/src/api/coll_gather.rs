@@ -73,7 +73,7 @@ impl Side for VBuf {
 }
 
 /// A checked `w` buffer: one count, byte displacement and datatype per rank.
-struct WBuf {
+pub(super) struct WBuf {
     base: *mut u8,
     counts: Vec<usize>,
     displs: Vec<isize>,
@@ -81,7 +81,7 @@ struct WBuf {
 }
 
 impl WBuf {
-    fn raw(&self) -> RawWBuf<'_> {
+    pub(super) fn raw(&self) -> RawWBuf<'_> {
         RawWBuf { base: self.base, counts: &self.counts, displs: &self.displs, dtypes: &self.types }
     }
 }
@@ -105,18 +105,17 @@ pub(super) fn plain(
     buffer(c, buf, n, &ty, what)
 }
 
-/// The per-rank `counts` (each `MPI_ERR_COUNT` if negative, and their sum if it leaves the
-/// address space) and `displs` of a `v` or `w` buffer, checked in that order: one per rank data
-/// goes to or comes from (of the remote group on an intercommunicator).
+/// The `n` `counts` (each `MPI_ERR_COUNT` if negative, and their sum if it leaves the address
+/// space) and `displs` of a `v` or `w` buffer, checked in that order.
 ///
 /// # Safety
-/// Non-null, aligned `counts` and `displs` hold one element per such rank.
+/// Non-null, aligned `counts` and `displs` hold `n` elements.
 unsafe fn counts_displs(
     c: &Arc<CommObj>,
     counts: *const impl CInt,
     displs: *const impl CInt,
+    n: usize,
 ) -> Result<(Vec<usize>, Vec<isize>), Fail> {
-    let n = c.comm.peer_size() as usize;
     // SAFETY: `counts` holds `n` elements (the caller's contract).
     let cs = unsafe { check::array_in(counts, n, "the counts array") }.on(c)?;
     let counts =
@@ -137,11 +136,11 @@ pub(super) fn total(counts: &[usize]) -> Result<i64, Error> {
         .ok_or_else(|| Error::count("the counts add up to more than memory can hold"))
 }
 
-/// The `v` buffer `buf` with `counts` and `displs` (one per rank) of `datatype`, checked
-/// (`what` names the buffer).
+/// The `v` buffer `buf` with `counts` and `displs` (one per rank data goes to or comes from: of
+/// the remote group on an intercommunicator) of `datatype`, checked (`what` names the buffer).
 ///
 /// # Safety
-/// Non-null, aligned `counts` and `displs` hold one `int` per rank of the communicator.
+/// Non-null, aligned `counts` and `displs` hold one element per such rank.
 pub(super) unsafe fn vbuffer(
     st: &State,
     c: &Arc<CommObj>,
@@ -151,8 +150,28 @@ pub(super) unsafe fn vbuffer(
     datatype: abi::Datatype,
     what: &str,
 ) -> Result<VBuf, Fail> {
-    // SAFETY: the caller's contract.
-    let (counts, displs) = unsafe { counts_displs(c, counts, displs) }?;
+    let n = c.comm.peer_size() as usize;
+    // SAFETY: the arrays hold one element per such rank (the caller's contract).
+    unsafe { vbuffer_of(st, c, buf, counts, displs, datatype, n, what) }
+}
+
+/// The `v` buffer `buf` of `n` blocks (`counts` and `displs`) of `datatype`, checked.
+///
+/// # Safety
+/// Non-null, aligned `counts` and `displs` hold `n` elements.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn vbuffer_of(
+    st: &State,
+    c: &Arc<CommObj>,
+    buf: *const c_void,
+    counts: *const impl CInt,
+    displs: *const impl CInt,
+    datatype: abi::Datatype,
+    n: usize,
+    what: &str,
+) -> Result<VBuf, Fail> {
+    // SAFETY: both arrays hold `n` elements (the caller's contract).
+    let (counts, displs) = unsafe { counts_displs(c, counts, displs, n) }?;
     let ty = st.committed_datatype(datatype).on(c)?;
     not_in_place(c, buf, what)?;
     let total = total(&counts).on(c)?;
@@ -160,10 +179,11 @@ pub(super) unsafe fn vbuffer(
     Ok(VBuf { base: buf.cast_mut().cast(), counts, displs, ty })
 }
 
-/// The `w` buffer `buf` with `counts`, byte `displs` and `types` (one each per rank), checked.
+/// The `w` buffer `buf` with `counts`, byte `displs` and `types` (one each per rank data goes to
+/// or comes from), checked.
 ///
 /// # Safety
-/// Non-null, aligned arrays hold one element per rank of the communicator.
+/// Non-null, aligned arrays hold one element per such rank.
 unsafe fn wbuffer(
     st: &State,
     c: &Arc<CommObj>,
@@ -173,10 +193,29 @@ unsafe fn wbuffer(
     types: *const abi::Datatype,
     what: &str,
 ) -> Result<WBuf, Fail> {
-    // SAFETY: the caller's contract.
-    let (counts, displs) = unsafe { counts_displs(c, counts, displs) }?;
-    let n = counts.len();
-    // SAFETY: the caller's contract.
+    let n = c.comm.peer_size() as usize;
+    // SAFETY: the arrays hold one element per such rank (the caller's contract).
+    unsafe { wbuffer_of(st, c, buf, counts, displs, types, n, what) }
+}
+
+/// The `w` buffer `buf` of `n` blocks (`counts`, byte `displs` and `types`), checked.
+///
+/// # Safety
+/// Non-null, aligned arrays hold `n` elements each.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn wbuffer_of(
+    st: &State,
+    c: &Arc<CommObj>,
+    buf: *const c_void,
+    counts: *const impl CInt,
+    displs: *const impl CInt,
+    types: *const abi::Datatype,
+    n: usize,
+    what: &str,
+) -> Result<WBuf, Fail> {
+    // SAFETY: the arrays hold `n` elements (the caller's contract).
+    let (counts, displs) = unsafe { counts_displs(c, counts, displs, n) }?;
+    // SAFETY: `types` holds `n` elements (the caller's contract).
     let ts = unsafe { check::array_in(types, n, "the datatypes array") }.on(c)?;
     let types = ts.iter().map(|&t| st.committed_datatype(t)).collect::<Result<Vec<_>, _>>().on(c)?;
     not_in_place(c, buf, what)?;

@@ -80,6 +80,7 @@ int main(int argc, char **argv)
         }
     }
 
+    CHECK(1, "all checks passed");
     MPI_Finalize();
     return 0;
 }
