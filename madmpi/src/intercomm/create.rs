@@ -56,7 +56,7 @@ impl<'a> LeaderLink<'a> {
         })
         .map_err(from_nmad)?;
         let len = st.received as usize;
-        if len % 8 != 0 {
+        if !len.is_multiple_of(8) {
             return Err(Error::intern(format!("intercommunicator leaders: a message of {len} bytes")));
         }
         Ok(buf[..len].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())

@@ -11,9 +11,12 @@ use crate::error::{Error, Result};
 use crate::group::Group;
 use crate::internal::allgather;
 
+/// Contributions, one per member in rank order.
+type PerMember = Vec<Vec<u8>>;
+
 /// Every member's `mine`, in the order of both groups' internal operations, split into the
 /// local group's contributions and the remote group's (each in rank order).
-fn exchange(c: &Comm, mine: &[u8]) -> Result<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+fn exchange(c: &Comm, mine: &[u8]) -> Result<(PerMember, PerMember)> {
     let all = c.internal(|m| allgather(m, 0, mine).map_err(from_nmad))?;
     let mut each: Vec<Vec<u8>> = all.chunks_exact(mine.len()).map(<[u8]>::to_vec).collect();
     let nl = c.size() as usize;
