@@ -183,7 +183,18 @@ unsafe fn bulk(core: &Core, gate: &Gate, req: ReqPtr, accepted: u64, sender_cook
     if covered != Some(accepted) || pieces.len() > super::wire::MAX_PIECES {
         pieces = vec![(0, 0, accepted)]; // a strategy bug must not lose data
     }
-    let recv_cookie = gate.large_in.lock().unwrap().insert(LargeRecv { req, accepted, received: 0 });
+    let recv_cookie = {
+        let mut large = gate.large_in.lock().unwrap();
+        // Under the table's lock: `Gate::fail` sets the failure before it drains the table, so
+        // a receive either is drained or sees the failure (a lost peer sends no data).
+        if let Some(e) = gate.failure() {
+            drop(large);
+            // SAFETY: not registered: we hold it.
+            unsafe { req.complete(Some(e)) };
+            return;
+        }
+        large.insert(LargeRecv { req, accepted, received: 0 })
+    };
     gate.control(core, Control::Rtr { cookie: sender_cookie, recv_cookie, accepted, pieces });
 }
 
@@ -194,8 +205,12 @@ pub(crate) fn run_reads(core: &Core) -> usize {
         let Some(job) = core.reads.pop() else { return n };
         n += 1;
         let Ok(gate) = core.gate(job.peer) else { continue };
-        if gate.failed.get().is_some() {
-            continue; // the failure completed the request
+        if let Some(e) = gate.failure() {
+            // The peer is gone with the memory to read (a gate's failure does not know the
+            // queued reads: the request is completed here).
+            // SAFETY: the job holds the request; last access.
+            unsafe { job.req.complete(Some(e)) };
+            continue;
         }
         // SAFETY: the job holds the request.
         match unsafe { read(core, &gate, &job) } {

@@ -42,11 +42,13 @@ pub(crate) struct Rail {
     card: String,
     peer: PeerId,
     link: Mutex<Option<Arc<dyn Link>>>,
+    /// Its driver reported the link failed (after delivering what the peer had sent through it).
+    down: AtomicBool,
 }
 
 impl Rail {
     pub(crate) fn new(driver: usize, info: RailInfo, card: String, peer: PeerId) -> Rail {
-        Rail { driver, info, card, peer, link: Mutex::new(None) }
+        Rail { driver, info, card, peer, link: Mutex::new(None), down: AtomicBool::new(false) }
     }
 
     /// The link, connecting on first use (lazily: no n² connections at start-up).
@@ -66,6 +68,27 @@ impl Rail {
         let mut l = self.link.lock().unwrap();
         if l.is_none() {
             *l = Some(link);
+        }
+    }
+}
+
+/// Why a packet could not go.
+pub(super) enum SendError {
+    /// The link failed: its driver reports it (`Sink::link_failed`) once it has delivered what
+    /// the peer sent before, so only the gate's sending side is down until then.
+    Link(io::Error),
+    /// No link could be made, the driver is shut down, or a bug: nothing more will come from
+    /// the driver, and the gate fails at once.
+    Gate(io::Error),
+}
+
+impl SendError {
+    /// Classifies an error of `Link::try_send` or `Link::send_bulk`.
+    pub(super) fn of_link(e: io::Error) -> SendError {
+        match e.kind() {
+            // A refused call (our bug) or a driver shut down: no failure report will follow.
+            io::ErrorKind::InvalidInput | io::ErrorKind::NotConnected => SendError::Gate(e),
+            _ => SendError::Link(e),
         }
     }
 }
@@ -145,7 +168,12 @@ pub(crate) struct Gate {
     /// Owed credit past which it goes back in a packet of its own.
     pub(crate) owed_threshold: u64,
     pub(crate) eager_limit: usize,
+    /// The peer is lost: everything it sent before has been delivered, every request involving
+    /// it fails.
     pub(crate) failed: OnceLock<String>,
+    /// Sending to the peer failed on a link whose failure its driver has yet to report: sends
+    /// fail, receives wait for the report (what the peer sent may still be in the link).
+    send_failed: OnceLock<String>,
     /// The system refused a remote read from this peer: use bulk transfers.
     pub(crate) no_remote_read: AtomicBool,
     pub(crate) backlogged: AtomicBool,
@@ -196,6 +224,7 @@ impl Gate {
             owed_threshold: (grant / 4).max(1),
             eager_limit,
             failed: OnceLock::new(),
+            send_failed: OnceLock::new(),
             no_remote_read: AtomicBool::new(false),
             backlogged: AtomicBool::new(false),
         }
@@ -209,8 +238,15 @@ impl Gate {
         self.rails.iter().position(|r| r.info.name.as_bytes() == name)
     }
 
+    /// The peer is lost (see [`Gate::fail`]).
     pub(crate) fn failure(&self) -> Option<Error> {
         self.failed.get().map(|r| Error::PeerFailed { peer: self.peer, reason: r.clone() })
+    }
+
+    /// Nothing can be sent to the peer any more: it is lost, or a link to it failed.
+    fn send_failure(&self) -> Option<Error> {
+        let r = self.failed.get().or_else(|| self.send_failed.get())?;
+        Some(Error::PeerFailed { peer: self.peer, reason: r.clone() })
     }
 
     /// Queues a send (its state is set up by the caller) and assigns its sequence number.
@@ -220,7 +256,7 @@ impl Gate {
     pub(crate) unsafe fn enqueue(&self, core: &Core, req: ReqPtr) -> Result<(), Error> {
         let failed = {
             let mut out = self.out.lock().unwrap();
-            if let Some(e) = self.failure() {
+            if let Some(e) = self.send_failure() {
                 return Err(e);
             }
             // SAFETY: we hold the request (caller's contract).
@@ -244,17 +280,36 @@ impl Gate {
             failed
         };
         match failed {
-            // `fail` completes every queued request, this one included, with the error.
-            Some(e) => self.fail(core, &format!("sending failed: {e}")),
+            // Both complete every queued request, this one included, with the error.
+            Some(e) => self.send_error(core, e),
             None => self.flush(core),
         }
         Ok(())
     }
 
-    /// Queues a control chunk and sends what can go.
+    /// Queues a control chunk and sends what can go (nothing, once sending to the peer failed).
     pub(crate) fn control(&self, core: &Core, c: Control) {
-        self.out.lock().unwrap().control.push_back(c);
+        {
+            let mut out = self.out.lock().unwrap();
+            if self.send_failure().is_some() {
+                return;
+            }
+            out.control.push_back(c);
+        }
         self.flush(core);
+    }
+
+    /// Whether something handed to this gate or its links has yet to leave the process: control
+    /// chunks (answers the peer waits for) or a link's pending output. Flushes first.
+    pub(crate) fn output_pending(&self, core: &Core) -> bool {
+        self.flush(core);
+        if self.send_failure().is_some() {
+            return false;
+        }
+        if !self.out.lock().unwrap().control.is_empty() {
+            return true;
+        }
+        self.rails.iter().any(|r| r.link.lock().unwrap().as_ref().is_some_and(|l| l.sending()))
     }
 
     /// Sends as many packets as the links take.
@@ -265,9 +320,10 @@ impl Gate {
     /// `flush` with a given strategy.
     pub(crate) fn flush_with(&self, core: &Core, strategy: &dyn Strategy) {
         let mut completed: Completed = SmallVec::new();
+        let mut error = None;
         {
             let mut out = self.out.lock().unwrap();
-            if self.failed.get().is_some() {
+            if self.send_failure().is_some() {
                 return;
             }
             for r in out.rails.iter_mut() {
@@ -278,13 +334,16 @@ impl Gate {
                     Ok(true) => continue,
                     Ok(false) => break,
                     Err(e) => {
-                        drop(out);
-                        self.fail(core, &format!("sending failed: {e}"));
-                        completed.clear(); // `fail` completed them with the error
-                        return;
+                        error = Some(e);
+                        break;
                     }
                 }
             }
+        }
+        // The failure completes what is still queued with the error; the sends of the packets
+        // that went before it complete normally.
+        if let Some(e) = error {
+            self.send_error(core, e);
         }
         for r in completed {
             // SAFETY: taken out of the queue by `send_one`: we hold it.
@@ -299,7 +358,7 @@ impl Gate {
         strategy: &dyn Strategy,
         out: &mut Out,
         completed: &mut Completed,
-    ) -> io::Result<bool> {
+    ) -> Result<bool, SendError> {
         let o = &mut *out;
         o.ctrl_sizes.clear();
         o.ctrl_sizes.extend(o.control.iter().map(Control::wire_size));
@@ -320,8 +379,8 @@ impl Gate {
                 None => return Ok(false),
             }
         };
-        let link = self.rails[plan.rail].link(core)?;
-        let taken = self.build(core, o, &plan)?;
+        let link = self.rails[plan.rail].link(core).map_err(SendError::Gate)?;
+        let taken = self.build(core, o, &plan).map_err(SendError::Gate)?;
         let sent = if self.rails[plan.rail].info.caps.iovec {
             link.try_send(&o.iov)
         } else {
@@ -353,7 +412,15 @@ impl Gate {
                 }
                 Ok(o.rails.iter().any(|r| !r.busy))
             }
-            Err(e) => Err(e),
+            Err(e) => {
+                // Nothing went: the queues stay as they were (the failure drains them).
+                self.owed_bytes.fetch_add(taken.0, Relaxed);
+                self.owed_slots.fetch_add(taken.1, Relaxed);
+                for c in o.cookies.drain(..) {
+                    o.sends.remove(c);
+                }
+                Err(SendError::of_link(e))
+            }
         }
     }
 
@@ -515,6 +582,12 @@ impl Gate {
             o.parts.iter().map(|p| if let Part::Hdr(a, b) = p { b - a } else { 0 }).sum::<usize>()
                 + o.parts.iter().map(|p| if let Part::Mem(s) = p { s.len } else { 0 }).sum::<usize>();
         if total > self.rails[plan.rail].info.caps.max_packet {
+            // Nothing goes: the queues must stay as they were (the caller fails the gate).
+            self.owed_bytes.fetch_add(taken.0, Relaxed);
+            self.owed_slots.fetch_add(taken.1, Relaxed);
+            for c in o.cookies.drain(..) {
+                o.sends.remove(c);
+            }
             return Err(io::Error::other(format!(
                 "packet of {total} bytes exceeds the rail's maximum (a bug)"
             )));
@@ -666,7 +739,57 @@ impl Gate {
         }
     }
 
-    /// The peer is gone: every request involving it fails.
+    /// A send failed: the whole gate fails, or only its sending side when the link's driver
+    /// will report the failure after delivering what the peer sent (see [`SendError`]).
+    fn send_error(&self, core: &Core, e: SendError) {
+        match e {
+            SendError::Gate(e) => self.fail(core, &format!("sending failed: {e}")),
+            SendError::Link(e) => self.send_broken(core, &format!("sending failed: {e}")),
+        }
+    }
+
+    /// The link of rail `driver` failed, as its driver reports after delivering what the peer
+    /// sent through it. The peer is lost once every connected rail is down; until then only
+    /// sending stops (the other rails may still hold its data).
+    pub(crate) fn link_failed(&self, core: &Core, driver: usize, reason: &str) {
+        if let Some(r) = self.rail_by_driver(driver) {
+            r.down.store(true, SeqCst);
+        }
+        // SeqCst: of two rails reported at once, at least one report sees both down.
+        let all_down = self.rails.iter().all(|r| r.down.load(SeqCst) || r.link.lock().unwrap().is_none());
+        if all_down {
+            self.fail(core, reason);
+        } else {
+            self.send_broken(core, reason);
+        }
+    }
+
+    /// Sending to the peer is impossible, but what it sent may still be in a link: the messages
+    /// waiting to go fail now; sends waiting for the peer's answer (which may be in the link
+    /// too) and receives from it wait for [`Gate::fail`].
+    pub(crate) fn send_broken(&self, core: &Core, reason: &str) {
+        if self.failed.get().is_some() || self.send_failed.set(reason.to_string()).is_err() {
+            return;
+        }
+        if !core.finalizing.load(Relaxed) {
+            eprintln!("nmad: rank {}: cannot send to peer {}: {reason}", core.rank, self.peer);
+        }
+        // Under the gate lock: `enqueue` checks the failure under it, so every send either
+        // sees it or is queued before and drained here.
+        let reqs: Vec<ReqPtr> = {
+            let mut out = self.out.lock().unwrap();
+            out.control.clear();
+            out.msgs.drain(..).collect()
+        };
+        let err = Error::PeerFailed { peer: self.peer, reason: reason.to_string() };
+        for r in reqs {
+            // SAFETY: taken out of the queue: we hold them.
+            unsafe { r.complete(Some(err.clone())) };
+        }
+    }
+
+    /// The peer is gone, and what it sent before has been delivered: every request involving it
+    /// fails, and so does every receive from it posted later (unless a message it sent matches).
     pub(crate) fn fail(&self, core: &Core, reason: &str) {
         if self.failed.set(reason.to_string()).is_err() {
             return;

@@ -28,6 +28,7 @@ use std::borrow::Cow;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::time::{Duration, Instant};
 use work_queue::WorkQueue;
 
 pub(crate) use counters::Counters;
@@ -105,6 +106,9 @@ struct Cards {
 }
 
 const CARD_KEY: &str = "nmad-cards";
+
+/// How long `finalize` waits for this process's output to leave it.
+const FINALIZE_DRAIN: Duration = Duration::from_secs(10);
 
 impl Cards {
     fn parse(v: &str) -> Result<Cards, String> {
@@ -522,9 +526,11 @@ impl Core {
 
     // ------------------------------------------------------------ end
 
-    /// Collective end: every rank stops sending, then links close quietly.
+    /// Collective end: every rank gets what it sent out of the process, then links close
+    /// quietly.
     pub(crate) fn finalize(&self) -> io::Result<()> {
         self.finalizing.store(true, Relaxed);
+        self.drain_output(FINALIZE_DRAIN);
         let r = if self.size > 1 { marcel::blocking(|| self.bootstrap.fence()) } else { Ok(()) };
         self.shutdown();
         r.and_then(|()| self.bootstrap.finalize())
@@ -536,6 +542,29 @@ impl Core {
         self.finalizing.store(true, Relaxed);
         self.shutdown();
         self.bootstrap.finalize()
+    }
+
+    /// Progresses until what this process handed to its gates and links (answers the peers wait
+    /// for, packet tails and bulk data a driver still holds, bytes the peer has not acknowledged)
+    /// has left it, or `limit` passes: a peer of another job (a spawned child, a parent) may
+    /// still read what we sent after we exit, but not what we never wrote.
+    fn drain_output(&self, limit: Duration) {
+        let end = Instant::now() + limit;
+        loop {
+            let mut pending = false;
+            for g in self.gates.iter().filter_map(OnceLock::get) {
+                pending |= g.output_pending(self);
+            }
+            if !pending {
+                return;
+            }
+            if Instant::now() >= end {
+                eprintln!("nmad: rank {}: finalize: output still pending after {limit:?}", self.rank);
+                return;
+            }
+            self.pioman.progress();
+            marcel::yield_now();
+        }
     }
 
     pub(crate) fn shutdown(&self) {
@@ -599,7 +628,7 @@ impl Sink for CoreSink<'_> {
     fn link_failed(&mut self, peer: PeerId, error: io::Error) {
         if let Some(g) = self.core.existing_gate(peer) {
             let name = self.core.drivers[self.driver].name();
-            g.fail(self.core, &format!("{name}: {error}"));
+            g.link_failed(self.core, self.driver, &format!("{name}: {error}"));
         }
     }
 }

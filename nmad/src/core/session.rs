@@ -219,9 +219,6 @@ impl SessionInner {
             Some(p) => Some(core.gate(p)?),
             None => None,
         };
-        if let Some(e) = gate.as_ref().and_then(|g| g.failure()) {
-            return Err(e);
-        }
         let u = {
             let mut st = self.state.lock().unwrap();
             if st.closed {
@@ -230,7 +227,17 @@ impl SessionInner {
             if let Some(why) = &st.revoked {
                 return Err(Error::Revoked(why.clone()));
             }
-            st.m.post(req, source, tag, mask)
+            // A lost peer's messages that arrived before it was declared lost are still
+            // received; only a receive nothing can match fails. Checked under the session lock:
+            // `Gate::fail` sets the failure before it fails the posted receives under this
+            // lock, so either it finds this receive posted or this check sees the failure.
+            match gate.as_ref().and_then(|g| g.failure()) {
+                Some(e) => match st.m.take_unexpected(source, tag, mask) {
+                    Some(u) => Some(u),
+                    None => return Err(e),
+                },
+                None => st.m.post(req, source, tag, mask),
+            }
         };
         if let Some(u) = u {
             core.budget_sub(u.footprint());

@@ -17,8 +17,12 @@
 //! Rules every driver keeps:
 //! - Everything read from a peer is untrusted: every length and offset is bounds-checked, a
 //!   malformed frame fails the link ([`Sink::link_failed`]) instead of panicking.
-//! - A dead peer is detected (EOF, hang-up) and reported through `Sink::link_failed`; later
-//!   calls on its link return errors. Nothing hangs.
+//! - A dead peer is detected (EOF, hang-up) and reported through `Sink::link_failed`, once
+//!   everything it sent before is delivered (a peer that sends and exits at once loses nothing);
+//!   later calls on its link return errors. A link whose send fails is reported the same way,
+//!   after what arrived on it. Nothing hangs.
+//! - A packet reported `Done` is out of the sender's hands: a process that exits afterwards
+//!   loses it only if [`Link::sending`] said so.
 //! - Connections prove the job secret (`tools::secret`) both ways; a stranger is rejected and
 //!   logged, and the driver carries on.
 //! - `poll` may call any `Sink` method, and the sink may call `try_send`/`send_bulk` on any link of
@@ -189,6 +193,13 @@ pub trait Link: Send + Sync {
     /// The process id to announce in rendezvous requests when [`Link::read_remote`] is possible.
     fn pid_for_remote_reads(&self) -> Option<u32> {
         None
+    }
+    /// Whether bytes this link took (a packet it reported `Done`, bulk data) have yet to reach
+    /// the peer beyond this process's reach: still in the driver, or in a kernel buffer the peer
+    /// has not acknowledged. A process waits for this before it exits (`finalize`): bytes that
+    /// never left it are lost with it. `false` once the link failed. Default: never.
+    fn sending(&self) -> bool {
+        false
     }
 }
 

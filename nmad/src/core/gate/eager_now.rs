@@ -9,13 +9,13 @@
 //! synchronous send, no credit, several rails, a busy link, a payload in many pieces) returns
 //! `NotNow` and goes through the queue and `flush` as before.
 
-use super::{EAGER_OVERHEAD, Gate, Out};
+use super::{EAGER_OVERHEAD, Gate, Out, SendError};
 use crate::core::Core;
 use crate::core::request::{Kind, ReqPtr};
 use crate::core::wire::{self, Encoder, FLAG_SYNC, MsgHeader};
 use crate::drivers::Sent;
 use smallvec::SmallVec;
-use std::io::{self, IoSlice};
+use std::io::IoSlice;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Payload pieces the latency path takes (more go through `flush`).
@@ -33,7 +33,7 @@ impl Gate {
     ///
     /// # Safety
     /// The caller holds the request and the gate lock (`o`).
-    pub(super) unsafe fn eager_now(&self, core: &Core, o: &mut Out, req: ReqPtr) -> io::Result<Now> {
+    pub(super) unsafe fn eager_now(&self, core: &Core, o: &mut Out, req: ReqPtr) -> Result<Now, SendError> {
         if !o.msgs.is_empty() || !o.control.is_empty() || self.rails.len() != 1 || o.rails[0].busy {
             return Ok(Now::NotNow);
         }
@@ -71,7 +71,7 @@ impl Gate {
             Ok(l) => l,
             Err(e) => {
                 give_back(self);
-                return Err(e);
+                return Err(SendError::Gate(e));
             }
         };
         let mut iov: SmallVec<[IoSlice<'_>; MAX_PIECES + 2]> = SmallVec::new();
@@ -100,7 +100,7 @@ impl Gate {
             }
             Err(e) => {
                 give_back(self);
-                Err(e)
+                Err(SendError::of_link(e))
             }
         }
     }

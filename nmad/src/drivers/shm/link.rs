@@ -351,6 +351,12 @@ impl Link for ShmLink {
     fn pid_for_remote_reads(&self) -> Option<u32> {
         self.announce_pid
     }
+
+    /// Packets are in the shared ring once sent (it outlives this process while the peer maps
+    /// it); bulk data waits in this process until streamed.
+    fn sending(&self) -> bool {
+        !self.failed() && !self.tx.lock().bulk.is_empty()
+    }
 }
 
 impl Sleeper for Arc<ShmLink> {

@@ -138,12 +138,17 @@ impl ShmDriver {
         accepted.len()
     }
 
-    /// Reports `link`'s failure once.
-    fn report(link: &ShmLink, sink: &mut dyn Sink) -> usize {
+    /// Reports `link`'s failure once, unless another link to the same peer (both connected at
+    /// once) is not reported yet: the peer is lost through this driver when its last link is,
+    /// after that link's data was delivered too.
+    fn report(link: &Arc<ShmLink>, links: &[Arc<ShmLink>], sink: &mut dyn Sink) -> usize {
         if link.reported.swap(true, AcqRel) {
             return 0;
         }
-        sink.link_failed(link.peer, link.error());
+        let other = |l: &Arc<ShmLink>| !Arc::ptr_eq(l, link) && l.peer == link.peer;
+        if !links.iter().any(|l| other(l) && !l.reported.load(Acquire)) {
+            sink.link_failed(link.peer, link.error());
+        }
         1
     }
 }
@@ -221,7 +226,7 @@ impl Driver for ShmDriver {
                         n += k;
                     }
                 }
-                n += ShmDriver::report(link, sink);
+                n += ShmDriver::report(link, &st.links, sink);
                 lost = true;
                 continue;
             }
@@ -233,7 +238,7 @@ impl Driver for ShmDriver {
                     }
                 }
                 Err(_) => {
-                    n += ShmDriver::report(link, sink);
+                    n += ShmDriver::report(link, &st.links, sink);
                     lost = true;
                     continue;
                 }
@@ -244,7 +249,7 @@ impl Driver for ShmDriver {
                     let why = format!("shm: malformed data from rank {}: {why}", link.peer);
                     eprintln!("nmad {why}");
                     link.fail(io::ErrorKind::InvalidData, why);
-                    n += ShmDriver::report(link, sink);
+                    n += ShmDriver::report(link, &st.links, sink);
                     lost = true;
                 }
             }

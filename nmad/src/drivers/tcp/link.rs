@@ -371,4 +371,12 @@ impl Link for Conn {
         self.shared.bulk_finished(self.peer, &finished);
         result
     }
+
+    /// A packet's tail or bulk data still here, or bytes in the socket the peer has not
+    /// acknowledged (a socket closed with unread input is reset, and the kernel then drops what
+    /// it still had to send).
+    fn sending(&self) -> bool {
+        let tx = self.tx.lock().unwrap();
+        !tx.closed && (tx.pending() || sys::unacknowledged(self.fd()) > 0)
+    }
 }

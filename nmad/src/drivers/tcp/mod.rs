@@ -210,13 +210,18 @@ impl TcpDriver {
         n
     }
 
-    /// Forgets a failed connection (and the sink's bulk memory with it), then reports it.
-    fn drop_link(&self, rx: Rx, e: io::Error, sink: &mut dyn Sink) {
+    /// Forgets a failed connection (and the sink's bulk memory with it), then reports it, unless
+    /// another connection to the same peer (both connected at once) remains: the peer is lost
+    /// through this driver when its last connection is, after that one's data was read too.
+    fn drop_link(&self, rx: Rx, e: io::Error, others: &HashMap<u64, Rx>, sink: &mut dyn Sink) {
         let conn = rx.conn.clone();
         drop(rx);
         self.shared.epoll.delete(conn.fd());
         conn.fail(e);
-        sink.link_failed(conn.peer, conn.take_failure());
+        let error = conn.take_failure();
+        if !others.values().any(|o| o.conn.peer == conn.peer) {
+            sink.link_failed(conn.peer, error);
+        }
     }
 }
 
@@ -309,18 +314,24 @@ impl Driver for TcpDriver {
             let Some(r) = rx.get_mut(&token) else { continue };
             let mut result = Ok(());
             if flags & libc::EPOLLOUT as u32 != 0 {
-                result = r.conn.flush_from_poll(&mut finished);
+                if let Err(e) = r.conn.flush_from_poll(&mut finished) {
+                    // Writing failed (the peer left?): the link is failed and shut down, but
+                    // what the peer sent before is still read, up to the end of stream, before
+                    // the failure is reported.
+                    r.conn.fail(e);
+                    handled += 1;
+                }
                 for t in finished.drain(..) {
                     sink.bulk_sent(r.conn.peer, t);
                     handled += 1;
                 }
             }
-            if result.is_ok() && flags & !(libc::EPOLLOUT as u32) != 0 {
+            if flags & !(libc::EPOLLOUT as u32) != 0 {
                 result = r.receive(sink).map(|k| handled += k);
             }
             if let Err(e) = result {
                 let r = rx.remove(&token).expect("looked up above");
-                self.drop_link(r, e, sink);
+                self.drop_link(r, e, &rx, sink);
                 handled += 1;
             }
         }

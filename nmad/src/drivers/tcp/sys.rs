@@ -178,7 +178,17 @@ pub fn tune(fd: RawFd, idle: Duration, dead_after: Duration) -> io::Result<()> {
     set_int(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, dead_after.as_millis().min(i32::MAX as u128) as _)
 }
 
-/// Stops both directions: the peer sees end of stream, local reads return 0.
+/// Bytes written to the socket that the peer has not acknowledged yet (unsent or unacknowledged;
+/// `SIOCOUTQ`); 0 when the kernel cannot say.
+pub fn unacknowledged(fd: RawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ on Linux) writes one int into `n`, which outlives the call.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n as *mut libc::c_int) };
+    if r < 0 { 0 } else { n.max(0) as usize }
+}
+
+/// Stops both directions: the peer sees end of stream, local reads return 0 once what arrived
+/// was read.
 pub fn shutdown_both(fd: RawFd) {
     // SAFETY: no memory arguments; errors (already shut down) do not matter.
     unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
