@@ -24,6 +24,7 @@ use crate::errors::{Fail, On};
 use crate::state::State;
 use madmpi::abi;
 use madmpi::coll::neighbor::{self, Links};
+use madmpi::coll::raw::{Planned, RawBuf};
 use madmpi::request::operation::Operation;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -35,16 +36,19 @@ fn links(c: &Arc<CommObj>) -> Result<Links, Fail> {
     c.comm.neighbor_links().on(c)
 }
 
-/// `MPI_Neighbor_allgather`, checked and planned.
+/// How a neighbourhood collective of plain buffers (allgather, alltoall) is planned.
+type PlanPlain = fn(&madmpi::comm::Comm, &Links, &RawBuf, &RawBuf) -> madmpi::error::Result<Planned>;
+
+/// `MPI_Neighbor_allgather` or `MPI_Neighbor_alltoall` (`plan`), checked and planned.
 ///
 /// # Safety
-/// The arrays are valid during the call; the buffers until the operation completes (MPI's
-/// contract).
+/// The buffers are valid until the operation completes (MPI's contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn neighbor_allgather<W: CInt>(
+unsafe fn neighbor_plain<W: CInt>(
     st: &State,
     c: &Arc<CommObj>,
     _call: &'static str,
+    plan: PlanPlain,
     sendbuf: *const c_void,
     sendcount: W,
     sendtype: abi::Datatype,
@@ -55,7 +59,7 @@ unsafe fn neighbor_allgather<W: CInt>(
     let l = links(c)?;
     let send = plain(st, c, sendbuf, sendcount, sendtype, SEND)?;
     let recv = plain(st, c, recvbuf, recvcount, recvtype, RECV)?;
-    neighbor::neighbor_allgather(&c.comm, &l, &send, &recv).map(Operation::Collective).on(c)
+    plan(&c.comm, &l, &send, &recv).map(Operation::Collective).on(c)
 }
 
 /// `MPI_Neighbor_allgatherv`, checked and planned.
@@ -81,29 +85,6 @@ unsafe fn neighbor_allgatherv<W: CInt, D: CInt>(
     // SAFETY: the arrays hold one element per source (MPI's contract).
     let recv = unsafe { vbuffer_of(st, c, recvbuf, recvcounts, displs, recvtype, l.sources.len(), RECV) }?;
     neighbor::neighbor_allgatherv(&c.comm, &l, &send, &recv.raw()).map(Operation::Collective).on(c)
-}
-
-/// `MPI_Neighbor_alltoall`, checked and planned.
-///
-/// # Safety
-/// The arrays are valid during the call; the buffers until the operation completes (MPI's
-/// contract).
-#[allow(clippy::too_many_arguments)]
-unsafe fn neighbor_alltoall<W: CInt>(
-    st: &State,
-    c: &Arc<CommObj>,
-    _call: &'static str,
-    sendbuf: *const c_void,
-    sendcount: W,
-    sendtype: abi::Datatype,
-    recvbuf: *mut c_void,
-    recvcount: W,
-    recvtype: abi::Datatype,
-) -> Result<Operation, Fail> {
-    let l = links(c)?;
-    let send = plain(st, c, sendbuf, sendcount, sendtype, SEND)?;
-    let recv = plain(st, c, recvbuf, recvcount, recvtype, RECV)?;
-    neighbor::neighbor_alltoall(&c.comm, &l, &send, &recv).map(Operation::Collective).on(c)
 }
 
 /// `MPI_Neighbor_alltoallv`, checked and planned.
@@ -172,7 +153,7 @@ family! {
         recvbuf: *mut c_void,
         recvcount: Count,
         recvtype: abi::Datatype,
-    ) => neighbor_allgather[];
+    ) => neighbor_plain[neighbor::neighbor_allgather];
     run MPI_Neighbor_allgather / PMPI_Neighbor_allgather, MPI_Neighbor_allgather_c / PMPI_Neighbor_allgather_c;
     start MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather, MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c;
     init_info MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init,
@@ -201,7 +182,7 @@ family! {
         recvbuf: *mut c_void,
         recvcount: Count,
         recvtype: abi::Datatype,
-    ) => neighbor_alltoall[];
+    ) => neighbor_plain[neighbor::neighbor_alltoall];
     run MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall, MPI_Neighbor_alltoall_c / PMPI_Neighbor_alltoall_c;
     start MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall, MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c;
     init_info MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init,
