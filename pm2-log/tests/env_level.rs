@@ -77,7 +77,7 @@ fn main() {
 
     let bad = run(Some("loud"), &[]);
     assert_eq!(both(&bad), (vec!["ERROR", "WARN"], vec!["ERROR", "WARN"]), "{bad}");
-    assert!(bad.lines().any(|l| l.contains("PM2_LOG: `loud`: `loud` is not a level")), "{bad}");
+    assert!(bad.lines().any(|l| l.contains("WARN pm2_log: PM2_LOG: `loud` is not a level")), "{bad}");
 
     // Who speaks: the program and the launcher's rank.
     let ranked = run(None, &[("PMI_RANK", "5")]);
