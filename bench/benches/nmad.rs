@@ -42,6 +42,7 @@ fn criterion() -> Criterion {
 }
 
 fn main() {
+    pm2_log::init();
     if std::env::var_os(OUT_ENV).is_some() {
         return rank_main();
     }

@@ -389,6 +389,7 @@ fn summary(reports: &[(String, ReceiverReport)]) {
 }
 
 fn main() {
+    pm2_log::init();
     if let Ok(cfg) = std::env::var(RECEIVER_ENV) {
         receiver_main(&cfg);
         return;

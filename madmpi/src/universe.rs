@@ -47,8 +47,10 @@ pub struct Universe {
 }
 
 /// Initializes MPI with the launcher's PMI (madrun, Hydra, Slurm; alone: one rank). Every level
-/// is provided as requested: nmad and pioman are thread-safe.
+/// is provided as requested: nmad and pioman are thread-safe. Installs the workspace's logging
+/// backend if the program has none (`pm2_log::init`).
 pub fn init(threading: Threading) -> Result<Universe> {
+    pm2_log::init();
     if STATE.compare_exchange(NOT_STARTED, RUNNING, SeqCst, SeqCst).is_err() {
         return Err(Error::other(if finalized() {
             "MPI_Init: MPI was finalized (it cannot be initialized again)"
@@ -109,7 +111,7 @@ impl Universe {
     /// launcher cannot.
     pub fn abort(&self, code: i32, message: &str) -> ! {
         let e = self.rt.nm.abort(code, message);
-        eprintln!("MPI_Abort: the launcher could not end the job ({e}); exiting this process");
+        log::error!("MPI_Abort: the launcher could not end the job ({e}); exiting this process");
         std::process::exit(code)
     }
 

@@ -146,7 +146,7 @@ impl Hooks {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
             Ok(r) => r,
             Err(_) => {
-                eprintln!("marcel: a scheduler hook panicked; it is unregistered");
+                log::error!("a scheduler hook panicked; it is unregistered");
                 let mut reg = self.registered.lock().unwrap();
                 reg.retain(|(_, r, _)| !Arc::ptr_eq(r, h));
                 self.publish(&reg);

@@ -113,7 +113,7 @@ pub(crate) fn run_destructors(hdr: &crate::sched::task::Header) {
             return;
         }
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(taken))).is_err() {
-            eprintln!("marcel: a user-local destructor panicked in user thread {}", hdr.id);
+            log::error!("a user-local destructor panicked in user thread {}", hdr.id);
         }
     }
 }

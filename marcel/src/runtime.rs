@@ -75,8 +75,10 @@ impl Builder {
         self
     }
 
-    /// Starts the runtime: one pinned kernel thread per LWP, plus the monitor.
+    /// Starts the runtime: one pinned kernel thread per LWP, plus the monitor. Installs the
+    /// workspace's logging backend if the program has none (`pm2_log::init`).
     pub fn build(self) -> io::Result<Runtime> {
+        pm2_log::init();
         let config = self.req.resolve()?;
         let machine = detected_topology();
         let topology = match &config.cpus {
@@ -219,7 +221,7 @@ impl Runtime {
         if !crate::sched::context::lwp_ptr().is_null()
             && crate::sched::current_task().is_some_and(|t| Arc::ptr_eq(&t.hdr.rt, &self.shared))
         {
-            eprintln!("marcel: a runtime cannot be shut down from one of its own user threads; it is leaked");
+            log::warn!("a runtime cannot be shut down from one of its own user threads; it is leaked");
             return Err(ShutdownError { stuck: vec!["the calling user thread".into()] });
         }
         rt.shutdown.store(true, SeqCst);
@@ -253,10 +255,7 @@ impl Runtime {
                 break;
             }
             if warned.elapsed() >= Duration::from_secs(2) {
-                eprintln!(
-                    "marcel: shutdown waits for kernel threads still running user code: {}",
-                    names.join(", ")
-                );
+                log::warn!("shutdown waits for kernel threads still running user code: {}", names.join(", "));
                 warned = Instant::now();
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -265,7 +264,7 @@ impl Runtime {
             self.report_abandoned();
             Ok(())
         } else {
-            eprintln!("marcel: shutdown gave up on kernel threads still busy: {}", stuck.join(", "));
+            log::warn!("shutdown gave up on kernel threads still busy: {}", stuck.join(", "));
             Err(ShutdownError { stuck })
         }
     }
@@ -313,8 +312,8 @@ impl Runtime {
         let live = rt.live.load(SeqCst);
         if live > 0 {
             let shown: Vec<&str> = queued.iter().take(16).map(|s| s.as_str()).collect();
-            eprintln!(
-                "marcel: runtime shut down with {live} unfinished (detached) user thread(s): {} runnable{}{}, {} blocked; they will not run again",
+            log::warn!(
+                "runtime shut down with {live} unfinished (detached) user thread(s): {} runnable{}{}, {} blocked; they will not run again",
                 queued.len(),
                 if shown.is_empty() { "" } else { ": " },
                 shown.join(", "),

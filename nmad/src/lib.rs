@@ -88,18 +88,33 @@ impl Builder {
         self
     }
 
-    /// Starts the core. Collective: every process of the job calls it.
+    /// Starts the core. Collective: every process of the job calls it. Installs the workspace's
+    /// logging backend if the program has none (`pm2_log::init`); under the launcher's PMI, its
+    /// lines then show this process's rank in the job.
     pub fn build(self) -> io::Result<Nmad> {
+        pm2_log::init();
         let config = match self.config {
             Some(c) => c,
             None => Config::from_env().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
         };
         let bootstrap = match self.bootstrap {
             Some(b) => b,
-            None => Arc::new(bootstrap::PmiBootstrap::init()?),
+            None => {
+                let pmi = bootstrap::PmiBootstrap::init()?;
+                pm2_log::set_rank(pmi.rank());
+                Arc::new(pmi)
+            }
         };
         let core = crate::core::Core::start(bootstrap, self.pioman, config)?;
-        Ok(Nmad(Arc::new(Handle { core })))
+        let nm = Nmad(Arc::new(Handle { core }));
+        log::info!(
+            "rank {} of {}: drivers {}, strategy {}",
+            nm.rank(),
+            nm.size(),
+            nm.driver_stats().iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(","),
+            nm.strategy()
+        );
+        Ok(nm)
     }
 }
 

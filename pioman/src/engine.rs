@@ -330,7 +330,7 @@ impl Inner {
         let p = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt.source.poll(&mut pctx))) {
             Ok(p) => p,
             Err(_) => {
-                eprintln!("pioman: source {:?} panicked in poll; its task is cancelled", lt.source.name());
+                log::error!("source {:?} panicked in poll; its task is cancelled", lt.source.name());
                 let _ = lt.state.cancel();
                 Poll::Idle
             }
@@ -472,7 +472,11 @@ impl Inner {
         let ws = match self.take_waitset(scope) {
             Ok(ws) => ws,
             Err(e) => {
-                eprintln!("pioman: cannot build a wait set ({e}); parking instead");
+                // Every wait retries: say it once per interval.
+                static NO_WAITSET: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
+                NO_WAITSET.note(|n| {
+                    log::warn!("cannot build a wait set ({e}); parking instead{}", pm2_log::repeats(n))
+                });
                 return self.sleep_parked(cond, mask, scope, deadline);
             }
         };

@@ -124,7 +124,10 @@ impl Builder {
         self
     }
 
+    /// Starts the instance. Installs the workspace's logging backend if the program has none
+    /// (`pm2_log::init`).
     pub fn build(self) -> io::Result<Pioman> {
+        pm2_log::init();
         let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
         let policy = match self.policy {
             Some(p) => p,
@@ -422,7 +425,7 @@ fn dump_stats(inner: &Inner) {
     let Some(path) = &inner.stats_path else { return };
     let json = inner.stats().to_json();
     if let Err(e) = std::fs::write(path, serde_json::to_vec_pretty(&json).unwrap_or_default()) {
-        eprintln!("pioman: cannot write statistics to {}: {e}", path.display());
+        log::error!("cannot write statistics to {}: {e}", path.display());
     }
 }
 

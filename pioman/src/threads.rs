@@ -50,7 +50,7 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
     let ws = match inner.take_waitset(scope) {
         Ok(ws) => ws,
         Err(e) => {
-            eprintln!("pioman: progression thread cannot build its wait set ({e}); it polls at ticks only");
+            log::warn!("progression thread cannot build its wait set ({e}); it polls at ticks only");
             return tick_only(inner, scope);
         }
     };

@@ -155,7 +155,10 @@ fn madrun_runs_jobs_across_namespace_hosts_and_rejects_strangers() {
     let out = job(2, &["--stranger"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the job carries on: {stderr}");
-    assert!(stderr.contains("madrun: rejected a connection from 10.77.0."), "{stderr}");
+    assert!(
+        stderr.contains("madrun WARN tools::launcher::event_loop: rejected a connection from 10.77.0."),
+        "{stderr}"
+    );
 }
 
 /// nmad picks its drivers per peer: shared memory within a host, tcp between hosts (network

@@ -259,7 +259,10 @@ fn a_stranger_on_the_pmi_port_is_rejected_and_the_job_goes_on() {
     cmd.arg(&launcher).args([pmi_check(), "--stranger"]);
     let d = run(cmd);
     assert_all_ok(&d, 3, false);
-    assert!(d.stderr.contains("madrun: rejected a connection from 127.0.0.1:"), "{d:?}");
+    assert!(
+        d.stderr.contains("madrun WARN tools::launcher::event_loop: rejected a connection from 127.0.0.1:"),
+        "{d:?}"
+    );
     assert!(d.stdout.contains("stranger got 0 bytes"), "{d:?}");
 }
 

@@ -14,6 +14,7 @@
 use bench::sched::{getppid_calls, marcel_spawn_join, marcel_yield, runtime};
 
 fn main() {
+    pm2_log::init();
     let mut args = std::env::args().skip(1);
     let op = args.next().unwrap_or_default();
     let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);

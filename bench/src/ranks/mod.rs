@@ -180,7 +180,7 @@ pub fn rank_main() -> i32 {
     let args = match RankArgs::from_env() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("madbench rank: {e}");
+            log::error!("{e}");
             return 2;
         }
     };
@@ -194,7 +194,7 @@ pub fn rank_main() -> i32 {
     match r {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("madbench rank {} ({}): {e}", args.rank, args.bench.key());
+            log::error!("rank {} ({}): {e}", args.rank, args.bench.key());
             1
         }
     }

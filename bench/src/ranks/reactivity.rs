@@ -247,7 +247,7 @@ fn receiver(a: &RankArgs) -> Result<(), String> {
         .map_err(|e| format!("marcel runtime on CPU {}: {e}", a.cpus.1))?;
     let r = rt.block_on(serve);
     if let Err(e) = rt.shutdown_timeout(Duration::from_secs(5)) {
-        eprintln!("madbench rank 1 (reactivity): marcel shutdown: {e:?}");
+        log::warn!("rank 1 (reactivity): marcel shutdown: {e:?}");
     }
     r
 }

@@ -47,6 +47,7 @@ fn threading_from(info: Option<&Info>) -> Threading {
 impl Session {
     /// `MPI_Session_init`: starts the runtime if nothing else in this process did.
     pub fn init(info: Option<&Info>) -> Result<Session> {
+        pm2_log::init();
         let threading = threading_from(info);
         let rt = crate::process::acquire("MPI_Session_init")?;
         if !crate::universe::initialized() {

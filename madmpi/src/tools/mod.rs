@@ -2,7 +2,7 @@
 //! progression policies, reads and tunes the running stack without recompiling.
 //!
 //! - [`cvars`]: control variables — every `MARCEL_`, `PIOMAN_`, `NMAD_` and `MADMPI_` setting
-//!   with its value in force; `PIOMAN_POLICY` and the collective choices are writable at run time;
+//!   and `PM2_LOG` with its value in force; `PIOMAN_POLICY` and the collective choices are writable at run time;
 //! - [`pvars`]: performance variables — pioman's polls, waits and detection latencies, nmad's
 //!   flow control and traffic per driver — with sessions and handles;
 //! - [`events`]: blocking waits, unexpected messages, rendezvous and credit stalls as they

@@ -27,7 +27,7 @@ pub(crate) fn kernel_thread_main(rt: Arc<Shared>, order: Option<(usize, u64)>) {
     // A panic here is a marcel bug: the VP it held would stay taken and its threads stranded, so
     // fail loudly rather than hang.
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lwp_main(rt, order))).is_err() {
-        eprintln!("marcel: internal error in a kernel thread (see the panic above); aborting");
+        log::error!("internal error in a kernel thread (see the panic above); aborting");
         std::process::abort();
     }
 }
@@ -124,7 +124,7 @@ fn hold(lwp: &Lwp, v: usize) {
 #[cold]
 fn starve(rt: &Shared, vp: &Vp, task: Task, e: crate::stack::StackError) {
     if !rt.stack_pressure.swap(true, Relaxed) {
-        eprintln!("marcel: {e}. New user threads now wait for a running one to finish.");
+        log::warn!("{e}. New user threads now wait for a running one to finish.");
     }
     // SAFETY: phase Sched, we hold the VP.
     unsafe { vp.owned() }.starved.push_back(task);

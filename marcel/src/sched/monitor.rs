@@ -179,8 +179,8 @@ pub(crate) fn monitor_main(rt: Arc<Shared>) {
             if let Err(e) = rt.start_kernel_thread(Some(o)) {
                 // The VP stays orphaned; its former holder takes it back when its call returns.
                 if !spare_error_reported {
-                    eprintln!(
-                        "marcel: cannot start a spare kernel thread ({e}); VP {} waits for its blocked call",
+                    log::warn!(
+                        "cannot start a spare kernel thread ({e}); VP {} waits for its blocked call",
                         o.0
                     );
                     spare_error_reported = true;

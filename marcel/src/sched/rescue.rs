@@ -188,8 +188,8 @@ fn start_sentinel(rt: &Arc<Shared>, v: usize) -> Arc<Sentinel> {
         .spawn(move || sentinel_main(rt2, v, s2))
     {
         Ok(h) => rt.kernel_threads.lock().unwrap().push((name, h)),
-        Err(e) => eprintln!(
-            "marcel: cannot start the sentinel of VP {v} ({e}); blocking calls there are rescued by the monitor only"
+        Err(e) => log::warn!(
+            "cannot start the sentinel of VP {v} ({e}); blocking calls there are rescued by the monitor only"
         ),
     }
     s
@@ -202,8 +202,8 @@ fn sentinel_main(rt: Arc<Shared>, v: usize, s: Arc<Sentinel>) {
     }
     if let Err(e) = sys::set_current_sched_idle() {
         if !rt.sentinel_refused.swap(true, Relaxed) {
-            eprintln!(
-                "marcel: SCHED_IDLE refused for blocking-call sentinels ({e}); blocking calls are rescued by the monitor only, within two quanta"
+            log::warn!(
+                "SCHED_IDLE refused for blocking-call sentinels ({e}); blocking calls are rescued by the monitor only, within two quanta"
             );
         }
         return;

@@ -223,9 +223,10 @@ pub(crate) fn run_reads(core: &Core) -> usize {
             }
             Err(e) if matches!(e.kind(), io::ErrorKind::PermissionDenied | io::ErrorKind::Unsupported) => {
                 if !gate.no_remote_read.swap(true, Relaxed) {
-                    eprintln!(
-                        "nmad: rank {}: direct reads from peer {} refused ({e}); using copies",
-                        core.rank, gate.peer
+                    log::warn!(
+                        "rank {}: direct reads from peer {} refused ({e}); using copies",
+                        core.rank,
+                        gate.peer
                     );
                 }
                 // SAFETY: the job held the request.

@@ -772,7 +772,7 @@ impl Gate {
             return;
         }
         if !core.finalizing.load(Relaxed) {
-            eprintln!("nmad: rank {}: cannot send to peer {}: {reason}", core.rank, self.peer);
+            log::error!("rank {}: cannot send to peer {}: {reason}", core.rank, self.peer);
         }
         // Under the gate lock: `enqueue` checks the failure under it, so every send either
         // sees it or is queued before and drained here.
@@ -795,7 +795,7 @@ impl Gate {
             return;
         }
         if !core.finalizing.load(Relaxed) {
-            eprintln!("nmad: rank {}: lost peer {}: {reason}", core.rank, self.peer);
+            log::error!("rank {}: lost peer {}: {reason}", core.rank, self.peer);
         }
         let mut reqs: Vec<ReqPtr> = Vec::new();
         {

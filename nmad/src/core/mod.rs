@@ -196,7 +196,7 @@ impl Core {
                 Err(e) if explicit => {
                     return Err(io::Error::new(e.kind(), format!("NMAD_DRIVERS: driver `{spec}`: {e}")));
                 }
-                Err(e) if size > 1 => eprintln!("nmad: rank {rank}: driver `{spec}` unavailable: {e}"),
+                Err(e) if size > 1 => log::warn!("rank {rank}: driver `{spec}` unavailable: {e}"),
                 Err(_) => {}
             }
         }
@@ -449,7 +449,14 @@ impl Core {
         let gate = match self.gate(from) {
             Ok(g) => g,
             Err(e) => {
-                eprintln!("nmad: rank {}: packet from rank {from} dropped: {e}", self.rank);
+                static DROPPED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
+                DROPPED.note(|n| {
+                    log::warn!(
+                        "rank {}: packet from rank {from} dropped: {e}{}",
+                        self.rank,
+                        pm2_log::repeats(n)
+                    )
+                });
                 return;
             }
         };
@@ -484,7 +491,10 @@ impl Core {
                 }
             };
             if let Err(e) = r {
-                eprintln!("nmad: rank {}: from rank {from}: {e} (ignored)", self.rank);
+                static IGNORED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
+                IGNORED.note(|n| {
+                    log::warn!("rank {}: from rank {from}: {e} (ignored){}", self.rank, pm2_log::repeats(n))
+                });
             }
         }
     }
@@ -559,7 +569,7 @@ impl Core {
                 return;
             }
             if Instant::now() >= end {
-                eprintln!("nmad: rank {}: finalize: output still pending after {limit:?}", self.rank);
+                log::warn!("rank {}: finalize: output still pending after {limit:?}", self.rank);
                 return;
             }
             self.pioman.progress();
@@ -599,7 +609,7 @@ impl Sink for CoreSink<'_> {
                     r.adopt(link);
                 }
             }
-            Err(e) => eprintln!("nmad: rank {}: connection from rank {}: {e}", self.core.rank, link.peer()),
+            Err(e) => log::warn!("rank {}: connection from rank {}: {e}", self.core.rank, link.peer()),
         }
     }
 

@@ -3,6 +3,7 @@
 use tools::launcher::{self, cli};
 
 fn main() {
+    pm2_log::init();
     let args: Vec<String> = match std::env::args_os().skip(1).map(|a| a.into_string()).collect() {
         Ok(a) => a,
         Err(bad) => {

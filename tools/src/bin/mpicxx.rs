@@ -2,5 +2,6 @@
 //! MPI-3). See `mpicxx -help` and [`tools::ccwrap`].
 
 fn main() {
+    pm2_log::init();
     std::process::exit(tools::ccwrap::main(tools::ccwrap::Lang::Cxx));
 }

@@ -287,7 +287,7 @@ impl Job {
                     self.pmi.insert(id, File::from(OwnedFd::from(stream)));
                 }
                 Accepted::Rejected(addr, why) => {
-                    eprintln!("madrun: rejected a connection from {addr}: {why}")
+                    log::warn!("rejected a connection from {addr}: {why}")
                 }
             }
         }

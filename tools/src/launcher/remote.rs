@@ -80,7 +80,7 @@ impl PmiPort {
                 Err(_) => return, // WouldBlock, or a connection that died before accept.
             };
             if self.pending >= MAX_PENDING {
-                eprintln!("madrun: rejected a connection from {addr}: too many handshakes in progress");
+                log::warn!("rejected a connection from {addr}: too many handshakes in progress");
                 continue;
             }
             let (key, waker, tx) = (self.key.clone(), self.waker, self.tx.clone());
@@ -95,7 +95,7 @@ impl PmiPort {
             match spawned {
                 Ok(_) => self.pending += 1,
                 Err(e) => {
-                    eprintln!("madrun: rejected a connection from {addr}: cannot start its handshake: {e}")
+                    log::warn!("rejected a connection from {addr}: cannot start its handshake: {e}")
                 }
             }
         }

@@ -502,7 +502,7 @@ impl Pmi {
                 "abort",
             ),
             Backend::Singleton(_) => {
-                eprintln!("PMI: abort ({code}): {message}");
+                log::error!("PMI: abort ({code}): {message}");
                 std::process::exit(code)
             }
         };

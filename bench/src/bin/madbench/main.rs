@@ -9,6 +9,7 @@
 use bench::suite::options::Options;
 
 fn main() {
+    pm2_log::init();
     if std::env::var_os("MADBENCH_RANK").is_some() {
         std::process::exit(bench::ranks::rank_main());
     }

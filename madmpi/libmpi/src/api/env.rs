@@ -55,6 +55,7 @@ unsafe fn write_flag(flag: *mut c_int, value: bool) -> Result<(), Error> {
 export! {
     /// `MPI_Init`: starts MPI at `MPI_THREAD_SINGLE` (the arguments are not used).
     fn MPI_Init / PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) {
+        pm2_log::init();
         state::init(Threading::Single)?;
         Ok(())
     }
@@ -66,6 +67,7 @@ export! {
         required: c_int,
         provided: *mut c_int,
     ) {
+        pm2_log::init();
         let level = threading_of(required)?;
         // SAFETY: an output argument (MPI's contract).
         let provided = unsafe { check::out(provided, "provided") }?;

@@ -62,6 +62,7 @@ export! {
     /// `MPI_Session_init`: a session; starts the runtime if neither MPI_Init nor another
     /// session did (thread level from the info key `thread_level`).
     fn MPI_Session_init / PMPI_Session_init(info: abi::Info, errhandler: abi::Errhandler, session: *mut abi::Handle) {
+        pm2_log::init();
         // SAFETY: an output argument.
         let out = unsafe { check::out(session, "session") }?;
         *out = MPI_SESSION_NULL;

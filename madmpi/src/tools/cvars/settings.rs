@@ -1,5 +1,6 @@
-//! marcel's, pioman's and nmad's settings as control variables. All are read from the
-//! environment when the runtime starts, so they are read-only, except `PIOMAN_POLICY`: pioman
+//! marcel's, pioman's and nmad's settings, and the level of the stack's diagnostics
+//! (`PM2_LOG`), as control variables. All are read from the environment when the runtime
+//! starts, so they are read-only, except `PIOMAN_POLICY`: pioman
 //! switches policies at run time (`Pioman::set_policy`), so writing it changes the policy of the
 //! running instance (from `MPI_Init` to `MPI_Finalize`; before or after, `SET_NOT_NOW`).
 //!
@@ -62,6 +63,16 @@ pub(crate) fn add(r: &mut Registry) {
     use Type::*;
     use Verbosity::*;
     let yes_no = r.add_enum(Enum::numbered("boolean", &["no", "yes"]));
+    r.cvars.push(Cvar::new(
+        pm2_log::VAR,
+        Char,
+        Readonly,
+        UserBasic,
+        "pm2",
+        "diagnostics written to stderr by every layer: off, error, warn, info, debug or trace, \
+         optionally per module (nmad=debug,warn)",
+        text(pm2_log::VAR, "warn"),
+    ));
     let m = "marcel";
     r.cvars.extend([
         Cvar::new(

@@ -247,7 +247,7 @@ impl Driver for ShmDriver {
                 Ok(k) => n += k,
                 Err(why) => {
                     let why = format!("shm: malformed data from rank {}: {why}", link.peer);
-                    eprintln!("nmad {why}");
+                    log::error!("{why}");
                     link.fail(io::ErrorKind::InvalidData, why);
                     n += ShmDriver::report(link, &st.links, sink);
                     lost = true;

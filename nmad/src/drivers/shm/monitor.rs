@@ -50,7 +50,9 @@ fn run(sh: &Arc<Shared>, listener: &UnixListener) {
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() != io::ErrorKind::Interrupted {
-                eprintln!("nmad shm (rank {}): poll: {e}", sh.local.rank);
+                static POLL_FAILED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
+                POLL_FAILED
+                    .note(|n| log::warn!("shm: rank {}: poll: {e}{}", sh.local.rank, pm2_log::repeats(n)));
                 std::thread::sleep(Duration::from_millis(10));
             }
             continue;
@@ -87,7 +89,10 @@ fn accept_all(sh: &Arc<Shared>, listener: &UnixListener) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => {
                 // Out of fds or memory: leave the connection queued, try again shortly.
-                eprintln!("nmad shm (rank {}): accept: {e}", sh.local.rank);
+                static ACCEPT_FAILED: pm2_log::RateLimited =
+                    pm2_log::RateLimited::new(Duration::from_secs(5));
+                ACCEPT_FAILED
+                    .note(|n| log::warn!("shm: rank {}: accept: {e}{}", sh.local.rank, pm2_log::repeats(n)));
                 std::thread::sleep(Duration::from_millis(10));
                 return;
             }
@@ -100,7 +105,7 @@ fn admit(sh: &Arc<Shared>, s: UnixStream) {
     let rank = sh.local.rank;
     if sh.setups.fetch_add(1, AcqRel) >= MAX_SETUPS {
         sh.setups.fetch_sub(1, AcqRel);
-        eprintln!("nmad shm (rank {rank}): rejected a connection: {MAX_SETUPS} setups already in progress");
+        log::warn!("shm: rank {rank}: rejected a connection: {MAX_SETUPS} setups already in progress");
         return;
     }
     let shared = sh.clone();
@@ -109,11 +114,11 @@ fn admit(sh: &Arc<Shared>, s: UnixStream) {
         shared.setups.fetch_sub(1, AcqRel);
         match result {
             Ok(link) => shared.push_accepted(link),
-            Err(why) => eprintln!("nmad shm (rank {rank}): rejected a connection: {why}"),
+            Err(why) => log::warn!("shm: rank {rank}: rejected a connection: {why}"),
         }
     });
     if let Err(e) = spawned {
         sh.setups.fetch_sub(1, AcqRel);
-        eprintln!("nmad shm (rank {rank}): rejected a connection: no thread for its setup: {e}");
+        log::warn!("shm: rank {rank}: rejected a connection: no thread for its setup: {e}");
     }
 }

@@ -68,7 +68,10 @@ fn run(listener: TcpListener, stop: &EventFd, setup: Arc<Setup>) {
             Ok(c) => c,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
             Err(e) => {
-                eprintln!("nmad {}: accept failed: {e}", setup.rail);
+                static ACCEPT_FAILED: pm2_log::RateLimited =
+                    pm2_log::RateLimited::new(Duration::from_secs(5));
+                ACCEPT_FAILED
+                    .note(|n| log::warn!("{}: accept failed: {e}{}", setup.rail, pm2_log::repeats(n)));
                 std::thread::sleep(Duration::from_millis(10)); // e.g. out of fds: do not spin
                 continue;
             }
@@ -76,10 +79,7 @@ fn run(listener: TcpListener, stop: &EventFd, setup: Arc<Setup>) {
         if in_flight.fetch_add(1, AcqRel) >= MAX_HANDSHAKES {
             in_flight.fetch_sub(1, AcqRel);
             setup.shared.rejected.fetch_add(1, Relaxed);
-            eprintln!(
-                "nmad {}: rejected a connection from {addr}: too many handshakes in progress",
-                setup.rail
-            );
+            log::warn!("{}: rejected a connection from {addr}: too many handshakes in progress", setup.rail);
             continue;
         }
         let (setup2, in_flight2) = (setup.clone(), in_flight.clone());
@@ -89,7 +89,7 @@ fn run(listener: TcpListener, stop: &EventFd, setup: Arc<Setup>) {
         });
         if let Err(e) = spawned {
             in_flight.fetch_sub(1, AcqRel);
-            eprintln!("nmad {}: cannot start a handshake thread for {addr}: {e}", setup.rail);
+            log::warn!("{}: cannot start a handshake thread for {addr}: {e}", setup.rail);
         }
     }
 }

@@ -55,7 +55,7 @@ impl Setup {
         });
         if let Err(why) = result {
             self.shared.rejected.fetch_add(1, Relaxed);
-            eprintln!("nmad {}: rejected a connection from {addr}: {why}", self.rail);
+            log::warn!("{}: rejected a connection from {addr}: {why}", self.rail);
         }
     }
 

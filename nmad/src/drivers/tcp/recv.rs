@@ -206,10 +206,15 @@ impl Rx {
     fn dest_fits(&self, hdr: &BulkHeader) -> bool {
         let total: u64 = self.dest.iter().map(|d| d.len as u64).sum();
         if total != hdr.len {
-            eprintln!(
-                "nmad tcp: the sink gave {total} bytes of destination for bulk frame {hdr:?} from rank {}: discarded",
-                self.conn.peer
-            );
+            static DISCARDED: pm2_log::RateLimited =
+                pm2_log::RateLimited::new(std::time::Duration::from_secs(5));
+            DISCARDED.note(|n| {
+                log::error!(
+                    "tcp: the sink gave {total} bytes of destination for bulk frame {hdr:?} from rank {}: discarded{}",
+                    self.conn.peer,
+                    pm2_log::repeats(n)
+                )
+            });
         }
         total == hdr.len
     }
