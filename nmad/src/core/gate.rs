@@ -10,7 +10,8 @@
 //! Flow control: an eager message costs the sender `len + 64` bytes of the credit the receiver
 //! granted; without enough credit a message goes as a rendezvous request (which costs one slot);
 //! without a slot it waits. The receiver returns credit as messages are consumed, piggy-backed
-//! on any packet to the peer or, past a threshold, in a packet of its own.
+//! on any packet to the peer or, past a threshold, in a packet of its own, and fails a peer that
+//! sends beyond it (`Gate::allowance`, see `budget`).
 
 mod eager_now;
 

@@ -1,5 +1,6 @@
-//! The core: gates (peers), sessions, the eager and rendezvous protocols, flow control, and the
-//! glue to drivers (as their [`Sink`]) and to pioman (one progression task per driver).
+//! The core: gates (peers), sessions, the eager and rendezvous protocols, flow control (granted
+//! by the receiver, enforced on receipt: `budget`), and the glue to drivers (as their [`Sink`])
+//! and to pioman (one progression task per driver).
 //!
 //! Locks are per object — a gate's send side, a gate's large receives, a session's matching —
 //! and none is held across a driver call that could call back into the core, nor while a
@@ -47,7 +48,8 @@ pub struct Config {
     /// Caps the drivers' eager thresholds [`NMAD_EAGER_LIMIT`, bytes].
     pub eager_limit: usize,
     /// Memory for unexpected messages, shared evenly by the peers as the credit each may use
-    /// [`NMAD_UNEXPECTED_BUDGET`, bytes, default 64 MiB; at least 16 KiB per peer].
+    /// [`NMAD_UNEXPECTED_BUDGET`, bytes, default 64 MiB; at least 16 KiB per peer]. Enforced on
+    /// receipt: a peer sending beyond its credit is failed.
     pub unexpected_budget: u64,
     /// Unmatched rendezvous requests a peer may have outstanding [`NMAD_RDV_SLOTS`, default 1024].
     pub rdv_slots: u64,
@@ -521,7 +523,8 @@ impl Core {
                 wire::Chunk::Data { h, cookie, payload } => {
                     let body = InBody::Data { cookie, payload: Cow::Borrowed(payload) };
                     let arrival = gate.allowance.charge_eager(payload.len());
-                    if let Err(what) = arrival.and_then(|()| self.incoming(&gate, Incoming { from, h, body })) {
+                    if let Err(what) = arrival.and_then(|()| self.incoming(&gate, Incoming { from, h, body }))
+                    {
                         return gate.violation(self, &what);
                     }
                     Ok(())
@@ -530,7 +533,8 @@ impl Core {
                     let remote = remote.map(|r| matching::Remote { segments: r.segments().collect() });
                     let body = InBody::Rdv { total, cookie, header: Cow::Borrowed(header), remote };
                     let arrival = gate.allowance.charge_rdv();
-                    if let Err(what) = arrival.and_then(|()| self.incoming(&gate, Incoming { from, h, body })) {
+                    if let Err(what) = arrival.and_then(|()| self.incoming(&gate, Incoming { from, h, body }))
+                    {
                         return gate.violation(self, &what);
                     }
                     Ok(())
