@@ -16,10 +16,13 @@
 //! the peer made this process hold is dropped (`Core::purge`). What it sent on a rail afterwards
 //! is dropped unread.
 //!
-//! The bound, per peer: `grant` bytes of eager messages (payload + 64 each, the 64 covering
-//! their bookkeeping) plus `slots` rendezvous requests of at most [`RDV_FOOTPRINT`] bytes each
+//! The bound, per peer, as counted in `Stats::unexpected_bytes`: `grant` bytes of eager messages
+//! (payload + 64 each) plus `slots` rendezvous requests of at most [`RDV_FOOTPRINT`] bytes each
 //! ([`per_peer`]), whether the messages wait unmatched, for an earlier sequence number, or for
-//! their session.
+//! their session. The memory behind it is larger by what the 64 bytes do not cover: a held
+//! message's bookkeeping (about 100–200 bytes) and the rounding of payload buffers of 4 KiB and
+//! more to a power of two (`buffers`): at most twice the count for large messages, about four
+//! times for a flood of empty ones.
 //!
 //! Owns the per-peer counters and the bounds; the checks sit where arrivals are handled (core,
 //! session), and this module touches neither matching nor delivery.

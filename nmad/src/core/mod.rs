@@ -506,7 +506,7 @@ impl Core {
                 return;
             }
         };
-        if gate.failure().is_some() {
+        if gate.failed.get().is_some() {
             return; // it broke the protocol, or a late packet on a rail of a lost peer
         }
         let chunks = match wire::Decoder::new(bytes) {
