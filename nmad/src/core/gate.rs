@@ -10,11 +10,13 @@
 //! Flow control: an eager message costs the sender `len + 64` bytes of the credit the receiver
 //! granted; without enough credit a message goes as a rendezvous request (which costs one slot);
 //! without a slot it waits. The receiver returns credit as messages are consumed, piggy-backed
-//! on any packet to the peer or, past a threshold, in a packet of its own.
+//! on any packet to the peer or, past a threshold, in a packet of its own, and fails a peer that
+//! sends beyond it (`Gate::allowance`, see `budget`).
 
 mod eager_now;
 
 use super::Core;
+use super::budget::Allowance;
 use super::request::{Error, Kind, ReqPtr};
 use super::slab::Slab;
 use super::wire::{self, Encoder, FLAG_READ, FLAG_SYNC, MsgHeader, Piece};
@@ -167,6 +169,8 @@ pub(crate) struct Gate {
     pub(crate) owed_slots: AtomicU64,
     /// Owed credit past which it goes back in a packet of its own.
     pub(crate) owed_threshold: u64,
+    /// What the peer holds of the credit we granted it (checked on arrival).
+    pub(crate) allowance: Allowance,
     pub(crate) eager_limit: usize,
     /// The peer is lost: everything it sent before has been delivered, every request involving
     /// it fails.
@@ -180,13 +184,13 @@ pub(crate) struct Gate {
 }
 
 impl Gate {
-    /// `credit`/`slots`: what the peer grants us (from its card); `grant`: what we grant it.
+    /// `credit`/`slots`: what the peer grants us (from its card); `grant`: the bytes and slots
+    /// we grant it.
     pub(crate) fn new(
         peer: PeerId,
         rails: Vec<Rail>,
-        credit: u64,
-        slots: u64,
-        grant: u64,
+        (credit, slots): (u64, u64),
+        grant: (u64, u64),
         eager_cap: usize,
     ) -> Gate {
         let eager_limit = rails
@@ -221,7 +225,8 @@ impl Gate {
             large_in: Mutex::new(Slab::default()),
             owed_bytes: AtomicU64::new(0),
             owed_slots: AtomicU64::new(0),
-            owed_threshold: (grant / 4).max(1),
+            owed_threshold: (grant.0 / 4).max(1),
+            allowance: Allowance::new(grant.0, grant.1),
             eager_limit,
             failed: OnceLock::new(),
             send_failed: OnceLock::new(),
@@ -732,6 +737,8 @@ impl Gate {
 
     /// Credit we owe the peer (a message it sent was consumed); sent back when due.
     pub(crate) fn owe(&self, core: &Core, bytes: u64, slots: u64) {
+        // Released before the credit can go back (the peer may use it at once).
+        self.allowance.release(bytes, slots);
         let b = self.owed_bytes.fetch_add(bytes, Relaxed) + bytes;
         let s = self.owed_slots.fetch_add(slots, Relaxed) + slots;
         if b >= self.owed_threshold || s >= 16 {
@@ -786,6 +793,22 @@ impl Gate {
             // SAFETY: taken out of the queue: we hold them.
             unsafe { r.complete(Some(err.clone())) };
         }
+    }
+
+    /// The peer broke the protocol (see `budget`): it is reported, fails as a dead peer would,
+    /// and what it made this process hold is dropped. What it sends later is dropped unread.
+    pub(crate) fn violation(&self, core: &Core, what: &str) {
+        if self.failed.get().is_some() {
+            return;
+        }
+        log::error!(
+            "nmad: rank {}: peer {} broke the protocol: {what}; its connection is failed and \
+             what it sent is dropped",
+            core.rank,
+            self.peer
+        );
+        self.fail(core, &format!("protocol violation: {what}"));
+        core.purge(self);
     }
 
     /// The peer is gone, and what it sent before has been delivered: every request involving it

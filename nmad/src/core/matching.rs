@@ -211,6 +211,13 @@ impl<R: Copy + PartialEq> Matching<R> {
         }
     }
 
+    /// Removes every unexpected message from `source` (it broke the protocol).
+    pub(crate) fn drain_unexpected_from(&mut self, source: PeerId) -> Vec<Unexpected> {
+        let Some(s) = self.sources.get_mut(source as usize) else { return Vec::new() };
+        self.unexpected_count -= s.unexpected.len();
+        s.unexpected.drain(..).collect()
+    }
+
     /// Removes every posted receive (the session closes).
     pub(crate) fn drain_all_posted(&mut self) -> Vec<R> {
         let mut v: Vec<R> = self.any.drain(..).map(|p| p.req).collect();

@@ -1,10 +1,12 @@
-//! The core: gates (peers), sessions, the eager and rendezvous protocols, flow control, and the
-//! glue to drivers (as their [`Sink`]) and to pioman (one progression task per driver).
+//! The core: gates (peers), sessions, the eager and rendezvous protocols, flow control (granted
+//! by the receiver, enforced on receipt: `budget`), and the glue to drivers (as their [`Sink`])
+//! and to pioman (one progression task per driver).
 //!
 //! Locks are per object — a gate's send side, a gate's large receives, a session's matching —
 //! and none is held across a driver call that could call back into the core, nor while a
 //! request completes. The core never sees MPI objects: madmpi maps communicators to sessions.
 
+mod budget;
 mod buffers;
 mod counters;
 pub(crate) mod deliver;
@@ -46,7 +48,8 @@ pub struct Config {
     /// Caps the drivers' eager thresholds [`NMAD_EAGER_LIMIT`, bytes].
     pub eager_limit: usize,
     /// Memory for unexpected messages, shared evenly by the peers as the credit each may use
-    /// [`NMAD_UNEXPECTED_BUDGET`, bytes, default 64 MiB; at least 16 KiB per peer].
+    /// [`NMAD_UNEXPECTED_BUDGET`, bytes, default 64 MiB; at least 16 KiB per peer]. Enforced on
+    /// receipt: a peer sending beyond its credit is failed.
     pub unexpected_budget: u64,
     /// Unmatched rendezvous requests a peer may have outstanding [`NMAD_RDV_SLOTS`, default 1024].
     pub rdv_slots: u64,
@@ -107,6 +110,14 @@ struct Cards {
 
 const CARD_KEY: &str = "nmad-cards";
 
+/// Messages for a session not created here yet, and who sent them (sorted: each sender is
+/// charged one of its [`budget::UNKNOWN_SESSIONS`] once).
+#[derive(Default)]
+struct EarlySession {
+    msgs: Vec<Incoming<'static>>,
+    senders: Vec<PeerId>,
+}
+
 /// How long `finalize` waits for this process's output to leave it.
 const FINALIZE_DRAIN: Duration = Duration::from_secs(10);
 
@@ -152,7 +163,7 @@ pub(crate) struct Core {
     gate_creation: Mutex<()>,
     sessions: RwLock<HashMap<u32, Arc<SessionInner>>>,
     /// Messages for sessions not created here yet (another rank created its communicator first).
-    early: Mutex<HashMap<u32, Vec<Incoming<'static>>>>,
+    early: Mutex<HashMap<u32, EarlySession>>,
     /// Per closed session, the next sequence number expected from each peer: a session reopened
     /// with the same id (madmpi reuses context ids) continues where the gates' counters are.
     resume_order: Mutex<HashMap<u32, Vec<u32>>>,
@@ -342,7 +353,8 @@ impl Core {
         }
         let credit = if cards.credit == 0 { self.grant } else { cards.credit };
         let slots = if cards.slots == 0 { self.config.rdv_slots } else { cards.slots };
-        Ok(Gate::new(peer, rails, credit, slots, self.grant, self.config.eager_limit))
+        let grant = (self.grant, self.config.rdv_slots);
+        Ok(Gate::new(peer, rails, (credit, slots), grant, self.config.eager_limit))
     }
 
     pub(crate) fn failed_peers(&self) -> Vec<PeerId> {
@@ -394,10 +406,19 @@ impl Core {
             map.insert(id, s.clone());
             (s, early.remove(&id).unwrap_or_default())
         };
-        for inc in early {
+        for &p in &early.senders {
+            if let Some(g) = self.existing_gate(p) {
+                g.allowance.leave_unknown_session();
+            }
+        }
+        for inc in early.msgs {
             self.budget_sub(inc.footprint());
-            if let Ok(g) = self.gate(inc.from) {
-                s.deliver(&g, inc);
+            let Ok(g) = self.gate(inc.from) else { continue };
+            if g.failure().is_some() {
+                continue; // a violation of the peer dropped the rest
+            }
+            if let Err(what) = s.deliver(&g, inc) {
+                g.violation(self, &what);
             }
         }
         s
@@ -422,8 +443,9 @@ impl Core {
         }
     }
 
-    /// A message for a session: deliver it, or keep it until the session exists.
-    fn incoming(&self, gate: &Gate, inc: Incoming<'_>) {
+    /// A message for a session: deliver it, or keep it until the session exists. `Err`: the
+    /// peer broke the protocol (see [`budget`]).
+    fn incoming(&self, gate: &Gate, inc: Incoming<'_>) -> Result<(), String> {
         let id = inc.h.session;
         let s = self.sessions.read().unwrap().get(&id).cloned();
         let s = match s {
@@ -433,14 +455,45 @@ impl Core {
                 match self.sessions.read().unwrap().get(&id).cloned() {
                     Some(s) => s,
                     None => {
+                        let e = early.entry(id).or_default();
+                        if let Err(at) = e.senders.binary_search(&inc.from) {
+                            gate.allowance.enter_unknown_session(id)?;
+                            e.senders.insert(at, inc.from);
+                        }
                         self.budget_add(inc.footprint());
-                        early.entry(id).or_default().push(inc.into_owned());
-                        return;
+                        e.msgs.push(inc.into_owned());
+                        return Ok(());
                     }
                 }
             }
         };
-        s.deliver(gate, inc);
+        s.deliver(gate, inc)
+    }
+
+    /// Drops what `gate`'s peer made this process hold (it broke the protocol): its messages
+    /// waiting for their session, for an earlier sequence number, or unmatched.
+    fn purge(&self, gate: &Gate) {
+        let peer = gate.peer;
+        let mut bytes = 0;
+        self.early.lock().unwrap().retain(|_, e| {
+            if let Ok(at) = e.senders.binary_search(&peer) {
+                e.senders.remove(at);
+                gate.allowance.leave_unknown_session();
+                e.msgs.retain(|m| {
+                    let keep = m.from != peer;
+                    if !keep {
+                        bytes += m.footprint();
+                    }
+                    keep
+                });
+            }
+            !e.msgs.is_empty()
+        });
+        let sessions: Vec<_> = self.sessions.read().unwrap().values().cloned().collect();
+        for s in sessions {
+            bytes += s.purge(peer);
+        }
+        self.budget_sub(bytes);
     }
 
     // ------------------------------------------------------------ arrivals
@@ -460,6 +513,9 @@ impl Core {
                 return;
             }
         };
+        if gate.failed.get().is_some() {
+            return; // it broke the protocol, or a late packet on a rail of a lost peer
+        }
         let chunks = match wire::Decoder::new(bytes) {
             Ok(d) => d,
             Err(e) => return gate.fail(self, &format!("{e}")),
@@ -469,16 +525,25 @@ impl Core {
                 Ok(c) => c,
                 Err(e) => return gate.fail(self, &format!("{e}")),
             };
+            // An arrival is charged to the peer's credit before anything is kept of it.
             let r = match c {
                 wire::Chunk::Data { h, cookie, payload } => {
                     let body = InBody::Data { cookie, payload: Cow::Borrowed(payload) };
-                    self.incoming(&gate, Incoming { from, h, body });
+                    let arrival = gate.allowance.charge_eager(payload.len());
+                    if let Err(what) = arrival.and_then(|()| self.incoming(&gate, Incoming { from, h, body }))
+                    {
+                        return gate.violation(self, &what);
+                    }
                     Ok(())
                 }
                 wire::Chunk::Rdv { h, total, cookie, header, remote } => {
                     let remote = remote.map(|r| matching::Remote { segments: r.segments().collect() });
                     let body = InBody::Rdv { total, cookie, header: Cow::Borrowed(header), remote };
-                    self.incoming(&gate, Incoming { from, h, body });
+                    let arrival = gate.allowance.charge_rdv();
+                    if let Err(what) = arrival.and_then(|()| self.incoming(&gate, Incoming { from, h, body }))
+                    {
+                        return gate.violation(self, &what);
+                    }
                     Ok(())
                 }
                 wire::Chunk::Rtr { cookie, recv_cookie, accepted, pieces } => {
@@ -515,7 +580,7 @@ impl Core {
         Stats {
             unexpected_bytes: self.unexpected.load(Relaxed),
             peak_unexpected_bytes: self.peak.load(Relaxed),
-            budget: peers * (self.grant + self.config.rdv_slots * (64 + wire::MAX_RDV_HEADER as u64)),
+            budget: peers.saturating_mul(budget::per_peer(self.grant, self.config.rdv_slots)),
             packets: self.packets.load(Relaxed),
             chunks: self.chunks.load(Relaxed),
             eager_sent: self.counters.eager_sent.load(Relaxed),

@@ -16,6 +16,7 @@ use crate::drivers::PeerId;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -59,11 +60,13 @@ impl Incoming<'_> {
         Unexpected { source: self.from, tag: self.h.tag, arrival: 0, body }
     }
 
-    /// Memory it takes while waiting (for the budget).
+    /// Memory it takes while waiting (for the budget; as [`Unexpected::footprint`]).
     pub(crate) fn footprint(&self) -> u64 {
         64 + match &self.body {
             InBody::Data { payload, .. } => payload.len() as u64,
-            InBody::Rdv { header, .. } => header.len() as u64,
+            InBody::Rdv { header, remote, .. } => {
+                header.len() as u64 + remote.as_ref().map_or(0, |r| 16 * r.segments.len() as u64)
+            }
         }
     }
 }
@@ -115,8 +118,9 @@ impl SessionInner {
         }
     }
 
-    /// A message arrives from its gate: match it in sequence order or keep it.
-    pub(crate) fn deliver(self: &Arc<Self>, gate: &Gate, inc: Incoming<'_>) {
+    /// A message arrives from its gate: match it in sequence order or keep it. `Err`: its
+    /// sequence number breaks the protocol (see `budget`); nothing was kept.
+    pub(crate) fn deliver(self: &Arc<Self>, gate: &Gate, inc: Incoming<'_>) -> Result<(), String> {
         let core = &*self.core;
         let from = inc.from;
         // Usually one message, matched or stored: no allocation for that.
@@ -129,13 +133,15 @@ impl SessionInner {
                 st.order.resize_with(from as usize + 1, Order::default);
             }
             let ord = &mut st.order[from as usize];
-            let ahead = inc.h.seq.wrapping_sub(ord.expected);
-            if ahead != 0 {
-                if ahead < 1 << 31 {
-                    core.budget_add(inc.footprint());
-                    ord.early.insert(inc.h.seq, inc.into_owned());
-                } // else: a duplicate of something already matched
-                return;
+            if gate.allowance.check_seq(inc.h.seq, ord.expected)? != 0 {
+                match ord.early.entry(inc.h.seq) {
+                    Entry::Vacant(v) => {
+                        core.budget_add(inc.footprint());
+                        v.insert(inc.into_owned());
+                    }
+                    Entry::Occupied(_) => return Err(format!("sequence number {} sent twice", inc.h.seq)),
+                }
+                return Ok(());
             }
             let mut cur = inc;
             loop {
@@ -181,6 +187,7 @@ impl SessionInner {
             }
             self.fire_monitors(&stored);
         }
+        Ok(())
     }
 
     fn fire_monitors(self: &Arc<Self>, stored: &[Status]) {
@@ -288,6 +295,18 @@ impl SessionInner {
             // SAFETY: drained from the posted list: we hold them.
             unsafe { r.complete(Some(err.clone())) };
         }
+    }
+
+    /// Drops the messages of `peer` (it broke the protocol): unmatched, or waiting for an
+    /// earlier sequence number. Returns their footprint.
+    pub(crate) fn purge(&self, peer: PeerId) -> u64 {
+        let mut st = self.state.lock().unwrap();
+        let mut bytes: u64 = st.m.drain_unexpected_from(peer).iter().map(Unexpected::footprint).sum();
+        if let Some(o) = st.order.get_mut(peer as usize) {
+            bytes += o.early.values().map(Incoming::footprint).sum::<u64>();
+            o.early.clear();
+        }
+        bytes
     }
 
     /// Closes the session: posted receives complete as cancelled, unexpected messages are dropped.

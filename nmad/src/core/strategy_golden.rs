@@ -77,7 +77,7 @@ fn gate_with(rails: &[(RailInfo, Arc<Recording>)], credit: u64, slots: u64) -> G
             r
         })
         .collect();
-    Gate::new(0, rails, credit, slots, 1 << 20, usize::MAX)
+    Gate::new(0, rails, (credit, slots), (1 << 20, 16), usize::MAX)
 }
 
 /// Queues a send of `data` with `tag` on session 1.

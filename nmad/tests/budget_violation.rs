@@ -1,0 +1,282 @@
+//! A peer that ignores its credit: process 2 speaks the wire protocol itself over the real tcp
+//! driver and sends 2,000 60 KB messages for a session that does not exist (120 MB, against a
+//! credit of 1 MiB), while process 1, an ordinary nmad peer, exchanges messages with process 0.
+//! Process 0 must report process 2, fail its connection, hold no more than the budget allows
+//! (its counters, and its resident memory), and receive every message of process 1 intact.
+//!
+//! The three processes are jobs of one in a universe of three (as in `peer_exit.rs`): this test
+//! binary is started again as processes 1 and 2, which find the business cards in a directory.
+
+use nmad::bootstrap::{Bootstrap, Universe};
+use nmad::drivers::{BulkHeader, DriverEnv, Link, PeerId, SegmentMut, Sent, Sink};
+use nmad::wire::{Encoder, MsgHeader, VERSION};
+use nmad::{Config, Data, Error, Nmad, Request, SendMode, Source};
+use std::io::{self, IoSlice};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tools::secret::JobKey;
+
+const DIR_ENV: &str = "NMAD_BUDGET_DIR";
+const KEY_ENV: &str = "NMAD_BUDGET_KEY";
+const SESSION: u32 = 3;
+/// A session nobody creates.
+const NOWHERE: u32 = 999;
+const BUDGET: u64 = 1 << 20;
+const FLOOD: u32 = 2000;
+const FLOOD_LEN: usize = 60_000;
+/// Messages of the honest peer, and the tags of process 0's go-ahead and answer.
+const MESSAGES: u64 = 200;
+const GO: u64 = 1 << 30;
+const ANSWER: u64 = GO + 1;
+
+fn len_of(i: u64) -> usize {
+    (i as usize * 7919) % 20_000 + 1
+}
+
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (seed as usize * 131 + i * 7 + (i >> 9)) as u8).collect()
+}
+
+/// A job of one process whose key/value store is a directory shared with the other jobs.
+struct DirJob {
+    dir: PathBuf,
+    base: u32,
+    key: JobKey,
+}
+
+impl Bootstrap for DirJob {
+    fn rank(&self) -> u32 {
+        0
+    }
+    fn size(&self) -> u32 {
+        1
+    }
+    fn universe(&self) -> Universe {
+        Universe { base: self.base, capacity: 3 }
+    }
+    fn job_key(&self) -> &JobKey {
+        &self.key
+    }
+    fn put(&self, key: &str, value: &str) -> io::Result<()> {
+        put(&self.dir, key, value)
+    }
+    fn fence(&self) -> io::Result<()> {
+        Ok(()) // a job of one
+    }
+    fn get(&self, key: &str) -> io::Result<Option<String>> {
+        match std::fs::read_to_string(self.dir.join(key)) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn put(dir: &Path, key: &str, value: &str) -> io::Result<()> {
+    let tmp = dir.join(format!("{key}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, value)?;
+    std::fs::rename(tmp, dir.join(key))
+}
+
+fn start(dir: PathBuf, base: u32, key: JobKey) -> Nmad {
+    let config = Config {
+        drivers: Some(vec!["tcp".into()]),
+        strategy: nmad::strategies::by_name("aggreg").unwrap(),
+        eager_limit: usize::MAX,
+        unexpected_budget: BUDGET,
+        rdv_slots: 16,
+    };
+    let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
+    Nmad::builder().bootstrap(Arc::new(DirJob { dir, base, key })).pioman(pio).config(config).build().unwrap()
+}
+
+fn env_dir_key() -> Option<(PathBuf, JobKey)> {
+    let dir = std::env::var(DIR_ENV).ok()?;
+    Some((dir.into(), JobKey::from_hex(&std::env::var(KEY_ENV).unwrap()).unwrap()))
+}
+
+/// Not a test: process 1 (does nothing unless started by the test below). Sends its messages
+/// once process 0 says go, then waits for its answer.
+#[test]
+fn honest_peer() {
+    let Some((dir, key)) = env_dir_key() else { return };
+    let nm = start(dir, 1, key);
+    let s = nm.session(SESSION);
+    s.recv(Source::Rank(0), GO, &mut []).unwrap();
+    for i in 0..MESSAGES {
+        s.send(0, i, &pattern(i, len_of(i))).unwrap();
+    }
+    let mut answer = [0u8; 8];
+    s.recv(Source::Rank(0), ANSWER, &mut answer).unwrap();
+    assert_eq!(answer, MESSAGES.to_le_bytes());
+    nm.finalize().unwrap();
+    std::process::exit(0);
+}
+
+/// Ignores everything the driver reports.
+struct Deaf;
+
+impl Sink for Deaf {
+    fn link_up(&mut self, _: Arc<dyn Link>) {}
+    fn packet(&mut self, _: PeerId, _: &[u8]) {}
+    fn bulk_dest(&mut self, _: PeerId, _: &BulkHeader, _: &mut Vec<SegmentMut>) -> bool {
+        false
+    }
+    fn bulk_done(&mut self, _: PeerId, _: &BulkHeader) {}
+    fn bulk_sent(&mut self, _: PeerId, _: u64) {}
+    fn link_failed(&mut self, _: PeerId, _: io::Error) {}
+}
+
+/// Not a test: process 2. Publishes a card as nmad would, connects to process 0 with the tcp
+/// driver and floods it with DATA chunks for a session that does not exist, ignoring credit.
+#[test]
+fn flooding_peer() {
+    let Some((dir, key)) = env_dir_key() else { return };
+    let env = DriverEnv { rank: 2, size: 3, job_key: key, node: nmad::drivers::node_id() };
+    let tcp = nmad::drivers::by_spec("tcp", &env).unwrap();
+    put(&dir, "nmad-cards-2", &format!("credit/{BUDGET}/16|node/{}|tcp/{}", env.node, tcp.card())).unwrap();
+    let cards = loop {
+        if let Ok(c) = std::fs::read_to_string(dir.join("nmad-cards-0")) {
+            break c;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let card = cards.split('|').find_map(|e| e.strip_prefix("tcp/")).expect("process 0's tcp card");
+    let link = tcp.connect(0, card).unwrap();
+    let payload = vec![0x5au8; FLOOD_LEN];
+    let mut packet = Vec::new();
+    for seq in 0..FLOOD {
+        packet.clear();
+        packet.push(VERSION);
+        let h = MsgHeader { flags: 0, session: NOWHERE, tag: 1, seq };
+        Encoder(&mut packet).data(&h, FLOOD_LEN, 0);
+        packet.extend_from_slice(&payload);
+        while link.try_send(&[IoSlice::new(&packet)]).unwrap() == Sent::Busy {
+            tcp.poll(&mut Deaf);
+        }
+    }
+    while link.sending() {
+        tcp.poll(&mut Deaf);
+    }
+    println!("flooded");
+    std::process::exit(0);
+}
+
+/// Records the errors logged in this process.
+struct Errors(Mutex<Vec<String>>);
+
+impl log::Log for Errors {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Error
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            self.0.lock().unwrap().push(r.args().to_string());
+        }
+    }
+    fn flush(&self) {}
+}
+
+static ERRORS: Errors = Errors(Mutex::new(Vec::new()));
+
+/// Resident memory of this process now and at most so far (bytes).
+fn rss() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb = |name: &str| -> u64 {
+        let line = status.lines().find(|l| l.starts_with(name)).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    };
+    (kb("VmRSS:"), kb("VmHWM:"))
+}
+
+fn child(dir: &Path, key: &JobKey, role: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", role, "--nocapture", "--test-threads=1"])
+        .env(DIR_ENV, dir)
+        .env(KEY_ENV, key.to_hex())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_peer_flooding_beyond_its_credit_is_cut_off_and_the_others_go_on() {
+    if log::set_logger(&ERRORS).is_ok() {
+        log::set_max_level(log::LevelFilter::Error);
+    }
+    let dir = std::env::temp_dir().join(format!("nmad-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = JobKey::generate().unwrap();
+    let nm = start(dir.clone(), 0, key.clone());
+    let s = nm.session(SESSION);
+    let mut honest = child(&dir, &key, "honest_peer");
+    let end = Instant::now() + Duration::from_secs(120);
+    while !dir.join("nmad-cards-1").exists() {
+        assert!(Instant::now() < end, "the honest peer did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Every receive of the honest peer is posted first: its messages never wait unexpected, so
+    // what process 0 holds unexpected is what the flooding peer made it hold.
+    let mut bufs: Vec<Vec<u8>> = (0..MESSAGES).map(|i| vec![0u8; len_of(i)]).collect();
+    let reqs: Vec<Pin<Box<Request>>> = (0..MESSAGES).map(|_| Box::pin(Request::new())).collect();
+    for (i, (b, r)) in bufs.iter_mut().zip(&reqs).enumerate() {
+        // SAFETY: the buffers outlive the requests' completion (waited for below).
+        unsafe { s.irecv(Source::Rank(1), i as u64, Data::from_raw(b.as_mut_ptr(), b.len()), r.as_ref()) }
+            .unwrap();
+    }
+    let (rss_before, _) = rss();
+    let mut flooder = child(&dir, &key, "flooding_peer");
+    s.send(1, GO, &[]).unwrap();
+
+    let flooded = loop {
+        if let Some(st) = flooder.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < end, "the flooding peer still runs after 2 minutes");
+        nm.pioman().progress();
+    };
+    assert!(flooded.success(), "the flooding peer could not send everything: {flooded}");
+    for (i, r) in reqs.iter().enumerate() {
+        while !r.test() {
+            assert!(Instant::now() < end, "message {i} of the honest peer did not arrive");
+            nm.pioman().progress();
+        }
+        let st = r.result().unwrap().unwrap_or_else(|e| panic!("message {i} of the honest peer: {e}"));
+        assert_eq!(st.len, len_of(i as u64) as u64);
+        assert!(bufs[i] == pattern(i as u64, len_of(i as u64)), "message {i} of the honest peer corrupted");
+    }
+    s.send_mode(1, ANSWER, &MESSAGES.to_le_bytes(), SendMode::default()).unwrap();
+    assert!(honest.wait().unwrap().success(), "the honest peer failed");
+    let (_, rss_peak) = rss();
+
+    // Within the budget: by the counters exactly, by the resident memory roughly (the tcp
+    // driver's buffers and the allocator's slack come on top; without the check it grew by the
+    // 120 MB flooded).
+    let st = nm.stats();
+    let sent = u64::from(FLOOD) * FLOOD_LEN as u64;
+    println!(
+        "flood of {sent} B: peak unexpected {} B (budget {} B), now {} B; resident memory grew by {} B at most",
+        st.peak_unexpected_bytes,
+        st.budget,
+        st.unexpected_bytes,
+        rss_peak.saturating_sub(rss_before)
+    );
+    // Reported, naming the peer.
+    let errors = ERRORS.0.lock().unwrap().clone();
+    assert!(
+        errors.iter().any(|e| e.contains("peer 2 broke the protocol") && e.contains("beyond its credit")),
+        "no error names the flooding peer: {errors:?}"
+    );
+    // Cut off as a dead peer: receives from it and sends to it fail at once.
+    let mut none = [0u8; 8];
+    assert!(matches!(s.recv(Source::Rank(2), 0, &mut none), Err(Error::PeerFailed { peer: 2, .. })));
+    assert!(matches!(s.send(2, 0, b"x"), Err(Error::PeerFailed { peer: 2, .. })));
+    assert!(st.peak_unexpected_bytes <= st.budget, "{st:?}");
+    assert_eq!(st.unexpected_bytes, 0, "what the flooding peer made process 0 hold is released");
+    assert!(rss_peak.saturating_sub(rss_before) < BUDGET + (8 << 20), "{rss_before} -> {rss_peak}");
+    nm.finalize().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
