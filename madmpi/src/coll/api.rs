@@ -20,7 +20,7 @@ use super::schedule::{RECV, SEND, Schedule};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
-use crate::p2p::Equivalence;
+use crate::datatype::Equivalence;
 use crate::request::{RawRequest, Request};
 
 /// Raw memory of a call: (address, bytes). The other API files (`api_gather`, `api_reduce`)
@@ -275,7 +275,7 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
     use crate::error::ErrorClass;
     use crate::op::Builtin;
 

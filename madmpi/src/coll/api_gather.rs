@@ -34,7 +34,7 @@ use super::schedule::{BufId, RECV, Range, SEND, Schedule};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
-use crate::p2p::Equivalence;
+use crate::datatype::Equivalence;
 use crate::request::Request;
 
 use super::api::{Mem, NONE, input, output};
@@ -1332,7 +1332,7 @@ mod sim_tests {
 #[cfg(test)]
 mod engine_tests {
     use super::*;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
     use crate::error::ErrorClass;
 
     fn val(r: u32, i: usize) -> u32 {
@@ -1490,7 +1490,7 @@ mod engine_tests {
 mod alltoallw_tests {
     use super::*;
     use crate::coll::sim::run;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
     use crate::datatype::Predefined;
     use crate::error::ErrorClass;
 

@@ -33,7 +33,7 @@ use super::schedule::{RECV, SEND};
 use super::{Op, algo};
 use crate::comm::Comm;
 use crate::error::{Error, Result};
-use crate::p2p::Equivalence;
+use crate::datatype::Equivalence;
 use crate::request::Request;
 
 use super::api::{Mem, NONE as IN_PLACE, input, output, reducer};
@@ -312,7 +312,7 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
     use crate::error::ErrorClass;
     use crate::op::Builtin;
     use std::sync::Arc;

@@ -6,11 +6,11 @@
 //! order between two processes.
 
 use crate::comm::Comm;
-use crate::context;
+use crate::comm::context;
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::internal::{Members, Space};
-use crate::tags::Kind;
+use crate::comm::internal::{Members, Space};
+use crate::comm::tags::Kind;
 
 impl Comm {
     /// `MPI_Comm_create_group` (collective over the members of `group`, a subgroup of this

@@ -11,7 +11,7 @@
 use super::connect::meet;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
-use crate::tags::{Kind, tagged};
+use crate::comm::tags::{Kind, tagged};
 use std::os::fd::RawFd;
 
 const MAGIC: &[u8; 8] = b"MMPIJOIN";

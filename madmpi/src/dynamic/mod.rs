@@ -36,7 +36,7 @@ pub use spawn::{Command, spawn};
 
 use crate::comm::{Comm, from_nmad};
 use crate::error::Result;
-use crate::internal::allreduce_and;
+use crate::comm::internal::allreduce_and;
 
 /// `MPI_Comm_disconnect`'s synchronization (collective over both groups of an
 /// intercommunicator, or the members of an intracommunicator): returns when every member has

@@ -1,7 +1,7 @@
 //! Ports, names, join and disconnect over threads as ranks.
 
 use super::*;
-use crate::comm::tests::on_all;
+use crate::testing::on_all;
 use crate::error::ErrorClass;
 use crate::p2p::{From, Rank, Tag};
 use std::os::fd::AsRawFd;

@@ -14,11 +14,11 @@
 //! all ones. Owns the leaders' protocol; the agreement itself is `context`'s.
 
 use crate::comm::{Comm, from_nmad};
-use crate::context;
+use crate::comm::context;
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::internal::{Members, allreduce_and};
-use crate::tags::{self, Kind};
+use crate::comm::internal::{Members, allreduce_and};
+use crate::comm::tags::{self, Kind};
 use nmad::{Session, Source, scope};
 
 /// How a leader reaches the other group's leader.
@@ -157,7 +157,7 @@ pub fn create_from_groups(
     rank(local, local_leader, "local")?;
     let to = rank(remote, remote_leader, "remote")?;
     let hash = string_tag(tag);
-    let space = crate::internal::Space::Tag { kind: Kind::GroupsTagged, tag: hash };
+    let space = crate::comm::internal::Space::Tag { kind: Kind::GroupsTagged, tag: hash };
     let local_comm = crate::comm_ctor::create_in(world, local, space)?
         .expect("a member of the group gets the communicator");
     // The last step of the tag space: the local creation's rounds never get there.

@@ -9,7 +9,7 @@ use super::inter;
 use crate::comm::{Comm, from_nmad};
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::internal::allgather;
+use crate::comm::internal::allgather;
 
 /// Each member's contribution, in rank order.
 type Contributions = Vec<Vec<u8>>;

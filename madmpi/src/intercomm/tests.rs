@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::comm::Comparison;
-use crate::comm::tests::on_all;
+use crate::testing::on_all;
 use crate::group::Group;
 use crate::p2p::{From, Rank, Tag};
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::comm::tests::on_all;
+use crate::testing::on_all;
 use crate::error::ErrorClass;
 use crate::p2p::{From, Rank};
 use nmad::Data;

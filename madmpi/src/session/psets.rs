@@ -34,7 +34,7 @@ fn unknown(name: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
     use crate::error::ErrorClass;
 
     #[test]

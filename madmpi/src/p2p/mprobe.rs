@@ -9,7 +9,7 @@ use crate::comm::{Comm, from_nmad};
 use crate::error::Result;
 use crate::p2p::{Equivalence, From, Status, Tag};
 use crate::request::RawRequest;
-use crate::tags;
+use crate::comm::tags;
 use nmad::{Data, Source};
 use std::pin::Pin;
 
@@ -122,7 +122,7 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
     use crate::error::ErrorClass;
     use crate::p2p::Rank;
 

@@ -4,7 +4,8 @@
 //! bytes of the buffer (programs size their buffers with that constant) until its send
 //! completes; a message that does not fit is an `MPI_ERR_BUFFER` error, as MPI requires.
 //!
-//! Owns the attached buffer's bookkeeping (one per process); must not touch nmad's internals.
+//! Owns the attached buffer's bookkeeping (one per process, in the runtime's extensions); must
+//! not touch nmad's internals.
 
 use crate::abi::MPI_BSEND_OVERHEAD;
 use crate::comm::Comm;
@@ -25,9 +26,18 @@ struct Attached {
 // through the pool's mutex.
 unsafe impl Send for Attached {}
 
-/// The process's buffered-send pool.
+/// The process's buffered-send pool (kept in the runtime's extensions).
 #[derive(Default)]
 pub struct Pool(Mutex<Option<Attached>>);
+
+impl crate::comm::Extension for Pool {}
+
+impl Comm {
+    /// The process's buffered-send pool (`MPI_Buffer_attach` / `detach`).
+    pub fn bsend_pool(&self) -> &Pool {
+        self.runtime().extensions().get_or_default()
+    }
+}
 
 impl Pool {
     /// `MPI_Buffer_attach`.
@@ -141,7 +151,7 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
     use crate::error::ErrorClass;
     use crate::p2p::{From, Tag};
 

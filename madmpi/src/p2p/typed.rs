@@ -124,7 +124,7 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
     use crate::error::ErrorClass;
 
     #[test]
