@@ -121,7 +121,12 @@ fn parse(stripped: &str) -> Parsed {
         let word_start = before.chars().last().is_none_or(|c| !is_ident(c));
         let name: String = after[4..].trim_start().chars().take_while(|&c| is_ident(c)).collect();
         let after_name = after[4..].trim_start()[name.len()..].trim_start();
-        let test = before.trim_end().trim_end_matches("pub(crate)").trim_end().trim_end_matches("pub").ends_with("#[cfg(test)]");
+        let test = before
+            .trim_end()
+            .trim_end_matches("pub(crate)")
+            .trim_end()
+            .trim_end_matches("pub")
+            .ends_with("#[cfg(test)]");
         code.push_str(before);
         if !word_start || name.is_empty() {
             code.push_str("mod ");
@@ -270,7 +275,12 @@ fn graph(lib: &Path) -> Graph {
 
 /// A cycle of `g` (its modules in order), if there is one.
 fn cycle(g: &Graph) -> Option<Vec<String>> {
-    fn visit(g: &Graph, m: &str, stack: &mut Vec<String>, done: &mut BTreeSet<String>) -> Option<Vec<String>> {
+    fn visit(
+        g: &Graph,
+        m: &str,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
         if let Some(k) = stack.iter().position(|s| s == m) {
             return Some(stack[k..].to_vec());
         }

@@ -15,12 +15,12 @@
 use super::progress::Progress;
 use super::rounds::{self, Advance, Rounds};
 use super::schedule::{Local, Range, SEND, Schedule, Xfer};
+use crate::comm::tags::{self, Kind};
 use crate::comm::{Comm, from_nmad};
 use crate::datatype::Datatype;
-use crate::request::{Outcome, Pending, RawRequest};
 use crate::error::{Error, ErrorClass, Result};
 use crate::loom::atomic::AtomicUsize;
-use crate::comm::tags::{self, Kind};
+use crate::request::{Outcome, Pending, RawRequest};
 use nmad::{Data, Event, Monitor, SendMode, Source, TagMatch};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};

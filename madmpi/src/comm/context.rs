@@ -11,8 +11,8 @@
 //! does).
 
 use crate::comm::from_nmad;
-use crate::error::{Error, ErrorClass, Result};
 use crate::comm::internal::{Members, allreduce_and};
+use crate::error::{Error, ErrorClass, Result};
 use std::sync::Mutex;
 
 /// Context ids per process (the bit set is `WORDS` × 64 bits).

@@ -15,9 +15,9 @@
 
 use crate::comm::Runtime;
 use crate::comm::context;
+use crate::comm::internal::Members;
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::comm::internal::Members;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, PoisonError};

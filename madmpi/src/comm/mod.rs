@@ -37,8 +37,8 @@ pub mod tags;
 mod tests;
 
 use context::agree;
-pub use envelope::{From, Rank, Status, Tag};
 pub(crate) use envelope::check_tag;
+pub use envelope::{From, Rank, Status, Tag};
 pub(crate) use ext::{Extension, Extensions};
 pub(crate) use runtime::{Lifecycle, Runtime};
 
@@ -354,5 +354,4 @@ impl Comm {
     pub(crate) fn release_context(&self, id: u32) {
         self.0.rt.ids.release(id);
     }
-
 }

@@ -4,8 +4,8 @@
 //! Owns how the members form the new group and agree on its context id; the public entry points
 //! that also serve intercommunicators are `intercomm`'s.
 
-use super::{Comm, from_nmad};
 use super::internal::allgather;
+use super::{Comm, from_nmad};
 use crate::error::{Error, Result};
 use crate::group::Group;
 use crate::info::{CommHints, Info};
@@ -128,4 +128,3 @@ impl Comm {
         Ok(Some(Comm::make(&self.0.rt, group, id, "")))
     }
 }
-

@@ -15,11 +15,11 @@
 //! are still checked (length and token).
 
 use super::port::{Port, is_open};
+use crate::comm::internal::allreduce_and;
+use crate::comm::tags::{Kind, tagged};
 use crate::comm::{Comm, from_nmad};
 use crate::error::{Error, Result};
 use crate::intercomm::{LeaderLink, intercomm_create};
-use crate::comm::internal::allreduce_and;
-use crate::comm::tags::{Kind, tagged};
 use nmad::{Session, Source, scope};
 
 const REQUEST: u32 = 0;

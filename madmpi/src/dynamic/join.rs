@@ -10,8 +10,8 @@
 
 use super::connect::meet;
 use crate::comm::Comm;
-use crate::error::{Error, Result};
 use crate::comm::tags::{Kind, tagged};
+use crate::error::{Error, Result};
 use std::os::fd::RawFd;
 
 const MAGIC: &[u8; 8] = b"MMPIJOIN";

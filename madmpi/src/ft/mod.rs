@@ -35,10 +35,10 @@ mod notify;
 
 pub use notify::notices;
 
+use crate::comm::tags::{self, Kind};
 use crate::comm::{Comm, Extension, Lifecycle, Runtime, from_nmad};
 use crate::error::{Error, ErrorClass, Result};
 use crate::group::Group;
-use crate::comm::tags::{self, Kind};
 use consensus::Round;
 use nmad::{Session, Source, TagMatch};
 use std::collections::{BTreeSet, HashMap};
@@ -253,7 +253,11 @@ pub(crate) fn survivors_barrier(rt: &Arc<Runtime>) -> Result<()> {
 /// `MPIX_Comm_failure_ack`: acknowledges the failures of `comm`'s members known here now.
 pub fn failure_ack(comm: &Comm) {
     let failed = known_failed(comm);
-    FtState::of(comm.runtime()).acked.lock().unwrap_or_else(PoisonError::into_inner).insert(comm.context_id(), failed);
+    FtState::of(comm.runtime())
+        .acked
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(comm.context_id(), failed);
 }
 
 /// World ranks of `comm`'s members acknowledged failed, in communicator order.

@@ -1,6 +1,6 @@
 use super::*;
-use crate::testing::on_all;
 use crate::error::ErrorClass;
+use crate::testing::on_all;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 

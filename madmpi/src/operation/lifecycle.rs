@@ -7,8 +7,8 @@
 //! library keeps these in its table) nor fill statuses.
 
 use super::Persistent;
-use crate::request::RawRequest;
 use crate::error::{Error, Result};
+use crate::request::RawRequest;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// See the module docs.

@@ -17,10 +17,10 @@ mod lifecycle;
 pub use lifecycle::MpiRequest;
 
 use crate::coll::raw;
-use crate::request::{Mode, Outcome, RawRequest};
 use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::p2p::{From, Rank, Tag};
+use crate::request::{Mode, Outcome, RawRequest};
 use nmad::Data;
 
 /// One call's operation, its arguments checked.
@@ -152,8 +152,8 @@ mod tests {
     use super::*;
     use crate::coll::raw::RawBuf;
     use crate::coll::{Builtin, Op};
-    use crate::testing::on_all;
     use crate::datatype::{Datatype, Predefined};
+    use crate::testing::on_all;
 
     /// A persistent allreduce planned once and started five times over the same memory, with
     /// new inputs each time, interleaved with a one-shot collective that takes the next number:

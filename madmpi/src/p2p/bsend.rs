@@ -7,10 +7,10 @@
 //! Owns the attached buffer's bookkeeping (one per process, in the runtime's extensions); must
 //! not touch nmad's internals.
 
+use super::{Equivalence, Rank};
 use crate::abi::MPI_BSEND_OVERHEAD;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
-use crate::p2p::{Equivalence, Rank};
 use crate::request::{Mode, RawRequest};
 use std::sync::Mutex;
 
@@ -78,7 +78,7 @@ impl Pool {
         dest: Rank,
         tag: i32,
     ) -> Result<()> {
-        crate::p2p::check_tag(op, tag)?;
+        super::check_tag(op, tag)?;
         if dest == Rank::ProcNull {
             return Ok(());
         }
@@ -151,9 +151,9 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::on_all;
     use crate::error::ErrorClass;
     use crate::p2p::{From, Tag};
+    use crate::testing::on_all;
 
     /// Elements of a message: above the eager limit, so its send lasts until it is received.
     const BIG: usize = 40_000;

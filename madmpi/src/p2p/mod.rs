@@ -118,8 +118,8 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::on_all;
     use crate::error::ErrorClass;
+    use crate::testing::on_all;
 
     #[test]
     fn typed_messages_probes_and_sendrecv() {

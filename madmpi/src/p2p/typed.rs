@@ -5,10 +5,10 @@
 //!
 //! Owns that bounds check; the transfers are `request.rs`'s raw operations.
 
+use super::{Equivalence, From, Rank, Status, Tag};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
-use crate::p2p::{Equivalence, From, Rank, Status, Tag};
 use crate::request::{Mode, RawRequest, Request};
 
 /// Checks that `count` elements of `dtype` starting at the slice's first byte touch only bytes of
@@ -124,8 +124,8 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::on_all;
     use crate::error::ErrorClass;
+    use crate::testing::on_all;
 
     #[test]
     fn a_matrix_column_travels_and_bounds_are_checked() {

@@ -10,11 +10,11 @@
 use super::Shared;
 use super::geometry::{Geometry, sub_data};
 use super::handshake::{self, Setup};
-use crate::comm::{Comm, from_nmad};
-use crate::error::{Error, Result};
-use crate::comm::{From, Status};
-use crate::request::Outcome;
 use crate::comm::tags;
+use crate::comm::{Comm, from_nmad};
+use crate::comm::{From, Status};
+use crate::error::{Error, Result};
+use crate::request::Outcome;
 use nmad::{Data, Event, Source, TagMatch};
 use std::cell::UnsafeCell;
 use std::pin::Pin;

@@ -63,8 +63,8 @@ pub fn wait_any_complete(reqs: &[&RawRequest]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::on_all;
     use crate::p2p::{From, Rank, Tag};
+    use crate::testing::on_all;
     use nmad::Data;
     use std::time::Instant;
 

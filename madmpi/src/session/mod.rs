@@ -15,10 +15,10 @@ mod psets;
 pub use psets::{PSETS, pset_group, pset_info};
 
 use crate::comm::{Comm, Runtime};
+use crate::env::universe::Threading;
 use crate::error::{Error, Result};
 use crate::group::Group;
 use crate::info::Info;
-use crate::env::universe::Threading;
 use std::sync::Arc;
 
 /// An open session (`MPI_Session`). Finalize it with [`Session::finalize`]; dropping it does
@@ -130,8 +130,8 @@ pub(crate) fn create_over(rt: &Arc<Runtime>, group: &Group, tag: &str) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::on_all;
     use crate::error::ErrorClass;
+    use crate::testing::on_all;
 
     #[test]
     fn thread_level_comes_from_the_info() {
