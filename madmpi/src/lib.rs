@@ -28,7 +28,7 @@
 //!   [`dynamic`] (spawn, ports, names, join);
 //! - [`tools`]: MPI_T (control and performance variables, categories and events over pioman's and
 //!   nmad's counters and hooks);
-//! - the environment: [`env`] (`MPI_Init`'s world, the runtime it shares with sessions and
+//! - the environment: [`env`](mod@env) (`MPI_Init`'s world, the runtime it shares with sessions and
 //!   assembles from the features, `MPI_Alloc_mem`), [`session`] (MPI 4.0 sessions).
 //!
 //! It must not reach into drivers or strategies: it talks to nmad's interfaces only.

@@ -16,7 +16,7 @@
 //! Each communicator also keeps its info hints ([`CommHints`]: `MPI_Comm_set_info`,
 //! `MPI_Comm_get_info`); a duplicate copies them, [`Comm::dup_with_info`] takes its info's.
 //! The features above (collectives, topologies, buffered sends, fault tolerance) keep their
-//! state here without being named: in the communicator's or the runtime's [`Extensions`]
+//! state here without being named: in the communicator's or the runtime's `Extensions`
 //! (`ext`), typed by each feature, and hook into communicators' lives through the runtime
 //! (`runtime`). The envelope of messages (ranks, tags, statuses: `envelope`) and the layout of
 //! nmad tags ([`tags`]) are the communicator's too, shared by everything that communicates.

@@ -3,7 +3,7 @@
 //! without a copy, blocking or as requests that borrow the slice, after checking that every byte
 //! the type map touches lies inside it.
 //!
-//! Owns that bounds check; the transfers are `request.rs`'s raw operations.
+//! Owns that bounds check; the transfers are [`crate::request`]'s raw operations.
 
 use super::{Equivalence, From, Rank, Status, Tag};
 use crate::comm::Comm;

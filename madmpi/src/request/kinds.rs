@@ -32,7 +32,7 @@ pub trait Pending: Any + Send + Sync {
     /// The outcome once complete.
     fn outcome(&self) -> Option<Outcome>;
 
-    /// Itself, for the modules that look at their own kind ([`RawRequest::pending`]).
+    /// Itself, for the modules that look at their own kind (`RawRequest::pending`).
     fn as_any(&self) -> &dyn Any;
 }
 
