@@ -25,7 +25,7 @@ type Value = Box<dyn Any + Send + Sync>;
 
 struct Slot {
     value: Value,
-    /// The value's [`Extension::dup`], typed erased.
+    /// The value's [`Extension::dup`], type-erased.
     dup: fn(&(dyn Any + Send + Sync)) -> Option<Value>,
     next: OnceLock<Box<Slot>>,
 }
