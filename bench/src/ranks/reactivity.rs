@@ -48,9 +48,9 @@
 use super::{Bench, RankArgs, Row, base_env, check_common, latency, run_job, stat_of, write_rows};
 use crate::record::Measurement;
 use madmpi::comm::Comm;
+use madmpi::env::universe::{self, Threading};
 use madmpi::p2p::{From, Rank, Tag};
 use madmpi::request::{Mode, Request};
-use madmpi::universe::{self, Threading};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};

@@ -179,11 +179,11 @@ static VALUES: [AtomicI32; PredefinedKey::ALL.len()] =
     [const { AtomicI32::new(0) }; PredefinedKey::ALL.len()];
 
 /// The address of predefined attribute `key`'s value (an `int`), `None` when it is absent.
-/// Values: those `madmpi::attr` computes for this library (tags up to `madmpi::tags::TAG_UB`;
+/// Values: those `madmpi::attr` computes for this library (tags up to `madmpi::comm::tags::TAG_UB`;
 /// no universe size nor application number known: absent).
 pub(crate) fn predefined_value(key: PredefinedKey) -> Option<*mut c_int> {
     let env = Environment {
-        tag_ub: madmpi::tags::TAG_UB,
+        tag_ub: madmpi::comm::tags::TAG_UB,
         last_used_code: madmpi::error::user_errors().last_used_code(),
         ..Environment::default()
     };
@@ -343,7 +343,7 @@ mod tests {
     fn predefined_values_as_ints() {
         // SAFETY: the pointers are to statics.
         let read = |k| predefined_value(k).map(|p| unsafe { *p });
-        assert_eq!(read(PredefinedKey::TagUb), Some(madmpi::tags::TAG_UB));
+        assert_eq!(read(PredefinedKey::TagUb), Some(madmpi::comm::tags::TAG_UB));
         assert_eq!(read(PredefinedKey::Host), Some(abi::MPI_PROC_NULL));
         assert_eq!(read(PredefinedKey::Io), Some(abi::MPI_ANY_SOURCE));
         assert_eq!(read(PredefinedKey::WtimeIsGlobal), Some(0));

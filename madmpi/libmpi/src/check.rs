@@ -9,10 +9,10 @@
 
 use madmpi::abi::{self, Status};
 use madmpi::comm::Comm;
+use madmpi::comm::tags::TAG_UB;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
 use madmpi::p2p::{From, Rank, Tag};
-use madmpi::tags::TAG_UB;
 use std::ffi::{c_char, c_int, c_void};
 
 /// A C integer argument of either width: `int`, or `MPI_Count` and `MPI_Aint` (both `long`)

@@ -8,7 +8,7 @@ use crate::comms::CommObj;
 use crate::state::State;
 use madmpi::abi::{self, Handle, UserObject};
 use madmpi::error::Error;
-use madmpi::mprobe::Message;
+use madmpi::p2p::mprobe::Message;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// A matched message and the communicator it came on (whose handler its errors go to).

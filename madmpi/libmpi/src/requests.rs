@@ -19,8 +19,9 @@ use crate::comms::CommObj;
 use crate::state::State;
 use madmpi::abi::{self, Handle};
 use madmpi::error::Error;
-use madmpi::request::operation::Persistent;
-use madmpi::request::{MpiRequest, RawRequest};
+use madmpi::operation::MpiRequest;
+use madmpi::operation::Persistent;
+use madmpi::request::RawRequest;
 use std::sync::{Arc, PoisonError};
 
 /// A request and the communicator whose error handler its errors go to.

@@ -18,9 +18,9 @@ use arc_swap::ArcSwapOption;
 use madmpi::abi::{ObjectType, UserObject};
 use madmpi::comm::Comm;
 use madmpi::datatype::Datatype;
+use madmpi::env::universe::{self, Threading, Universe};
 use madmpi::error::Error;
 use madmpi::group::Group;
-use madmpi::universe::{self, Threading, Universe};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::ThreadId;
 

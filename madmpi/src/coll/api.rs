@@ -19,8 +19,8 @@ use super::plan::{self, Site};
 use super::schedule::{RECV, SEND, Schedule};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
+use crate::datatype::Equivalence;
 use crate::error::{Error, Result};
-use crate::p2p::Equivalence;
 use crate::request::{RawRequest, Request};
 
 /// Raw memory of a call: (address, bytes). The other API files (`api_gather`, `api_reduce`)
@@ -275,9 +275,9 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
     use crate::op::Builtin;
+    use crate::testing::on_all;
 
     /// Every algorithm through the engine, over real nmad ranks (threads as ranks, shm).
     #[test]

@@ -33,8 +33,8 @@ use super::engine::Bind;
 use super::schedule::{BufId, RECV, Range, SEND, Schedule};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
+use crate::datatype::Equivalence;
 use crate::error::{Error, Result};
-use crate::p2p::Equivalence;
 use crate::request::Request;
 
 use super::api::{Mem, NONE, input, output};
@@ -1332,8 +1332,8 @@ mod sim_tests {
 #[cfg(test)]
 mod engine_tests {
     use super::*;
-    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
+    use crate::testing::on_all;
 
     fn val(r: u32, i: usize) -> u32 {
         r * 100_000 + i as u32
@@ -1490,9 +1490,9 @@ mod engine_tests {
 mod alltoallw_tests {
     use super::*;
     use crate::coll::sim::run;
-    use crate::comm::tests::on_all;
     use crate::datatype::Predefined;
     use crate::error::ErrorClass;
+    use crate::testing::on_all;
 
     fn none(_: &[u8], _: &mut [u8], _: usize) {}
 

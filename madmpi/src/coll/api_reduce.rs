@@ -32,8 +32,8 @@ use super::engine::Bind;
 use super::schedule::{RECV, SEND};
 use super::{Op, algo};
 use crate::comm::Comm;
+use crate::datatype::Equivalence;
 use crate::error::{Error, Result};
-use crate::p2p::Equivalence;
 use crate::request::Request;
 
 use super::api::{Mem, NONE as IN_PLACE, input, output, reducer};
@@ -312,9 +312,9 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
     use crate::op::Builtin;
+    use crate::testing::on_all;
     use std::sync::Arc;
 
     /// t ↦ a·t + b (wrapping u32) packed in a u64 (a low); `x op y` = x then y.

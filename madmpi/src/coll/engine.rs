@@ -15,11 +15,12 @@
 use super::progress::Progress;
 use super::rounds::{self, Advance, Rounds};
 use super::schedule::{Local, Range, SEND, Schedule, Xfer};
+use crate::comm::tags::{self, Kind};
 use crate::comm::{Comm, from_nmad};
 use crate::datatype::Datatype;
 use crate::error::{Error, ErrorClass, Result};
 use crate::loom::atomic::AtomicUsize;
-use crate::tags::{self, Kind};
+use crate::request::{Outcome, Pending, RawRequest};
 use nmad::{Data, Event, Monitor, SendMode, Source, TagMatch};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -349,5 +350,36 @@ impl Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         self.wait();
+    }
+}
+
+/// A collective's request holds its handle: the schedule's completion stands for the nmad
+/// request's.
+impl Pending for Handle {
+    fn is_complete(&self) -> bool {
+        Handle::is_complete(self)
+    }
+
+    fn cond(&self) -> &pioman::Cond {
+        Handle::cond(self)
+    }
+
+    fn wait(&self, _pio: &pioman::Pioman) {
+        Handle::wait(self)
+    }
+
+    fn outcome(&self) -> Option<Outcome> {
+        Handle::outcome(self).map(|error| Outcome { error, ..Outcome::DONE })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl RawRequest {
+    /// The request of a running collective operation.
+    pub(crate) fn collective(comm: &Comm, h: Handle) -> RawRequest {
+        RawRequest::with_pending(comm, Box::new(h))
     }
 }

@@ -45,9 +45,9 @@
 //! ## Requests
 //!
 //! A collective's request is a [`crate::request::RawRequest`] holding an [`engine::Handle`]
-//! instead of an nmad request (`RawRequest::collective`): `wait`, `test`, `status`,
-//! `wait_all`/`wait_any` and the multi-request waits of `completion` use its condition and
-//! outcome; dropping it waits (collectives cannot be cancelled). Blocking collectives are start
+//! (a [`crate::request::Pending`]) instead of an nmad request (`RawRequest::collective`):
+//! `wait`, `test`, `status`, `wait_all`/`wait_any` and the multi-request waits of
+//! `request::completion` use its condition and outcome; dropping it waits (collectives cannot be cancelled). Blocking collectives are start
 //! + wait.
 //!
 //! # Files
@@ -62,6 +62,8 @@
 //! - `engine`: executing a schedule (buffers, nmad requests, local operations, completion);
 //! - `rounds`: the engine's round state machine and completion accounting (loom-modelled);
 //! - `progress`: the pioman source that advances schedules in the background;
+//! - `state`: what the collectives keep per process and per communicator (in their extensions:
+//!   the progress source, the collective count, the node layout);
 //! - `api_gather`: the Rust API of gather, scatter, allgather and alltoall (and their `v`
 //!   forms, and alltoallw);
 //! - `api`: the Rust API (`Comm::barrier`, `bcast`, `reduce`, `allreduce`, nonblocking and
@@ -91,6 +93,7 @@ mod rounds;
 mod schedule;
 #[cfg(test)]
 mod sim;
+mod state;
 
 pub use crate::op::{Builtin, Op};
 
@@ -98,31 +101,3 @@ pub use api_reduce::reduce_local;
 pub use engine::Handle;
 
 pub(crate) use algo::hier::Layout;
-
-use std::sync::{Arc, Mutex};
-
-/// What the collectives keep per runtime (process): the progress source, registered on first use.
-#[derive(Default)]
-pub(crate) struct RuntimeState {
-    progress: Mutex<Option<Arc<progress::Progress>>>,
-}
-
-impl RuntimeState {
-    pub(crate) fn progress(&self, pio: &pioman::Pioman) -> crate::error::Result<Arc<progress::Progress>> {
-        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = &*p {
-            return Ok(p.clone());
-        }
-        let new = progress::Progress::register(pio)?;
-        *p = Some(new.clone());
-        Ok(new)
-    }
-}
-
-impl Drop for RuntimeState {
-    fn drop(&mut self) {
-        if let Some(p) = self.progress.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
-            p.cancel();
-        }
-    }
-}

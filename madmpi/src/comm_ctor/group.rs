@@ -6,11 +6,11 @@
 //! order between two processes.
 
 use crate::comm::Comm;
-use crate::context;
+use crate::comm::context;
+use crate::comm::internal::{Members, Space};
+use crate::comm::tags::Kind;
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::internal::{Members, Space};
-use crate::tags::Kind;
 
 impl Comm {
     /// `MPI_Comm_create_group` (collective over the members of `group`, a subgroup of this
@@ -22,7 +22,7 @@ impl Comm {
         if self.is_inter() {
             return Err(Error::comm(format!("{call}: an intercommunicator")));
         }
-        let tag = crate::p2p::check_tag(call, tag)? as u32;
+        let tag = crate::comm::check_tag(call, tag)? as u32;
         create_in(self, group, Space::Tag { kind: Kind::GroupCreate, tag })
     }
 }

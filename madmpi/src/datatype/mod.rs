@@ -13,7 +13,8 @@
 //! `MPI_Type_create_f90_*` and `MPI_Type_match_size`); `parts` (the normal form every type
 //! reduces to); `flatten` (commit); [`layout`](TypeLayout); `pack`; `external32` (the portable
 //! representation of `MPI_Pack_external`); `envelope` (`get_envelope`, `get_contents`, also in
-//! their large-count forms); `signature` (`MPI_Get_elements`, `MPI_Get_count`).
+//! their large-count forms); `signature` (`MPI_Get_elements`, `MPI_Get_count`); `equivalence`
+//! (the Rust types that map to predefined types, [`Equivalence`]).
 //!
 //! ```
 //! use madmpi::datatype::{Datatype, Predefined};
@@ -28,6 +29,7 @@ mod bounds;
 mod constructors;
 mod darray;
 mod envelope;
+mod equivalence;
 mod error;
 mod external32;
 mod f90;
@@ -41,6 +43,7 @@ mod signature;
 pub use constructors::Order;
 pub use darray::{DISTRIBUTE_DFLT_DARG, Darray, Distribution};
 pub use envelope::*;
+pub use equivalence::Equivalence;
 pub use error::{ErrorKind, Result, TypeError};
 pub use f90::{F90Kind, TypeClass};
 pub use layout::TypeLayout;

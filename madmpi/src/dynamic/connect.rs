@@ -15,11 +15,11 @@
 //! are still checked (length and token).
 
 use super::port::{Port, is_open};
+use crate::comm::internal::allreduce_and;
+use crate::comm::tags::{Kind, tagged};
 use crate::comm::{Comm, from_nmad};
 use crate::error::{Error, Result};
 use crate::intercomm::{LeaderLink, intercomm_create};
-use crate::internal::allreduce_and;
-use crate::tags::{Kind, tagged};
 use nmad::{Session, Source, scope};
 
 const REQUEST: u32 = 0;
@@ -119,7 +119,7 @@ pub(super) fn meet(
             comm.size()
         )));
     }
-    let world = comm.runtime_nmad().session(crate::context::WORLD);
+    let world = comm.runtime_nmad().session(crate::comm::context::WORLD);
     let met = (comm.rank() == root).then(|| at_root(&world));
     let mut ok = [match &met {
         Some(Ok(_)) => 1,

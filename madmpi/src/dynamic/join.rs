@@ -10,8 +10,8 @@
 
 use super::connect::meet;
 use crate::comm::Comm;
+use crate::comm::tags::{Kind, tagged};
 use crate::error::{Error, Result};
-use crate::tags::{Kind, tagged};
 use std::os::fd::RawFd;
 
 const MAGIC: &[u8; 8] = b"MMPIJOIN";

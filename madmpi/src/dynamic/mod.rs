@@ -34,9 +34,9 @@ pub use port::{PORT_NAME_MAX, close_port, open_port};
 pub(crate) use spawn::connect_to_parents;
 pub use spawn::{Command, spawn};
 
+use crate::comm::internal::allreduce_and;
 use crate::comm::{Comm, from_nmad};
 use crate::error::Result;
-use crate::internal::allreduce_and;
 
 /// `MPI_Comm_disconnect`'s synchronization (collective over both groups of an
 /// intercommunicator, or the members of an intracommunicator): returns when every member has

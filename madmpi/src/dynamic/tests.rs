@@ -1,9 +1,9 @@
 //! Ports, names, join and disconnect over threads as ranks.
 
 use super::*;
-use crate::comm::tests::on_all;
 use crate::error::ErrorClass;
 use crate::p2p::{From, Rank, Tag};
+use crate::testing::on_all;
 use std::os::fd::AsRawFd;
 
 /// Every member sends its local rank to every remote rank and hears each of them once.

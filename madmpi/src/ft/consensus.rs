@@ -21,7 +21,7 @@
 //! Owns the protocol and its wire format; it must not know communicators beyond the members'
 //! world ranks and the session it is given.
 
-use crate::tags::{self, Kind};
+use crate::comm::tags::{self, Kind};
 use nmad::{Error, Session, Source, scope};
 
 /// Who takes part and where the messages go.
@@ -185,7 +185,7 @@ pub(crate) fn agree(r: &Round<'_>, mine: &[u64]) -> Result<Decision, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::internal::tests::{finalize_all, ranks, watchdog};
+    use crate::testing::{finalize_all, ranks, watchdog};
 
     fn run(n: u32, failed_at_start: &[usize], contrib: impl Fn(usize) -> Vec<u64> + Sync) -> Vec<Decision> {
         let _dog = watchdog("consensus test", std::time::Duration::from_secs(60));

@@ -35,10 +35,10 @@ mod notify;
 
 pub use notify::notices;
 
-use crate::comm::{Comm, from_nmad};
+use crate::comm::tags::{self, Kind};
+use crate::comm::{Comm, Extension, Lifecycle, Runtime, from_nmad};
 use crate::error::{Error, ErrorClass, Result};
 use crate::group::Group;
-use crate::tags::{self, Kind};
 use consensus::Round;
 use nmad::{Session, Source, TagMatch};
 use std::collections::{BTreeSet, HashMap};
@@ -63,7 +63,14 @@ pub(crate) struct FtState {
     acked: Mutex<HashMap<u32, Vec<u32>>>,
 }
 
+impl Extension for FtState {}
+
 impl FtState {
+    /// The process's state.
+    fn of(rt: &Runtime) -> &FtState {
+        rt.extensions().get_or_default()
+    }
+
     /// A communicator with context `id` is gone (not a predefined one: several objects of the
     /// process stand for those): its acknowledgements and its shadow session go with it.
     pub(crate) fn forget(&self, nm: &nmad::Nmad, id: u32) {
@@ -82,15 +89,29 @@ pub(crate) fn on_runtime_start() {
 }
 
 /// Makes `session` (a communicator's) revoke itself when a revocation notice arrives.
-pub(crate) fn watch(session: &Session) {
+fn watch(session: &Session) {
     let cb: nmad::SessionMonitor =
         Arc::new(|s: &Session, st: &nmad::Status| s.revoke(&format!("by rank {}", st.source)));
     session.monitor(Source::Any, TagMatch::exact(revoke_tag()), cb);
 }
 
+/// Fault tolerance's hooks on communicators: every one's session watches for revocation
+/// notices, and what was kept for a freed one is forgotten.
+pub(crate) struct Revocation;
+
+impl Lifecycle for Revocation {
+    fn made(&self, comm: &Comm) {
+        watch(comm.session());
+    }
+
+    fn freed(&self, rt: &Runtime, id: u32) {
+        FtState::of(rt).forget(&rt.nm, id);
+    }
+}
+
 /// The world ranks of `comm`'s members known failed here.
 fn known_failed(comm: &Comm) -> Vec<u32> {
-    let ft = &comm.runtime().ft;
+    let ft = FtState::of(comm.runtime());
     let mut all: BTreeSet<u32> = comm.runtime_nmad().failed_peers().into_iter().collect();
     all.extend(ft.learned.lock().unwrap_or_else(PoisonError::into_inner).iter());
     comm.group().members().iter().copied().filter(|w| all.contains(w)).collect()
@@ -140,7 +161,7 @@ fn round<'a>(comm: &'a Comm, session: &'a Session, seq: u64) -> Round<'a> {
 fn consensus_on(comm: &Comm, session: &Session, seq: u64, mine: &[u64]) -> Result<consensus::Decision> {
     let d = consensus::agree(&round(comm, session, seq), mine).map_err(from_nmad)?;
     let ranks = comm.group().members();
-    comm.runtime().ft.learn(d.failed.iter().zip(ranks).filter(|(f, _)| **f).map(|(_, &w)| w));
+    FtState::of(comm.runtime()).learn(d.failed.iter().zip(ranks).filter(|(f, _)| **f).map(|(_, &w)| w));
     Ok(d)
 }
 
@@ -194,7 +215,7 @@ pub fn shrink(comm: &Comm) -> Result<Comm> {
         let base = seq + 2 * u64::from(attempt);
         let free = rt.ids.free_words();
         let d = consensus_on(comm, &session, base, &free)?;
-        let Some(id) = crate::context::lowest_free(&d.and) else {
+        let Some(id) = crate::comm::context::lowest_free(&d.and) else {
             return Err(Error::other("MPIX_Comm_shrink: no context id free at every survivor"));
         };
         let took = rt.ids.take(id);
@@ -212,15 +233,15 @@ pub fn shrink(comm: &Comm) -> Result<Comm> {
 }
 
 /// Whether this process knows of a failed process (seen by nmad or learned in an agreement).
-pub(crate) fn failures_known(rt: &crate::comm::Runtime) -> bool {
+pub(crate) fn failures_known(rt: &Runtime) -> bool {
     !rt.nm.failed_peers().is_empty()
-        || !rt.ft.learned.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+        || !FtState::of(rt).learned.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
 }
 
 /// A barrier among the surviving processes of the job, whatever fails meanwhile (a
 /// fault-tolerant agreement over the world's shadow session, numbered apart from the world
 /// communicator's own operations).
-pub(crate) fn survivors_barrier(rt: &Arc<crate::comm::Runtime>) -> Result<()> {
+pub(crate) fn survivors_barrier(rt: &Arc<Runtime>) -> Result<()> {
     let world = Comm::world(rt);
     let session = rt.nm.session(SHADOW_SESSIONS | world.context_id());
     // The largest consensus number a shadow session can carry (24 bits), never reached by
@@ -232,12 +253,16 @@ pub(crate) fn survivors_barrier(rt: &Arc<crate::comm::Runtime>) -> Result<()> {
 /// `MPIX_Comm_failure_ack`: acknowledges the failures of `comm`'s members known here now.
 pub fn failure_ack(comm: &Comm) {
     let failed = known_failed(comm);
-    comm.runtime().ft.acked.lock().unwrap_or_else(PoisonError::into_inner).insert(comm.context_id(), failed);
+    FtState::of(comm.runtime())
+        .acked
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(comm.context_id(), failed);
 }
 
 /// World ranks of `comm`'s members acknowledged failed, in communicator order.
 fn acked(comm: &Comm) -> Vec<u32> {
-    let ft = &comm.runtime().ft;
+    let ft = FtState::of(comm.runtime());
     ft.acked
         .lock()
         .unwrap_or_else(PoisonError::into_inner)

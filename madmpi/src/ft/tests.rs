@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::comm::Runtime;
-use crate::comm::tests::on_all;
-use crate::internal::tests::{ranks, watchdog};
+use crate::testing::on_all;
+use crate::testing::{ranks, watchdog};
 
 /// A member blocked in a receive on a communicator learns of its revocation at once; later
 /// sends and receives fail with MPIX_ERR_REVOKED; agree and shrink still work on it.
@@ -44,7 +44,7 @@ fn a_member_dying_unannounced_is_found_failed_by_everyone() {
     let mut nms = ranks(4);
     let victim = nms.remove(2);
     // Links to the victim exist before it goes (as after a first collective).
-    let rts: Vec<Arc<Runtime>> = nms.iter().map(|nm| Runtime::new(nm.clone())).collect();
+    let rts: Vec<Arc<Runtime>> = nms.iter().map(|nm| crate::env::process::assemble(nm.clone())).collect();
     std::thread::scope(|t| {
         for rt in &rts {
             t.spawn(move || {

@@ -1,6 +1,6 @@
 use super::*;
-use crate::comm::tests::on_all;
 use crate::error::ErrorClass;
+use crate::testing::on_all;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 
@@ -136,7 +136,7 @@ fn a_wait_on_several_is_woken_by_the_one_another_thread_completes() {
                 reqs[1].generalized().unwrap().complete().unwrap();
             });
             let t0 = std::time::Instant::now();
-            crate::completion::wait_any_complete(&refs);
+            crate::request::completion::wait_any_complete(&refs);
             assert!(t0.elapsed() >= Duration::from_millis(90));
         });
         assert!(reqs[1].is_complete() && !reqs[0].is_complete() && !reqs[2].is_complete());

@@ -14,11 +14,34 @@
 //! `soft` and `file` are never given: no launcher passes them. The command line is read from
 //! `/proc/self/cmdline` once (a program may later overwrite its `argv` strings, as
 //! `setproctitle` does); values longer than [`MAX_VALUE`] are cut there.
+//!
+//! The thread levels ([`Threading`]) and the processor's name are defined here, below the
+//! environment (`env::universe`, which re-exports them) that initializes with them.
 
 use super::{Info, MAX_VALUE};
-use crate::universe::{Threading, processor_name};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::OnceLock;
+
+/// Thread support levels (`MPI_THREAD_*`), in increasing order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Threading {
+    Single,
+    Funneled,
+    Serialized,
+    Multiple,
+}
+
+/// The name of this processor (`MPI_Get_processor_name`): the host name.
+pub fn processor_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
 
 /// What the process was started with, as first seen.
 struct Process {

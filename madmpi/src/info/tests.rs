@@ -74,7 +74,7 @@ fn the_environment_tells_what_is_known() {
     assert_eq!(e.get_str("command"), Some("/bin/prog"));
     assert_eq!(e.get_str("argv"), Some("-n two words"));
     assert_eq!(e.get_str("arch"), Some(std::env::consts::ARCH));
-    assert_eq!(e.get_str("host").map(str::to_owned), Some(crate::universe::processor_name()));
+    assert_eq!(e.get_str("host").map(str::to_owned), Some(crate::info::processor_name()));
     assert!(e.contains("wdir"));
     assert!(!e.contains("soft") && !e.contains("file"));
     // This test process's own command line: the test binary.

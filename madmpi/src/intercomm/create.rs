@@ -13,12 +13,12 @@
 //! A leader tells its group a value with the group's AND-reduction, the others contributing
 //! all ones. Owns the leaders' protocol; the agreement itself is `context`'s.
 
+use crate::comm::context;
+use crate::comm::internal::{Members, allreduce_and};
+use crate::comm::tags::{self, Kind};
 use crate::comm::{Comm, from_nmad};
-use crate::context;
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::internal::{Members, allreduce_and};
-use crate::tags::{self, Kind};
 use nmad::{Session, Source, scope};
 
 /// How a leader reaches the other group's leader.
@@ -33,7 +33,7 @@ impl<'a> LeaderLink<'a> {
     /// Over `peer` (`MPI_Intercomm_create`'s `peer_comm`) to its rank `remote_leader`, with
     /// point-to-point tag `tag`.
     pub fn over(peer: &'a Comm, remote_leader: u32, tag: i32) -> Result<LeaderLink<'a>> {
-        let tag = crate::p2p::check_tag("MPI_Intercomm_create", tag)?;
+        let tag = crate::comm::check_tag("MPI_Intercomm_create", tag)?;
         let to = peer.peer("MPI_Intercomm_create", remote_leader)?;
         Ok(LeaderLink { session: peer.session(), to, tag })
     }
@@ -157,7 +157,7 @@ pub fn create_from_groups(
     rank(local, local_leader, "local")?;
     let to = rank(remote, remote_leader, "remote")?;
     let hash = string_tag(tag);
-    let space = crate::internal::Space::Tag { kind: Kind::GroupsTagged, tag: hash };
+    let space = crate::comm::internal::Space::Tag { kind: Kind::GroupsTagged, tag: hash };
     let local_comm = crate::comm_ctor::create_in(world, local, space)?
         .expect("a member of the group gets the communicator");
     // The last step of the tag space: the local creation's rounds never get there.

@@ -6,10 +6,10 @@
 //! constructions; it must not reach into the communicator's state beyond [`Comm`]'s crate API.
 
 use super::inter;
+use crate::comm::internal::allgather;
 use crate::comm::{Comm, from_nmad};
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::internal::allgather;
 
 /// Each member's contribution, in rank order.
 type Contributions = Vec<Vec<u8>>;

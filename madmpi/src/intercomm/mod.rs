@@ -6,7 +6,9 @@
 //!   in the world's session, told apart by the string tag);
 //! - `derive`: what is made from an intercommunicator: `MPI_Intercomm_merge`, and
 //!   `MPI_Comm_split` and `MPI_Comm_create` as MPI 4.0 defines them there (`MPI_Comm_dup` is
-//!   [`Comm::dup`], the same for both kinds).
+//!   [`Comm::dup`], the same for both kinds);
+//! - `both`: [`Comm::split`], [`Comm::split_shared_opt`] and [`Comm::create`], which take
+//!   either kind.
 //!
 //! The state is [`Comm`]'s (its remote group). The members of both groups take part in the
 //! internal operations of an intercommunicator, ordered the same at all of them (the group of
@@ -14,6 +16,7 @@
 //! of them. Owns the intercommunicator constructors; it must not run collectives of the program
 //! (the collective layer does, `coll::inter`).
 
+mod both;
 mod create;
 mod derive;
 

@@ -3,9 +3,9 @@
 
 use super::*;
 use crate::comm::Comparison;
-use crate::comm::tests::on_all;
 use crate::group::Group;
 use crate::p2p::{From, Rank, Tag};
+use crate::testing::on_all;
 
 /// World ranks of even world rank against those of odd, leaders 0 and 1.
 fn evens_and_odds(world: &Comm) -> Comm {

@@ -3,7 +3,7 @@
 //! waits and tests, in which the sender marks partitions ready (`MPI_Pready`, from any number
 //! of threads) and the receiver asks whether a partition arrived (`MPI_Parrived`).
 //!
-//! The protocol, on nmad sessions (tags in [`crate::tags`]):
+//! The protocol, on nmad sessions (tags in [`crate::comm::tags`]):
 //! 1. `MPI_Psend_init` sends a handshake (`handshake`): the sender's channel number, partition
 //!    count and partition size; `MPI_Precv_init` posts its receive. Handshakes match in
 //!    initialization order, MPI's rule for partitioned operations, and let the two sides cut
@@ -29,7 +29,7 @@ pub use recv::{RecvChannel, RecvOp};
 pub use send::{SendChannel, SendOp};
 
 use crate::error::{Error, Result};
-use crate::request::{Outcome, RawRequest};
+use crate::request::{Outcome, Pending, RawRequest};
 use marks::{Countdown, Marks};
 use nmad::{Event, Monitor};
 use std::sync::Arc;
@@ -152,39 +152,58 @@ impl Operation {
             Operation::Send(_) => Err(Error::request("MPI_Parrived needs a partitioned receive request")),
         }
     }
+}
 
-    pub(crate) fn is_complete(&self) -> bool {
+/// A started operation is a request of its own kind: the request forwards its completion here.
+impl Pending for Operation {
+    fn is_complete(&self) -> bool {
         match self {
             Operation::Send(s) => s.shared().is_complete(),
             Operation::Recv(r) => r.is_complete(),
         }
     }
 
-    pub(crate) fn cond(&self) -> &pioman::Cond {
+    fn cond(&self) -> &pioman::Cond {
         match self {
             Operation::Send(s) => s.shared().done.as_ref(),
             Operation::Recv(r) => r.cond(),
         }
     }
 
-    pub(crate) fn poke(&self) {
+    fn poke(&self) {
         if let Operation::Recv(r) = self {
             r.advance();
         }
     }
 
-    pub(crate) fn wait(&self) {
+    fn wait(&self, _pio: &pioman::Pioman) {
         match self {
             Operation::Send(s) => s.wait(),
             Operation::Recv(r) => r.wait(),
         }
     }
 
-    pub(crate) fn outcome(&self) -> Option<Outcome> {
+    fn outcome(&self) -> Option<Outcome> {
         match self {
             Operation::Send(s) => s.outcome(),
             Operation::Recv(r) => r.outcome(),
         }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl RawRequest {
+    /// The request of a started partitioned operation on `comm`.
+    fn partitioned_on(comm: &crate::comm::Comm, op: Operation) -> RawRequest {
+        RawRequest::with_pending(comm, Box::new(op))
+    }
+
+    /// The started partitioned operation, if this is one.
+    pub fn partitioned(&self) -> Option<&Operation> {
+        self.pending()?.as_any().downcast_ref()
     }
 }
 

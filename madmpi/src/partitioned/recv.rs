@@ -10,11 +10,11 @@
 use super::Shared;
 use super::geometry::{Geometry, sub_data};
 use super::handshake::{self, Setup};
+use crate::comm::tags;
 use crate::comm::{Comm, from_nmad};
+use crate::comm::{From, Status};
 use crate::error::{Error, Result};
-use crate::p2p::{From, Status};
 use crate::request::Outcome;
-use crate::tags;
 use nmad::{Data, Event, Source, TagMatch};
 use std::cell::UnsafeCell;
 use std::pin::Pin;
@@ -61,7 +61,7 @@ impl RecvChannel {
         source: From,
         tag: i32,
     ) -> Result<RecvChannel> {
-        crate::p2p::check_tag("MPI_Precv_init", tag)?;
+        crate::comm::check_tag("MPI_Precv_init", tag)?;
         let source = match source {
             From::Rank(r) => Some((r, comm.peer("MPI_Precv_init", r)?)),
             From::ProcNull => None,

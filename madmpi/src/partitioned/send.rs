@@ -13,11 +13,11 @@ use super::Shared;
 use super::geometry::{Geometry, sub_data};
 use super::handshake::{self, Setup};
 use super::marks::Marks;
+use crate::comm::Rank;
+use crate::comm::tags;
 use crate::comm::{Comm, from_nmad};
 use crate::error::{Error, Result};
-use crate::p2p::Rank;
 use crate::request::Outcome;
-use crate::tags;
 use nmad::{Data, Event, SendMode};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -74,7 +74,7 @@ impl SendChannel {
         dest: Rank,
         tag: i32,
     ) -> Result<SendChannel> {
-        crate::p2p::check_tag("MPI_Psend_init", tag)?;
+        crate::comm::check_tag("MPI_Psend_init", tag)?;
         let dest = match dest {
             Rank::Rank(r) => Some(comm.peer("MPI_Psend_init", r)?),
             Rank::ProcNull => None,

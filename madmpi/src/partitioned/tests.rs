@@ -1,7 +1,7 @@
 use super::*;
-use crate::comm::tests::on_all;
 use crate::error::ErrorClass;
 use crate::p2p::{From, Rank};
+use crate::testing::on_all;
 use nmad::Data;
 
 const SEND: Geometry = Geometry { parts: 8, part_bytes: 6 };

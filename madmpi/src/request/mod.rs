@@ -1,5 +1,6 @@
-//! Requests: one [`RawRequest`] type for every kind of operation (point-to-point, collective,
-//! send-receive: see `Kind`), and the operations the C binding runs, starts or keeps as persistent templates ([`operation`]).
+//! Requests: one [`RawRequest`] type for every kind of operation (point-to-point, send-receive,
+//! and the operations that complete on their own, collectives, partitioned and generalized
+//! ones: see `Kind` and [`Pending`]), and waits on several of them ([`completion`]).
 //!
 //! A [`Request`] owns a pinned nmad request and borrows the user's buffer for its lifetime `'a`,
 //! so the buffer cannot be touched or freed while the operation runs; dropping a request that
@@ -8,26 +9,29 @@
 //! C library, whose callers promise what the borrow checker cannot.
 //!
 //! Files: this one (the request, its kinds, completion, the typed [`Request`]); `sendrecv`
-//! (`MPI_Isendrecv(_replace)`); [`operation`] (an operation run, started once, or persistent);
-//! `lifecycle` ([`MpiRequest`]: a request as programs hold it, persistent ones active or
-//! inactive).
+//! (`MPI_Isendrecv(_replace)`); `kinds` (the kinds other modules run, [`Pending`], and
+//! generalized requests); [`completion`] (waiting for the first of several). The operations the
+//! C binding runs, starts once or keeps as persistent templates are [`crate::operation`]'s.
 //!
-//! Owns request state and completion; it must not touch nmad's internals.
+//! Owns request state and completion; it must not touch nmad's internals, nor import the
+//! modules whose operations it stands for (collectives, partitioned communication): they hand
+//! it a [`Pending`].
 
-use crate::comm::{Comm, from_nmad};
+use crate::comm::tags;
+use crate::comm::{Comm, From, Rank, Status, Tag, check_tag, from_nmad};
+use crate::datatype::Equivalence;
 use crate::error::{Error, Result};
-use crate::p2p::{Equivalence, From, Rank, Status, Tag};
-use crate::tags;
 use nmad::{Data, SendMode, Source};
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
-mod lifecycle;
-pub mod operation;
-
-pub use lifecycle::MpiRequest;
+pub mod completion;
+mod kinds;
 mod sendrecv;
+
+pub use kinds::Pending;
+pub(crate) use kinds::Watch;
 
 /// What the operation was, for its status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,16 +56,15 @@ pub struct RawRequest {
 enum Kind {
     /// A point-to-point operation in `inner` (or nothing, for [`Op::Null`]).
     Point,
-    /// A collective operation (`inner` is then unused): its schedule's completion stands for
-    /// the nmad request's in every method below.
-    Collective(crate::coll::Handle),
     /// `MPI_Isendrecv(_replace)`: the receive in `inner`, the send here; complete when both are,
     /// with the receive's status.
     SendRecv(Box<sendrecv::SendHalf>),
     /// An operation another thread runs and finishes (`MPI_Comm_idup`; `inner` is unused).
     Deferred(Arc<Deferred>),
-    /// A generalized or partitioned operation (see [`crate::request_kinds`]; `inner` is unused).
-    Extra(Box<crate::request_kinds::Extra>),
+    /// An operation that completes on its own: a collective schedule, a partitioned or a
+    /// generalized operation (`inner` is unused): its completion stands for the nmad
+    /// request's in every method below.
+    Pending(Box<dyn Pending>),
 }
 
 /// The completion of an operation run by another thread (`MPI_Comm_idup`): it calls
@@ -144,8 +147,7 @@ impl RawRequest {
         RawRequest::null(comm)
     }
 
-    /// The receive of a message matched by a probe, running in `inner` (see
-    /// [`crate::mprobe::Message`]).
+    /// The receive of a message matched by a probe, running in `inner` (`p2p::mprobe`).
     pub(crate) fn matched_recv(inner: Pin<Box<nmad::Request>>, comm: &Comm) -> RawRequest {
         RawRequest { inner, comm: comm.clone(), op: Op::Recv, kind: Kind::Point }
     }
@@ -155,7 +157,7 @@ impl RawRequest {
     /// # Safety
     /// `data` must stay valid and unchanged until the request completes (or is dropped).
     pub unsafe fn isend(comm: &Comm, data: Data, dest: Rank, tag: i32, mode: Mode) -> Result<RawRequest> {
-        let t = crate::p2p::check_tag("MPI_Isend", tag)?;
+        let t = check_tag("MPI_Isend", tag)?;
         let Rank::Rank(r) = dest else { return Ok(RawRequest::null(comm)) };
         let to = comm.peer("MPI_Isend", r)?;
         let req = RawRequest {
@@ -193,25 +195,21 @@ impl RawRequest {
         Ok(req)
     }
 
-    /// The request of a running collective operation (see [`crate::coll`]).
-    pub(crate) fn collective(comm: &Comm, h: crate::coll::Handle) -> RawRequest {
-        RawRequest { kind: Kind::Collective(h), ..RawRequest::null(comm) }
-    }
-
     /// The request of an operation another thread runs and finishes through `d`.
     pub(crate) fn deferred(comm: &Comm, d: Arc<Deferred>) -> RawRequest {
         RawRequest { kind: Kind::Deferred(d), ..RawRequest::null(comm) }
     }
 
-    /// The request of a generalized or partitioned operation on `comm`.
-    pub(crate) fn with_extra(comm: &Comm, extra: crate::request_kinds::Extra) -> RawRequest {
-        RawRequest { kind: Kind::Extra(Box::new(extra)), ..RawRequest::null(comm) }
+    /// The request of an operation that completes on its own, on `comm` (whose progression
+    /// engine its waits use).
+    pub(crate) fn with_pending(comm: &Comm, p: Box<dyn Pending>) -> RawRequest {
+        RawRequest { kind: Kind::Pending(p), ..RawRequest::null(comm) }
     }
 
-    /// The generalized or partitioned operation, if this is one.
-    pub(crate) fn extra(&self) -> Option<&crate::request_kinds::Extra> {
+    /// The operation that completes on its own, if this is one (its module downcasts it).
+    pub(crate) fn pending(&self) -> Option<&dyn Pending> {
         match &self.kind {
-            Kind::Extra(x) => Some(x),
+            Kind::Pending(p) => Some(&**p),
             _ => None,
         }
     }
@@ -220,10 +218,9 @@ impl RawRequest {
     pub fn is_complete(&self) -> bool {
         match &self.kind {
             Kind::Point => self.inner.test(),
-            Kind::Collective(c) => c.is_complete(),
             Kind::SendRecv(h) => self.inner.test() && h.send.is_complete(),
             Kind::Deferred(d) => d.is_complete(),
-            Kind::Extra(x) => x.is_complete(),
+            Kind::Pending(p) => p.is_complete(),
         }
     }
 
@@ -232,12 +229,11 @@ impl RawRequest {
     pub fn cond(&self) -> &pioman::Cond {
         match &self.kind {
             Kind::Point => self.inner.cond(),
-            Kind::Collective(c) => c.cond(),
             // The half still running (a waiter on several requests rechecks after each nap).
             Kind::SendRecv(h) if self.inner.test() => h.send.cond(),
             Kind::SendRecv(_) => self.inner.cond(),
             Kind::Deferred(d) => &d.done,
-            Kind::Extra(x) => x.cond(),
+            Kind::Pending(p) => p.cond(),
         }
     }
 
@@ -248,8 +244,8 @@ impl RawRequest {
         if self.is_complete() {
             return true;
         }
-        if let Kind::Extra(x) = &self.kind {
-            x.poke();
+        if let Kind::Pending(p) = &self.kind {
+            p.poke();
         }
         self.comm.runtime_nmad().pioman().progress();
         let done = self.is_complete();
@@ -268,7 +264,6 @@ impl RawRequest {
     pub fn outcome(&self) -> Option<Outcome> {
         match &self.kind {
             Kind::Point => {}
-            Kind::Collective(c) => return c.outcome().map(|error| Outcome { error, ..Outcome::DONE }),
             Kind::SendRecv(h) => {
                 let send = h.send.outcome()?;
                 let r = self.inner.result()?;
@@ -279,7 +274,7 @@ impl RawRequest {
             Kind::Deferred(d) => {
                 return d.is_complete().then(|| Outcome { error: d.error(), ..Outcome::DONE });
             }
-            Kind::Extra(x) => return x.outcome(),
+            Kind::Pending(p) => return p.outcome(),
         }
         let r = self.inner.result()?;
         Some(outcome_of(&self.comm, self.op, r, self.inner.status()))
@@ -289,7 +284,6 @@ impl RawRequest {
     pub fn wait(&self) -> Result<Status> {
         match &self.kind {
             Kind::Point => self.inner.wait(),
-            Kind::Collective(c) => c.wait(),
             Kind::SendRecv(h) => {
                 self.inner.wait();
                 let _ = h.send.wait();
@@ -299,7 +293,7 @@ impl RawRequest {
                     self.pioman().wait(&d.done, nmad::COMPLETED);
                 }
             }
-            Kind::Extra(x) => x.wait(self.pioman()),
+            Kind::Pending(p) => p.wait(self.pioman()),
         }
         self.status().expect("completed")
     }
@@ -311,7 +305,8 @@ impl RawRequest {
         self.op == Op::Recv && matches!(self.kind, Kind::Point) && self.comm.session().cancel(&self.inner)
     }
 
-    /// The nmad request (for a collective: an unused, completed one; see [`RawRequest::cond`]).
+    /// The nmad request (for a [`Pending`] kind: an unused, completed one; see
+    /// [`RawRequest::cond`]).
     pub fn nmad(&self) -> &nmad::Request {
         &self.inner
     }
@@ -348,7 +343,7 @@ impl Comm {
     /// # Safety
     /// `data` must be valid for reads until this returns.
     pub unsafe fn send_data(&self, op: &str, data: Data, dest: Rank, tag: i32, mode: Mode) -> Result<()> {
-        let t = crate::p2p::check_tag(op, tag)?;
+        let t = check_tag(op, tag)?;
         let Rank::Rank(r) = dest else { return Ok(()) };
         let to = self.peer(op, r)?;
         let req = std::pin::pin!(nmad::Request::new());
@@ -454,7 +449,7 @@ pub fn wait_any(reqs: &mut Vec<Request<'_>>) -> Option<(usize, Result<Status>)> 
         return None;
     }
     let raws: Vec<&RawRequest> = reqs.iter().map(|r| &r.raw).collect();
-    crate::completion::wait_any_complete(&raws);
+    completion::wait_any_complete(&raws);
     let i = reqs.iter().position(|r| r.raw.is_complete()).expect("one completed");
     let r = reqs.remove(i);
     Some((i, r.wait()))
@@ -489,7 +484,7 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
 
     #[test]
     fn nonblocking_exchanges_wait_all_any_and_cancel() {

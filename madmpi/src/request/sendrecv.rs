@@ -8,8 +8,8 @@
 
 use super::{Kind, Mode, RawRequest};
 use crate::comm::Comm;
+use crate::comm::{From, Rank, Tag};
 use crate::error::Result;
-use crate::p2p::{From, Rank, Tag};
 use nmad::Data;
 
 /// The send of a send-receive, and the packed message it sends from (replace form).

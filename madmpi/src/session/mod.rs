@@ -2,7 +2,7 @@
 //! process sets it names (`psets`) and groups drawn from them, from which communicators are
 //! created collectively over the group alone ([`comm_from_group`]).
 //!
-//! A session holds one reference on the process runtime (`crate::process`), shared with the
+//! A session holds one reference on the process runtime (`crate::env::process`), shared with the
 //! world model and the other sessions: the first of them starts nmad, the last finalization
 //! ends it. Its thread level comes from the info key `thread_level` (`MPI_THREAD_SINGLE` …
 //! `MPI_THREAD_MULTIPLE`; absent or unknown: single, as MPICH 4.0), and is always provided.
@@ -15,10 +15,10 @@ mod psets;
 pub use psets::{PSETS, pset_group, pset_info};
 
 use crate::comm::{Comm, Runtime};
+use crate::env::universe::Threading;
 use crate::error::{Error, Result};
 use crate::group::Group;
 use crate::info::Info;
-use crate::universe::Threading;
 use std::sync::Arc;
 
 /// An open session (`MPI_Session`). Finalize it with [`Session::finalize`]; dropping it does
@@ -49,8 +49,8 @@ impl Session {
     pub fn init(info: Option<&Info>) -> Result<Session> {
         pm2_log::init();
         let threading = threading_from(info);
-        let rt = crate::process::acquire("MPI_Session_init")?;
-        if !crate::universe::initialized() {
+        let rt = crate::env::process::acquire("MPI_Session_init")?;
+        if !crate::env::universe::initialized() {
             crate::info::record_start(rt.nm.size(), threading);
         }
         Ok(Session { rt: Some(rt), threading })
@@ -99,7 +99,7 @@ impl Session {
         match self.rt.take() {
             Some(rt) => {
                 drop(rt);
-                crate::process::release("MPI_Session_finalize")
+                crate::env::process::release("MPI_Session_finalize")
             }
             None => Ok(()),
         }
@@ -115,7 +115,7 @@ impl Drop for Session {
 /// `MPI_Comm_create_from_group`: a communicator over `group` (this process is a member),
 /// collective over the group's members only; `tag` tells apart creations that run at once.
 pub fn comm_from_group(group: &Group, tag: &str) -> Result<Comm> {
-    let rt = crate::process::current()
+    let rt = crate::env::process::current()
         .ok_or_else(|| Error::other("no session is open and MPI is not initialized"))?;
     create_over(&rt, group, tag)
 }
@@ -124,15 +124,15 @@ pub(crate) fn create_over(rt: &Arc<Runtime>, group: &Group, tag: &str) -> Result
     if group.is_empty() {
         return Err(Error::group("the group is empty (MPI_GROUP_EMPTY)"));
     }
-    let id = crate::group_context::agree(rt, group, tag)?;
+    let id = crate::comm::group_context::agree(rt, group, tag)?;
     Ok(Comm::make(rt, group.clone(), id, ""))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
+    use crate::testing::on_all;
 
     #[test]
     fn thread_level_comes_from_the_info() {

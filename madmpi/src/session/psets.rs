@@ -34,8 +34,8 @@ fn unknown(name: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
+    use crate::testing::on_all;
 
     #[test]
     fn pset_groups_and_sizes() {

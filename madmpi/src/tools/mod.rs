@@ -12,7 +12,7 @@
 //!
 //! The interface works before `MPI_Init` and after `MPI_Finalize` ([`init`] and [`finalize`] are
 //! reference counted and independent of MPI's): the stack is then read from the environment, and
-//! its counters read 0 (`runtime` is attached by [`crate::universe`] while MPI runs).
+//! its counters read 0 (`runtime` is attached by [`crate::env::universe`] while MPI runs).
 //!
 //! Owns the variables' descriptions and semantics; the C handles and string rules are libmpi's.
 //! It reads pioman and nmad through their public snapshots and hooks only.
@@ -37,7 +37,7 @@ static OPEN: AtomicU32 = AtomicU32::new(0);
 
 /// `MPI_T_init_thread`: every thread level is provided (the interface is thread-safe). Returns
 /// the level provided: the one required.
-pub fn init(required: crate::universe::Threading) -> crate::universe::Threading {
+pub fn init(required: crate::info::Threading) -> crate::info::Threading {
     OPEN.fetch_add(1, SeqCst);
     // Building the registry now keeps the first query from paying for it.
     let _ = registry();

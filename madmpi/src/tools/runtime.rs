@@ -2,7 +2,7 @@
 //! between `MPI_Init` and `MPI_Finalize`. Before and after, there is none: control variables show
 //! the settings the environment would give, performance variables read 0.
 //!
-//! Owns the link to the runtime; [`crate::universe`] attaches and detaches it.
+//! Owns the link to the runtime; [`crate::env::universe`] attaches and detaches it.
 
 use arc_swap::ArcSwapOption;
 use nmad::Nmad;

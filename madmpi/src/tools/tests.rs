@@ -111,8 +111,8 @@ fn categories_cover_everything_once_and_form_a_tree() {
 #[test]
 fn init_is_reference_counted() {
     // Other tests may hold the interface open: count relative to now.
-    init(crate::universe::Threading::Multiple);
-    init(crate::universe::Threading::Single);
+    init(crate::info::Threading::Multiple);
+    init(crate::info::Threading::Single);
     finalize().unwrap();
     check_initialized().unwrap();
     finalize().unwrap();

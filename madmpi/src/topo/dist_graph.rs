@@ -94,7 +94,7 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
 
     #[test]
     fn stated_edges_reach_both_ends() {

@@ -4,8 +4,8 @@
 //!
 //! A topology is immutable once made: creating one (`Comm::cart_create`, `cart_sub`,
 //! `graph_create`, `dist_graph_create(_adjacent)`) makes a new communicator (identity order:
-//! `reorder` is allowed to change nothing) and attaches the topology to its single slot
-//! (`Comm::topology`); `Comm::dup` shares it. The calls that query a communicator's topology
+//! `reorder` is allowed to change nothing) and attaches the topology to it, in the
+//! communicator's extensions (`Comm::topology`); `Comm::dup` shares it. The calls that query a communicator's topology
 //! fail with `MPI_ERR_TOPOLOGY` when it has none or another kind.
 //!
 //! # Neighbour order and message pairing
@@ -41,6 +41,27 @@ pub use dist_graph::{DistGraph, Edge};
 pub use graph::Graph;
 
 use crate::coll::neighbor::{Link, Links};
+use crate::comm::{Comm, Extension};
+use std::sync::Arc;
+
+/// A duplicate shares its parent's topology.
+impl Extension for Arc<Topology> {
+    fn dup(&self) -> Option<Self> {
+        Some(self.clone())
+    }
+}
+
+impl Comm {
+    /// The process topology attached to this communicator, if any.
+    pub fn topology(&self) -> Option<&Arc<Topology>> {
+        self.extensions().get()
+    }
+
+    /// Attaches `t` to a communicator just made (the first topology attached stays).
+    pub(crate) fn attach_topology(&self, t: Arc<Topology>) {
+        self.extensions().insert(t);
+    }
+}
 
 /// A topology attached to a communicator.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use madmpi::abi;
 use madmpi::coll::raw::{self, RawBuf, RawVBuf, RawWBuf};
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
-use madmpi::request::operation::Operation;
+use madmpi::operation::Operation;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 

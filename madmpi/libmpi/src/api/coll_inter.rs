@@ -17,7 +17,7 @@ use crate::state::State;
 use madmpi::abi;
 use madmpi::coll::inter::{Root, raw};
 use madmpi::error::Error;
-use madmpi::request::operation::Operation;
+use madmpi::operation::Operation;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 

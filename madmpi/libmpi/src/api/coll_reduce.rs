@@ -15,7 +15,7 @@ use crate::state::State;
 use madmpi::abi;
 use madmpi::coll::raw::{self, RawBuf};
 use madmpi::error::Error;
-use madmpi::request::operation::Operation;
+use madmpi::operation::Operation;
 use std::ffi::c_void;
 use std::sync::Arc;
 

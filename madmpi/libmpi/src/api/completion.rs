@@ -7,7 +7,7 @@
 //! once with an empty status; the `any`/`some` forms ignore them (`MPI_UNDEFINED` when there
 //! is nothing else). Errors of an operation go to the handler of its communicator; the
 //! `some`/`all` forms report them as `MPI_ERR_IN_STATUS`. Waits on several requests drive
-//! progress and nap on pioman conditions ([`madmpi::completion`]); none holds a lock.
+//! progress and nap on pioman conditions ([`madmpi::request::completion`]); none holds a lock.
 //!
 //! Arguments are checked in MPICH's order: count, the request array and each handle in it,
 //! then the output pointers in parameter order.
@@ -19,8 +19,8 @@ use crate::export::export;
 use crate::state::{State, state};
 use crate::status;
 use madmpi::abi::{self, Status};
-use madmpi::completion::wait_any_complete;
 use madmpi::error::Error;
+use madmpi::request::completion::wait_any_complete;
 use std::ffi::c_int;
 
 /// The checked request array of `count` handles (empty for a count of 0).

@@ -333,7 +333,7 @@ fn command_info(h: abi::Info) -> Result<(Option<String>, Option<String>), Error>
     let info = crate::infos::hints(h)?;
     let text = |k: &str| info.get(k).map(|v| String::from_utf8_lossy(v).into_owned());
     if let Some(host) = text("host") {
-        let here = madmpi::universe::processor_name();
+        let here = madmpi::env::universe::processor_name();
         if !(host == "localhost" || host == here || here.split('.').next() == Some(host.as_str())) {
             return Err(Error::spawn(format!("host {host:?}: children run on this host ({here}) only")));
         }

@@ -11,8 +11,8 @@ use crate::errors::{On, end_job};
 use crate::export::export;
 use crate::state::{self, state};
 use madmpi::abi;
+use madmpi::env::universe::{self, Threading};
 use madmpi::error::Error;
-use madmpi::universe::{self, Threading};
 use std::ffi::{c_char, c_int};
 use std::io::Write;
 

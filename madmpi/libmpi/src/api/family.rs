@@ -18,7 +18,7 @@
 //!
 //! `Count` and `Displ` in the parameter types are `int` in the first names and `MPI_Count` and
 //! `MPI_Aint` in the second (the build functions are generic over [`crate::check::CInt`]). The
-//! build function checks the arguments and returns a [`madmpi::request::operation::Operation`];
+//! build function checks the arguments and returns a [`madmpi::operation::Operation`];
 //! each form adds its own parameters after the communicator and does one thing with it:
 //!
 //! - `run`: runs it (a blocking call; a collective, a send);
@@ -39,7 +39,7 @@ use crate::comms::CommObj;
 use crate::errors::{On, Outcome};
 use crate::state::State;
 use madmpi::abi::{self, Status};
-use madmpi::request::operation::Operation;
+use madmpi::operation::Operation;
 use std::sync::Arc;
 
 /// Defines the `int` forms in `mod int` and the `_c` forms in `mod large`: see the module docs.

@@ -21,7 +21,7 @@
 //!
 //! The combinatorial families (blocking / nonblocking / persistent × `int` / `_c`) are not
 //! written out: `family` generates them from one table entry per call, over one build function
-//! that checks the arguments and returns a `madmpi::request::operation::Operation`.
+//! that checks the arguments and returns a `madmpi::operation::Operation`.
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
 //! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here

@@ -79,7 +79,7 @@ impl MrecvArgs<'_> {
 fn publish(
     st: &State,
     c: &Arc<CommObj>,
-    m: madmpi::mprobe::Message,
+    m: madmpi::p2p::mprobe::Message,
     message: &mut abi::Message,
     status: Option<&mut Status>,
 ) -> Outcome {

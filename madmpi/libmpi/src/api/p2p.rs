@@ -18,9 +18,9 @@ use crate::state::{State, state};
 use crate::status;
 use madmpi::abi;
 use madmpi::datatype::Datatype;
+use madmpi::operation::Operation;
 use madmpi::p2p::{From, Rank, Tag};
 use madmpi::request::Mode;
-use madmpi::request::operation::Operation;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 

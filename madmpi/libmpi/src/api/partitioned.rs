@@ -19,10 +19,10 @@ use crate::requests::ReqEntry;
 use crate::state::{State, state};
 use madmpi::abi::{self, Count};
 use madmpi::error::Error;
+use madmpi::operation::Persistent;
 use madmpi::p2p::{From, Rank};
 use madmpi::partitioned::{Channel, Geometry, Operation, RecvChannel, SendChannel};
 use madmpi::request::RawRequest;
-use madmpi::request::operation::Persistent;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 

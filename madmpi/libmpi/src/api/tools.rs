@@ -20,9 +20,9 @@
 //! Owns the C signatures, handle tables and string rules; the semantics are `madmpi::tools`'.
 
 use crate::export::export;
+use madmpi::env::universe::Threading;
 use madmpi::tools::kinds::Value;
 use madmpi::tools::{self, TError, TResult, registry};
-use madmpi::universe::Threading;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

@@ -25,7 +25,7 @@ use crate::state::State;
 use madmpi::abi;
 use madmpi::coll::neighbor::{self, Links};
 use madmpi::coll::raw::{Planned, RawBuf};
-use madmpi::request::operation::Operation;
+use madmpi::operation::Operation;
 use std::ffi::c_void;
 use std::sync::Arc;
 

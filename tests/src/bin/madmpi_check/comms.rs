@@ -10,10 +10,10 @@
 
 use crate::ok;
 use madmpi::comm::{Comm, Comparison};
+use madmpi::env::universe::Universe;
 use madmpi::group::{Group, GroupComparison, Peer, Translated};
 use madmpi::p2p::{From, Rank, Tag};
 use madmpi::request::wait_all;
-use madmpi::universe::Universe;
 
 /// An all-to-all exchange on every communicator of `comms` at once, all with tag `tag`.
 fn traffic(comms: &[&Comm], tag: i32) {

@@ -13,9 +13,9 @@
 use crate::ok;
 use madmpi::comm::Comm;
 use madmpi::datatype::{Datatype, Predefined};
+use madmpi::env::universe::Universe;
 use madmpi::p2p::{From, Rank, Status, Tag};
 use madmpi::request::Mode;
-use madmpi::universe::Universe;
 
 /// Sends `count` elements of `dt` from `buf` to `dest`.
 fn send_typed<T>(w: &Comm, buf: &[T], dt: &Datatype, count: i64, dest: u32, tag: i32) {

@@ -8,11 +8,11 @@
 use crate::{barrier, ok};
 use madmpi::comm::Comm;
 use madmpi::datatype::{Datatype, Predefined};
+use madmpi::env::universe::Universe;
 use madmpi::error::{Error, ErrorClass};
 use madmpi::group::Peer;
 use madmpi::p2p::{From, Rank, Tag};
 use madmpi::request::Mode;
-use madmpi::universe::Universe;
 
 #[track_caller]
 fn expect_class<T: std::fmt::Debug>(what: &str, r: Result<T, Error>, class: ErrorClass) {

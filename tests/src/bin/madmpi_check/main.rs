@@ -29,8 +29,8 @@ mod p2p;
 mod user_threads;
 
 use madmpi::comm::Comm;
+use madmpi::env::universe::{self, Threading};
 use madmpi::p2p::{From, Rank, Tag};
-use madmpi::universe::{self, Threading};
 use std::sync::OnceLock;
 use std::time::Duration;
 

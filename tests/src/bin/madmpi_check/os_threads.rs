@@ -7,9 +7,9 @@
 
 use crate::ok;
 use madmpi::comm::Comm;
+use madmpi::env::universe::Universe;
 use madmpi::p2p::{From, Rank, Tag};
 use madmpi::request::{Mode, wait_all};
-use madmpi::universe::Universe;
 use std::collections::HashSet;
 use std::sync::Mutex;
 use tests::{Rng, check_payload, fill_payload, stress_size};

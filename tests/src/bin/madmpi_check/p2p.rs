@@ -7,9 +7,9 @@
 use crate::{barrier, ok};
 use madmpi::comm::Comm;
 use madmpi::datatype::Predefined;
+use madmpi::env::universe::Universe;
 use madmpi::p2p::{Equivalence, From, Rank, Tag};
 use madmpi::request::{Mode, Request, wait_all, wait_any};
-use madmpi::universe::Universe;
 
 /// `struct { int; int; }`, MPI's `MPI_2INT`.
 #[repr(C)]

@@ -1,5 +1,5 @@
 //! `MPI_Alloc_mem` and `MPI_Free_mem` (with the datatypes because the issue's "datatypes and
-//! memory" chapter groups them; the blocks are `madmpi::memory`'s).
+//! memory" chapter groups them; the blocks are `madmpi::env::memory`'s).
 //!
 //! `info` carries hints (`MPI_INFO_NULL`: none; a freed or invalid handle is `MPI_ERR_INFO`);
 //! `baseptr` is a `void *` received through a `void *` argument, as MPI's C binding has it.
@@ -19,14 +19,14 @@ export! {
         let hints = infos::hints(info)?;
         // SAFETY: an output argument (a `void *`, MPI's contract).
         let out = unsafe { check::out(baseptr.cast::<*mut c_void>(), "baseptr") }?;
-        *out = madmpi::memory::alloc(size, &hints)?.cast();
+        *out = madmpi::env::memory::alloc(size, &hints)?.cast();
         Ok(())
     }
 
     /// `MPI_Free_mem`: frees a block of `MPI_Alloc_mem` (`MPI_ERR_ARG` for any other pointer;
     /// null is accepted, as MPICH).
     fn MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) {
-        madmpi::memory::free(base.addr())?;
+        madmpi::env::memory::free(base.addr())?;
         Ok(())
     }
 }

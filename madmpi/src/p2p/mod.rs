@@ -1,90 +1,24 @@
 //! Point-to-point communication in the Rust API: typed blocking sends and receives, probes and
-//! `sendrecv` on a communicator, with MPI's argument checks (rank, tag) and `MPI_PROC_NULL`.
+//! `sendrecv` on a communicator (this file), sends and receives of derived datatypes (`typed`),
+//! buffered sends (`bsend`), matched probes (`mprobe`). The envelope types (ranks, tags,
+//! statuses) are the communicator's, and the Rust types that map to MPI datatypes
+//! ([`Equivalence`]) the datatypes'; they are re-exported here, where programs use them.
 //!
-//! Owns the mapping of MPI's envelope (communicator rank, tag) onto nmad's (world rank, 64-bit
-//! tag, see [`crate::tags`]); it must not touch nmad's internals. Nonblocking operations are in [`crate::request`].
+//! Owns the blocking operations and these three kinds; it must not touch nmad's internals.
+//! Nonblocking operations are in [`crate::request`].
 
+pub mod bsend;
+pub mod mprobe;
+pub mod typed;
+
+pub(crate) use crate::comm::check_tag;
+pub use crate::comm::{From, Rank, Status, Tag};
+pub use crate::datatype::Equivalence;
+
+use crate::comm::tags;
 use crate::comm::{Comm, from_nmad};
-use crate::datatype::Predefined;
-use crate::error::{Error, Result};
-use crate::tags;
-use nmad::{SendMode, Source};
-
-/// A plain Rust type that maps to an MPI datatype: every bit pattern is a valid value, so bytes
-/// received from the network can be stored into it.
-///
-/// # Safety
-/// Implementors must be `Copy` types without padding or invalid bit patterns whose layout is
-/// the datatype's.
-pub unsafe trait Equivalence: Copy + Send + Sync + 'static {
-    const DATATYPE: Predefined;
-}
-
-macro_rules! equivalence {
-    ($($t:ty => $p:ident),* $(,)?) => {$(
-        // SAFETY: a primitive number: no padding, every bit pattern valid, C's layout.
-        unsafe impl Equivalence for $t {
-            const DATATYPE: Predefined = Predefined::$p;
-        }
-    )*};
-}
-
-equivalence!(
-    i8 => Int8, i16 => Int16, i32 => Int32, i64 => Int64,
-    u8 => Uint8, u16 => Uint16, u32 => Uint32, u64 => Uint64,
-    f32 => Float, f64 => Double,
-);
-
-/// Where a message goes or comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rank {
-    Rank(u32),
-    /// `MPI_PROC_NULL`: the operation completes at once and moves nothing.
-    ProcNull,
-}
-
-/// Which messages a receive takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum From {
-    Rank(u32),
-    Any,
-    ProcNull,
-}
-
-/// Which tags a receive takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tag {
-    Tag(i32),
-    Any,
-}
-
-/// What a receive or probe found (`MPI_Status`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Status {
-    /// The sender's rank in the communicator (`None` for `MPI_PROC_NULL`).
-    pub source: Option<u32>,
-    /// The message's tag (`MPI_ANY_TAG`'s value, -1, for `MPI_PROC_NULL`).
-    pub tag: i32,
-    /// Bytes received (or, for a probe, the message's length).
-    pub bytes: u64,
-}
-
-impl Status {
-    const PROC_NULL: Status = Status { source: None, tag: -1, bytes: 0 };
-
-    /// Elements of `T` received (`MPI_Get_count`; `None` when not a whole number).
-    pub fn count<T: Equivalence>(&self) -> Option<u64> {
-        let size = std::mem::size_of::<T>() as u64;
-        self.bytes.is_multiple_of(size).then_some(self.bytes / size)
-    }
-}
-
-pub(crate) fn check_tag(op: &str, tag: i32) -> Result<u64> {
-    if !(0..=tags::TAG_UB).contains(&tag) {
-        return Err(Error::tag(format!("{op}: tag {tag} is outside 0..={}", tags::TAG_UB)));
-    }
-    Ok(tags::p2p(tag))
-}
+use crate::error::Result;
+use nmad::SendMode;
 
 /// The bytes of a slice of plain values.
 fn bytes<T: Equivalence>(buf: &[T]) -> &[u8] {
@@ -98,24 +32,6 @@ fn bytes_mut<T: Equivalence>(buf: &mut [T]) -> &mut [u8] {
 }
 
 impl Comm {
-    pub(crate) fn peer(&self, op: &str, r: u32) -> Result<u32> {
-        self.world_rank(r).ok_or_else(|| {
-            Error::rank(format!("{op}: rank {r} is outside the communicator (size {})", self.peer_size()))
-        })
-    }
-
-    fn source(&self, op: &str, from: From) -> Result<Option<Source>> {
-        Ok(match from {
-            From::Rank(r) => Some(Source::Rank(self.peer(op, r)?)),
-            From::Any => Some(Source::Any),
-            From::ProcNull => None,
-        })
-    }
-
-    fn status(&self, st: nmad::Status, bytes: u64) -> Status {
-        Status { source: self.rank_of_world(st.source), tag: tags::mpi_tag(st.tag), bytes }
-    }
-
     fn send_with<T: Equivalence>(&self, op: &str, buf: &[T], dest: Rank, tag: i32, sync: bool) -> Result<()> {
         let t = check_tag(op, tag)?;
         let Rank::Rank(r) = dest else { return Ok(()) };
@@ -164,16 +80,6 @@ impl Comm {
         Ok(found)
     }
 
-    pub(crate) fn match_of(&self, op: &str, tag: Tag) -> Result<nmad::TagMatch> {
-        Ok(match tag {
-            Tag::Tag(t) => {
-                check_tag(op, t)?;
-                tags::p2p_match(Some(t))
-            }
-            Tag::Any => tags::p2p_match(None),
-        })
-    }
-
     /// `MPI_Sendrecv`: sends `out` to `dest` while receiving into `inp` (no deadlock between two
     /// processes exchanging).
     pub fn sendrecv<T: Equivalence, U: Equivalence>(
@@ -212,8 +118,8 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
+    use crate::testing::on_all;
 
     #[test]
     fn typed_messages_probes_and_sendrecv() {

@@ -11,8 +11,8 @@
 //! does).
 
 use crate::comm::from_nmad;
+use crate::comm::internal::{Members, allreduce_and};
 use crate::error::{Error, ErrorClass, Result};
-use crate::internal::{Members, allreduce_and};
 use std::sync::Mutex;
 
 /// Context ids per process (the bit set is `WORDS` × 64 bits).
@@ -127,7 +127,7 @@ fn lowest_set(bits: &[u64]) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::internal::tests::{finalize_all, ranks};
+    use crate::testing::{finalize_all, ranks};
 
     #[test]
     fn ids_are_taken_and_released() {

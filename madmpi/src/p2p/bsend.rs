@@ -4,12 +4,13 @@
 //! bytes of the buffer (programs size their buffers with that constant) until its send
 //! completes; a message that does not fit is an `MPI_ERR_BUFFER` error, as MPI requires.
 //!
-//! Owns the attached buffer's bookkeeping (one per process); must not touch nmad's internals.
+//! Owns the attached buffer's bookkeeping (one per process, in the runtime's extensions); must
+//! not touch nmad's internals.
 
+use super::{Equivalence, Rank};
 use crate::abi::MPI_BSEND_OVERHEAD;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
-use crate::p2p::{Equivalence, Rank};
 use crate::request::{Mode, RawRequest};
 use std::sync::Mutex;
 
@@ -25,9 +26,18 @@ struct Attached {
 // through the pool's mutex.
 unsafe impl Send for Attached {}
 
-/// The process's buffered-send pool.
+/// The process's buffered-send pool (kept in the runtime's extensions).
 #[derive(Default)]
 pub struct Pool(Mutex<Option<Attached>>);
+
+impl crate::comm::Extension for Pool {}
+
+impl Comm {
+    /// The process's buffered-send pool (`MPI_Buffer_attach` / `detach`).
+    pub fn bsend_pool(&self) -> &Pool {
+        self.runtime().extensions().get_or_default()
+    }
+}
 
 impl Pool {
     /// `MPI_Buffer_attach`.
@@ -68,7 +78,7 @@ impl Pool {
         dest: Rank,
         tag: i32,
     ) -> Result<()> {
-        crate::p2p::check_tag(op, tag)?;
+        super::check_tag(op, tag)?;
         if dest == Rank::ProcNull {
             return Ok(());
         }
@@ -141,9 +151,9 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
     use crate::p2p::{From, Tag};
+    use crate::testing::on_all;
 
     /// Elements of a message: above the eager limit, so its send lasts until it is received.
     const BIG: usize = 40_000;

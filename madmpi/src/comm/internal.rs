@@ -7,7 +7,7 @@
 //! requires the members to call collective operations on a communicator in the same order; the
 //! caller numbers them).
 
-use crate::tags::{self, Kind};
+use crate::comm::tags::{self, Kind};
 use nmad::{Error, Session, Source, scope};
 
 /// The members of a communicator, as an internal operation sees them.
@@ -129,61 +129,10 @@ pub(crate) fn allreduce_and(m: &Members<'_>, round: u32, bits: &mut [u64]) -> Re
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::testing::{finalize_all, ranks};
     use nmad::Nmad;
-    use nmad::bootstrap::LocalJob;
-    use std::sync::Arc;
-
-    /// Ends the test process if a multi-rank test outlives `limit`: a rank that panics leaves
-    /// its peers waiting for it forever, and a hang must be a failure, not a stuck CI job.
-    pub(crate) struct Watchdog(Option<std::sync::mpsc::Sender<()>>);
-
-    pub(crate) fn watchdog(what: &'static str, limit: std::time::Duration) -> Watchdog {
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                eprintln!("{what}: still running after {limit:?} (a rank panicked or hung: see above)");
-                std::process::exit(101);
-            }
-        });
-        Watchdog(Some(tx))
-    }
-
-    impl Drop for Watchdog {
-        fn drop(&mut self) {
-            if let Some(tx) = self.0.take() {
-                let _ = tx.send(());
-            }
-        }
-    }
-
-    /// `n` ranks in this process (threads as ranks) over the shm driver.
-    pub(crate) fn ranks(n: u32) -> Vec<Nmad> {
-        let boots = LocalJob::ranks(n).unwrap();
-        let handles: Vec<_> = boots
-            .into_iter()
-            .map(|b| {
-                std::thread::spawn(move || {
-                    let config = nmad::Config {
-                        drivers: Some(vec!["self".into(), "shm".into()]),
-                        ..nmad::Config::from_env().unwrap()
-                    };
-                    let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
-                    Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    }
-
-    /// Finalizes every rank at once (finalize is collective: one at a time would deadlock).
-    pub(crate) fn finalize_all(nms: Vec<Nmad>) {
-        let hs: Vec<_> = nms.into_iter().map(|nm| std::thread::spawn(move || nm.finalize())).collect();
-        for h in hs {
-            h.join().unwrap().unwrap();
-        }
-    }
 
     /// Runs `f(rank, members)` on every rank of `nms` at once (members = all ranks, reversed to
     /// check that member order, not world order, is what counts).

@@ -6,9 +6,9 @@
 //! Owns the active/inactive life of persistent requests; it must not know handles (the C
 //! library keeps these in its table) nor fill statuses.
 
-use super::RawRequest;
-use super::operation::Persistent;
+use super::Persistent;
 use crate::error::{Error, Result};
+use crate::request::RawRequest;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// See the module docs.

@@ -5,11 +5,11 @@
 //! Owns the matched message until it is received; must not touch nmad's internals (it uses
 //! nmad's `improbe` / `unpack`).
 
+use super::{Equivalence, From, Status, Tag};
+use crate::comm::tags;
 use crate::comm::{Comm, from_nmad};
 use crate::error::Result;
-use crate::p2p::{Equivalence, From, Status, Tag};
 use crate::request::RawRequest;
-use crate::tags;
 use nmad::{Data, Source};
 use std::pin::Pin;
 
@@ -122,9 +122,9 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
     use crate::p2p::Rank;
+    use crate::testing::on_all;
 
     /// Rank 1 sends three messages; rank 0's two threads each take messages with matched probes
     /// on any tag and receive exactly what they probed (no theft between probe and receive).

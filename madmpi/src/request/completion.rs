@@ -8,7 +8,7 @@
 //! [`FIRST_NAP`] to [`LONGEST_NAP`]: a request other than the one slept on is seen at most that
 //! late, and an idle wait costs one wake-up per [`LONGEST_NAP`], not a spinning core.
 //!
-//! Generalized requests also signal a condition of the wait's own (`request_kinds::Watch`), which it then
+//! Generalized requests also signal a condition of the wait's own (`kinds::Watch`), which it then
 //! sleeps on: a thread completing one (`MPI_Grequest_complete`) wakes it at once, and a wait on
 //! generalized requests alone sleeps until then.
 //!
@@ -43,7 +43,7 @@ pub fn wait_any_complete(reqs: &[&RawRequest]) {
     }
     let mut nap = FIRST_NAP;
     let mut turn = 0;
-    let watch = crate::request_kinds::Watch::new(reqs);
+    let watch = super::Watch::new(reqs);
     while !done() {
         if let Some(w) = &watch {
             w.nap(pio, nap);
@@ -63,8 +63,8 @@ pub fn wait_any_complete(reqs: &[&RawRequest]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
     use crate::p2p::{From, Rank, Tag};
+    use crate::testing::on_all;
     use nmad::Data;
     use std::time::Instant;
 

@@ -14,10 +14,10 @@
 //! nor touch sessions other than the private one of an agreement.
 
 use crate::comm::Runtime;
-use crate::context;
+use crate::comm::context;
+use crate::comm::internal::Members;
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::internal::Members;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, PoisonError};
@@ -69,7 +69,7 @@ pub(crate) fn agree(rt: &Runtime, group: &Group, key: &str) -> Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
+    use crate::testing::on_all;
 
     /// Two subgroups of 4 ranks create communicators at once under the same key, and the whole
     /// world twice under two keys from two threads at once: every creation agrees on one id

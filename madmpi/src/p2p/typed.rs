@@ -3,12 +3,12 @@
 //! without a copy, blocking or as requests that borrow the slice, after checking that every byte
 //! the type map touches lies inside it.
 //!
-//! Owns that bounds check; the transfers are `request.rs`'s raw operations.
+//! Owns that bounds check; the transfers are [`crate::request`]'s raw operations.
 
+use super::{Equivalence, From, Rank, Status, Tag};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
-use crate::p2p::{Equivalence, From, Rank, Status, Tag};
 use crate::request::{Mode, RawRequest, Request};
 
 /// Checks that `count` elements of `dtype` starting at the slice's first byte touch only bytes of
@@ -124,8 +124,8 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::tests::on_all;
     use crate::error::ErrorClass;
+    use crate::testing::on_all;
 
     #[test]
     fn a_matrix_column_travels_and_bounds_are_checked() {

@@ -7,18 +7,10 @@
 
 use crate::comm::{Comm, Runtime};
 use crate::error::{Error, Result};
+pub use crate::info::{Threading, processor_name};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
 use std::time::Instant;
-
-/// Thread support levels (`MPI_THREAD_*`), in increasing order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Threading {
-    Single,
-    Funneled,
-    Serialized,
-    Multiple,
-}
 
 const NOT_STARTED: u8 = 0;
 const RUNNING: u8 = 1;
@@ -59,7 +51,7 @@ pub fn init(threading: Threading) -> Result<Universe> {
         }));
     }
     // Shared with the sessions open in this process (started by the first of them).
-    let rt = crate::process::acquire("MPI_Init")?;
+    let rt = crate::env::process::acquire("MPI_Init")?;
     crate::info::record_start(rt.nm.size(), threading);
     let mut u = Universe::over(rt, threading);
     // A spawned job meets its parents now: they wait in MPI_Comm_spawn.
@@ -119,22 +111,10 @@ impl Universe {
     /// in this process, waits for every process, then shuts nmad down.
     pub fn finalize(self) -> Result<()> {
         drop(self);
-        let r = crate::process::release("MPI_Finalize");
+        let r = crate::env::process::release("MPI_Finalize");
         STATE.store(FINALIZED, SeqCst);
         r
     }
-}
-
-/// The name of this processor (`MPI_Get_processor_name`): the host name.
-pub fn processor_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
-    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if r != 0 {
-        return "unknown".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 fn epoch() -> Instant {

@@ -5,15 +5,22 @@
 //! `MPI_Bsend_init`..., MPI 4.0's `MPI_Bcast_init`...) that each `MPI_Start` starts again.
 //! Every form of a call shares that one path, whatever its count type.
 //!
+//! `lifecycle` is [`MpiRequest`]: a request as programs hold it, persistent ones active or
+//! inactive.
+//!
 //! Owns what running and starting each kind of operation does; it must not check arguments
-//! (the callers do, before building one) nor track whether a persistent request is active
-//! (the handle's owner does).
+//! (the callers do, before building one). It sits above the modules whose operations it
+//! starts (point-to-point, collectives, partitioned communication, requests).
 
-use super::{Mode, Outcome, RawRequest};
+mod lifecycle;
+
+pub use lifecycle::MpiRequest;
+
 use crate::coll::raw;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::p2p::{From, Rank, Tag};
+use crate::request::{Mode, Outcome, RawRequest};
 use nmad::Data;
 
 /// One call's operation, its arguments checked.
@@ -145,8 +152,8 @@ mod tests {
     use super::*;
     use crate::coll::raw::RawBuf;
     use crate::coll::{Builtin, Op};
-    use crate::comm::tests::on_all;
     use crate::datatype::{Datatype, Predefined};
+    use crate::testing::on_all;
 
     /// A persistent allreduce planned once and started five times over the same memory, with
     /// new inputs each time, interleaved with a one-shot collective that takes the next number:

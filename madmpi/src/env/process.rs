@@ -7,8 +7,9 @@
 //! start again: PMI, hence nmad, initializes once per process (MPICH can restart sessions;
 //! documented deviation).
 //!
-//! Owns the reference count and the runtime's start and end; it must not know communicators
-//! beyond creating the runtime they share.
+//! Owns the reference count and the runtime's start and end, and assembles the runtime from
+//! the features that hook into it; it must not know communicators beyond creating the runtime
+//! they share.
 
 use crate::comm::Runtime;
 use crate::error::{Error, Result};
@@ -24,6 +25,13 @@ struct Holder {
 }
 
 static HOLDER: Mutex<Holder> = Mutex::new(Holder { runtime: None, users: 0, ended: false });
+
+/// The runtime over `nm`, with the hooks of the features that follow communicators' lives
+/// (fault tolerance's revocation monitor). Every runtime is made here (and by the tests'
+/// harness through here), so no feature is forgotten.
+pub(crate) fn assemble(nm: Nmad) -> Arc<Runtime> {
+    Runtime::new(nm, vec![Box::new(crate::ft::Revocation)])
+}
 
 /// One more user of the runtime, started if it is not running (`who` names the call for
 /// errors).
@@ -41,7 +49,7 @@ pub(crate) fn acquire(who: &str) -> Result<Arc<Runtime>> {
     }
     let nm = Nmad::init().map_err(|e| Error::other(format!("{who}: starting nmad: {e}")))?;
     crate::tools::runtime::attach(&nm);
-    let rt = Runtime::new(nm);
+    let rt = assemble(nm);
     crate::ft::on_runtime_start();
     h.runtime = Some(rt.clone());
     h.users = 1;

@@ -19,7 +19,7 @@ mod hints;
 #[cfg(test)]
 mod tests;
 
-pub use env::{env, env_with_args, record_start};
+pub use env::{Threading, env, env_with_args, processor_name, record_start};
 pub use hints::CommHints;
 
 use crate::abi;
