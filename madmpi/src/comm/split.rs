@@ -26,6 +26,22 @@ impl Comm {
         Ok(c)
     }
 
+    /// [`Comm::dup`] where every feature starts afresh (no topology, no feature state carried
+    /// over): what the topology constructors build on, so a new topology replaces the parent's.
+    pub(crate) fn dup_fresh(&self) -> Result<Comm> {
+        let id = self.agree_context_at(self.reserve_internal())?;
+        let c = Comm::make_full(
+            &self.0.rt,
+            self.0.group.clone(),
+            self.0.remote.clone(),
+            id,
+            "",
+            Default::default(),
+        );
+        c.replace_hints(self.hints());
+        Ok(c)
+    }
+
     /// `MPI_Comm_dup_with_info` (collective): [`Comm::dup`], with the default hints updated by
     /// `info` instead of this communicator's.
     pub fn dup_with_info(&self, info: &Info) -> Result<Comm> {

@@ -47,7 +47,7 @@ impl Comm {
     pub fn dist_graph_create_adjacent(&self, graph: DistGraph) -> Result<Comm> {
         check_ranks(self, "source", graph.sources.iter().map(|e| &e.rank))?;
         check_ranks(self, "destination", graph.dests.iter().map(|e| &e.rank))?;
-        let c = self.dup()?;
+        let c = self.dup_fresh()?;
         c.attach_topology(Arc::new(Topology::DistGraph(graph)));
         Ok(c)
     }
@@ -77,7 +77,7 @@ impl Comm {
                 dests.push(Edge { rank: e[1] as u32, weight: e[2] });
             }
         }
-        let c = self.dup()?;
+        let c = self.dup_fresh()?;
         c.attach_topology(Arc::new(Topology::DistGraph(DistGraph { sources, dests, weighted })));
         Ok(c)
     }
@@ -109,6 +109,11 @@ mod tests {
             let d = c.dist_graph().unwrap().clone();
             assert_eq!(c.dup().unwrap().dist_graph().unwrap(), &d, "dup keeps the topology");
             assert!(world.dist_graph().is_err());
+            // Over a communicator that has a topology already, the new graph replaces it.
+            let grid = world.cart_create(crate::topo::Cart::new(&[3], &[true]).unwrap()).unwrap().unwrap();
+            let over_grid = grid.dist_graph_create(&edges, true).unwrap();
+            assert_eq!(over_grid.dist_graph().unwrap(), &d, "the graph replaces the grid");
+            assert!(over_grid.cart().is_err());
             d
         });
         let e = |rank, weight| Edge { rank, weight };
