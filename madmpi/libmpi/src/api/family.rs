@@ -49,6 +49,27 @@ macro_rules! family {
         ($($arg:ident: $ty:ty),* $(,)?) => $build:ident [$($extra:expr),* $(,)?];
         $($form:ident $name:ident / $pname:ident $(, $name_c:ident / $pname_c:ident)?;)+
     )*) => {
+        $crate::api::family::width_mods! {
+            int { $(
+                $crate::api::family::forms! {
+                    { [$(#[$doc])*] ($($arg: $ty),*) => $build [$($extra),*] };
+                    $($form $name / $pname;)+
+                }
+            )* }
+            large { $(
+                $crate::api::family::forms! {
+                    { [$(#[$doc])*] ($($arg: $ty),*) => $build [$($extra),*] };
+                    $($($form $name_c / $pname_c;)?)+
+                }
+            )* }
+        }
+    };
+}
+
+/// The two modules of a table: `int` with `Count` and `Displ` as `int`, `large` with them as
+/// `MPI_Count` and `MPI_Aint` (both `int64_t` in MPICH's ABI), each holding its items.
+macro_rules! width_mods {
+    (int { $($int:tt)* } large { $($large:tt)* }) => {
         /// The `int` forms.
         pub mod int {
             #[allow(unused_imports)]
@@ -57,12 +78,7 @@ macro_rules! family {
             type Count = ::std::ffi::c_int;
             #[allow(dead_code)]
             type Displ = ::std::ffi::c_int;
-            $(
-                $crate::api::family::forms! {
-                    { [$(#[$doc])*] ($($arg: $ty),*) => $build [$($extra),*] };
-                    $($form $name / $pname;)+
-                }
-            )*
+            $($int)*
         }
 
         /// The large-count (`_c`) forms.
@@ -73,13 +89,60 @@ macro_rules! family {
             type Count = ::madmpi::abi::Count;
             #[allow(dead_code)]
             type Displ = ::madmpi::abi::Aint;
-            $(
-                $crate::api::family::forms! {
-                    { [$(#[$doc])*] ($($arg: $ty),*) => $build [$($extra),*] };
-                    $($($form $name_c / $pname_c;)?)+
-                }
-            )*
+            $($large)*
         }
+    };
+}
+
+/// Defines the `int` and `_c` forms of calls whose body is the same in both widths (generic
+/// over [`crate::check::CInt`]): an entry is the parameters, with `Count` and `Displ` as in
+/// [`family!`], and the body, then the `int` names, then the `large` ones (a call may have
+/// more than one name per width: an MPI-1 alias, an `_x` form):
+///
+/// ```text
+/// widths! {
+///     /// Blocks of one length at displacements in extents.
+///     (count: Count, blocklength: Count, displs: *const Displ, ...) { body }
+///     int MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block;
+///     large MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c;
+/// }
+/// ```
+///
+/// Each exported function's documentation is its name, then the entry's.
+macro_rules! widths {
+    ($(
+        $(#[$doc:meta])*
+        ($($arg:ident: $ty:ty),* $(,)?) $body:block
+        $(int $($name:ident / $pname:ident),+;)?
+        $(large $($name_c:ident / $pname_c:ident),+;)?
+    )*) => {
+        $crate::api::family::width_mods! {
+            int { $(
+                $crate::api::family::names! {
+                    { [$(#[$doc])*] ($($arg: $ty),*) $body };
+                    $($($name / $pname;)+)?
+                }
+            )* }
+            large { $(
+                $crate::api::family::names! {
+                    { [$(#[$doc])*] ($($arg: $ty),*) $body };
+                    $($($name_c / $pname_c;)+)?
+                }
+            )* }
+        }
+    };
+}
+
+/// The names of one [`widths!`] entry, one exported function each.
+macro_rules! names {
+    ($head:tt;) => {};
+    ({ [$($doc:tt)*] ($($arg:ident: $ty:ty),*) $body:block }; $name:ident / $pname:ident; $($rest:tt)*) => {
+        $crate::export::export! {
+            #[doc = concat!("`", stringify!($name), "`.")]
+            $($doc)*
+            fn $name / $pname($($arg: $ty),*) $body
+        }
+        $crate::api::family::names!({ [$($doc)*] ($($arg: $ty),*) $body }; $($rest)*);
     };
 }
 
@@ -246,4 +309,4 @@ pub(crate) unsafe fn init(
     Ok(())
 }
 
-pub(crate) use {family, form, forms};
+pub(crate) use {family, form, forms, names, width_mods, widths};

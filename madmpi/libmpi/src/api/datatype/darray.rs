@@ -9,8 +9,8 @@ use super::args::{self, input};
 use super::count::{CountArg, widen};
 use super::ctors::order;
 use super::{newtype_out, publish};
+use crate::api::family::widths;
 use crate::errors::Outcome;
-use crate::export::export;
 use crate::state::state;
 use madmpi::abi;
 use madmpi::datatype::{Darray, Datatype, Distribution};
@@ -71,14 +71,14 @@ unsafe fn darray<C: CountArg>(
     Ok(())
 }
 
-export! {
-    /// `MPI_Type_create_darray`: the part of a distributed global array that process `rank` of
-    /// a grid of `size` processes owns.
-    fn MPI_Type_create_darray / PMPI_Type_create_darray(
+widths! {
+    /// The part of a distributed global array that process `rank` of a grid of `size`
+    /// processes owns (global sizes as `MPI_Count` in the `_c` form).
+    (
         size: c_int,
         rank: c_int,
         ndims: c_int,
-        array_of_gsizes: *const c_int,
+        array_of_gsizes: *const Count,
         array_of_distribs: *const c_int,
         array_of_dargs: *const c_int,
         array_of_psizes: *const c_int,
@@ -86,8 +86,8 @@ export! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: the caller passes four arrays of `ndims` elements and an output handle; the body checks
-        // them for null and alignment.
+        // SAFETY: the caller passes four arrays of `ndims` elements and an output handle; the body
+        // checks them for null and alignment.
         unsafe {
             darray(
                 size,
@@ -103,35 +103,6 @@ export! {
             )
         }
     }
-
-    /// `MPI_Type_create_darray_c`: global sizes as `MPI_Count`.
-    fn MPI_Type_create_darray_c / PMPI_Type_create_darray_c(
-        size: c_int,
-        rank: c_int,
-        ndims: c_int,
-        array_of_gsizes: *const abi::Count,
-        array_of_distribs: *const c_int,
-        array_of_dargs: *const c_int,
-        array_of_psizes: *const c_int,
-        order_: c_int,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: the caller passes four arrays of `ndims` elements and an output handle; the body checks
-        // them for null and alignment.
-        unsafe {
-            darray(
-                size,
-                rank,
-                ndims,
-                array_of_gsizes,
-                array_of_distribs,
-                array_of_dargs,
-                array_of_psizes,
-                order_,
-                oldtype,
-                newtype,
-            )
-        }
-    }
+    int MPI_Type_create_darray / PMPI_Type_create_darray;
+    large MPI_Type_create_darray_c / PMPI_Type_create_darray_c;
 }

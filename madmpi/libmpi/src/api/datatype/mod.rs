@@ -29,6 +29,7 @@ pub mod memory;
 pub mod pack;
 pub mod query;
 
+use crate::api::family::widths;
 use crate::check;
 use crate::datatypes::predefined;
 use crate::errors::Outcome;
@@ -38,7 +39,6 @@ use count::CountArg;
 use madmpi::abi;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
-use std::ffi::c_int;
 
 impl State {
     /// Stores a new datatype; its handle.
@@ -115,43 +115,33 @@ unsafe fn size<C: CountArg>(datatype: abi::Datatype, size: *mut C) -> Outcome {
     Ok(())
 }
 
+widths! {
+    /// `count` copies of `oldtype`, end to end.
+    (count: Count, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { contiguous(count, oldtype, newtype) }
+    }
+    int MPI_Type_contiguous / PMPI_Type_contiguous;
+    large MPI_Type_contiguous_c / PMPI_Type_contiguous_c;
+
+    /// `count` blocks of `blocklength` elements, `stride` extents apart.
+    (count: Count, blocklength: Count, stride: Count, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
+        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { vector(count, blocklength, stride, oldtype, newtype) }
+    }
+    int MPI_Type_vector / PMPI_Type_vector;
+    large MPI_Type_vector_c / PMPI_Type_vector_c;
+
+    /// Bytes of data in one element.
+    (datatype: abi::Datatype, size_: *mut Count) {
+        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
+        unsafe { size(datatype, size_) }
+    }
+    int MPI_Type_size / PMPI_Type_size;
+    large MPI_Type_size_c / PMPI_Type_size_c, MPI_Type_size_x / PMPI_Type_size_x;
+}
+
 export! {
-    /// `MPI_Type_contiguous`.
-    fn MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { contiguous(count, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_contiguous_c`.
-    fn MPI_Type_contiguous_c / PMPI_Type_contiguous_c(count: abi::Count, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { contiguous(count, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_vector`.
-    fn MPI_Type_vector / PMPI_Type_vector(
-        count: c_int,
-        blocklength: c_int,
-        stride: c_int,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { vector(count, blocklength, stride, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_vector_c`.
-    fn MPI_Type_vector_c / PMPI_Type_vector_c(
-        count: abi::Count,
-        blocklength: abi::Count,
-        stride: abi::Count,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { vector(count, blocklength, stride, oldtype, newtype) }
-    }
-
     /// `MPI_Type_commit`: makes the type usable for communication (idempotent).
     fn MPI_Type_commit / PMPI_Type_commit(datatype: *mut abi::Datatype) {
         let st = state()?;
@@ -180,17 +170,5 @@ export! {
         drop(st.datatypes.remove(*h));
         *h = abi::MPI_DATATYPE_NULL;
         Ok(())
-    }
-
-    /// `MPI_Type_size`.
-    fn MPI_Type_size / PMPI_Type_size(datatype: abi::Datatype, size_: *mut c_int) {
-        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { size(datatype, size_) }
-    }
-
-    /// `MPI_Type_size_c`.
-    fn MPI_Type_size_c / PMPI_Type_size_c(datatype: abi::Datatype, size_: *mut abi::Count) {
-        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { size(datatype, size_) }
     }
 }

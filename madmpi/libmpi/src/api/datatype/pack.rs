@@ -10,14 +10,14 @@
 //! only.
 
 use super::count::CountArg;
+use crate::api::family::widths;
 use crate::check;
 use crate::errors::{On, Outcome};
-use crate::export::export;
 use crate::state::state;
 use madmpi::abi;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
 /// A user buffer the type map addresses: null is `MPI_ERR_ARG` when bytes would be accessed
 /// from it (not for `MPI_BOTTOM` with a type of absolute addresses, whose data starts away
@@ -193,44 +193,31 @@ unsafe fn get_count<C: CountArg>(
     Ok(())
 }
 
-export! {
-    /// `MPI_Pack`.
-    fn MPI_Pack / PMPI_Pack(
+widths! {
+    /// `incount` elements at `inbuf` packed into `outbuf` from `*position`, which advances.
+    (
         inbuf: *const c_void,
-        incount: c_int,
+        incount: Count,
         datatype: abi::Datatype,
         outbuf: *mut c_void,
-        outsize: c_int,
-        position: *mut c_int,
+        outsize: Count,
+        position: *mut Count,
         comm: abi::Comm,
     ) {
         // SAFETY: MPI_Pack's caller vouches for `incount` elements at `inbuf` and `outsize` bytes at
         // `outbuf`; the body checks the rest.
         unsafe { pack(inbuf, incount, datatype, outbuf, outsize, position, comm) }
     }
+    int MPI_Pack / PMPI_Pack;
+    large MPI_Pack_c / PMPI_Pack_c;
 
-    /// `MPI_Pack_c`.
-    fn MPI_Pack_c / PMPI_Pack_c(
+    /// `outcount` elements unpacked from `inbuf` at `*position`, which advances, into `outbuf`.
+    (
         inbuf: *const c_void,
-        incount: abi::Count,
-        datatype: abi::Datatype,
+        insize: Count,
+        position: *mut Count,
         outbuf: *mut c_void,
-        outsize: abi::Count,
-        position: *mut abi::Count,
-        comm: abi::Comm,
-    ) {
-        // SAFETY: MPI_Pack's caller vouches for `incount` elements at `inbuf` and `outsize` bytes at
-        // `outbuf`; the body checks the rest.
-        unsafe { pack(inbuf, incount, datatype, outbuf, outsize, position, comm) }
-    }
-
-    /// `MPI_Unpack`.
-    fn MPI_Unpack / PMPI_Unpack(
-        inbuf: *const c_void,
-        insize: c_int,
-        position: *mut c_int,
-        outbuf: *mut c_void,
-        outcount: c_int,
+        outcount: Count,
         datatype: abi::Datatype,
         comm: abi::Comm,
     ) {
@@ -238,64 +225,33 @@ export! {
         // `outbuf`; the body checks the rest.
         unsafe { unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) }
     }
+    int MPI_Unpack / PMPI_Unpack;
+    large MPI_Unpack_c / PMPI_Unpack_c;
 
-    /// `MPI_Unpack_c`.
-    fn MPI_Unpack_c / PMPI_Unpack_c(
-        inbuf: *const c_void,
-        insize: abi::Count,
-        position: *mut abi::Count,
-        outbuf: *mut c_void,
-        outcount: abi::Count,
-        datatype: abi::Datatype,
-        comm: abi::Comm,
-    ) {
-        // SAFETY: MPI_Unpack's caller vouches for `insize` bytes at `inbuf` and `outcount` elements at
-        // `outbuf`; the body checks the rest.
-        unsafe { unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) }
-    }
-
-    /// `MPI_Pack_size`.
-    fn MPI_Pack_size / PMPI_Pack_size(incount: c_int, datatype: abi::Datatype, comm: abi::Comm, size: *mut c_int) {
+    /// An upper bound of the bytes `incount` elements take packed.
+    (incount: Count, datatype: abi::Datatype, comm: abi::Comm, size: *mut Count) {
         // SAFETY: `size` is the caller's output (checked in the body).
         unsafe { pack_size(incount, datatype, comm, size) }
     }
+    int MPI_Pack_size / PMPI_Pack_size;
+    large MPI_Pack_size_c / PMPI_Pack_size_c;
 
-    /// `MPI_Pack_size_c`.
-    fn MPI_Pack_size_c / PMPI_Pack_size_c(incount: abi::Count, datatype: abi::Datatype, comm: abi::Comm, size: *mut abi::Count) {
-        // SAFETY: `size` is the caller's output (checked in the body).
-        unsafe { pack_size(incount, datatype, comm, size) }
-    }
-
-    /// `MPI_Get_count`: whole elements of `datatype` received, else `MPI_UNDEFINED`.
-    fn MPI_Get_count / PMPI_Get_count(status: *const abi::Status, datatype: abi::Datatype, count: *mut c_int) {
+    /// Whole elements of `datatype` received, else `MPI_UNDEFINED`.
+    (status: *const abi::Status, datatype: abi::Datatype, count: *mut Count) {
         // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
         unsafe { get_count(Received::Elements, status, datatype, count) }
     }
+    int MPI_Get_count / PMPI_Get_count;
+    large MPI_Get_count_c / PMPI_Get_count_c;
 
-    /// `MPI_Get_count_c`.
-    fn MPI_Get_count_c / PMPI_Get_count_c(status: *const abi::Status, datatype: abi::Datatype, count: *mut abi::Count) {
-        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
-        unsafe { get_count(Received::Elements, status, datatype, count) }
-    }
-
-    /// `MPI_Get_elements`: basic elements received (`MPI_UNDEFINED` if the data ends inside
-    /// one, or beyond an `int`).
-    fn MPI_Get_elements / PMPI_Get_elements(status: *const abi::Status, datatype: abi::Datatype, count: *mut c_int) {
+    /// Basic elements received (`MPI_UNDEFINED` if the data ends inside one, or beyond an `int`
+    /// in the `int` form).
+    (status: *const abi::Status, datatype: abi::Datatype, count: *mut Count) {
         // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
         unsafe { get_count(Received::Basic, status, datatype, count) }
     }
-
-    /// `MPI_Get_elements_x`.
-    fn MPI_Get_elements_x / PMPI_Get_elements_x(status: *const abi::Status, datatype: abi::Datatype, count: *mut abi::Count) {
-        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
-        unsafe { get_count(Received::Basic, status, datatype, count) }
-    }
-
-    /// `MPI_Get_elements_c`.
-    fn MPI_Get_elements_c / PMPI_Get_elements_c(status: *const abi::Status, datatype: abi::Datatype, count: *mut abi::Count) {
-        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
-        unsafe { get_count(Received::Basic, status, datatype, count) }
-    }
+    int MPI_Get_elements / PMPI_Get_elements;
+    large MPI_Get_elements_x / PMPI_Get_elements_x, MPI_Get_elements_c / PMPI_Get_elements_c;
 }
 
 #[cfg(test)]

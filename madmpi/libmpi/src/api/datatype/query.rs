@@ -13,6 +13,7 @@
 
 use super::args::{self, output};
 use super::count::CountArg;
+use crate::api::family::widths;
 use crate::check;
 use crate::datatypes::predefined_handle;
 use crate::errors::Outcome;
@@ -200,61 +201,26 @@ unsafe fn contents<C: CountArg>(datatype: abi::Datatype, o: ContentsOut<C>) -> O
     Ok(())
 }
 
+widths! {
+    /// Lower bound and extent.
+    (datatype: abi::Datatype, lb: *mut abi::Aint, extent: *mut abi::Aint) {
+        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
+        unsafe { bounds(datatype, false, lb, extent) }
+    }
+    int MPI_Type_get_extent / PMPI_Type_get_extent;
+    large MPI_Type_get_extent_x / PMPI_Type_get_extent_x, MPI_Type_get_extent_c / PMPI_Type_get_extent_c;
+
+    /// The bounds of the bytes the type map touches.
+    (datatype: abi::Datatype, true_lb: *mut abi::Aint, true_extent: *mut abi::Aint) {
+        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
+        unsafe { bounds(datatype, true, true_lb, true_extent) }
+    }
+    int MPI_Type_get_true_extent / PMPI_Type_get_true_extent;
+    large MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x,
+        MPI_Type_get_true_extent_c / PMPI_Type_get_true_extent_c;
+}
+
 export! {
-    /// `MPI_Type_size_x`: bytes of data in one element.
-    fn MPI_Type_size_x / PMPI_Type_size_x(datatype: abi::Datatype, size: *mut abi::Count) {
-        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { super::size(datatype, size) }
-    }
-
-    /// `MPI_Type_get_extent`: lower bound and extent.
-    fn MPI_Type_get_extent / PMPI_Type_get_extent(datatype: abi::Datatype, lb: *mut abi::Aint, extent: *mut abi::Aint) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, false, lb, extent) }
-    }
-
-    /// `MPI_Type_get_extent_x`.
-    fn MPI_Type_get_extent_x / PMPI_Type_get_extent_x(datatype: abi::Datatype, lb: *mut abi::Count, extent: *mut abi::Count) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, false, lb, extent) }
-    }
-
-    /// `MPI_Type_get_extent_c`.
-    fn MPI_Type_get_extent_c / PMPI_Type_get_extent_c(datatype: abi::Datatype, lb: *mut abi::Count, extent: *mut abi::Count) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, false, lb, extent) }
-    }
-
-    /// `MPI_Type_get_true_extent`: the bounds of the bytes the type map touches.
-    fn MPI_Type_get_true_extent / PMPI_Type_get_true_extent(
-        datatype: abi::Datatype,
-        true_lb: *mut abi::Aint,
-        true_extent: *mut abi::Aint,
-    ) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, true, true_lb, true_extent) }
-    }
-
-    /// `MPI_Type_get_true_extent_x`.
-    fn MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x(
-        datatype: abi::Datatype,
-        true_lb: *mut abi::Count,
-        true_extent: *mut abi::Count,
-    ) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, true, true_lb, true_extent) }
-    }
-
-    /// `MPI_Type_get_true_extent_c`.
-    fn MPI_Type_get_true_extent_c / PMPI_Type_get_true_extent_c(
-        datatype: abi::Datatype,
-        true_lb: *mut abi::Count,
-        true_extent: *mut abi::Count,
-    ) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, true, true_lb, true_extent) }
-    }
-
     /// `MPI_Type_get_envelope`: how many arguments built the type, and with which combiner.
     fn MPI_Type_get_envelope / PMPI_Type_get_envelope(
         datatype: abi::Datatype,
