@@ -2,17 +2,22 @@
 //! MPICH generates its bindings (`maint/gen_binding_c.py`): a new function is one entry, not a
 //! copied body.
 //!
-//! An entry names a *build* function and the parameters its calls share, then the forms it
-//! exists in, each with its `int` and, if it has one, its `_c` (MPI 4.0 large-count) pair of
-//! names:
+//! An entry is the parameters some calls share, then each call's *build* function (with the
+//! leading arguments it alone passes, in brackets) and the forms it exists in, each with its
+//! `int` and, if it has one, its `_c` (MPI 4.0 large-count) pair of names:
 //!
 //! ```text
 //! family! {
-//!     /// `MPI_Gather`: ...
-//!     (sendbuf: *const c_void, sendcount: Count, ...) => gather[];
+//!     (sendbuf: *const c_void, sendcount: Count, ...)
+//!     /// Gather: ...
+//!     => gather[];
 //!     run MPI_Gather / PMPI_Gather, MPI_Gather_c / PMPI_Gather_c;
 //!     start MPI_Igather / PMPI_Igather, MPI_Igather_c / PMPI_Igather_c;
 //!     init_info MPI_Gather_init / PMPI_Gather_init, MPI_Gather_init_c / PMPI_Gather_init_c;
+//!     /// Scatter: ...
+//!     => scatter[];
+//!     run MPI_Scatter / PMPI_Scatter, MPI_Scatter_c / PMPI_Scatter_c;
+//!     ...
 //! }
 //! ```
 //!
@@ -28,7 +33,7 @@
 //! - `init_info`: the same after an `MPI_Info` (persistent collectives, MPI 4.0).
 //!
 //! Build functions are called as `build(&state, &comm, "MPI_Name", extra.., args..)`, `extra`
-//! being the entry's bracketed expressions (a send's mode, say). Each form checks its own
+//! being the call's bracketed expressions (a send's mode, say). Each form checks its own
 //! parameters after the build function checked the shared ones (MPICH's order: parameter order
 //! after the communicator).
 //!
@@ -45,24 +50,43 @@ use std::sync::Arc;
 /// Defines the `int` forms in `mod int` and the `_c` forms in `mod large`: see the module docs.
 macro_rules! family {
     ($(
-        $(#[$doc:meta])*
-        ($($arg:ident: $ty:ty),* $(,)?) => $build:ident [$($extra:expr),* $(,)?];
-        $($form:ident $name:ident / $pname:ident $(, $name_c:ident / $pname_c:ident)?;)+
+        ($($arg:ident: $ty:ty),* $(,)?)
+        $(
+            $(#[$doc:meta])*
+            => $build:ident [$($extra:expr),* $(,)?];
+            $($form:ident $name:ident / $pname:ident $(, $name_c:ident / $pname_c:ident)?;)+
+        )+
     )*) => {
         $crate::api::family::width_mods! {
             int { $(
-                $crate::api::family::forms! {
-                    { [$(#[$doc])*] ($($arg: $ty),*) => $build [$($extra),*] };
-                    $($form $name / $pname;)+
+                $crate::api::family::calls! {
+                    ($($arg: $ty),*);
+                    $([$(#[$doc])*] $build [$($extra),*] { $($form $name / $pname;)+ })+
                 }
             )* }
             large { $(
-                $crate::api::family::forms! {
-                    { [$(#[$doc])*] ($($arg: $ty),*) => $build [$($extra),*] };
-                    $($($form $name_c / $pname_c;)?)+
+                $crate::api::family::calls! {
+                    ($($arg: $ty),*);
+                    $([$(#[$doc])*] $build [$($extra),*] { $($($form $name_c / $pname_c;)?)+ })+
                 }
             )* }
         }
+    };
+}
+
+/// The calls of one [`family!`] entry, one at a time, each with the entry's parameters.
+macro_rules! calls {
+    ($params:tt;) => {};
+    (
+        ($($arg:ident: $ty:ty),*);
+        [$($doc:tt)*] $build:ident [$($extra:expr),*] { $($forms:tt)* }
+        $($rest:tt)*
+    ) => {
+        $crate::api::family::forms! {
+            { [$($doc)*] ($($arg: $ty),*) => $build [$($extra),*] };
+            $($forms)*
+        }
+        $crate::api::family::calls!(($($arg: $ty),*); $($rest)*);
     };
 }
 
@@ -309,4 +333,4 @@ pub(crate) unsafe fn init(
     Ok(())
 }
 
-pub(crate) use {family, form, forms, names, width_mods, widths};
+pub(crate) use {calls, family, form, forms, names, width_mods, widths};
