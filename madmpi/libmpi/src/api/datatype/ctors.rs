@@ -11,9 +11,10 @@
 //! entry making its `int` and `_c` forms. Owns the C signatures of these calls only.
 
 use super::args::{self, input};
-use super::count::{CountArg, blocklengths, widen};
+use super::count::{blocklengths, widen};
 use super::{newtype_out, publish};
 use crate::api::family::widths;
+use crate::check::CInt;
 use crate::errors::Outcome;
 use crate::export::export;
 use crate::state::state;
@@ -35,7 +36,7 @@ pub(super) fn order(o: c_int) -> Result<Order, Error> {
 ///
 /// # Safety
 /// `newtype` as [`crate::check::out`].
-unsafe fn hvector<C: CountArg>(
+unsafe fn hvector<C: CInt>(
     count: C,
     blocklength: C,
     stride: abi::Aint,
@@ -64,7 +65,7 @@ enum Unit {
 ///
 /// # Safety
 /// The arrays as [`input`] for `count` elements; `newtype` as [`crate::check::out`].
-unsafe fn indexed<C: CountArg, D: CountArg>(
+unsafe fn indexed<C: CInt, D: CInt>(
     unit: Unit,
     count: C,
     array_of_blocklengths: *const C,
@@ -94,7 +95,7 @@ unsafe fn indexed<C: CountArg, D: CountArg>(
 ///
 /// # Safety
 /// The array as [`input`] for `count` elements; `newtype` as [`crate::check::out`].
-unsafe fn indexed_block<C: CountArg, D: CountArg>(
+unsafe fn indexed_block<C: CInt, D: CInt>(
     unit: Unit,
     count: C,
     blocklength: C,
@@ -123,7 +124,7 @@ unsafe fn indexed_block<C: CountArg, D: CountArg>(
 ///
 /// # Safety
 /// The arrays as [`input`] for `count` elements; `newtype` as [`crate::check::out`].
-unsafe fn create_struct<C: CountArg>(
+unsafe fn create_struct<C: CInt>(
     count: C,
     array_of_blocklengths: *const C,
     array_of_displacements: *const abi::Aint,
@@ -149,7 +150,7 @@ unsafe fn create_struct<C: CountArg>(
 ///
 /// # Safety
 /// `newtype` as [`crate::check::out`].
-unsafe fn resized<C: CountArg>(
+unsafe fn resized<C: CInt>(
     oldtype: abi::Datatype,
     lb: i64,
     extent: i64,
@@ -173,7 +174,7 @@ unsafe fn resized<C: CountArg>(
 /// # Safety
 /// The arrays as [`input`] for `ndims` elements; `newtype` as [`crate::check::out`].
 #[allow(clippy::too_many_arguments)]
-unsafe fn subarray<C: CountArg>(
+unsafe fn subarray<C: CInt>(
     ndims: c_int,
     array_of_sizes: *const C,
     array_of_subsizes: *const C,

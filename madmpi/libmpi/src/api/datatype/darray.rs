@@ -6,10 +6,11 @@
 //! and the distribution arguments (`MPI_ERR_ARG`, as MPICH). Owns the C signatures only.
 
 use super::args::{self, input};
-use super::count::{CountArg, widen};
+use super::count::widen;
 use super::ctors::order;
 use super::{newtype_out, publish};
 use crate::api::family::widths;
+use crate::check::CInt;
 use crate::errors::Outcome;
 use crate::state::state;
 use madmpi::abi;
@@ -22,7 +23,7 @@ use std::ffi::c_int;
 /// # Safety
 /// The arrays as [`input`] for `ndims` elements; `newtype` as [`crate::check::out`].
 #[allow(clippy::too_many_arguments)]
-unsafe fn darray<C: CountArg>(
+unsafe fn darray<C: CInt>(
     size: c_int,
     rank: c_int,
     ndims: c_int,

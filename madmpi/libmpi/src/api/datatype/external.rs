@@ -8,10 +8,10 @@
 //! (see [`super::pack`]): no write past a buffer, `MPI_ERR_TRUNCATE` instead. Owns the C side of
 //! these calls only.
 
-use super::count::CountArg;
 use super::pack::{buffer_size, position_back, position_of, user_buffer};
 use crate::api::family::widths;
 use crate::check;
+use crate::check::CInt;
 use crate::errors::Outcome;
 use crate::state::state;
 use madmpi::abi;
@@ -31,7 +31,7 @@ fn datarep(p: *const c_char) -> Result<(), Error> {
 /// # Safety
 /// MPI's contract: the type map of `incount` elements readable from `inbuf`, `outbuf` valid for
 /// `outsize` bytes, `position` as [`check::out`].
-unsafe fn pack_external<C: CountArg>(
+unsafe fn pack_external<C: CInt>(
     rep: *const c_char,
     inbuf: *const c_void,
     incount: C,
@@ -73,7 +73,7 @@ unsafe fn pack_external<C: CountArg>(
 /// # Safety
 /// MPI's contract: `inbuf` valid for `insize` bytes, the type map of `outcount` elements
 /// writable from `outbuf`, `position` as [`check::out`].
-unsafe fn unpack_external<C: CountArg>(
+unsafe fn unpack_external<C: CInt>(
     rep: *const c_char,
     inbuf: *const c_void,
     insize: i64,
@@ -114,7 +114,7 @@ unsafe fn unpack_external<C: CountArg>(
 ///
 /// # Safety
 /// `size` as [`check::out`].
-unsafe fn pack_external_size<C: CountArg>(
+unsafe fn pack_external_size<C: CInt>(
     rep: *const c_char,
     incount: C,
     datatype: abi::Datatype,

@@ -5,8 +5,9 @@
 //! counts, [`external`] `MPI_Pack_external` and friends, [`fortran`] the f90 types and
 //! `MPI_Type_match_size`, [`attr`] type attributes, [`address`] addresses and `MPI_Aint`
 //! arithmetic, [`legacy`] the MPI-1 names MPICH still exports, [`memory`] `MPI_Alloc_mem` and
-//! `MPI_Free_mem`; `args` checks their C arrays and strings, `count` the two widths of counts
-//! (every call with a `_c` form has one body generic over them).
+//! `MPI_Free_mem`; `args` checks their C arrays and strings, `count` widens arrays of counts
+//! (every call with a `_c` form has one body generic over `check::CInt`, and one `widths!`
+//! entry making both forms).
 //!
 //! Arguments are checked in MPICH 4.0.2's order: parameter by parameter, an array fully (null,
 //! then its values) before the next parameter, `newtype` last but before the type is built.
@@ -31,11 +32,11 @@ pub mod query;
 
 use crate::api::family::widths;
 use crate::check;
+use crate::check::CInt;
 use crate::datatypes::predefined;
 use crate::errors::Outcome;
 use crate::export::export;
 use crate::state::{State, state};
-use count::CountArg;
 use madmpi::abi;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
@@ -67,7 +68,7 @@ fn publish(st: &State, t: Datatype, out: &mut abi::Datatype) -> Result<(), Error
 ///
 /// # Safety
 /// `newtype` as [`check::out`].
-unsafe fn contiguous<C: CountArg>(count: C, oldtype: abi::Datatype, newtype: *mut abi::Datatype) -> Outcome {
+unsafe fn contiguous<C: CInt>(count: C, oldtype: abi::Datatype, newtype: *mut abi::Datatype) -> Outcome {
     let st = state()?;
     let count = count.count()?;
     let old = st.datatype(oldtype)?;
@@ -82,7 +83,7 @@ unsafe fn contiguous<C: CountArg>(count: C, oldtype: abi::Datatype, newtype: *mu
 ///
 /// # Safety
 /// `newtype` as [`check::out`].
-unsafe fn vector<C: CountArg>(
+unsafe fn vector<C: CInt>(
     count: C,
     blocklength: C,
     stride: C,
@@ -105,7 +106,7 @@ unsafe fn vector<C: CountArg>(
 ///
 /// # Safety
 /// `size` as [`check::out`].
-unsafe fn size<C: CountArg>(datatype: abi::Datatype, size: *mut C) -> Outcome {
+unsafe fn size<C: CInt>(datatype: abi::Datatype, size: *mut C) -> Outcome {
     let st = state()?;
     let t = st.datatype(datatype)?;
     // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's

@@ -1,5 +1,5 @@
 //! `MPI_Pack`, `MPI_Unpack`, `MPI_Pack_size`, `MPI_Get_count`, `MPI_Get_elements(_x)`, and
-//! their large-count `_c` forms (one body each, generic over `CountArg`).
+//! their large-count `_c` forms (one body each, generic over `CInt`).
 //!
 //! The pack calls check in MPICH 4.0.2's order (communicator, counts and sizes, position,
 //! datatype, buffers) and report to the communicator's error handler. Where MPICH checks
@@ -9,9 +9,9 @@
 //! large for the `int` form is `MPI_UNDEFINED`, as MPICH gives. Owns the C side of these calls
 //! only.
 
-use super::count::CountArg;
 use crate::api::family::widths;
 use crate::check;
+use crate::check::CInt;
 use crate::errors::{On, Outcome};
 use crate::state::state;
 use madmpi::abi;
@@ -30,18 +30,18 @@ pub(super) fn user_buffer(buf: *const c_void, bytes: usize, ty: &Datatype, what:
 }
 
 /// The size of a packed buffer: `MPI_ERR_ARG` if negative.
-pub(super) fn buffer_size<C: CountArg>(n: C, what: &str) -> Result<usize, Error> {
+pub(super) fn buffer_size<C: CInt>(n: C, what: &str) -> Result<usize, Error> {
     usize::try_from(n.wide()).map_err(|_| Error::arg(format!("negative {what} ({n})")))
 }
 
 /// A position in a packed buffer: `MPI_ERR_TRUNCATE` if negative (MPICH does not check).
-pub(super) fn position_of<C: CountArg>(p: C, size: usize) -> Result<usize, Error> {
+pub(super) fn position_of<C: CInt>(p: C, size: usize) -> Result<usize, Error> {
     usize::try_from(p.wide())
         .map_err(|_| Error::truncate(format!("negative position ({p}) in a {size}-byte buffer")))
 }
 
 /// A position after packing, `at <= size` where `size` came from an argument of this width.
-pub(super) fn position_back<C: CountArg>(at: usize) -> C {
+pub(super) fn position_back<C: CInt>(at: usize) -> C {
     i64::try_from(at).ok().and_then(C::narrow).expect("within the buffer size given in this width")
 }
 
@@ -56,7 +56,7 @@ fn received(status: &abi::Status) -> u64 {
 /// # Safety
 /// MPI's contract: the type map of `incount` elements readable from `inbuf`, `outbuf` valid for
 /// `outsize` bytes, `position` as [`check::out`].
-unsafe fn pack<C: CountArg>(
+unsafe fn pack<C: CInt>(
     inbuf: *const c_void,
     incount: C,
     datatype: abi::Datatype,
@@ -98,7 +98,7 @@ unsafe fn pack<C: CountArg>(
 /// # Safety
 /// MPI's contract: `inbuf` valid for `insize` bytes, the type map of `outcount` elements
 /// writable from `outbuf`, `position` as [`check::out`].
-unsafe fn unpack<C: CountArg>(
+unsafe fn unpack<C: CInt>(
     inbuf: *const c_void,
     insize: C,
     position: *mut C,
@@ -138,12 +138,7 @@ unsafe fn unpack<C: CountArg>(
 ///
 /// # Safety
 /// `size` as [`check::out`].
-unsafe fn pack_size<C: CountArg>(
-    incount: C,
-    datatype: abi::Datatype,
-    comm: abi::Comm,
-    size: *mut C,
-) -> Outcome {
+unsafe fn pack_size<C: CInt>(incount: C, datatype: abi::Datatype, comm: abi::Comm, size: *mut C) -> Outcome {
     let st = state()?;
     let c = st.comm(comm)?;
     let count = incount.count().on(&c)?;
@@ -169,7 +164,7 @@ enum Received {
 ///
 /// # Safety
 /// `status` as [`check::status_in`], `count` as [`check::out`].
-unsafe fn get_count<C: CountArg>(
+unsafe fn get_count<C: CInt>(
     what: Received,
     status: *const abi::Status,
     datatype: abi::Datatype,

@@ -12,9 +12,9 @@
 //! Owns the C side of these queries only.
 
 use super::args::{self, output};
-use super::count::CountArg;
 use crate::api::family::widths;
 use crate::check;
+use crate::check::CInt;
 use crate::datatypes::predefined_handle;
 use crate::errors::Outcome;
 use crate::export::export;
@@ -39,7 +39,7 @@ unsafe fn write_pair<T>(a: *mut T, b: *mut T, names: [&str; 2], values: (T, T)) 
 
 /// A room argument of `MPI_Type_get_contents`: `max` must not be negative, and the array not
 /// null while `max > 0`. Returns `max`.
-fn room<T, C: CountArg>(p: *mut T, max: C, what: &str) -> Result<usize, Error> {
+fn room<T, C: CInt>(p: *mut T, max: C, what: &str) -> Result<usize, Error> {
     let max =
         usize::try_from(max.wide()).map_err(|_| Error::arg(format!("negative size ({max}) of {what}")))?;
     if max > 0 && (p.is_null() || !p.is_aligned()) {
@@ -92,7 +92,7 @@ unsafe fn bounds(datatype: abi::Datatype, true_: bool, lb: *mut i64, extent: *mu
 ///
 /// # Safety
 /// Every non-null pointer as [`check::out`].
-unsafe fn envelope<C: CountArg>(
+unsafe fn envelope<C: CInt>(
     datatype: abi::Datatype,
     num_integers: *mut C,
     num_addresses: *mut C,
@@ -153,7 +153,7 @@ struct ContentsOut<C> {
 ///
 /// # Safety
 /// Each array valid for writes of its `max_*` elements.
-unsafe fn contents<C: CountArg>(datatype: abi::Datatype, o: ContentsOut<C>) -> Outcome {
+unsafe fn contents<C: CInt>(datatype: abi::Datatype, o: ContentsOut<C>) -> Outcome {
     let st = state()?;
     let t = st.datatype(datatype)?;
     if !C::LARGE && t.has_large_counts() {
