@@ -180,90 +180,62 @@ macro_rules! forms {
 }
 
 /// One exported function of an entry (see the module docs for what each form does): the
-/// handles resolved, the build function called, then the form's own part ([`run`],
-/// [`run_status`], [`start`], [`init`]).
+/// handles resolved, the build function called, then the form's own parameters and part
+/// ([`run`], [`run_status`], [`start`], [`init`]).
 macro_rules! form {
     ($form:ident { [$($doc:tt)*] ($($arg:ident: $ty:ty),*) => $build:ident [$($extra:expr),*] } $name:ident $pname:ident) => {
-        $crate::api::family::form!(@export $form [$($doc)*] $name $pname ($($arg: $ty),*) |st, c| {
+        $crate::api::family::form!(@$form [$($doc)*] $name $pname ($($arg: $ty),*) |st, c| {
             // SAFETY: the arrays are readable during the call (MPI's contract); the build only
             // describes the buffers.
             unsafe { $build(st, c, stringify!($name), $($extra,)* $($arg),*) }
         });
     };
-    (@export run [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
-        $crate::export::export! {
-            #[doc = concat!("`", stringify!($name), "`.")]
-            $($doc)*
-            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm) {
-                let st = $crate::state::state()?;
-                let c = st.comm(comm)?;
-                let ($st, $c) = (&st, &c);
-                let op = $build?;
-                // SAFETY: the buffers are valid during this blocking call (MPI's contract).
-                unsafe { $crate::api::family::run(&c, op) }
-            }
-        }
+    (@run $($head:tt)*) => {
+        $crate::api::family::form!(@export $($head)* [] |_st, c, op| {
+            // SAFETY: the buffers are valid during this blocking call (MPI's contract).
+            unsafe { $crate::api::family::run(c, op) }
+        });
     };
-    (@export run_status [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
-        $crate::export::export! {
-            #[doc = concat!("`", stringify!($name), "`.")]
-            $($doc)*
-            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, status: *mut ::madmpi::abi::Status) {
-                let st = $crate::state::state()?;
-                let c = st.comm(comm)?;
-                let ($st, $c) = (&st, &c);
-                let op = $build?;
-                // SAFETY: the buffers are valid during this blocking call and `status` is an
-                // output argument (MPI's contract).
-                unsafe { $crate::api::family::run_status(&c, op, status) }
-            }
-        }
+    (@run_status $($head:tt)*) => {
+        $crate::api::family::form!(@export $($head)* [status: *mut ::madmpi::abi::Status] |_st, c, op| {
+            // SAFETY: the buffers are valid during this blocking call and `status` is an
+            // output argument (MPI's contract).
+            unsafe { $crate::api::family::run_status(c, op, status) }
+        });
     };
-    (@export start [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
-        $crate::export::export! {
-            #[doc = concat!("`", stringify!($name), "`.")]
-            $($doc)*
-            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, request: *mut ::madmpi::abi::Request) {
-                let st = $crate::state::state()?;
-                let c = st.comm(comm)?;
-                let ($st, $c) = (&st, &c);
-                let op = $build?;
-                // SAFETY: the buffers stay valid until the request completes and `request` is
-                // an output argument (MPI's contract for nonblocking calls).
-                unsafe { $crate::api::family::start(&st, &c, op, request) }
-            }
-        }
+    (@start $($head:tt)*) => {
+        $crate::api::family::form!(@export $($head)* [request: *mut ::madmpi::abi::Request] |st, c, op| {
+            // SAFETY: the buffers stay valid until the request completes and `request` is
+            // an output argument (MPI's contract for nonblocking calls).
+            unsafe { $crate::api::family::start(st, c, op, request) }
+        });
     };
-    (@export init [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
-        $crate::export::export! {
-            #[doc = concat!("`", stringify!($name), "`.")]
-            $($doc)*
-            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, request: *mut ::madmpi::abi::Request) {
-                let st = $crate::state::state()?;
-                let c = st.comm(comm)?;
-                let ($st, $c) = (&st, &c);
-                let op = $build?;
+    (@init $($head:tt)*) => {
+        $crate::api::family::form!(@export $($head)* [request: *mut ::madmpi::abi::Request] |st, c, op| {
+            // SAFETY: `request` is an output argument (MPI's contract).
+            unsafe { $crate::api::family::init(st, c, op, None, request) }
+        });
+    };
+    (@init_info $($head:tt)*) => {
+        $crate::api::family::form!(
+            @export $($head)* [info: ::madmpi::abi::Info, request: *mut ::madmpi::abi::Request] |st, c, op| {
                 // SAFETY: `request` is an output argument (MPI's contract).
-                unsafe { $crate::api::family::init(&st, &c, op, None, request) }
+                unsafe { $crate::api::family::init(st, c, op, Some(info), request) }
             }
-        }
+        );
     };
-    (@export init_info [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
+    (@export [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block
+        [$($more:ident: $mty:ty),*] |$st2:ident, $c2:ident, $op:ident| $form:block) => {
         $crate::export::export! {
             #[doc = concat!("`", stringify!($name), "`.")]
             $($doc)*
-            fn $name / $pname(
-                $($arg: $ty,)*
-                comm: ::madmpi::abi::Comm,
-                info: ::madmpi::abi::Info,
-                request: *mut ::madmpi::abi::Request,
-            ) {
+            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, $($more: $mty),*) {
                 let st = $crate::state::state()?;
                 let c = st.comm(comm)?;
                 let ($st, $c) = (&st, &c);
                 let op = $build?;
-                // SAFETY: `request` is an output argument (MPI's contract).
-                unsafe { $crate::api::family::init(&st, &c, op, Some(info), request) }
+                let ($st2, $c2, $op) = (&st, &c, op);
+                $form
             }
         }
     };
