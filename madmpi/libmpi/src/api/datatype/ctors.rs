@@ -32,28 +32,6 @@ pub(super) fn order(o: c_int) -> Result<Order, Error> {
     }
 }
 
-/// `MPI_Type_create_hvector(_c)`.
-///
-/// # Safety
-/// `newtype` as [`crate::check::out`].
-unsafe fn hvector<C: CInt>(
-    count: C,
-    blocklength: C,
-    stride: abi::Aint,
-    oldtype: abi::Datatype,
-    newtype: *mut abi::Datatype,
-) -> Outcome {
-    let st = state()?;
-    let count = count.count()?;
-    let blocklength = blocklength.count()?;
-    let old = st.datatype(oldtype)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::hvector(count, blocklength, stride, &old)?), out)?;
-    Ok(())
-}
-
 /// Which displacement unit an (h)indexed call uses.
 #[derive(Clone, Copy)]
 enum Unit {
@@ -120,98 +98,19 @@ unsafe fn indexed_block<C: CInt, D: CInt>(
     Ok(())
 }
 
-/// `MPI_Type_create_struct(_c)`.
-///
-/// # Safety
-/// The arrays as [`input`] for `count` elements; `newtype` as [`crate::check::out`].
-unsafe fn create_struct<C: CInt>(
-    count: C,
-    array_of_blocklengths: *const C,
-    array_of_displacements: *const abi::Aint,
-    array_of_types: *const abi::Datatype,
-    newtype: *mut abi::Datatype,
-) -> Outcome {
-    let st = state()?;
-    let n = args::len(count.count()?);
-    // SAFETY: input arrays of `count` elements (the caller's contract).
-    let bls = blocklengths(unsafe { input(array_of_blocklengths, n, "array_of_blocklengths") }?)?;
-    // SAFETY: as the block lengths.
-    let disps = args::addresses(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
-    // SAFETY: as the block lengths.
-    let types = args::datatypes(&st, unsafe { input(array_of_types, n, "array_of_types") }?)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::create_struct(&bls, &disps, &types)?), out)?;
-    Ok(())
-}
-
-/// `MPI_Type_create_resized(_c)` (`C` only tells the form: both take 64-bit bounds).
-///
-/// # Safety
-/// `newtype` as [`crate::check::out`].
-unsafe fn resized<C: CInt>(
-    oldtype: abi::Datatype,
-    lb: i64,
-    extent: i64,
-    newtype: *mut abi::Datatype,
-) -> Outcome {
-    let st = state()?;
-    let old = st.datatype(oldtype)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::resized(&old, lb, extent)?), out)?;
-    Ok(())
-}
-
-/// `MPI_Type_create_subarray(_c)`. MPICH checks `ndims` (`MPI_ERR_ARG` if negative), negative
-/// starts (`MPI_ERR_COUNT`), the type, the order and `newtype`, and accepts other erroneous
-/// dimensions; here every dimension is then checked (`MPI_ERR_ARG`: sizes positive, subsizes
-/// and starts within them, `ndims` positive) rather than building a type MPI calls erroneous.
-/// Null arrays are `MPI_ERR_ARG` (MPICH crashes on them).
-///
-/// # Safety
-/// The arrays as [`input`] for `ndims` elements; `newtype` as [`crate::check::out`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn subarray<C: CInt>(
-    ndims: c_int,
-    array_of_sizes: *const C,
-    array_of_subsizes: *const C,
-    array_of_starts: *const C,
-    order_: c_int,
-    oldtype: abi::Datatype,
-    newtype: *mut abi::Datatype,
-) -> Outcome {
-    let st = state()?;
-    if ndims < 0 {
-        return Err(Error::arg(format!("negative ndims ({ndims})")).into());
-    }
-    let n = args::len(i64::from(ndims));
-    // SAFETY: input arrays of `ndims` elements (the caller's contract).
-    let sizes = widen(unsafe { input(array_of_sizes, n, "array_of_sizes") }?);
-    // SAFETY: as the sizes.
-    let subsizes = widen(unsafe { input(array_of_subsizes, n, "array_of_subsizes") }?);
-    // SAFETY: as the sizes.
-    let starts = widen(unsafe { input(array_of_starts, n, "array_of_starts") }?);
-    if let Some((i, s)) = starts.iter().enumerate().find(|(_, s)| **s < 0) {
-        return Err(Error::count(format!("negative start {s} in dimension {i}")).into());
-    }
-    let old = st.datatype(oldtype)?;
-    let order = order(order_)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::subarray(&sizes, &subsizes, &starts, order, &old)?), out)?;
-    Ok(())
-}
-
 widths! {
     /// `count` blocks of `blocklength` elements, `stride` bytes apart (MPI-1's
     /// `MPI_Type_hvector` too).
     (count: Count, blocklength: Count, stride: abi::Aint, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { hvector(count, blocklength, stride, oldtype, newtype) }
+        let st = state()?;
+        let count = count.count()?;
+        let blocklength = blocklength.count()?;
+        let old = st.datatype(oldtype)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::hvector(count, blocklength, stride, &old)?), out)?;
+        Ok(())
     }
     int MPI_Type_create_hvector / PMPI_Type_create_hvector, MPI_Type_hvector / PMPI_Type_hvector;
     large MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c;
@@ -284,17 +183,33 @@ widths! {
         array_of_types: *const abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: the caller passes three arrays of `count` elements and an output handle; the
-        // body checks them for null and alignment.
-        unsafe { create_struct(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype) }
+        let st = state()?;
+        let n = args::len(count.count()?);
+        // SAFETY: the caller passes input arrays of `count` elements (MPI's contract); `input`
+        // checks them for null and alignment.
+        let bls = blocklengths(unsafe { input(array_of_blocklengths, n, "array_of_blocklengths") }?)?;
+        // SAFETY: as the block lengths.
+        let disps = args::addresses(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
+        // SAFETY: as the block lengths.
+        let types = args::datatypes(&st, unsafe { input(array_of_types, n, "array_of_types") }?)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::create_struct(&bls, &disps, &types)?), out)?;
+        Ok(())
     }
     int MPI_Type_create_struct / PMPI_Type_create_struct, MPI_Type_struct / PMPI_Type_struct;
     large MPI_Type_create_struct_c / PMPI_Type_create_struct_c;
 
     /// The same type map with lower bound `lb` and extent `extent`.
     (oldtype: abi::Datatype, lb: abi::Aint, extent: abi::Aint, newtype: *mut abi::Datatype) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { resized::<Count>(oldtype, lb, extent, newtype) }
+        let st = state()?;
+        let old = st.datatype(oldtype)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::resized(&old, lb, extent)?), out)?;
+        Ok(())
     }
     int MPI_Type_create_resized / PMPI_Type_create_resized;
     large MPI_Type_create_resized_c / PMPI_Type_create_resized_c;
@@ -309,9 +224,28 @@ widths! {
         oldtype: abi::Datatype,
         newtype: *mut abi::Datatype,
     ) {
-        // SAFETY: the caller passes three arrays of `ndims` elements and an output handle; the
-        // body checks them for null and alignment.
-        unsafe { subarray(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order_, oldtype, newtype) }
+        let st = state()?;
+        if ndims < 0 {
+            return Err(Error::arg(format!("negative ndims ({ndims})")).into());
+        }
+        let n = args::len(i64::from(ndims));
+        // SAFETY: the caller passes input arrays of `ndims` elements (MPI's contract); `input`
+        // checks them for null and alignment.
+        let sizes = widen(unsafe { input(array_of_sizes, n, "array_of_sizes") }?);
+        // SAFETY: as the sizes.
+        let subsizes = widen(unsafe { input(array_of_subsizes, n, "array_of_subsizes") }?);
+        // SAFETY: as the sizes.
+        let starts = widen(unsafe { input(array_of_starts, n, "array_of_starts") }?);
+        if let Some((i, s)) = starts.iter().enumerate().find(|(_, s)| **s < 0) {
+            return Err(Error::count(format!("negative start {s} in dimension {i}")).into());
+        }
+        let old = st.datatype(oldtype)?;
+        let order = order(order_)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::subarray(&sizes, &subsizes, &starts, order, &old)?), out)?;
+        Ok(())
     }
     int MPI_Type_create_subarray / PMPI_Type_create_subarray;
     large MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c;

@@ -34,7 +34,6 @@ use crate::api::family::widths;
 use crate::check;
 use crate::check::CInt;
 use crate::datatypes::predefined;
-use crate::errors::Outcome;
 use crate::export::export;
 use crate::state::{State, state};
 use madmpi::abi;
@@ -64,79 +63,45 @@ fn publish(st: &State, t: Datatype, out: &mut abi::Datatype) -> Result<(), Error
     Ok(())
 }
 
-/// `MPI_Type_contiguous(_c)`.
-///
-/// # Safety
-/// `newtype` as [`check::out`].
-unsafe fn contiguous<C: CInt>(count: C, oldtype: abi::Datatype, newtype: *mut abi::Datatype) -> Outcome {
-    let st = state()?;
-    let count = count.count()?;
-    let old = st.datatype(oldtype)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::contiguous(count, &old)?), out)?;
-    Ok(())
-}
-
-/// `MPI_Type_vector(_c)`.
-///
-/// # Safety
-/// `newtype` as [`check::out`].
-unsafe fn vector<C: CInt>(
-    count: C,
-    blocklength: C,
-    stride: C,
-    oldtype: abi::Datatype,
-    newtype: *mut abi::Datatype,
-) -> Outcome {
-    let st = state()?;
-    let count = count.count()?;
-    let blocklength = blocklength.count()?;
-    let old = st.datatype(oldtype)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::vector(count, blocklength, stride.wide(), &old)?), out)?;
-    Ok(())
-}
-
-/// `MPI_Type_size(_c)`: bytes of data in one element (`MPI_UNDEFINED` beyond an `int` in the
-/// `int` form).
-///
-/// # Safety
-/// `size` as [`check::out`].
-unsafe fn size<C: CInt>(datatype: abi::Datatype, size: *mut C) -> Outcome {
-    let st = state()?;
-    let t = st.datatype(datatype)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let size = unsafe { check::out(size, "size") }?;
-    *size = C::or_undefined(Some(t.size()));
-    Ok(())
-}
-
 widths! {
     /// `count` copies of `oldtype`, end to end.
     (count: Count, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { contiguous(count, oldtype, newtype) }
+        let st = state()?;
+        let count = count.count()?;
+        let old = st.datatype(oldtype)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::contiguous(count, &old)?), out)?;
+        Ok(())
     }
     int MPI_Type_contiguous / PMPI_Type_contiguous;
     large MPI_Type_contiguous_c / PMPI_Type_contiguous_c;
 
     /// `count` blocks of `blocklength` elements, `stride` extents apart.
     (count: Count, blocklength: Count, stride: Count, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { vector(count, blocklength, stride, oldtype, newtype) }
+        let st = state()?;
+        let count = count.count()?;
+        let blocklength = blocklength.count()?;
+        let old = st.datatype(oldtype)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::vector(count, blocklength, stride.wide(), &old)?), out)?;
+        Ok(())
     }
     int MPI_Type_vector / PMPI_Type_vector;
     large MPI_Type_vector_c / PMPI_Type_vector_c;
 
     /// Bytes of data in one element.
-    (datatype: abi::Datatype, size_: *mut Count) {
-        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { size(datatype, size_) }
+    (datatype: abi::Datatype, size: *mut Count) {
+        let st = state()?;
+        let t = st.datatype(datatype)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let size = unsafe { check::out(size, "size") }?;
+        *size = Count::or_undefined(Some(t.size()));
+        Ok(())
     }
     int MPI_Type_size / PMPI_Type_size;
     large MPI_Type_size_c / PMPI_Type_size_c, MPI_Type_size_x / PMPI_Type_size_x;
