@@ -56,7 +56,22 @@ macro_rules! blocking {
     )*};
 }
 
-pub(crate) use blocking;
+/// Defines nonblocking methods of [`Comm`] that start a shared method with trailing arguments of
+/// their own: `fn name<'a, T>(args) = with[extra];` is `pub fn name<'a, T: Equivalence>(&self,
+/// args) -> Result<Request<'a>>` returning `self.with(args, extra)`.
+macro_rules! starts {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident<$lt:lifetime, $t:ident>($($arg:ident: $ty:ty),* $(,)?) = $with:ident[$($extra:expr),*];
+    )*) => {$(
+        $(#[$doc])*
+        pub fn $name<$lt, $t: Equivalence>(&self, $($arg: $ty),*) -> Result<Request<$lt>> {
+            self.$with($($arg,)* $($extra),*)
+        }
+    )*};
+}
+
+pub(crate) use {blocking, starts};
 
 /// Equal blocks of `b` bytes in `buf`.
 fn uniform(buf: BufId, n: u32, b: usize) -> Vec<Range> {

@@ -37,7 +37,7 @@ use crate::p2p::Equivalence;
 use crate::request::Request;
 
 use super::api::{Mem, NONE as IN_PLACE, input, output, reducer};
-use super::api_gather::blocking;
+use super::api_gather::{blocking, starts};
 
 /// `MPI_Reduce_local`: `inout[i] = input[i] op inout[i]` for every element (no communication).
 /// Errors: `MPI_ERR_COUNT` if the slices differ in length, `MPI_ERR_OP` if `op` is not defined
@@ -207,38 +207,29 @@ impl Comm {
         fn exscan_in_place<T>(buf: &mut [T], op: &Op) = iexscan_in_place;
     }
 
-    /// `MPI_Iscan`.
-    pub fn iscan<'a, T: Equivalence>(
+    starts! {
+        /// `MPI_Iscan`.
+        fn iscan<'a, T>(send: &'a [T], recv: &'a mut [T], op: &Op) = iscan_checked[false];
+        /// `MPI_Iscan` with `MPI_IN_PLACE`.
+        fn iscan_in_place<'a, T>(buf: &'a mut [T], op: &Op) = iscan_in_place_checked[false];
+        /// `MPI_Iexscan`.
+        fn iexscan<'a, T>(send: &'a [T], recv: &'a mut [T], op: &Op) = iscan_checked[true];
+        /// `MPI_Iexscan` with `MPI_IN_PLACE`.
+        fn iexscan_in_place<'a, T>(buf: &'a mut [T], op: &Op) = iscan_in_place_checked[true];
+    }
+
+    /// Starts a scan (`exclusive`: an exscan) in place in `buf`.
+    fn iscan_in_place_checked<'a, T: Equivalence>(
         &self,
-        send: &'a [T],
-        recv: &'a mut [T],
+        buf: &'a mut [T],
         op: &Op,
+        exclusive: bool,
     ) -> Result<Request<'a>> {
-        self.iscan_checked(send, recv, op, false)
-    }
-
-    /// `MPI_Iscan` with `MPI_IN_PLACE`.
-    pub fn iscan_in_place<'a, T: Equivalence>(&self, buf: &'a mut [T], op: &Op) -> Result<Request<'a>> {
         let n = buf.len();
-        self.iscan_with::<T>(IN_PLACE, n, output(buf), op, false, Forced::from_env()?.scan)
+        self.iscan_with::<T>(IN_PLACE, n, output(buf), op, exclusive, Forced::from_env()?.scan)
     }
 
-    /// `MPI_Iexscan`.
-    pub fn iexscan<'a, T: Equivalence>(
-        &self,
-        send: &'a [T],
-        recv: &'a mut [T],
-        op: &Op,
-    ) -> Result<Request<'a>> {
-        self.iscan_checked(send, recv, op, true)
-    }
-
-    /// `MPI_Iexscan` with `MPI_IN_PLACE`.
-    pub fn iexscan_in_place<'a, T: Equivalence>(&self, buf: &'a mut [T], op: &Op) -> Result<Request<'a>> {
-        let n = buf.len();
-        self.iscan_with::<T>(IN_PLACE, n, output(buf), op, true, Forced::from_env()?.scan)
-    }
-
+    /// Starts a scan (`exclusive`: an exscan) from `send` into `recv`, of the same length.
     fn iscan_checked<'a, T: Equivalence>(
         &self,
         send: &'a [T],

@@ -12,12 +12,11 @@
 //! count `MPI_ERR_COUNT`.
 //!
 //! Layout: one checker per kind of buffer (`plain` here, `v` and `w` buffers in
-//! [`super::coll_blocks`]); one checker per
-//! shape of collective (`rooted_args`, `everywhere_args`), which decides which
-//! sides this rank looks at and in which order, and returns them checked; then per collective
-//! one build function (that checker given the buffer checkers of its sides, then the `raw`
-//! plan), which one `family!` entry makes the blocking, nonblocking and persistent C
-//! functions, in `int` and `_c` forms.
+//! `coll_blocks`); one checker per shape of collective (`rooted_args`, `everywhere_args`),
+//! which decides which sides this rank looks at and in which order, and returns them checked;
+//! then one build function per collective or pair of collectives of one shape (that checker
+//! given the buffer checkers of its sides, then the `raw` plan), which a `family!` entry makes
+//! the blocking, nonblocking and persistent C functions, in `int` and `_c` forms.
 
 use super::coll::{buffer, count_type, in_place, not_aliased, root};
 use super::coll_blocks::{Side, TypesArg, VBuf, blocks, peers};
