@@ -94,26 +94,21 @@ macro_rules! calls {
 /// `MPI_Count` and `MPI_Aint` (both `int64_t` in MPICH's ABI), each holding its items.
 macro_rules! width_mods {
     (int { $($int:tt)* } large { $($large:tt)* }) => {
-        /// The `int` forms.
-        pub mod int {
+        $crate::api::family::width_mods!(@mod "The `int` forms." int ::std::ffi::c_int, ::std::ffi::c_int; $($int)*);
+        $crate::api::family::width_mods!(
+            @mod "The large-count (`_c`) forms." large ::madmpi::abi::Count, ::madmpi::abi::Aint; $($large)*
+        );
+    };
+    (@mod $doc:literal $name:ident $count:ty, $displ:ty; $($items:tt)*) => {
+        #[doc = $doc]
+        pub mod $name {
             #[allow(unused_imports)]
             use super::*;
             #[allow(dead_code)]
-            type Count = ::std::ffi::c_int;
+            type Count = $count;
             #[allow(dead_code)]
-            type Displ = ::std::ffi::c_int;
-            $($int)*
-        }
-
-        /// The large-count (`_c`) forms.
-        pub mod large {
-            #[allow(unused_imports)]
-            use super::*;
-            #[allow(dead_code)]
-            type Count = ::madmpi::abi::Count;
-            #[allow(dead_code)]
-            type Displ = ::madmpi::abi::Aint;
-            $($large)*
+            type Displ = $displ;
+            $($items)*
         }
     };
 }
