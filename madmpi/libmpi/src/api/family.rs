@@ -37,6 +37,10 @@
 //! parameters after the build function checked the shared ones (MPICH's order: parameter order
 //! after the communicator).
 //!
+//! Calls that are no operation (the datatype calls, say) but exist in both widths are entries
+//! of `widths!`: the parameters and a body written once over `Count`, then the `int` names and
+//! the `_c` ones (an MPI-1 alias or an `_x` form is one more name).
+//!
 //! Owns the shapes of the forms; it must not know any MPI function nor check arguments.
 
 use crate::check;
