@@ -15,19 +15,62 @@ use madmpi::error::Error;
 use madmpi::p2p::{From, Rank, Tag};
 use std::ffi::{c_char, c_int, c_void};
 
-/// A C integer argument of either width: `int`, or `MPI_Count` and `MPI_Aint` (both `long`)
-/// in the large-count `_c` forms of MPI 4.0.
-pub(crate) trait CInt: Copy + Into<i64> {}
-impl CInt for c_int {}
-impl CInt for abi::Count {}
+/// A C integer argument of either width: `int` in the MPI-3 calls, `MPI_Count` and `MPI_Aint`
+/// (both `int64_t` in MPICH's ABI) in their large-count `_c` forms (MPI 4.0). A call with both
+/// forms has one body generic over it (see `api::family`). A result that does not fit the `int`
+/// form's output is `MPI_UNDEFINED`, as MPI says for counts and sizes.
+pub(crate) trait CInt: Copy + Into<i64> + std::fmt::Display {
+    /// Whether this is the `_c` forms' `MPI_Count`.
+    const LARGE: bool;
 
-/// A non-negative element count, of either width.
-pub(crate) fn count(n: impl CInt) -> Result<i64, Error> {
-    let n: i64 = n.into();
-    if n < 0 {
-        return Err(Error::count(format!("negative count ({n})")));
+    /// `v` in this width, if it fits.
+    fn narrow(v: i64) -> Option<Self>;
+
+    /// The value, widened.
+    fn wide(self) -> i64 {
+        self.into()
     }
-    Ok(n)
+
+    /// A non-negative element count: `MPI_ERR_COUNT` if negative.
+    fn count(self) -> Result<i64, Error> {
+        let n = self.wide();
+        if n < 0 {
+            return Err(Error::count(format!("negative count ({self})")));
+        }
+        Ok(n)
+    }
+
+    /// A count or size result: `MPI_UNDEFINED` when `v` is unknown or does not fit.
+    fn or_undefined(v: Option<u64>) -> Self {
+        v.and_then(|n| i64::try_from(n).ok())
+            .and_then(Self::narrow)
+            .or_else(|| Self::narrow(i64::from(abi::MPI_UNDEFINED)))
+            .expect("MPI_UNDEFINED fits every width")
+    }
+
+    /// A type built by a constructor of this width (marked when built by a `_c` form).
+    fn built(t: Datatype) -> Datatype {
+        if Self::LARGE { t.with_large_counts() } else { t }
+    }
+}
+
+impl CInt for c_int {
+    const LARGE: bool = false;
+    fn narrow(v: i64) -> Option<Self> {
+        c_int::try_from(v).ok()
+    }
+}
+
+impl CInt for abi::Count {
+    const LARGE: bool = true;
+    fn narrow(v: i64) -> Option<Self> {
+        Some(v)
+    }
+}
+
+/// A non-negative element count, of either width (`MPI_ERR_COUNT` if negative).
+pub(crate) fn count(n: impl CInt) -> Result<i64, Error> {
+    n.count()
 }
 
 /// A displacement (in elements or bytes), of either width.

@@ -39,6 +39,40 @@ use crate::request::Request;
 
 use super::api::{Mem, NONE, input, output};
 
+/// Defines blocking methods of [`Comm`], each its nonblocking twin waited for (a blocking
+/// collective is the nonblocking one and `MPI_Wait`): `fn name<T>(args) = start;` is
+/// `pub fn name<T: Equivalence>(&self, args) -> Result<()>` returning when `self.start(args)`'s
+/// request completes. One entry per method, its documentation first.
+macro_rules! blocking {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident $(<$t:ident>)? ($($arg:ident: $ty:ty),* $(,)?) = $start:ident;
+    )*) => {$(
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name $(<$t: Equivalence>)? (&self, $($arg: $ty),*) -> Result<()> {
+            self.$start($($arg),*)?.wait().map(drop)
+        }
+    )*};
+}
+
+/// Defines nonblocking methods of [`Comm`] that start a shared method with trailing arguments of
+/// their own: `fn name<'a, T>(args) = with[extra];` is `pub fn name<'a, T: Equivalence>(&self,
+/// args) -> Result<Request<'a>>` returning `self.with(args, extra)`.
+macro_rules! starts {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident<$lt:lifetime, $t:ident>($($arg:ident: $ty:ty),* $(,)?) = $with:ident[$($extra:expr),*];
+    )*) => {$(
+        $(#[$doc])*
+        pub fn $name<$lt, $t: Equivalence>(&self, $($arg: $ty),*) -> Result<Request<$lt>> {
+            self.$with($($arg,)* $($extra),*)
+        }
+    )*};
+}
+
+pub(crate) use {blocking, starts};
+
 /// Equal blocks of `b` bytes in `buf`.
 fn uniform(buf: BufId, n: u32, b: usize) -> Vec<Range> {
     (0..n as usize).map(|i| Range::new(buf, i * b, b)).collect()
@@ -207,10 +241,24 @@ impl Comm {
 
     // ------------------------------------------------------------------ gather
 
-    /// `MPI_Gather`: every rank's `send` (all of the same length) to `recv` at `root`, in rank
-    /// order (`n` times `send`'s length there; ignored elsewhere: pass `&mut []`).
-    pub fn gather<T: Equivalence>(&self, send: &[T], recv: &mut [T], root: u32) -> Result<()> {
-        self.igather(send, recv, root)?.wait().map(drop)
+    blocking! {
+        /// `MPI_Gather`: every rank's `send` (all of the same length) to `recv` at `root`, in rank
+        /// order (`n` times `send`'s length there; ignored elsewhere: pass `&mut []`).
+        fn gather<T>(send: &[T], recv: &mut [T], root: u32) = igather;
+        /// `MPI_Gather` with `MPI_IN_PLACE` at the root: there `buf` is the output, holding the
+        /// root's block in its slot already; elsewhere it is the input.
+        fn gather_in_place<T>(buf: &mut [T], root: u32) = igather_in_place;
+        /// `MPI_Gatherv`: every rank's `send` to the root's `recv`, rank i's at `displs[i]` (its
+        /// length must be `counts[i]`). `recv`, `counts` and `displs` are ignored except at the root.
+        fn gatherv<T>(send: &[T], recv: &mut [T], counts: &[usize], displs: &[usize], root: u32) = igatherv;
+        /// `MPI_Gatherv` with `MPI_IN_PLACE` at the root: there `buf` is the output, holding the
+        /// root's block at `displs[root]` already; elsewhere it is the input.
+        fn gatherv_in_place<T>(
+            buf: &mut [T],
+            counts: &[usize],
+            displs: &[usize],
+            root: u32,
+        ) = igatherv_in_place;
     }
 
     /// `MPI_Igather`.
@@ -222,12 +270,6 @@ impl Comm {
     ) -> Result<Request<'a>> {
         let recv = if self.rank() == root { output(recv) } else { NONE };
         self.gx_gather::<T>(input(send), recv, root, Forced::from_env()?.gather)
-    }
-
-    /// `MPI_Gather` with `MPI_IN_PLACE` at the root: there `buf` is the output, holding the
-    /// root's block in its slot already; elsewhere it is the input.
-    pub fn gather_in_place<T: Equivalence>(&self, buf: &mut [T], root: u32) -> Result<()> {
-        self.igather_in_place(buf, root)?.wait().map(drop)
     }
 
     /// `MPI_Igather` with `MPI_IN_PLACE` at the root (see [`Comm::gather_in_place`]).
@@ -273,19 +315,6 @@ impl Comm {
         unsafe { self.gx_launch(s, send, recv) }
     }
 
-    /// `MPI_Gatherv`: every rank's `send` to the root's `recv`, rank i's at `displs[i]` (its
-    /// length must be `counts[i]`). `recv`, `counts` and `displs` are ignored except at the root.
-    pub fn gatherv<T: Equivalence>(
-        &self,
-        send: &[T],
-        recv: &mut [T],
-        counts: &[usize],
-        displs: &[usize],
-        root: u32,
-    ) -> Result<()> {
-        self.igatherv(send, recv, counts, displs, root)?.wait().map(drop)
-    }
-
     /// `MPI_Igatherv`.
     pub fn igatherv<'a, T: Equivalence>(
         &self,
@@ -297,18 +326,6 @@ impl Comm {
     ) -> Result<Request<'a>> {
         let recv = if self.rank() == root { output(recv) } else { NONE };
         self.gx_gatherv::<T>(input(send), recv, counts, displs, root)
-    }
-
-    /// `MPI_Gatherv` with `MPI_IN_PLACE` at the root: there `buf` is the output, holding the
-    /// root's block at `displs[root]` already; elsewhere it is the input.
-    pub fn gatherv_in_place<T: Equivalence>(
-        &self,
-        buf: &mut [T],
-        counts: &[usize],
-        displs: &[usize],
-        root: u32,
-    ) -> Result<()> {
-        self.igatherv_in_place(buf, counts, displs, root)?.wait().map(drop)
     }
 
     /// `MPI_Igatherv` with `MPI_IN_PLACE` at the root (see [`Comm::gatherv_in_place`]).
@@ -361,10 +378,24 @@ impl Comm {
 
     // ------------------------------------------------------------------ scatter
 
-    /// `MPI_Scatter`: block i of `send` at `root` (`n` times `recv`'s length there; ignored
-    /// elsewhere: pass `&[]`) to rank i's `recv`.
-    pub fn scatter<T: Equivalence>(&self, send: &[T], recv: &mut [T], root: u32) -> Result<()> {
-        self.iscatter(send, recv, root)?.wait().map(drop)
+    blocking! {
+        /// `MPI_Scatter`: block i of `send` at `root` (`n` times `recv`'s length there; ignored
+        /// elsewhere: pass `&[]`) to rank i's `recv`.
+        fn scatter<T>(send: &[T], recv: &mut [T], root: u32) = iscatter;
+        /// `MPI_Scatter` with `MPI_IN_PLACE` at the root: there `buf` is the input (only read; the
+        /// root's block stays in its slot); elsewhere it is the output.
+        fn scatter_in_place<T>(buf: &mut [T], root: u32) = iscatter_in_place;
+        /// `MPI_Scatterv`: `counts[i]` elements at `displs[i]` of the root's `send` to rank i's
+        /// `recv` (of that length). `send`, `counts` and `displs` are ignored except at the root.
+        fn scatterv<T>(send: &[T], counts: &[usize], displs: &[usize], recv: &mut [T], root: u32) = iscatterv;
+        /// `MPI_Scatterv` with `MPI_IN_PLACE` at the root: there `buf` is the input (only read);
+        /// elsewhere it is the output.
+        fn scatterv_in_place<T>(
+            buf: &mut [T],
+            counts: &[usize],
+            displs: &[usize],
+            root: u32,
+        ) = iscatterv_in_place;
     }
 
     /// `MPI_Iscatter`.
@@ -376,12 +407,6 @@ impl Comm {
     ) -> Result<Request<'a>> {
         let send = if self.rank() == root { input(send) } else { NONE };
         self.gx_scatter::<T>(send, Some(output(recv)), root, Forced::from_env()?.scatter)
-    }
-
-    /// `MPI_Scatter` with `MPI_IN_PLACE` at the root: there `buf` is the input (only read; the
-    /// root's block stays in its slot); elsewhere it is the output.
-    pub fn scatter_in_place<T: Equivalence>(&self, buf: &mut [T], root: u32) -> Result<()> {
-        self.iscatter_in_place(buf, root)?.wait().map(drop)
     }
 
     /// `MPI_Iscatter` with `MPI_IN_PLACE` at the root (see [`Comm::scatter_in_place`]).
@@ -423,19 +448,6 @@ impl Comm {
         unsafe { self.gx_launch(s, send, recv.unwrap_or(NONE)) }
     }
 
-    /// `MPI_Scatterv`: `counts[i]` elements at `displs[i]` of the root's `send` to rank i's
-    /// `recv` (of that length). `send`, `counts` and `displs` are ignored except at the root.
-    pub fn scatterv<T: Equivalence>(
-        &self,
-        send: &[T],
-        counts: &[usize],
-        displs: &[usize],
-        recv: &mut [T],
-        root: u32,
-    ) -> Result<()> {
-        self.iscatterv(send, counts, displs, recv, root)?.wait().map(drop)
-    }
-
     /// `MPI_Iscatterv`.
     pub fn iscatterv<'a, T: Equivalence>(
         &self,
@@ -447,18 +459,6 @@ impl Comm {
     ) -> Result<Request<'a>> {
         let send = if self.rank() == root { input(send) } else { NONE };
         self.gx_scatterv::<T>(send, counts, displs, Some(output(recv)), root)
-    }
-
-    /// `MPI_Scatterv` with `MPI_IN_PLACE` at the root: there `buf` is the input (only read);
-    /// elsewhere it is the output.
-    pub fn scatterv_in_place<T: Equivalence>(
-        &self,
-        buf: &mut [T],
-        counts: &[usize],
-        displs: &[usize],
-        root: u32,
-    ) -> Result<()> {
-        self.iscatterv_in_place(buf, counts, displs, root)?.wait().map(drop)
     }
 
     /// `MPI_Iscatterv` with `MPI_IN_PLACE` at the root (see [`Comm::scatterv_in_place`]).
@@ -512,21 +512,24 @@ impl Comm {
 
     // ------------------------------------------------------------------ allgather
 
-    /// `MPI_Allgather`: every rank's `send` (all of the same length) to every `recv`, in rank
-    /// order (`n` times `send`'s length).
-    pub fn allgather<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
-        self.iallgather(send, recv)?.wait().map(drop)
+    blocking! {
+        /// `MPI_Allgather`: every rank's `send` (all of the same length) to every `recv`, in rank
+        /// order (`n` times `send`'s length).
+        fn allgather<T>(send: &[T], recv: &mut [T]) = iallgather;
+        /// `MPI_Allgather` with `MPI_IN_PLACE`: `buf` is the output, holding this rank's block in
+        /// its slot already.
+        fn allgather_in_place<T>(buf: &mut [T]) = iallgather_in_place;
+        /// `MPI_Allgatherv`: every rank's `send` to every `recv`, rank i's at `displs[i]` (its
+        /// length must be `counts[i]`).
+        fn allgatherv<T>(send: &[T], recv: &mut [T], counts: &[usize], displs: &[usize]) = iallgatherv;
+        /// `MPI_Allgatherv` with `MPI_IN_PLACE`: `buf` is the output, holding this rank's block at
+        /// `displs[rank]` already.
+        fn allgatherv_in_place<T>(buf: &mut [T], counts: &[usize], displs: &[usize]) = iallgatherv_in_place;
     }
 
     /// `MPI_Iallgather`.
     pub fn iallgather<'a, T: Equivalence>(&self, send: &'a [T], recv: &'a mut [T]) -> Result<Request<'a>> {
         self.gx_allgather::<T>(input(send), output(recv), Forced::from_env()?.allgather)
-    }
-
-    /// `MPI_Allgather` with `MPI_IN_PLACE`: `buf` is the output, holding this rank's block in
-    /// its slot already.
-    pub fn allgather_in_place<T: Equivalence>(&self, buf: &mut [T]) -> Result<()> {
-        self.iallgather_in_place(buf)?.wait().map(drop)
     }
 
     /// `MPI_Iallgather` with `MPI_IN_PLACE`.
@@ -561,18 +564,6 @@ impl Comm {
         unsafe { self.gx_launch(s, send, recv) }
     }
 
-    /// `MPI_Allgatherv`: every rank's `send` to every `recv`, rank i's at `displs[i]` (its
-    /// length must be `counts[i]`).
-    pub fn allgatherv<T: Equivalence>(
-        &self,
-        send: &[T],
-        recv: &mut [T],
-        counts: &[usize],
-        displs: &[usize],
-    ) -> Result<()> {
-        self.iallgatherv(send, recv, counts, displs)?.wait().map(drop)
-    }
-
     /// `MPI_Iallgatherv`.
     pub fn iallgatherv<'a, T: Equivalence>(
         &self,
@@ -582,17 +573,6 @@ impl Comm {
         displs: &[usize],
     ) -> Result<Request<'a>> {
         self.gx_allgatherv::<T>(input(send), output(recv), counts, displs, Forced::from_env()?.allgatherv)
-    }
-
-    /// `MPI_Allgatherv` with `MPI_IN_PLACE`: `buf` is the output, holding this rank's block at
-    /// `displs[rank]` already.
-    pub fn allgatherv_in_place<T: Equivalence>(
-        &self,
-        buf: &mut [T],
-        counts: &[usize],
-        displs: &[usize],
-    ) -> Result<()> {
-        self.iallgatherv_in_place(buf, counts, displs)?.wait().map(drop)
     }
 
     /// `MPI_Iallgatherv` with `MPI_IN_PLACE`.
@@ -634,20 +614,30 @@ impl Comm {
 
     // ------------------------------------------------------------------ alltoall
 
-    /// `MPI_Alltoall`: block j of rank i's `send` to block i of rank j's `recv` (both of `n`
-    /// equal blocks, of the same length on every rank).
-    pub fn alltoall<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
-        self.ialltoall(send, recv)?.wait().map(drop)
+    blocking! {
+        /// `MPI_Alltoall`: block j of rank i's `send` to block i of rank j's `recv` (both of `n`
+        /// equal blocks, of the same length on every rank).
+        fn alltoall<T>(send: &[T], recv: &mut [T]) = ialltoall;
+        /// `MPI_Alltoall` with `MPI_IN_PLACE`: `buf` is the input, replaced by the output.
+        fn alltoall_in_place<T>(buf: &mut [T]) = ialltoall_in_place;
+        /// `MPI_Alltoallv`: `scounts[j]` elements at `sdispls[j]` of rank i's `send` to rank j's
+        /// `recv` at `rdispls[i]` (where `rcounts[i]` must be the same count).
+        fn alltoallv<T>(
+            send: &[T],
+            scounts: &[usize],
+            sdispls: &[usize],
+            recv: &mut [T],
+            rcounts: &[usize],
+            rdispls: &[usize],
+        ) = ialltoallv;
+        /// `MPI_Alltoallv` with `MPI_IN_PLACE`: `buf` is the input, laid out by `counts` and
+        /// `displs`, and is replaced by the output, laid out the same way.
+        fn alltoallv_in_place<T>(buf: &mut [T], counts: &[usize], displs: &[usize]) = ialltoallv_in_place;
     }
 
     /// `MPI_Ialltoall`.
     pub fn ialltoall<'a, T: Equivalence>(&self, send: &'a [T], recv: &'a mut [T]) -> Result<Request<'a>> {
         self.gx_alltoall::<T>(input(send), output(recv), Forced::from_env()?.alltoall)
-    }
-
-    /// `MPI_Alltoall` with `MPI_IN_PLACE`: `buf` is the input, replaced by the output.
-    pub fn alltoall_in_place<T: Equivalence>(&self, buf: &mut [T]) -> Result<()> {
-        self.ialltoall_in_place(buf)?.wait().map(drop)
     }
 
     /// `MPI_Ialltoall` with `MPI_IN_PLACE`.
@@ -679,20 +669,6 @@ impl Comm {
         unsafe { self.gx_launch(s, send, recv) }
     }
 
-    /// `MPI_Alltoallv`: `scounts[j]` elements at `sdispls[j]` of rank i's `send` to rank j's
-    /// `recv` at `rdispls[i]` (where `rcounts[i]` must be the same count).
-    pub fn alltoallv<T: Equivalence>(
-        &self,
-        send: &[T],
-        scounts: &[usize],
-        sdispls: &[usize],
-        recv: &mut [T],
-        rcounts: &[usize],
-        rdispls: &[usize],
-    ) -> Result<()> {
-        self.ialltoallv(send, scounts, sdispls, recv, rcounts, rdispls)?.wait().map(drop)
-    }
-
     /// `MPI_Ialltoallv`.
     pub fn ialltoallv<'a, T: Equivalence>(
         &self,
@@ -705,17 +681,6 @@ impl Comm {
     ) -> Result<Request<'a>> {
         let s = Some((input(send), scounts, sdispls));
         self.gx_alltoallv::<T>(s, output(recv), rcounts, rdispls, Forced::from_env()?.alltoallv)
-    }
-
-    /// `MPI_Alltoallv` with `MPI_IN_PLACE`: `buf` is the input, laid out by `counts` and
-    /// `displs`, and is replaced by the output, laid out the same way.
-    pub fn alltoallv_in_place<T: Equivalence>(
-        &self,
-        buf: &mut [T],
-        counts: &[usize],
-        displs: &[usize],
-    ) -> Result<()> {
-        self.ialltoallv_in_place(buf, counts, displs)?.wait().map(drop)
     }
 
     /// `MPI_Ialltoallv` with `MPI_IN_PLACE`.
@@ -880,24 +845,22 @@ fn outputs_overlap<'a>(pieces: impl Iterator<Item = &'a Range>) -> bool {
 
 /// `MPI_Alltoallw`, on bytes: blocks of any committed datatypes, displacements in bytes.
 impl Comm {
-    /// `MPI_Alltoallw`: `scounts[j]` elements of `stypes[j]` at byte `sdispls[j]` of `send` to
-    /// rank j, which receives them as `rcounts[i]` elements of `rtypes[i]` at byte `rdispls[i]`
-    /// of its `recv` (the type signatures must match, as MPI requires). The algorithm is
-    /// alltoallv's (`MADMPI_COLL_ALLTOALLV`); non-contiguous blocks are packed through
-    /// temporaries.
-    #[allow(clippy::too_many_arguments)]
-    pub fn alltoallw(
-        &self,
-        send: &[u8],
-        scounts: &[usize],
-        sdispls: &[usize],
-        stypes: &[Datatype],
-        recv: &mut [u8],
-        rcounts: &[usize],
-        rdispls: &[usize],
-        rtypes: &[Datatype],
-    ) -> Result<()> {
-        self.ialltoallw(send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes)?.wait().map(drop)
+    blocking! {
+        /// `MPI_Alltoallw`: `scounts[j]` elements of `stypes[j]` at byte `sdispls[j]` of `send` to
+        /// rank j, which receives them as `rcounts[i]` elements of `rtypes[i]` at byte `rdispls[i]`
+        /// of its `recv` (the type signatures must match, as MPI requires). The algorithm is
+        /// alltoallv's (`MADMPI_COLL_ALLTOALLV`); non-contiguous blocks are packed through
+        /// temporaries.
+        fn alltoallw(
+            send: &[u8],
+            scounts: &[usize],
+            sdispls: &[usize],
+            stypes: &[Datatype],
+            recv: &mut [u8],
+            rcounts: &[usize],
+            rdispls: &[usize],
+            rtypes: &[Datatype],
+        ) = ialltoallw;
     }
 
     /// `MPI_Ialltoallw`.
@@ -918,16 +881,15 @@ impl Comm {
         self.gx_alltoallw(s, output(recv), (rcounts, rdispls, rtypes), forced)
     }
 
-    /// `MPI_Alltoallw` with `MPI_IN_PLACE`: `buf` is the input, laid out by `counts`, `displs`
-    /// and `types`, and is replaced by the output, laid out the same way.
-    pub fn alltoallw_in_place(
-        &self,
-        buf: &mut [u8],
-        counts: &[usize],
-        displs: &[usize],
-        types: &[Datatype],
-    ) -> Result<()> {
-        self.ialltoallw_in_place(buf, counts, displs, types)?.wait().map(drop)
+    blocking! {
+        /// `MPI_Alltoallw` with `MPI_IN_PLACE`: `buf` is the input, laid out by `counts`, `displs`
+        /// and `types`, and is replaced by the output, laid out the same way.
+        fn alltoallw_in_place(
+            buf: &mut [u8],
+            counts: &[usize],
+            displs: &[usize],
+            types: &[Datatype],
+        ) = ialltoallw_in_place;
     }
 
     /// `MPI_Ialltoallw` with `MPI_IN_PLACE`.

@@ -37,6 +37,7 @@ use crate::error::{Error, Result};
 use crate::request::Request;
 
 use super::api::{Mem, NONE as IN_PLACE, input, output, reducer};
+use super::api_gather::{blocking, starts};
 
 /// `MPI_Reduce_local`: `inout[i] = input[i] op inout[i]` for every element (no communication).
 /// Errors: `MPI_ERR_COUNT` if the slices differ in length, `MPI_ERR_OP` if `op` is not defined
@@ -66,18 +67,21 @@ pub fn reduce_local<T: Equivalence>(input: &[T], inout: &mut [T], op: &Op) -> Re
 impl Comm {
     // ------------------------------------------------------------------ reduce-scatter
 
-    /// `MPI_Reduce_scatter`: the `Σ counts` elements of `send` of every rank combined by `op`
-    /// in rank order; rank i receives the `counts[i]` elements of block i (at `Σ counts[..i]`)
-    /// in `recv` (of `counts[i]` elements). `counts` has one entry per rank, the same on every
-    /// rank.
-    pub fn reduce_scatter<T: Equivalence>(
-        &self,
-        send: &[T],
-        recv: &mut [T],
-        counts: &[usize],
-        op: &Op,
-    ) -> Result<()> {
-        self.ireduce_scatter(send, recv, counts, op)?.wait().map(drop)
+    blocking! {
+        /// `MPI_Reduce_scatter`: the `Σ counts` elements of `send` of every rank combined by `op`
+        /// in rank order; rank i receives the `counts[i]` elements of block i (at `Σ counts[..i]`)
+        /// in `recv` (of `counts[i]` elements). `counts` has one entry per rank, the same on every
+        /// rank.
+        fn reduce_scatter<T>(send: &[T], recv: &mut [T], counts: &[usize], op: &Op) = ireduce_scatter;
+        /// `MPI_Reduce_scatter` with `MPI_IN_PLACE`: `buf` holds the whole vector (`Σ counts`
+        /// elements) and receives this rank's block at its start (the rest is left unspecified).
+        fn reduce_scatter_in_place<T>(buf: &mut [T], counts: &[usize], op: &Op) = ireduce_scatter_in_place;
+        /// `MPI_Reduce_scatter_block`: as [`Comm::reduce_scatter`] with `recv.len()` elements for
+        /// every rank (`send` holds n times as many).
+        fn reduce_scatter_block<T>(send: &[T], recv: &mut [T], op: &Op) = ireduce_scatter_block;
+        /// `MPI_Reduce_scatter_block` with `MPI_IN_PLACE`: `buf` holds the whole vector (a multiple
+        /// of n elements) and receives this rank's block (`buf.len() / n` elements) at its start.
+        fn reduce_scatter_block_in_place<T>(buf: &mut [T], op: &Op) = ireduce_scatter_block_in_place;
     }
 
     /// `MPI_Ireduce_scatter`.
@@ -92,17 +96,6 @@ impl Comm {
         self.ireduce_scatter_with::<T>("MPI_Reduce_scatter", input(send), output(recv), counts, op, forced)
     }
 
-    /// `MPI_Reduce_scatter` with `MPI_IN_PLACE`: `buf` holds the whole vector (`Σ counts`
-    /// elements) and receives this rank's block at its start (the rest is left unspecified).
-    pub fn reduce_scatter_in_place<T: Equivalence>(
-        &self,
-        buf: &mut [T],
-        counts: &[usize],
-        op: &Op,
-    ) -> Result<()> {
-        self.ireduce_scatter_in_place(buf, counts, op)?.wait().map(drop)
-    }
-
     /// `MPI_Ireduce_scatter` with `MPI_IN_PLACE` (see [`Comm::reduce_scatter_in_place`]).
     pub fn ireduce_scatter_in_place<'a, T: Equivalence>(
         &self,
@@ -112,12 +105,6 @@ impl Comm {
     ) -> Result<Request<'a>> {
         let forced = Forced::from_env()?.reduce_scatter;
         self.ireduce_scatter_with::<T>("MPI_Reduce_scatter", IN_PLACE, output(buf), counts, op, forced)
-    }
-
-    /// `MPI_Reduce_scatter_block`: as [`Comm::reduce_scatter`] with `recv.len()` elements for
-    /// every rank (`send` holds n times as many).
-    pub fn reduce_scatter_block<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
-        self.ireduce_scatter_block(send, recv, op)?.wait().map(drop)
     }
 
     /// `MPI_Ireduce_scatter_block`.
@@ -137,12 +124,6 @@ impl Comm {
             op,
             forced,
         )
-    }
-
-    /// `MPI_Reduce_scatter_block` with `MPI_IN_PLACE`: `buf` holds the whole vector (a multiple
-    /// of n elements) and receives this rank's block (`buf.len() / n` elements) at its start.
-    pub fn reduce_scatter_block_in_place<T: Equivalence>(&self, buf: &mut [T], op: &Op) -> Result<()> {
-        self.ireduce_scatter_block_in_place(buf, op)?.wait().map(drop)
     }
 
     /// `MPI_Ireduce_scatter_block` with `MPI_IN_PLACE`.
@@ -212,61 +193,43 @@ impl Comm {
 
     // ------------------------------------------------------------------ scan, exscan
 
-    /// `MPI_Scan`: rank r receives `send₀ op send₁ op … op send_r` in `recv` (of `send`'s
-    /// length).
-    pub fn scan<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
-        self.iscan(send, recv, op)?.wait().map(drop)
+    blocking! {
+        /// `MPI_Scan`: rank r receives `send₀ op send₁ op … op send_r` in `recv` (of `send`'s
+        /// length).
+        fn scan<T>(send: &[T], recv: &mut [T], op: &Op) = iscan;
+        /// `MPI_Scan` with `MPI_IN_PLACE`: `buf` is the input and receives the result.
+        fn scan_in_place<T>(buf: &mut [T], op: &Op) = iscan_in_place;
+        /// `MPI_Exscan`: rank r > 0 receives `send₀ op … op send_(r−1)` in `recv` (of `send`'s
+        /// length); rank 0's `recv` is left untouched (MPI leaves it undefined).
+        fn exscan<T>(send: &[T], recv: &mut [T], op: &Op) = iexscan;
+        /// `MPI_Exscan` with `MPI_IN_PLACE`: `buf` is the input and receives the result (on rank 0
+        /// it is left untouched: it keeps the input).
+        fn exscan_in_place<T>(buf: &mut [T], op: &Op) = iexscan_in_place;
     }
 
-    /// `MPI_Iscan`.
-    pub fn iscan<'a, T: Equivalence>(
+    starts! {
+        /// `MPI_Iscan`.
+        fn iscan<'a, T>(send: &'a [T], recv: &'a mut [T], op: &Op) = iscan_checked[false];
+        /// `MPI_Iscan` with `MPI_IN_PLACE`.
+        fn iscan_in_place<'a, T>(buf: &'a mut [T], op: &Op) = iscan_in_place_checked[false];
+        /// `MPI_Iexscan`.
+        fn iexscan<'a, T>(send: &'a [T], recv: &'a mut [T], op: &Op) = iscan_checked[true];
+        /// `MPI_Iexscan` with `MPI_IN_PLACE`.
+        fn iexscan_in_place<'a, T>(buf: &'a mut [T], op: &Op) = iscan_in_place_checked[true];
+    }
+
+    /// Starts a scan (`exclusive`: an exscan) in place in `buf`.
+    fn iscan_in_place_checked<'a, T: Equivalence>(
         &self,
-        send: &'a [T],
-        recv: &'a mut [T],
+        buf: &'a mut [T],
         op: &Op,
+        exclusive: bool,
     ) -> Result<Request<'a>> {
-        self.iscan_checked(send, recv, op, false)
-    }
-
-    /// `MPI_Scan` with `MPI_IN_PLACE`: `buf` is the input and receives the result.
-    pub fn scan_in_place<T: Equivalence>(&self, buf: &mut [T], op: &Op) -> Result<()> {
-        self.iscan_in_place(buf, op)?.wait().map(drop)
-    }
-
-    /// `MPI_Iscan` with `MPI_IN_PLACE`.
-    pub fn iscan_in_place<'a, T: Equivalence>(&self, buf: &'a mut [T], op: &Op) -> Result<Request<'a>> {
         let n = buf.len();
-        self.iscan_with::<T>(IN_PLACE, n, output(buf), op, false, Forced::from_env()?.scan)
+        self.iscan_with::<T>(IN_PLACE, n, output(buf), op, exclusive, Forced::from_env()?.scan)
     }
 
-    /// `MPI_Exscan`: rank r > 0 receives `send₀ op … op send_(r−1)` in `recv` (of `send`'s
-    /// length); rank 0's `recv` is left untouched (MPI leaves it undefined).
-    pub fn exscan<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
-        self.iexscan(send, recv, op)?.wait().map(drop)
-    }
-
-    /// `MPI_Iexscan`.
-    pub fn iexscan<'a, T: Equivalence>(
-        &self,
-        send: &'a [T],
-        recv: &'a mut [T],
-        op: &Op,
-    ) -> Result<Request<'a>> {
-        self.iscan_checked(send, recv, op, true)
-    }
-
-    /// `MPI_Exscan` with `MPI_IN_PLACE`: `buf` is the input and receives the result (on rank 0
-    /// it is left untouched: it keeps the input).
-    pub fn exscan_in_place<T: Equivalence>(&self, buf: &mut [T], op: &Op) -> Result<()> {
-        self.iexscan_in_place(buf, op)?.wait().map(drop)
-    }
-
-    /// `MPI_Iexscan` with `MPI_IN_PLACE`.
-    pub fn iexscan_in_place<'a, T: Equivalence>(&self, buf: &'a mut [T], op: &Op) -> Result<Request<'a>> {
-        let n = buf.len();
-        self.iscan_with::<T>(IN_PLACE, n, output(buf), op, true, Forced::from_env()?.scan)
-    }
-
+    /// Starts a scan (`exclusive`: an exscan) from `send` into `recv`, of the same length.
     fn iscan_checked<'a, T: Equivalence>(
         &self,
         send: &'a [T],

@@ -190,19 +190,20 @@ unsafe fn allreduce(
 }
 
 family! {
+    ()
     /// Barrier.
-    () => barrier[];
+    => barrier[];
     run MPI_Barrier / PMPI_Barrier;
     start MPI_Ibarrier / PMPI_Ibarrier;
     init_info MPI_Barrier_init / PMPI_Barrier_init;
 
+    (buffer: *mut c_void, count: Count, datatype: abi::Datatype, root: c_int)
     /// Broadcast from `root`.
-    (buffer: *mut c_void, count: Count, datatype: abi::Datatype, root: c_int) => bcast[];
+    => bcast[];
     run MPI_Bcast / PMPI_Bcast, MPI_Bcast_c / PMPI_Bcast_c;
     start MPI_Ibcast / PMPI_Ibcast, MPI_Ibcast_c / PMPI_Ibcast_c;
     init_info MPI_Bcast_init / PMPI_Bcast_init, MPI_Bcast_init_c / PMPI_Bcast_init_c;
 
-    /// Reduce to `root`: `MPI_IN_PLACE` as the send buffer at the root only.
     (
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
@@ -210,19 +211,22 @@ family! {
         datatype: abi::Datatype,
         op: abi::Op,
         root: c_int,
-    ) => reduce[];
+    )
+    /// Reduce to `root`: `MPI_IN_PLACE` as the send buffer at the root only.
+    => reduce[];
     run MPI_Reduce / PMPI_Reduce, MPI_Reduce_c / PMPI_Reduce_c;
     start MPI_Ireduce / PMPI_Ireduce, MPI_Ireduce_c / PMPI_Ireduce_c;
     init_info MPI_Reduce_init / PMPI_Reduce_init, MPI_Reduce_init_c / PMPI_Reduce_init_c;
 
-    /// Reduce to every rank: `MPI_IN_PLACE` as the send buffer everywhere.
     (
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
         count: Count,
         datatype: abi::Datatype,
         op: abi::Op,
-    ) => allreduce[];
+    )
+    /// Reduce to every rank: `MPI_IN_PLACE` as the send buffer everywhere.
+    => allreduce[];
     run MPI_Allreduce / PMPI_Allreduce, MPI_Allreduce_c / PMPI_Allreduce_c;
     start MPI_Iallreduce / PMPI_Iallreduce, MPI_Iallreduce_c / PMPI_Iallreduce_c;
     init_info MPI_Allreduce_init / PMPI_Allreduce_init, MPI_Allreduce_init_c / PMPI_Allreduce_init_c;

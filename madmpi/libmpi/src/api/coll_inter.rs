@@ -9,7 +9,8 @@
 //! or output; nothing at `MPI_PROC_NULL`). `MPI_IN_PLACE` is `MPI_ERR_BUFFER` here.
 
 use super::coll::{buffer, count_type, operation};
-use super::coll_gather::{plain, vbuffer};
+use super::coll_blocks::{blocks, peers};
+use super::coll_gather::plain;
 use crate::check::CInt;
 use crate::comms::CommObj;
 use crate::errors::{Fail, On};
@@ -122,8 +123,8 @@ pub(super) unsafe fn gather(
         }
         (Root::Here, Some((counts, displs))) => {
             // SAFETY: at the root the arrays hold one entry per remote rank (this function's
-            // contract), as `vbuffer` reads them.
-            let recv = unsafe { vbuffer(st, c, recvbuf, counts, displs, recvtype, RECV) }?;
+            // contract), as `blocks` reads them.
+            let recv = unsafe { blocks(st, c, recvbuf, counts, displs, recvtype, peers(c), RECV) }?;
             raw::gatherv(&c.comm, None, Some(&recv.raw()), root).map(Operation::Collective).on(c)
         }
         (Root::Remote(_), _) => {
@@ -159,8 +160,8 @@ pub(super) unsafe fn scatter(
         }
         (Root::Here, Some((counts, displs))) => {
             // SAFETY: at the root the arrays hold one entry per remote rank (this function's
-            // contract), as `vbuffer` reads them.
-            let send = unsafe { vbuffer(st, c, sendbuf, counts, displs, sendtype, SEND) }?;
+            // contract), as `blocks` reads them.
+            let send = unsafe { blocks(st, c, sendbuf, counts, displs, sendtype, peers(c), SEND) }?;
             raw::scatterv(&c.comm, Some(&send.raw()), None, root).map(Operation::Collective).on(c)
         }
         (Root::Remote(_), _) => {

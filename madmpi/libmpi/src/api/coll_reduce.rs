@@ -6,7 +6,7 @@
 //! 0's receive buffer untouched.
 
 use super::coll::{buffer, count_type, in_place, operation};
-use super::coll_gather::total;
+use super::coll_blocks::total;
 use super::family::family;
 use crate::check::{self, CInt};
 use crate::comms::CommObj;
@@ -115,55 +115,44 @@ unsafe fn scan(
 }
 
 family! {
-    /// Reduce-scatter: `MPI_IN_PLACE` as the send buffer everywhere.
     (
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
         recvcounts: *const Count,
         datatype: abi::Datatype,
         op: abi::Op,
-    ) => reduce_scatter[];
+    )
+    /// Reduce-scatter: `MPI_IN_PLACE` as the send buffer everywhere.
+    => reduce_scatter[];
     run MPI_Reduce_scatter / PMPI_Reduce_scatter, MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c;
     start MPI_Ireduce_scatter / PMPI_Ireduce_scatter, MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c;
     init_info MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init,
         MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c;
 
-    /// Reduce-scatter with blocks of one size: `MPI_IN_PLACE` as the send buffer everywhere.
     (
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        recvcount: Count,
+        count: Count,
         datatype: abi::Datatype,
         op: abi::Op,
-    ) => reduce_scatter_block[];
+    )
+    /// Reduce-scatter with blocks of one size (`count`, MPI's `recvcount`): `MPI_IN_PLACE` as
+    /// the send buffer everywhere.
+    => reduce_scatter_block[];
     run MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block,
         MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c;
     start MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block,
         MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c;
     init_info MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init,
         MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c;
-
     /// Inclusive scan: `MPI_IN_PLACE` as the send buffer everywhere.
-    (
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        count: Count,
-        datatype: abi::Datatype,
-        op: abi::Op,
-    ) => scan[false];
+    => scan[false];
     run MPI_Scan / PMPI_Scan, MPI_Scan_c / PMPI_Scan_c;
     start MPI_Iscan / PMPI_Iscan, MPI_Iscan_c / PMPI_Iscan_c;
     init_info MPI_Scan_init / PMPI_Scan_init, MPI_Scan_init_c / PMPI_Scan_init_c;
-
     /// Exclusive scan: `MPI_IN_PLACE` as the send buffer everywhere; rank 0's receive buffer
     /// is left untouched.
-    (
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        count: Count,
-        datatype: abi::Datatype,
-        op: abi::Op,
-    ) => scan[true];
+    => scan[true];
     run MPI_Exscan / PMPI_Exscan, MPI_Exscan_c / PMPI_Exscan_c;
     start MPI_Iexscan / PMPI_Iexscan, MPI_Iexscan_c / PMPI_Iexscan_c;
     init_info MPI_Exscan_init / PMPI_Exscan_init, MPI_Exscan_init_c / PMPI_Exscan_init_c;

@@ -2,17 +2,22 @@
 //! MPICH generates its bindings (`maint/gen_binding_c.py`): a new function is one entry, not a
 //! copied body.
 //!
-//! An entry names a *build* function and the parameters its calls share, then the forms it
-//! exists in, each with its `int` and, if it has one, its `_c` (MPI 4.0 large-count) pair of
-//! names:
+//! An entry is the parameters some calls share, then each call's *build* function (with the
+//! leading arguments it alone passes, in brackets) and the forms it exists in, each with its
+//! `int` and, if it has one, its `_c` (MPI 4.0 large-count) pair of names:
 //!
 //! ```text
 //! family! {
-//!     /// `MPI_Gather`: ...
-//!     (sendbuf: *const c_void, sendcount: Count, ...) => gather[];
+//!     (sendbuf: *const c_void, sendcount: Count, ...)
+//!     /// Gather: ...
+//!     => gather[];
 //!     run MPI_Gather / PMPI_Gather, MPI_Gather_c / PMPI_Gather_c;
 //!     start MPI_Igather / PMPI_Igather, MPI_Igather_c / PMPI_Igather_c;
 //!     init_info MPI_Gather_init / PMPI_Gather_init, MPI_Gather_init_c / PMPI_Gather_init_c;
+//!     /// Scatter: ...
+//!     => scatter[];
+//!     run MPI_Scatter / PMPI_Scatter, MPI_Scatter_c / PMPI_Scatter_c;
+//!     ...
 //! }
 //! ```
 //!
@@ -28,9 +33,13 @@
 //! - `init_info`: the same after an `MPI_Info` (persistent collectives, MPI 4.0).
 //!
 //! Build functions are called as `build(&state, &comm, "MPI_Name", extra.., args..)`, `extra`
-//! being the entry's bracketed expressions (a send's mode, say). Each form checks its own
+//! being the call's bracketed expressions (a send's mode, say). Each form checks its own
 //! parameters after the build function checked the shared ones (MPICH's order: parameter order
 //! after the communicator).
+//!
+//! Calls that are no operation (the datatype calls, say) but exist in both widths are entries
+//! of `widths!`: the parameters and a body written once over `Count`, then the `int` names and
+//! the `_c` ones (an MPI-1 alias or an `_x` form is one more name).
 //!
 //! Owns the shapes of the forms; it must not know any MPI function nor check arguments.
 
@@ -45,41 +54,118 @@ use std::sync::Arc;
 /// Defines the `int` forms in `mod int` and the `_c` forms in `mod large`: see the module docs.
 macro_rules! family {
     ($(
-        $(#[$doc:meta])*
-        ($($arg:ident: $ty:ty),* $(,)?) => $build:ident [$($extra:expr),* $(,)?];
-        $($form:ident $name:ident / $pname:ident $(, $name_c:ident / $pname_c:ident)?;)+
+        ($($arg:ident: $ty:ty),* $(,)?)
+        $(
+            $(#[$doc:meta])*
+            => $build:ident [$($extra:expr),* $(,)?];
+            $($form:ident $name:ident / $pname:ident $(, $name_c:ident / $pname_c:ident)?;)+
+        )+
     )*) => {
-        /// The `int` forms.
-        pub mod int {
-            #[allow(unused_imports)]
-            use super::*;
-            #[allow(dead_code)]
-            type Count = ::std::ffi::c_int;
-            #[allow(dead_code)]
-            type Displ = ::std::ffi::c_int;
-            $(
-                $crate::api::family::forms! {
-                    { [$(#[$doc])*] ($($arg: $ty),*) => $build [$($extra),*] };
-                    $($form $name / $pname;)+
+        $crate::api::family::width_mods! {
+            int { $(
+                $crate::api::family::calls! {
+                    ($($arg: $ty),*);
+                    $([$(#[$doc])*] $build [$($extra),*] { $($form $name / $pname;)+ })+
                 }
-            )*
+            )* }
+            large { $(
+                $crate::api::family::calls! {
+                    ($($arg: $ty),*);
+                    $([$(#[$doc])*] $build [$($extra),*] { $($($form $name_c / $pname_c;)?)+ })+
+                }
+            )* }
         }
+    };
+}
 
-        /// The large-count (`_c`) forms.
-        pub mod large {
+/// The calls of one [`family!`] entry, one at a time, each with the entry's parameters.
+macro_rules! calls {
+    ($params:tt;) => {};
+    (
+        ($($arg:ident: $ty:ty),*);
+        [$($doc:tt)*] $build:ident [$($extra:expr),*] { $($forms:tt)* }
+        $($rest:tt)*
+    ) => {
+        $crate::api::family::forms! {
+            { [$($doc)*] ($($arg: $ty),*) => $build [$($extra),*] };
+            $($forms)*
+        }
+        $crate::api::family::calls!(($($arg: $ty),*); $($rest)*);
+    };
+}
+
+/// The two modules of a table: `int` with `Count` and `Displ` as `int`, `large` with them as
+/// `MPI_Count` and `MPI_Aint` (both `int64_t` in MPICH's ABI), each holding its items.
+macro_rules! width_mods {
+    (int { $($int:tt)* } large { $($large:tt)* }) => {
+        $crate::api::family::width_mods!(@mod "The `int` forms." int ::std::ffi::c_int, ::std::ffi::c_int; $($int)*);
+        $crate::api::family::width_mods!(
+            @mod "The large-count (`_c`) forms." large ::madmpi::abi::Count, ::madmpi::abi::Aint; $($large)*
+        );
+    };
+    (@mod $doc:literal $name:ident $count:ty, $displ:ty; $($items:tt)*) => {
+        #[doc = $doc]
+        pub mod $name {
             #[allow(unused_imports)]
             use super::*;
             #[allow(dead_code)]
-            type Count = ::madmpi::abi::Count;
+            type Count = $count;
             #[allow(dead_code)]
-            type Displ = ::madmpi::abi::Aint;
-            $(
-                $crate::api::family::forms! {
-                    { [$(#[$doc])*] ($($arg: $ty),*) => $build [$($extra),*] };
-                    $($($form $name_c / $pname_c;)?)+
-                }
-            )*
+            type Displ = $displ;
+            $($items)*
         }
+    };
+}
+
+/// Defines the `int` and `_c` forms of calls whose body is the same in both widths (generic
+/// over [`crate::check::CInt`]): an entry is the parameters, with `Count` and `Displ` as in
+/// [`family!`], and the body, then the `int` names, then the `large` ones (a call may have
+/// more than one name per width: an MPI-1 alias, an `_x` form):
+///
+/// ```text
+/// widths! {
+///     /// Blocks of one length at displacements in extents.
+///     (count: Count, blocklength: Count, displs: *const Displ, ...) { body }
+///     int MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block;
+///     large MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c;
+/// }
+/// ```
+///
+/// Each exported function's documentation is its name, then the entry's.
+macro_rules! widths {
+    ($(
+        $(#[$doc:meta])*
+        ($($arg:ident: $ty:ty),* $(,)?) $body:block
+        $(int $($name:ident / $pname:ident),+;)?
+        $(large $($name_c:ident / $pname_c:ident),+;)?
+    )*) => {
+        $crate::api::family::width_mods! {
+            int { $(
+                $crate::api::family::names! {
+                    { [$(#[$doc])*] ($($arg: $ty),*) $body };
+                    $($($name / $pname;)+)?
+                }
+            )* }
+            large { $(
+                $crate::api::family::names! {
+                    { [$(#[$doc])*] ($($arg: $ty),*) $body };
+                    $($($name_c / $pname_c;)+)?
+                }
+            )* }
+        }
+    };
+}
+
+/// The names of one [`widths!`] entry, one exported function each.
+macro_rules! names {
+    ($head:tt;) => {};
+    ({ [$($doc:tt)*] ($($arg:ident: $ty:ty),*) $body:block }; $name:ident / $pname:ident; $($rest:tt)*) => {
+        $crate::export::export! {
+            #[doc = concat!("`", stringify!($name), "`.")]
+            $($doc)*
+            fn $name / $pname($($arg: $ty),*) $body
+        }
+        $crate::api::family::names!({ [$($doc)*] ($($arg: $ty),*) $body }; $($rest)*);
     };
 }
 
@@ -93,90 +179,62 @@ macro_rules! forms {
 }
 
 /// One exported function of an entry (see the module docs for what each form does): the
-/// handles resolved, the build function called, then the form's own part ([`run`],
-/// [`run_status`], [`start`], [`init`]).
+/// handles resolved, the build function called, then the form's own parameters and part
+/// ([`run`], [`run_status`], [`start`], [`init`]).
 macro_rules! form {
     ($form:ident { [$($doc:tt)*] ($($arg:ident: $ty:ty),*) => $build:ident [$($extra:expr),*] } $name:ident $pname:ident) => {
-        $crate::api::family::form!(@export $form [$($doc)*] $name $pname ($($arg: $ty),*) |st, c| {
+        $crate::api::family::form!(@$form [$($doc)*] $name $pname ($($arg: $ty),*) |st, c| {
             // SAFETY: the arrays are readable during the call (MPI's contract); the build only
             // describes the buffers.
             unsafe { $build(st, c, stringify!($name), $($extra,)* $($arg),*) }
         });
     };
-    (@export run [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
-        $crate::export::export! {
-            #[doc = concat!("`", stringify!($name), "`.")]
-            $($doc)*
-            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm) {
-                let st = $crate::state::state()?;
-                let c = st.comm(comm)?;
-                let ($st, $c) = (&st, &c);
-                let op = $build?;
-                // SAFETY: the buffers are valid during this blocking call (MPI's contract).
-                unsafe { $crate::api::family::run(&c, op) }
-            }
-        }
+    (@run $($head:tt)*) => {
+        $crate::api::family::form!(@export $($head)* [] |_st, c, op| {
+            // SAFETY: the buffers are valid during this blocking call (MPI's contract).
+            unsafe { $crate::api::family::run(c, op) }
+        });
     };
-    (@export run_status [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
-        $crate::export::export! {
-            #[doc = concat!("`", stringify!($name), "`.")]
-            $($doc)*
-            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, status: *mut ::madmpi::abi::Status) {
-                let st = $crate::state::state()?;
-                let c = st.comm(comm)?;
-                let ($st, $c) = (&st, &c);
-                let op = $build?;
-                // SAFETY: the buffers are valid during this blocking call and `status` is an
-                // output argument (MPI's contract).
-                unsafe { $crate::api::family::run_status(&c, op, status) }
-            }
-        }
+    (@run_status $($head:tt)*) => {
+        $crate::api::family::form!(@export $($head)* [status: *mut ::madmpi::abi::Status] |_st, c, op| {
+            // SAFETY: the buffers are valid during this blocking call and `status` is an
+            // output argument (MPI's contract).
+            unsafe { $crate::api::family::run_status(c, op, status) }
+        });
     };
-    (@export start [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
-        $crate::export::export! {
-            #[doc = concat!("`", stringify!($name), "`.")]
-            $($doc)*
-            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, request: *mut ::madmpi::abi::Request) {
-                let st = $crate::state::state()?;
-                let c = st.comm(comm)?;
-                let ($st, $c) = (&st, &c);
-                let op = $build?;
-                // SAFETY: the buffers stay valid until the request completes and `request` is
-                // an output argument (MPI's contract for nonblocking calls).
-                unsafe { $crate::api::family::start(&st, &c, op, request) }
-            }
-        }
+    (@start $($head:tt)*) => {
+        $crate::api::family::form!(@export $($head)* [request: *mut ::madmpi::abi::Request] |st, c, op| {
+            // SAFETY: the buffers stay valid until the request completes and `request` is
+            // an output argument (MPI's contract for nonblocking calls).
+            unsafe { $crate::api::family::start(st, c, op, request) }
+        });
     };
-    (@export init [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
-        $crate::export::export! {
-            #[doc = concat!("`", stringify!($name), "`.")]
-            $($doc)*
-            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, request: *mut ::madmpi::abi::Request) {
-                let st = $crate::state::state()?;
-                let c = st.comm(comm)?;
-                let ($st, $c) = (&st, &c);
-                let op = $build?;
+    (@init $($head:tt)*) => {
+        $crate::api::family::form!(@export $($head)* [request: *mut ::madmpi::abi::Request] |st, c, op| {
+            // SAFETY: `request` is an output argument (MPI's contract).
+            unsafe { $crate::api::family::init(st, c, op, None, request) }
+        });
+    };
+    (@init_info $($head:tt)*) => {
+        $crate::api::family::form!(
+            @export $($head)* [info: ::madmpi::abi::Info, request: *mut ::madmpi::abi::Request] |st, c, op| {
                 // SAFETY: `request` is an output argument (MPI's contract).
-                unsafe { $crate::api::family::init(&st, &c, op, None, request) }
+                unsafe { $crate::api::family::init(st, c, op, Some(info), request) }
             }
-        }
+        );
     };
-    (@export init_info [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block) => {
+    (@export [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block
+        [$($more:ident: $mty:ty),*] |$st2:ident, $c2:ident, $op:ident| $form:block) => {
         $crate::export::export! {
             #[doc = concat!("`", stringify!($name), "`.")]
             $($doc)*
-            fn $name / $pname(
-                $($arg: $ty,)*
-                comm: ::madmpi::abi::Comm,
-                info: ::madmpi::abi::Info,
-                request: *mut ::madmpi::abi::Request,
-            ) {
+            fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, $($more: $mty),*) {
                 let st = $crate::state::state()?;
                 let c = st.comm(comm)?;
                 let ($st, $c) = (&st, &c);
                 let op = $build?;
-                // SAFETY: `request` is an output argument (MPI's contract).
-                unsafe { $crate::api::family::init(&st, &c, op, Some(info), request) }
+                let ($st2, $c2, $op) = (&st, &c, op);
+                $form
             }
         }
     };
@@ -246,4 +304,4 @@ pub(crate) unsafe fn init(
     Ok(())
 }
 
-pub(crate) use {family, form, forms};
+pub(crate) use {calls, family, form, forms, names, width_mods, widths};

@@ -32,6 +32,7 @@
 pub mod attr;
 pub mod buffered;
 pub mod coll;
+mod coll_blocks;
 pub mod coll_gather;
 mod coll_inter;
 pub mod coll_reduce;

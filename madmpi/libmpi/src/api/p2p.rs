@@ -225,43 +225,40 @@ unsafe fn sendrecv_replace(
 }
 
 family! {
+    (buf: *const c_void, count: Count, datatype: abi::Datatype, dest: c_int, tag: c_int)
     /// A standard send.
-    (buf: *const c_void, count: Count, datatype: abi::Datatype, dest: c_int, tag: c_int) => send[How::Standard];
+    => send[How::Standard];
     run MPI_Send / PMPI_Send, MPI_Send_c / PMPI_Send_c;
     start MPI_Isend / PMPI_Isend, MPI_Isend_c / PMPI_Isend_c;
     init MPI_Send_init / PMPI_Send_init, MPI_Send_init_c / PMPI_Send_init_c;
-
     /// A synchronous send: complete once the receiver matched the message.
-    (buf: *const c_void, count: Count, datatype: abi::Datatype, dest: c_int, tag: c_int) => send[How::Synchronous];
+    => send[How::Synchronous];
     run MPI_Ssend / PMPI_Ssend, MPI_Ssend_c / PMPI_Ssend_c;
     start MPI_Issend / PMPI_Issend, MPI_Issend_c / PMPI_Issend_c;
     init MPI_Ssend_init / PMPI_Ssend_init, MPI_Ssend_init_c / PMPI_Ssend_init_c;
-
     /// A ready send: a standard send (MPI lets a ready send be one; a ready send with no
     /// receive posted is erroneous, and not detected).
-    (buf: *const c_void, count: Count, datatype: abi::Datatype, dest: c_int, tag: c_int) => send[How::Ready];
+    => send[How::Ready];
     run MPI_Rsend / PMPI_Rsend, MPI_Rsend_c / PMPI_Rsend_c;
     start MPI_Irsend / PMPI_Irsend, MPI_Irsend_c / PMPI_Irsend_c;
     init MPI_Rsend_init / PMPI_Rsend_init, MPI_Rsend_init_c / PMPI_Rsend_init_c;
-
     /// A buffered send: the message is copied into the attached buffer (its size plus
     /// `MPI_BSEND_OVERHEAD` bytes) and the call returns; `MPI_ERR_BUFFER` if no buffer is
     /// attached or the message does not fit. A nonblocking or persistent one's request is
     /// complete once started (the message was copied away, as in MPICH).
-    (buf: *const c_void, count: Count, datatype: abi::Datatype, dest: c_int, tag: c_int) => send[How::Buffered];
+    => send[How::Buffered];
     run MPI_Bsend / PMPI_Bsend, MPI_Bsend_c / PMPI_Bsend_c;
     start MPI_Ibsend / PMPI_Ibsend, MPI_Ibsend_c / PMPI_Ibsend_c;
     init MPI_Bsend_init / PMPI_Bsend_init, MPI_Bsend_init_c / PMPI_Bsend_init_c;
 
+    (buf: *mut c_void, count: Count, datatype: abi::Datatype, source: c_int, tag: c_int)
     /// A receive: a longer message than the buffer is `MPI_ERR_TRUNCATE`, with the status of
     /// what was stored.
-    (buf: *mut c_void, count: Count, datatype: abi::Datatype, source: c_int, tag: c_int) => recv[];
+    => recv[];
     run_status MPI_Recv / PMPI_Recv, MPI_Recv_c / PMPI_Recv_c;
     start MPI_Irecv / PMPI_Irecv, MPI_Irecv_c / PMPI_Irecv_c;
     init MPI_Recv_init / PMPI_Recv_init, MPI_Recv_init_c / PMPI_Recv_init_c;
 
-    /// A send and a receive together: the receive is posted first, so two processes
-    /// exchanging never deadlock; the status is the receive's.
     (
         sendbuf: *const c_void,
         sendcount: Count,
@@ -273,12 +270,13 @@ family! {
         recvtype: abi::Datatype,
         source: c_int,
         recvtag: c_int,
-    ) => sendrecv[];
+    )
+    /// A send and a receive together: the receive is posted first, so two processes
+    /// exchanging never deadlock; the status is the receive's.
+    => sendrecv[];
     run_status MPI_Sendrecv / PMPI_Sendrecv, MPI_Sendrecv_c / PMPI_Sendrecv_c;
     start MPI_Isendrecv / PMPI_Isendrecv, MPI_Isendrecv_c / PMPI_Isendrecv_c;
 
-    /// A send-receive in one buffer (any datatype): the message is packed into a temporary
-    /// buffer, then the receive into `buf` is posted and the packed bytes sent.
     (
         buf: *mut c_void,
         count: Count,
@@ -287,7 +285,10 @@ family! {
         sendtag: c_int,
         source: c_int,
         recvtag: c_int,
-    ) => sendrecv_replace[];
+    )
+    /// A send-receive in one buffer (any datatype): the message is packed into a temporary
+    /// buffer, then the receive into `buf` is posted and the packed bytes sent.
+    => sendrecv_replace[];
     run_status MPI_Sendrecv_replace / PMPI_Sendrecv_replace, MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c;
     start MPI_Isendrecv_replace / PMPI_Isendrecv_replace, MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c;
 }

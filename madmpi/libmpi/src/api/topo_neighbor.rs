@@ -16,7 +16,8 @@
 //!
 //! Owns the C signatures and the order of the checks.
 
-use super::coll_gather::{plain, vbuffer_of, wbuffer_of};
+use super::coll_blocks::{TypesArg, blocks};
+use super::coll_gather::plain;
 use super::family::family;
 use crate::check::CInt;
 use crate::comms::CommObj;
@@ -83,69 +84,40 @@ unsafe fn neighbor_allgatherv<W: CInt, D: CInt>(
     let l = links(c)?;
     let send = plain(st, c, sendbuf, sendcount, sendtype, SEND)?;
     // SAFETY: the arrays hold one element per source (MPI's contract).
-    let recv = unsafe { vbuffer_of(st, c, recvbuf, recvcounts, displs, recvtype, l.sources.len(), RECV) }?;
+    let recv = unsafe { blocks(st, c, recvbuf, recvcounts, displs, recvtype, l.sources.len(), RECV) }?;
     neighbor::neighbor_allgatherv(&c.comm, &l, &send, &recv.raw()).map(Operation::Collective).on(c)
 }
 
-/// `MPI_Neighbor_alltoallv`, checked and planned.
+/// `MPI_Neighbor_alltoallv` or (`T` an array of datatypes) `MPI_Neighbor_alltoallw`, checked
+/// and planned.
 ///
 /// # Safety
 /// The buffers are valid until the request completes, the arrays during the call (MPI's
 /// contract).
 #[allow(clippy::too_many_arguments)]
-unsafe fn neighbor_alltoallv<W: CInt, D: CInt>(
+unsafe fn neighbor_blocks<W: CInt, D: CInt, T: TypesArg>(
     st: &State,
     c: &Arc<CommObj>,
     _call: &'static str,
     sendbuf: *const c_void,
     sendcounts: *const W,
     sdispls: *const D,
-    sendtype: abi::Datatype,
+    sendtypes: T,
     recvbuf: *mut c_void,
     recvcounts: *const W,
     rdispls: *const D,
-    recvtype: abi::Datatype,
+    recvtypes: T,
 ) -> Result<Operation, Fail> {
     let l = links(c)?;
     // SAFETY: the arrays hold one element per destination, then per source (MPI's contract).
     let (send, recv) = unsafe {
-        let s = vbuffer_of(st, c, sendbuf, sendcounts, sdispls, sendtype, l.dests.len(), SEND)?;
-        (s, vbuffer_of(st, c, recvbuf, recvcounts, rdispls, recvtype, l.sources.len(), RECV)?)
+        let s = blocks(st, c, sendbuf, sendcounts, sdispls, sendtypes, l.dests.len(), SEND)?;
+        (s, blocks(st, c, recvbuf, recvcounts, rdispls, recvtypes, l.sources.len(), RECV)?)
     };
-    neighbor::neighbor_alltoallv(&c.comm, &l, &send.raw(), &recv.raw()).map(Operation::Collective).on(c)
-}
-
-/// `MPI_Neighbor_alltoallw`, checked and planned.
-///
-/// # Safety
-/// The buffers are valid until the request completes, the arrays during the call (MPI's
-/// contract).
-#[allow(clippy::too_many_arguments)]
-unsafe fn neighbor_alltoallw<W: CInt>(
-    st: &State,
-    c: &Arc<CommObj>,
-    _call: &'static str,
-    sendbuf: *const c_void,
-    sendcounts: *const W,
-    sdispls: *const abi::Aint,
-    sendtypes: *const abi::Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const W,
-    rdispls: *const abi::Aint,
-    recvtypes: *const abi::Datatype,
-) -> Result<Operation, Fail> {
-    let l = links(c)?;
-    // SAFETY: the arrays hold one element per destination, then per source (MPI's contract).
-    let (send, recv) = unsafe {
-        let s = wbuffer_of(st, c, sendbuf, sendcounts, sdispls, sendtypes, l.dests.len(), SEND)?;
-        (s, wbuffer_of(st, c, recvbuf, recvcounts, rdispls, recvtypes, l.sources.len(), RECV)?)
-    };
-    neighbor::neighbor_alltoallw(&c.comm, &l, &send.raw(), &recv.raw()).map(Operation::Collective).on(c)
+    T::neighbor_alltoall(&c.comm, &l, &send, &recv).map(Operation::Collective).on(c)
 }
 
 family! {
-    /// `MPI_Neighbor_allgather`: the send buffer to every destination, block j of the receive
-    /// buffer from source j.
     (
         sendbuf: *const c_void,
         sendcount: Count,
@@ -153,13 +125,21 @@ family! {
         recvbuf: *mut c_void,
         recvcount: Count,
         recvtype: abi::Datatype,
-    ) => neighbor_plain[neighbor::neighbor_allgather];
+    )
+    /// `MPI_Neighbor_allgather`: the send buffer to every destination, block j of the receive
+    /// buffer from source j.
+    => neighbor_plain[neighbor::neighbor_allgather];
     run MPI_Neighbor_allgather / PMPI_Neighbor_allgather, MPI_Neighbor_allgather_c / PMPI_Neighbor_allgather_c;
     start MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather, MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c;
     init_info MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init,
         MPI_Neighbor_allgather_init_c / PMPI_Neighbor_allgather_init_c;
+    /// `MPI_Neighbor_alltoall`: block k to destination k, block j from source j.
+    => neighbor_plain[neighbor::neighbor_alltoall];
+    run MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall, MPI_Neighbor_alltoall_c / PMPI_Neighbor_alltoall_c;
+    start MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall, MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c;
+    init_info MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init,
+        MPI_Neighbor_alltoall_init_c / PMPI_Neighbor_alltoall_init_c;
 
-    /// `MPI_Neighbor_allgatherv`: source j's block at `displs[j]` extents.
     (
         sendbuf: *const c_void,
         sendcount: Count,
@@ -168,27 +148,14 @@ family! {
         recvcounts: *const Count,
         displs: *const Displ,
         recvtype: abi::Datatype,
-    ) => neighbor_allgatherv[];
+    )
+    /// `MPI_Neighbor_allgatherv`: source j's block at `displs[j]` extents.
+    => neighbor_allgatherv[];
     run MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv, MPI_Neighbor_allgatherv_c / PMPI_Neighbor_allgatherv_c;
     start MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv, MPI_Ineighbor_allgatherv_c / PMPI_Ineighbor_allgatherv_c;
     init_info MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init,
         MPI_Neighbor_allgatherv_init_c / PMPI_Neighbor_allgatherv_init_c;
 
-    /// `MPI_Neighbor_alltoall`: block k to destination k, block j from source j.
-    (
-        sendbuf: *const c_void,
-        sendcount: Count,
-        sendtype: abi::Datatype,
-        recvbuf: *mut c_void,
-        recvcount: Count,
-        recvtype: abi::Datatype,
-    ) => neighbor_plain[neighbor::neighbor_alltoall];
-    run MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall, MPI_Neighbor_alltoall_c / PMPI_Neighbor_alltoall_c;
-    start MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall, MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c;
-    init_info MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init,
-        MPI_Neighbor_alltoall_init_c / PMPI_Neighbor_alltoall_init_c;
-
-    /// `MPI_Neighbor_alltoallv`: displacements in extents of the datatypes.
     (
         sendbuf: *const c_void,
         sendcounts: *const Count,
@@ -198,14 +165,14 @@ family! {
         recvcounts: *const Count,
         rdispls: *const Displ,
         recvtype: abi::Datatype,
-    ) => neighbor_alltoallv[];
+    )
+    /// `MPI_Neighbor_alltoallv`: displacements in extents of the datatypes.
+    => neighbor_blocks[];
     run MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv, MPI_Neighbor_alltoallv_c / PMPI_Neighbor_alltoallv_c;
     start MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv, MPI_Ineighbor_alltoallv_c / PMPI_Ineighbor_alltoallv_c;
     init_info MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init,
         MPI_Neighbor_alltoallv_init_c / PMPI_Neighbor_alltoallv_init_c;
 
-    /// `MPI_Neighbor_alltoallw`: a datatype per block, displacements in bytes (`MPI_Aint` in
-    /// both forms).
     (
         sendbuf: *const c_void,
         sendcounts: *const Count,
@@ -215,7 +182,10 @@ family! {
         recvcounts: *const Count,
         rdispls: *const abi::Aint,
         recvtypes: *const abi::Datatype,
-    ) => neighbor_alltoallw[];
+    )
+    /// `MPI_Neighbor_alltoallw`: a datatype per block, displacements in bytes (`MPI_Aint` in
+    /// both forms).
+    => neighbor_blocks[];
     run MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw, MPI_Neighbor_alltoallw_c / PMPI_Neighbor_alltoallw_c;
     start MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw, MPI_Ineighbor_alltoallw_c / PMPI_Ineighbor_alltoallw_c;
     init_info MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init,

@@ -1,16 +1,20 @@
 //! The datatype constructors beyond contiguous and vector: `MPI_Type_create_hvector`,
 //! `MPI_Type_indexed`, `MPI_Type_create_hindexed`, `MPI_Type_create_indexed_block`,
 //! `MPI_Type_create_hindexed_block`, `MPI_Type_create_struct`, `MPI_Type_create_resized`,
-//! `MPI_Type_create_subarray` and `MPI_Type_dup`.
+//! `MPI_Type_create_subarray` and `MPI_Type_dup`, and the MPI-1 names of three of them
+//! (`MPI_Type_hvector`, `MPI_Type_hindexed`, `MPI_Type_struct`: MPICH gives them the same
+//! combiners).
 //!
 //! Each checks its arguments in MPICH 4.0.2's order (see the [module](super)), then hands them to
 //! the engine, whose own errors (an overflowing extent, inconsistent subarray dimensions) come
-//! last. Each call has one body generic over the width of its counts (`CountArg`) for its
-//! `int` and `_c` forms. Owns the C signatures of these calls only.
+//! last. Each call has one body generic over the width of its counts (`CInt`), one `widths!`
+//! entry making its `int` and `_c` forms. Owns the C signatures of these calls only.
 
 use super::args::{self, input};
-use super::count::{CountArg, blocklengths, widen};
+use super::count::{blocklengths, widen};
 use super::{newtype_out, publish};
+use crate::api::family::widths;
+use crate::check::CInt;
 use crate::errors::Outcome;
 use crate::export::export;
 use crate::state::state;
@@ -28,31 +32,9 @@ pub(super) fn order(o: c_int) -> Result<Order, Error> {
     }
 }
 
-/// `MPI_Type_create_hvector(_c)`.
-///
-/// # Safety
-/// `newtype` as [`crate::check::out`].
-pub(super) unsafe fn hvector<C: CountArg>(
-    count: C,
-    blocklength: C,
-    stride: abi::Aint,
-    oldtype: abi::Datatype,
-    newtype: *mut abi::Datatype,
-) -> Outcome {
-    let st = state()?;
-    let count = count.count()?;
-    let blocklength = blocklength.count()?;
-    let old = st.datatype(oldtype)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::hvector(count, blocklength, stride, &old)?), out)?;
-    Ok(())
-}
-
 /// Which displacement unit an (h)indexed call uses.
 #[derive(Clone, Copy)]
-pub(super) enum Unit {
+enum Unit {
     Extents,
     Bytes,
 }
@@ -61,7 +43,7 @@ pub(super) enum Unit {
 ///
 /// # Safety
 /// The arrays as [`input`] for `count` elements; `newtype` as [`crate::check::out`].
-pub(super) unsafe fn indexed<C: CountArg, D: CountArg>(
+unsafe fn indexed<C: CInt, D: CInt>(
     unit: Unit,
     count: C,
     array_of_blocklengths: *const C,
@@ -91,7 +73,7 @@ pub(super) unsafe fn indexed<C: CountArg, D: CountArg>(
 ///
 /// # Safety
 /// The array as [`input`] for `count` elements; `newtype` as [`crate::check::out`].
-unsafe fn indexed_block<C: CountArg, D: CountArg>(
+unsafe fn indexed_block<C: CInt, D: CInt>(
     unit: Unit,
     count: C,
     blocklength: C,
@@ -116,371 +98,160 @@ unsafe fn indexed_block<C: CountArg, D: CountArg>(
     Ok(())
 }
 
-/// `MPI_Type_create_struct(_c)`.
-///
-/// # Safety
-/// The arrays as [`input`] for `count` elements; `newtype` as [`crate::check::out`].
-pub(super) unsafe fn create_struct<C: CountArg>(
-    count: C,
-    array_of_blocklengths: *const C,
-    array_of_displacements: *const abi::Aint,
-    array_of_types: *const abi::Datatype,
-    newtype: *mut abi::Datatype,
-) -> Outcome {
-    let st = state()?;
-    let n = args::len(count.count()?);
-    // SAFETY: input arrays of `count` elements (the caller's contract).
-    let bls = blocklengths(unsafe { input(array_of_blocklengths, n, "array_of_blocklengths") }?)?;
-    // SAFETY: as the block lengths.
-    let disps = args::addresses(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
-    // SAFETY: as the block lengths.
-    let types = args::datatypes(&st, unsafe { input(array_of_types, n, "array_of_types") }?)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::create_struct(&bls, &disps, &types)?), out)?;
-    Ok(())
-}
-
-/// `MPI_Type_create_resized(_c)` (`C` only tells the form: both take 64-bit bounds).
-///
-/// # Safety
-/// `newtype` as [`crate::check::out`].
-unsafe fn resized<C: CountArg>(
-    oldtype: abi::Datatype,
-    lb: i64,
-    extent: i64,
-    newtype: *mut abi::Datatype,
-) -> Outcome {
-    let st = state()?;
-    let old = st.datatype(oldtype)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::resized(&old, lb, extent)?), out)?;
-    Ok(())
-}
-
-/// `MPI_Type_create_subarray(_c)`. MPICH checks `ndims` (`MPI_ERR_ARG` if negative), negative
-/// starts (`MPI_ERR_COUNT`), the type, the order and `newtype`, and accepts other erroneous
-/// dimensions; here every dimension is then checked (`MPI_ERR_ARG`: sizes positive, subsizes
-/// and starts within them, `ndims` positive) rather than building a type MPI calls erroneous.
-/// Null arrays are `MPI_ERR_ARG` (MPICH crashes on them).
-///
-/// # Safety
-/// The arrays as [`input`] for `ndims` elements; `newtype` as [`crate::check::out`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn subarray<C: CountArg>(
-    ndims: c_int,
-    array_of_sizes: *const C,
-    array_of_subsizes: *const C,
-    array_of_starts: *const C,
-    order_: c_int,
-    oldtype: abi::Datatype,
-    newtype: *mut abi::Datatype,
-) -> Outcome {
-    let st = state()?;
-    if ndims < 0 {
-        return Err(Error::arg(format!("negative ndims ({ndims})")).into());
+widths! {
+    /// `count` blocks of `blocklength` elements, `stride` bytes apart (MPI-1's
+    /// `MPI_Type_hvector` too).
+    (count: Count, blocklength: Count, stride: abi::Aint, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
+        let st = state()?;
+        let count = count.count()?;
+        let blocklength = blocklength.count()?;
+        let old = st.datatype(oldtype)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::hvector(count, blocklength, stride, &old)?), out)?;
+        Ok(())
     }
-    let n = args::len(i64::from(ndims));
-    // SAFETY: input arrays of `ndims` elements (the caller's contract).
-    let sizes = widen(unsafe { input(array_of_sizes, n, "array_of_sizes") }?);
-    // SAFETY: as the sizes.
-    let subsizes = widen(unsafe { input(array_of_subsizes, n, "array_of_subsizes") }?);
-    // SAFETY: as the sizes.
-    let starts = widen(unsafe { input(array_of_starts, n, "array_of_starts") }?);
-    if let Some((i, s)) = starts.iter().enumerate().find(|(_, s)| **s < 0) {
-        return Err(Error::count(format!("negative start {s} in dimension {i}")).into());
+    int MPI_Type_create_hvector / PMPI_Type_create_hvector, MPI_Type_hvector / PMPI_Type_hvector;
+    large MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c;
+
+    /// Blocks at displacements counted in extents of `oldtype`.
+    (
+        count: Count,
+        array_of_blocklengths: *const Count,
+        array_of_displacements: *const Displ,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: the caller passes `count` block lengths and displacements and an output handle;
+        // the body checks them for null and alignment.
+        unsafe { indexed(Unit::Extents, count, array_of_blocklengths, array_of_displacements, oldtype, newtype) }
     }
-    let old = st.datatype(oldtype)?;
-    let order = order(order_)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::subarray(&sizes, &subsizes, &starts, order, &old)?), out)?;
-    Ok(())
+    int MPI_Type_indexed / PMPI_Type_indexed;
+    large MPI_Type_indexed_c / PMPI_Type_indexed_c;
+
+    /// Blocks at displacements in bytes (MPI-1's `MPI_Type_hindexed` too).
+    (
+        count: Count,
+        array_of_blocklengths: *const Count,
+        array_of_displacements: *const abi::Aint,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: the caller passes `count` block lengths and displacements and an output handle;
+        // the body checks them for null and alignment.
+        unsafe { indexed(Unit::Bytes, count, array_of_blocklengths, array_of_displacements, oldtype, newtype) }
+    }
+    int MPI_Type_create_hindexed / PMPI_Type_create_hindexed, MPI_Type_hindexed / PMPI_Type_hindexed;
+    large MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c;
+
+    /// Blocks of one length at displacements in extents.
+    (
+        count: Count,
+        blocklength: Count,
+        array_of_displacements: *const Displ,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: the caller passes `count` displacements and an output handle; the body checks
+        // them for null and alignment.
+        unsafe { indexed_block(Unit::Extents, count, blocklength, array_of_displacements, oldtype, newtype) }
+    }
+    int MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block;
+    large MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c;
+
+    /// Blocks of one length at displacements in bytes.
+    (
+        count: Count,
+        blocklength: Count,
+        array_of_displacements: *const abi::Aint,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        // SAFETY: the caller passes `count` displacements and an output handle; the body checks
+        // them for null and alignment.
+        unsafe { indexed_block(Unit::Bytes, count, blocklength, array_of_displacements, oldtype, newtype) }
+    }
+    int MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block;
+    large MPI_Type_create_hindexed_block_c / PMPI_Type_create_hindexed_block_c;
+
+    /// Blocks of different types at displacements in bytes (MPI-1's `MPI_Type_struct` too).
+    (
+        count: Count,
+        array_of_blocklengths: *const Count,
+        array_of_displacements: *const abi::Aint,
+        array_of_types: *const abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        let st = state()?;
+        let n = args::len(count.count()?);
+        // SAFETY: the caller passes input arrays of `count` elements (MPI's contract); `input`
+        // checks them for null and alignment.
+        let bls = blocklengths(unsafe { input(array_of_blocklengths, n, "array_of_blocklengths") }?)?;
+        // SAFETY: as the block lengths.
+        let disps = args::addresses(unsafe { input(array_of_displacements, n, "array_of_displacements") }?);
+        // SAFETY: as the block lengths.
+        let types = args::datatypes(&st, unsafe { input(array_of_types, n, "array_of_types") }?)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::create_struct(&bls, &disps, &types)?), out)?;
+        Ok(())
+    }
+    int MPI_Type_create_struct / PMPI_Type_create_struct, MPI_Type_struct / PMPI_Type_struct;
+    large MPI_Type_create_struct_c / PMPI_Type_create_struct_c;
+
+    /// The same type map with lower bound `lb` and extent `extent`.
+    (oldtype: abi::Datatype, lb: abi::Aint, extent: abi::Aint, newtype: *mut abi::Datatype) {
+        let st = state()?;
+        let old = st.datatype(oldtype)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::resized(&old, lb, extent)?), out)?;
+        Ok(())
+    }
+    int MPI_Type_create_resized / PMPI_Type_create_resized;
+    large MPI_Type_create_resized_c / PMPI_Type_create_resized_c;
+
+    /// A subarray of an `ndims`-dimensional array.
+    (
+        ndims: c_int,
+        array_of_sizes: *const Count,
+        array_of_subsizes: *const Count,
+        array_of_starts: *const Count,
+        order_: c_int,
+        oldtype: abi::Datatype,
+        newtype: *mut abi::Datatype,
+    ) {
+        let st = state()?;
+        if ndims < 0 {
+            return Err(Error::arg(format!("negative ndims ({ndims})")).into());
+        }
+        let n = args::len(i64::from(ndims));
+        // SAFETY: the caller passes input arrays of `ndims` elements (MPI's contract); `input`
+        // checks them for null and alignment.
+        let sizes = widen(unsafe { input(array_of_sizes, n, "array_of_sizes") }?);
+        // SAFETY: as the sizes.
+        let subsizes = widen(unsafe { input(array_of_subsizes, n, "array_of_subsizes") }?);
+        // SAFETY: as the sizes.
+        let starts = widen(unsafe { input(array_of_starts, n, "array_of_starts") }?);
+        if let Some((i, s)) = starts.iter().enumerate().find(|(_, s)| **s < 0) {
+            return Err(Error::count(format!("negative start {s} in dimension {i}")).into());
+        }
+        let old = st.datatype(oldtype)?;
+        let order = order(order_)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::subarray(&sizes, &subsizes, &starts, order, &old)?), out)?;
+        Ok(())
+    }
+    int MPI_Type_create_subarray / PMPI_Type_create_subarray;
+    large MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c;
 }
 
 export! {
-    /// `MPI_Type_create_hvector`: `count` blocks of `blocklength` elements, `stride` bytes apart.
-    fn MPI_Type_create_hvector / PMPI_Type_create_hvector(
-        count: c_int,
-        blocklength: c_int,
-        stride: abi::Aint,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { hvector(count, blocklength, stride, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_create_hvector_c`.
-    fn MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c(
-        count: abi::Count,
-        blocklength: abi::Count,
-        stride: abi::Count,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { hvector(count, blocklength, stride, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_indexed`: blocks at displacements counted in extents of `oldtype`.
-    fn MPI_Type_indexed / PMPI_Type_indexed(
-        count: c_int,
-        array_of_blocklengths: *const c_int,
-        array_of_displacements: *const c_int,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
-        // handle; the body checks them for null and alignment.
-        unsafe {
-            indexed(
-                Unit::Extents,
-                count,
-                array_of_blocklengths,
-                array_of_displacements,
-                oldtype,
-                newtype,
-            )
-        }
-    }
-
-    /// `MPI_Type_indexed_c`.
-    fn MPI_Type_indexed_c / PMPI_Type_indexed_c(
-        count: abi::Count,
-        array_of_blocklengths: *const abi::Count,
-        array_of_displacements: *const abi::Count,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
-        // handle; the body checks them for null and alignment.
-        unsafe {
-            indexed(
-                Unit::Extents,
-                count,
-                array_of_blocklengths,
-                array_of_displacements,
-                oldtype,
-                newtype,
-            )
-        }
-    }
-
-    /// `MPI_Type_create_hindexed`: blocks at displacements in bytes.
-    fn MPI_Type_create_hindexed / PMPI_Type_create_hindexed(
-        count: c_int,
-        array_of_blocklengths: *const c_int,
-        array_of_displacements: *const abi::Aint,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
-        // handle; the body checks them for null and alignment.
-        unsafe {
-            indexed(
-                Unit::Bytes,
-                count,
-                array_of_blocklengths,
-                array_of_displacements,
-                oldtype,
-                newtype,
-            )
-        }
-    }
-
-    /// `MPI_Type_create_hindexed_c`.
-    fn MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c(
-        count: abi::Count,
-        array_of_blocklengths: *const abi::Count,
-        array_of_displacements: *const abi::Count,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: MPI_Type_(h)indexed's caller passes `count` block lengths and displacements and an output
-        // handle; the body checks them for null and alignment.
-        unsafe {
-            indexed(
-                Unit::Bytes,
-                count,
-                array_of_blocklengths,
-                array_of_displacements,
-                oldtype,
-                newtype,
-            )
-        }
-    }
-
-    /// `MPI_Type_create_indexed_block`: blocks of one length at displacements in extents.
-    fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(
-        count: c_int,
-        blocklength: c_int,
-        array_of_displacements: *const c_int,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
-        // and alignment.
-        unsafe { indexed_block(Unit::Extents, count, blocklength, array_of_displacements, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_create_indexed_block_c`.
-    fn MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c(
-        count: abi::Count,
-        blocklength: abi::Count,
-        array_of_displacements: *const abi::Count,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
-        // and alignment.
-        unsafe { indexed_block(Unit::Extents, count, blocklength, array_of_displacements, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_create_hindexed_block`: blocks of one length at displacements in bytes.
-    fn MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block(
-        count: c_int,
-        blocklength: c_int,
-        array_of_displacements: *const abi::Aint,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
-        // and alignment.
-        unsafe { indexed_block(Unit::Bytes, count, blocklength, array_of_displacements, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_create_hindexed_block_c`.
-    fn MPI_Type_create_hindexed_block_c / PMPI_Type_create_hindexed_block_c(
-        count: abi::Count,
-        blocklength: abi::Count,
-        array_of_displacements: *const abi::Count,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: the caller passes `count` displacements and an output handle; the body checks them for null
-        // and alignment.
-        unsafe { indexed_block(Unit::Bytes, count, blocklength, array_of_displacements, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_create_struct`: blocks of different types at displacements in bytes.
-    fn MPI_Type_create_struct / PMPI_Type_create_struct(
-        count: c_int,
-        array_of_blocklengths: *const c_int,
-        array_of_displacements: *const abi::Aint,
-        array_of_types: *const abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: the caller passes three arrays of `count` elements and an output handle; the body checks
-        // them for null and alignment.
-        unsafe {
-            create_struct(
-                count,
-                array_of_blocklengths,
-                array_of_displacements,
-                array_of_types,
-                newtype,
-            )
-        }
-    }
-
-    /// `MPI_Type_create_struct_c`.
-    fn MPI_Type_create_struct_c / PMPI_Type_create_struct_c(
-        count: abi::Count,
-        array_of_blocklengths: *const abi::Count,
-        array_of_displacements: *const abi::Count,
-        array_of_types: *const abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: the caller passes three arrays of `count` elements and an output handle; the body checks
-        // them for null and alignment.
-        unsafe {
-            create_struct(
-                count,
-                array_of_blocklengths,
-                array_of_displacements,
-                array_of_types,
-                newtype,
-            )
-        }
-    }
-
-    /// `MPI_Type_create_resized`: the same type map with lower bound `lb` and extent `extent`.
-    fn MPI_Type_create_resized / PMPI_Type_create_resized(
-        oldtype: abi::Datatype,
-        lb: abi::Aint,
-        extent: abi::Aint,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { resized::<c_int>(oldtype, lb, extent, newtype) }
-    }
-
-    /// `MPI_Type_create_resized_c`.
-    fn MPI_Type_create_resized_c / PMPI_Type_create_resized_c(
-        oldtype: abi::Datatype,
-        lb: abi::Count,
-        extent: abi::Count,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { resized::<abi::Count>(oldtype, lb, extent, newtype) }
-    }
-
-    /// `MPI_Type_create_subarray`.
-    fn MPI_Type_create_subarray / PMPI_Type_create_subarray(
-        ndims: c_int,
-        array_of_sizes: *const c_int,
-        array_of_subsizes: *const c_int,
-        array_of_starts: *const c_int,
-        order_: c_int,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: the caller passes three arrays of `ndims` elements and an output handle; the body checks
-        // them for null and alignment.
-        unsafe {
-            subarray(
-                ndims,
-                array_of_sizes,
-                array_of_subsizes,
-                array_of_starts,
-                order_,
-                oldtype,
-                newtype,
-            )
-        }
-    }
-
-    /// `MPI_Type_create_subarray_c`.
-    fn MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c(
-        ndims: c_int,
-        array_of_sizes: *const abi::Count,
-        array_of_subsizes: *const abi::Count,
-        array_of_starts: *const abi::Count,
-        order_: c_int,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: the caller passes three arrays of `ndims` elements and an output handle; the body checks
-        // them for null and alignment.
-        unsafe {
-            subarray(
-                ndims,
-                array_of_sizes,
-                array_of_subsizes,
-                array_of_starts,
-                order_,
-                oldtype,
-                newtype,
-            )
-        }
-    }
-
     /// `MPI_Type_dup`: a new type with the same type map and committed state; the attributes
     /// go through their keyvals' copy callbacks.
     fn MPI_Type_dup / PMPI_Type_dup(oldtype: abi::Datatype, newtype: *mut abi::Datatype) {

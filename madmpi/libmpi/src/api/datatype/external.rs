@@ -8,15 +8,15 @@
 //! (see [`super::pack`]): no write past a buffer, `MPI_ERR_TRUNCATE` instead. Owns the C side of
 //! these calls only.
 
-use super::count::CountArg;
 use super::pack::{buffer_size, position_back, position_of, user_buffer};
+use crate::api::family::widths;
 use crate::check;
+use crate::check::CInt;
 use crate::errors::Outcome;
-use crate::export::export;
 use crate::state::state;
 use madmpi::abi;
 use madmpi::error::Error;
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_void};
 
 /// The `datarep` argument: anything but null (see the module's documentation).
 fn datarep(p: *const c_char) -> Result<(), Error> {
@@ -31,7 +31,7 @@ fn datarep(p: *const c_char) -> Result<(), Error> {
 /// # Safety
 /// MPI's contract: the type map of `incount` elements readable from `inbuf`, `outbuf` valid for
 /// `outsize` bytes, `position` as [`check::out`].
-unsafe fn pack_external<C: CountArg>(
+unsafe fn pack_external<C: CInt>(
     rep: *const c_char,
     inbuf: *const c_void,
     incount: C,
@@ -73,7 +73,7 @@ unsafe fn pack_external<C: CountArg>(
 /// # Safety
 /// MPI's contract: `inbuf` valid for `insize` bytes, the type map of `outcount` elements
 /// writable from `outbuf`, `position` as [`check::out`].
-unsafe fn unpack_external<C: CountArg>(
+unsafe fn unpack_external<C: CInt>(
     rep: *const c_char,
     inbuf: *const c_void,
     insize: i64,
@@ -114,7 +114,7 @@ unsafe fn unpack_external<C: CountArg>(
 ///
 /// # Safety
 /// `size` as [`check::out`].
-unsafe fn pack_external_size<C: CountArg>(
+unsafe fn pack_external_size<C: CInt>(
     rep: *const c_char,
     incount: C,
     datatype: abi::Datatype,
@@ -131,13 +131,13 @@ unsafe fn pack_external_size<C: CountArg>(
     Ok(())
 }
 
-export! {
-    /// `MPI_Pack_external`: `incount` elements at `inbuf` in external32 into `outbuf` from
-    /// `*position`, which advances.
-    fn MPI_Pack_external / PMPI_Pack_external(
+widths! {
+    /// `incount` elements at `inbuf` in external32 into `outbuf` from `*position`, which
+    /// advances.
+    (
         datarep_: *const c_char,
         inbuf: *const c_void,
-        incount: c_int,
+        incount: Count,
         datatype: abi::Datatype,
         outbuf: *mut c_void,
         outsize: abi::Aint,
@@ -147,72 +147,32 @@ export! {
         // body checks the rest.
         unsafe { pack_external(datarep_, inbuf, incount, datatype, outbuf, outsize, position) }
     }
+    int MPI_Pack_external / PMPI_Pack_external;
+    large MPI_Pack_external_c / PMPI_Pack_external_c;
 
-    /// `MPI_Pack_external_c`.
-    fn MPI_Pack_external_c / PMPI_Pack_external_c(
-        datarep_: *const c_char,
-        inbuf: *const c_void,
-        incount: abi::Count,
-        datatype: abi::Datatype,
-        outbuf: *mut c_void,
-        outsize: abi::Count,
-        position: *mut abi::Count,
-    ) {
-        // SAFETY: the caller vouches for `incount` elements at `inbuf` and `outsize` bytes at `outbuf`; the
-        // body checks the rest.
-        unsafe { pack_external(datarep_, inbuf, incount, datatype, outbuf, outsize, position) }
-    }
-
-    /// `MPI_Unpack_external`: `outcount` elements in external32 from `inbuf` at `*position`,
-    /// which advances, into `outbuf`.
-    fn MPI_Unpack_external / PMPI_Unpack_external(
+    /// `outcount` elements in external32 from `inbuf` at `*position`, which advances, into
+    /// `outbuf`.
+    (
         datarep_: *const c_char,
         inbuf: *const c_void,
         insize: abi::Aint,
         position: *mut abi::Aint,
         outbuf: *mut c_void,
-        outcount: c_int,
+        outcount: Count,
         datatype: abi::Datatype,
     ) {
         // SAFETY: the caller vouches for `insize` bytes at `inbuf` and `outcount` elements at `outbuf`; the
         // body checks the rest.
         unsafe { unpack_external(datarep_, inbuf, insize, position, outbuf, outcount, datatype) }
     }
+    int MPI_Unpack_external / PMPI_Unpack_external;
+    large MPI_Unpack_external_c / PMPI_Unpack_external_c;
 
-    /// `MPI_Unpack_external_c`.
-    fn MPI_Unpack_external_c / PMPI_Unpack_external_c(
-        datarep_: *const c_char,
-        inbuf: *const c_void,
-        insize: abi::Count,
-        position: *mut abi::Count,
-        outbuf: *mut c_void,
-        outcount: abi::Count,
-        datatype: abi::Datatype,
-    ) {
-        // SAFETY: the caller vouches for `insize` bytes at `inbuf` and `outcount` elements at `outbuf`; the
-        // body checks the rest.
-        unsafe { unpack_external(datarep_, inbuf, insize, position, outbuf, outcount, datatype) }
-    }
-
-    /// `MPI_Pack_external_size`.
-    fn MPI_Pack_external_size / PMPI_Pack_external_size(
-        datarep_: *const c_char,
-        incount: c_int,
-        datatype: abi::Datatype,
-        size: *mut abi::Aint,
-    ) {
+    /// The exact size of `incount` elements in external32.
+    (datarep_: *const c_char, incount: Count, datatype: abi::Datatype, size: *mut abi::Aint) {
         // SAFETY: `size` is the caller's output (checked in the body).
         unsafe { pack_external_size(datarep_, incount, datatype, size) }
     }
-
-    /// `MPI_Pack_external_size_c`.
-    fn MPI_Pack_external_size_c / PMPI_Pack_external_size_c(
-        datarep_: *const c_char,
-        incount: abi::Count,
-        datatype: abi::Datatype,
-        size: *mut abi::Count,
-    ) {
-        // SAFETY: `size` is the caller's output (checked in the body).
-        unsafe { pack_external_size(datarep_, incount, datatype, size) }
-    }
+    int MPI_Pack_external_size / PMPI_Pack_external_size;
+    large MPI_Pack_external_size_c / PMPI_Pack_external_size_c;
 }

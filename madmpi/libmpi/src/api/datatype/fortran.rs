@@ -6,8 +6,8 @@
 //! this file keeps their handles. `MPI_Type_match_size` answers with C types: this library has
 //! no Fortran named types (MPICH answers `MPI_INTEGER4`, `MPI_REAL8`... of the same sizes).
 
-use super::count::CountArg;
 use crate::check;
+use crate::check::CInt;
 use crate::datatypes::predefined_handle;
 use crate::errors::Outcome;
 use crate::export::export;

@@ -5,8 +5,9 @@
 //! counts, [`external`] `MPI_Pack_external` and friends, [`fortran`] the f90 types and
 //! `MPI_Type_match_size`, [`attr`] type attributes, [`address`] addresses and `MPI_Aint`
 //! arithmetic, [`legacy`] the MPI-1 names MPICH still exports, [`memory`] `MPI_Alloc_mem` and
-//! `MPI_Free_mem`; `args` checks their C arrays and strings, `count` the two widths of counts
-//! (every call with a `_c` form has one body generic over them).
+//! `MPI_Free_mem`; `args` checks their C arrays and strings, `count` widens arrays of counts
+//! (every call with a `_c` form has one body generic over `check::CInt`, and one `widths!`
+//! entry making both forms).
 //!
 //! Arguments are checked in MPICH 4.0.2's order: parameter by parameter, an array fully (null,
 //! then its values) before the next parameter, `newtype` last but before the type is built.
@@ -29,16 +30,15 @@ pub mod memory;
 pub mod pack;
 pub mod query;
 
+use crate::api::family::widths;
 use crate::check;
+use crate::check::CInt;
 use crate::datatypes::predefined;
-use crate::errors::Outcome;
 use crate::export::export;
 use crate::state::{State, state};
-use count::CountArg;
 use madmpi::abi;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
-use std::ffi::c_int;
 
 impl State {
     /// Stores a new datatype; its handle.
@@ -63,95 +63,51 @@ fn publish(st: &State, t: Datatype, out: &mut abi::Datatype) -> Result<(), Error
     Ok(())
 }
 
-/// `MPI_Type_contiguous(_c)`.
-///
-/// # Safety
-/// `newtype` as [`check::out`].
-unsafe fn contiguous<C: CountArg>(count: C, oldtype: abi::Datatype, newtype: *mut abi::Datatype) -> Outcome {
-    let st = state()?;
-    let count = count.count()?;
-    let old = st.datatype(oldtype)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::contiguous(count, &old)?), out)?;
-    Ok(())
-}
+widths! {
+    /// `count` copies of `oldtype`, end to end.
+    (count: Count, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
+        let st = state()?;
+        let count = count.count()?;
+        let old = st.datatype(oldtype)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::contiguous(count, &old)?), out)?;
+        Ok(())
+    }
+    int MPI_Type_contiguous / PMPI_Type_contiguous;
+    large MPI_Type_contiguous_c / PMPI_Type_contiguous_c;
 
-/// `MPI_Type_vector(_c)`.
-///
-/// # Safety
-/// `newtype` as [`check::out`].
-unsafe fn vector<C: CountArg>(
-    count: C,
-    blocklength: C,
-    stride: C,
-    oldtype: abi::Datatype,
-    newtype: *mut abi::Datatype,
-) -> Outcome {
-    let st = state()?;
-    let count = count.count()?;
-    let blocklength = blocklength.count()?;
-    let old = st.datatype(oldtype)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let out = unsafe { newtype_out(newtype) }?;
-    publish(&st, C::built(Datatype::vector(count, blocklength, stride.wide(), &old)?), out)?;
-    Ok(())
-}
+    /// `count` blocks of `blocklength` elements, `stride` extents apart.
+    (count: Count, blocklength: Count, stride: Count, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
+        let st = state()?;
+        let count = count.count()?;
+        let blocklength = blocklength.count()?;
+        let old = st.datatype(oldtype)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let out = unsafe { newtype_out(newtype) }?;
+        publish(&st, Count::built(Datatype::vector(count, blocklength, stride.wide(), &old)?), out)?;
+        Ok(())
+    }
+    int MPI_Type_vector / PMPI_Type_vector;
+    large MPI_Type_vector_c / PMPI_Type_vector_c;
 
-/// `MPI_Type_size(_c)`: bytes of data in one element (`MPI_UNDEFINED` beyond an `int` in the
-/// `int` form).
-///
-/// # Safety
-/// `size` as [`check::out`].
-unsafe fn size<C: CountArg>(datatype: abi::Datatype, size: *mut C) -> Outcome {
-    let st = state()?;
-    let t = st.datatype(datatype)?;
-    // SAFETY: null and misaligned pointers are rejected before use; a valid one is writable (this function's
-    // `# Safety`).
-    let size = unsafe { check::out(size, "size") }?;
-    *size = C::or_undefined(Some(t.size()));
-    Ok(())
+    /// Bytes of data in one element.
+    (datatype: abi::Datatype, size: *mut Count) {
+        let st = state()?;
+        let t = st.datatype(datatype)?;
+        // SAFETY: null and misaligned pointers are rejected before use; a valid one is the caller's
+        // writable output (MPI's contract).
+        let size = unsafe { check::out(size, "size") }?;
+        *size = Count::or_undefined(Some(t.size()));
+        Ok(())
+    }
+    int MPI_Type_size / PMPI_Type_size;
+    large MPI_Type_size_c / PMPI_Type_size_c, MPI_Type_size_x / PMPI_Type_size_x;
 }
 
 export! {
-    /// `MPI_Type_contiguous`.
-    fn MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { contiguous(count, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_contiguous_c`.
-    fn MPI_Type_contiguous_c / PMPI_Type_contiguous_c(count: abi::Count, oldtype: abi::Datatype, newtype: *mut abi::Datatype) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { contiguous(count, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_vector`.
-    fn MPI_Type_vector / PMPI_Type_vector(
-        count: c_int,
-        blocklength: c_int,
-        stride: c_int,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { vector(count, blocklength, stride, oldtype, newtype) }
-    }
-
-    /// `MPI_Type_vector_c`.
-    fn MPI_Type_vector_c / PMPI_Type_vector_c(
-        count: abi::Count,
-        blocklength: abi::Count,
-        stride: abi::Count,
-        oldtype: abi::Datatype,
-        newtype: *mut abi::Datatype,
-    ) {
-        // SAFETY: `newtype` is the C caller's output handle (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { vector(count, blocklength, stride, oldtype, newtype) }
-    }
-
     /// `MPI_Type_commit`: makes the type usable for communication (idempotent).
     fn MPI_Type_commit / PMPI_Type_commit(datatype: *mut abi::Datatype) {
         let st = state()?;
@@ -180,17 +136,5 @@ export! {
         drop(st.datatypes.remove(*h));
         *h = abi::MPI_DATATYPE_NULL;
         Ok(())
-    }
-
-    /// `MPI_Type_size`.
-    fn MPI_Type_size / PMPI_Type_size(datatype: abi::Datatype, size_: *mut c_int) {
-        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { size(datatype, size_) }
-    }
-
-    /// `MPI_Type_size_c`.
-    fn MPI_Type_size_c / PMPI_Type_size_c(datatype: abi::Datatype, size_: *mut abi::Count) {
-        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { size(datatype, size_) }
     }
 }

@@ -1,5 +1,5 @@
 //! `MPI_Pack`, `MPI_Unpack`, `MPI_Pack_size`, `MPI_Get_count`, `MPI_Get_elements(_x)`, and
-//! their large-count `_c` forms (one body each, generic over `CountArg`).
+//! their large-count `_c` forms (one body each, generic over `CInt`).
 //!
 //! The pack calls check in MPICH 4.0.2's order (communicator, counts and sizes, position,
 //! datatype, buffers) and report to the communicator's error handler. Where MPICH checks
@@ -9,15 +9,15 @@
 //! large for the `int` form is `MPI_UNDEFINED`, as MPICH gives. Owns the C side of these calls
 //! only.
 
-use super::count::CountArg;
+use crate::api::family::widths;
 use crate::check;
+use crate::check::CInt;
 use crate::errors::{On, Outcome};
-use crate::export::export;
 use crate::state::state;
 use madmpi::abi;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
 /// A user buffer the type map addresses: null is `MPI_ERR_ARG` when bytes would be accessed
 /// from it (not for `MPI_BOTTOM` with a type of absolute addresses, whose data starts away
@@ -30,18 +30,18 @@ pub(super) fn user_buffer(buf: *const c_void, bytes: usize, ty: &Datatype, what:
 }
 
 /// The size of a packed buffer: `MPI_ERR_ARG` if negative.
-pub(super) fn buffer_size<C: CountArg>(n: C, what: &str) -> Result<usize, Error> {
+pub(super) fn buffer_size<C: CInt>(n: C, what: &str) -> Result<usize, Error> {
     usize::try_from(n.wide()).map_err(|_| Error::arg(format!("negative {what} ({n})")))
 }
 
 /// A position in a packed buffer: `MPI_ERR_TRUNCATE` if negative (MPICH does not check).
-pub(super) fn position_of<C: CountArg>(p: C, size: usize) -> Result<usize, Error> {
+pub(super) fn position_of<C: CInt>(p: C, size: usize) -> Result<usize, Error> {
     usize::try_from(p.wide())
         .map_err(|_| Error::truncate(format!("negative position ({p}) in a {size}-byte buffer")))
 }
 
 /// A position after packing, `at <= size` where `size` came from an argument of this width.
-pub(super) fn position_back<C: CountArg>(at: usize) -> C {
+pub(super) fn position_back<C: CInt>(at: usize) -> C {
     i64::try_from(at).ok().and_then(C::narrow).expect("within the buffer size given in this width")
 }
 
@@ -56,7 +56,7 @@ fn received(status: &abi::Status) -> u64 {
 /// # Safety
 /// MPI's contract: the type map of `incount` elements readable from `inbuf`, `outbuf` valid for
 /// `outsize` bytes, `position` as [`check::out`].
-unsafe fn pack<C: CountArg>(
+unsafe fn pack<C: CInt>(
     inbuf: *const c_void,
     incount: C,
     datatype: abi::Datatype,
@@ -98,7 +98,7 @@ unsafe fn pack<C: CountArg>(
 /// # Safety
 /// MPI's contract: `inbuf` valid for `insize` bytes, the type map of `outcount` elements
 /// writable from `outbuf`, `position` as [`check::out`].
-unsafe fn unpack<C: CountArg>(
+unsafe fn unpack<C: CInt>(
     inbuf: *const c_void,
     insize: C,
     position: *mut C,
@@ -138,12 +138,7 @@ unsafe fn unpack<C: CountArg>(
 ///
 /// # Safety
 /// `size` as [`check::out`].
-unsafe fn pack_size<C: CountArg>(
-    incount: C,
-    datatype: abi::Datatype,
-    comm: abi::Comm,
-    size: *mut C,
-) -> Outcome {
+unsafe fn pack_size<C: CInt>(incount: C, datatype: abi::Datatype, comm: abi::Comm, size: *mut C) -> Outcome {
     let st = state()?;
     let c = st.comm(comm)?;
     let count = incount.count().on(&c)?;
@@ -169,7 +164,7 @@ enum Received {
 ///
 /// # Safety
 /// `status` as [`check::status_in`], `count` as [`check::out`].
-unsafe fn get_count<C: CountArg>(
+unsafe fn get_count<C: CInt>(
     what: Received,
     status: *const abi::Status,
     datatype: abi::Datatype,
@@ -193,44 +188,31 @@ unsafe fn get_count<C: CountArg>(
     Ok(())
 }
 
-export! {
-    /// `MPI_Pack`.
-    fn MPI_Pack / PMPI_Pack(
+widths! {
+    /// `incount` elements at `inbuf` packed into `outbuf` from `*position`, which advances.
+    (
         inbuf: *const c_void,
-        incount: c_int,
+        incount: Count,
         datatype: abi::Datatype,
         outbuf: *mut c_void,
-        outsize: c_int,
-        position: *mut c_int,
+        outsize: Count,
+        position: *mut Count,
         comm: abi::Comm,
     ) {
         // SAFETY: MPI_Pack's caller vouches for `incount` elements at `inbuf` and `outsize` bytes at
         // `outbuf`; the body checks the rest.
         unsafe { pack(inbuf, incount, datatype, outbuf, outsize, position, comm) }
     }
+    int MPI_Pack / PMPI_Pack;
+    large MPI_Pack_c / PMPI_Pack_c;
 
-    /// `MPI_Pack_c`.
-    fn MPI_Pack_c / PMPI_Pack_c(
+    /// `outcount` elements unpacked from `inbuf` at `*position`, which advances, into `outbuf`.
+    (
         inbuf: *const c_void,
-        incount: abi::Count,
-        datatype: abi::Datatype,
+        insize: Count,
+        position: *mut Count,
         outbuf: *mut c_void,
-        outsize: abi::Count,
-        position: *mut abi::Count,
-        comm: abi::Comm,
-    ) {
-        // SAFETY: MPI_Pack's caller vouches for `incount` elements at `inbuf` and `outsize` bytes at
-        // `outbuf`; the body checks the rest.
-        unsafe { pack(inbuf, incount, datatype, outbuf, outsize, position, comm) }
-    }
-
-    /// `MPI_Unpack`.
-    fn MPI_Unpack / PMPI_Unpack(
-        inbuf: *const c_void,
-        insize: c_int,
-        position: *mut c_int,
-        outbuf: *mut c_void,
-        outcount: c_int,
+        outcount: Count,
         datatype: abi::Datatype,
         comm: abi::Comm,
     ) {
@@ -238,64 +220,33 @@ export! {
         // `outbuf`; the body checks the rest.
         unsafe { unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) }
     }
+    int MPI_Unpack / PMPI_Unpack;
+    large MPI_Unpack_c / PMPI_Unpack_c;
 
-    /// `MPI_Unpack_c`.
-    fn MPI_Unpack_c / PMPI_Unpack_c(
-        inbuf: *const c_void,
-        insize: abi::Count,
-        position: *mut abi::Count,
-        outbuf: *mut c_void,
-        outcount: abi::Count,
-        datatype: abi::Datatype,
-        comm: abi::Comm,
-    ) {
-        // SAFETY: MPI_Unpack's caller vouches for `insize` bytes at `inbuf` and `outcount` elements at
-        // `outbuf`; the body checks the rest.
-        unsafe { unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) }
-    }
-
-    /// `MPI_Pack_size`.
-    fn MPI_Pack_size / PMPI_Pack_size(incount: c_int, datatype: abi::Datatype, comm: abi::Comm, size: *mut c_int) {
+    /// An upper bound of the bytes `incount` elements take packed.
+    (incount: Count, datatype: abi::Datatype, comm: abi::Comm, size: *mut Count) {
         // SAFETY: `size` is the caller's output (checked in the body).
         unsafe { pack_size(incount, datatype, comm, size) }
     }
+    int MPI_Pack_size / PMPI_Pack_size;
+    large MPI_Pack_size_c / PMPI_Pack_size_c;
 
-    /// `MPI_Pack_size_c`.
-    fn MPI_Pack_size_c / PMPI_Pack_size_c(incount: abi::Count, datatype: abi::Datatype, comm: abi::Comm, size: *mut abi::Count) {
-        // SAFETY: `size` is the caller's output (checked in the body).
-        unsafe { pack_size(incount, datatype, comm, size) }
-    }
-
-    /// `MPI_Get_count`: whole elements of `datatype` received, else `MPI_UNDEFINED`.
-    fn MPI_Get_count / PMPI_Get_count(status: *const abi::Status, datatype: abi::Datatype, count: *mut c_int) {
+    /// Whole elements of `datatype` received, else `MPI_UNDEFINED`.
+    (status: *const abi::Status, datatype: abi::Datatype, count: *mut Count) {
         // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
         unsafe { get_count(Received::Elements, status, datatype, count) }
     }
+    int MPI_Get_count / PMPI_Get_count;
+    large MPI_Get_count_c / PMPI_Get_count_c;
 
-    /// `MPI_Get_count_c`.
-    fn MPI_Get_count_c / PMPI_Get_count_c(status: *const abi::Status, datatype: abi::Datatype, count: *mut abi::Count) {
-        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
-        unsafe { get_count(Received::Elements, status, datatype, count) }
-    }
-
-    /// `MPI_Get_elements`: basic elements received (`MPI_UNDEFINED` if the data ends inside
-    /// one, or beyond an `int`).
-    fn MPI_Get_elements / PMPI_Get_elements(status: *const abi::Status, datatype: abi::Datatype, count: *mut c_int) {
+    /// Basic elements received (`MPI_UNDEFINED` if the data ends inside one, or beyond an `int`
+    /// in the `int` form).
+    (status: *const abi::Status, datatype: abi::Datatype, count: *mut Count) {
         // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
         unsafe { get_count(Received::Basic, status, datatype, count) }
     }
-
-    /// `MPI_Get_elements_x`.
-    fn MPI_Get_elements_x / PMPI_Get_elements_x(status: *const abi::Status, datatype: abi::Datatype, count: *mut abi::Count) {
-        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
-        unsafe { get_count(Received::Basic, status, datatype, count) }
-    }
-
-    /// `MPI_Get_elements_c`.
-    fn MPI_Get_elements_c / PMPI_Get_elements_c(status: *const abi::Status, datatype: abi::Datatype, count: *mut abi::Count) {
-        // SAFETY: `status` is the caller's received status and `count` its output; the body checks both.
-        unsafe { get_count(Received::Basic, status, datatype, count) }
-    }
+    int MPI_Get_elements / PMPI_Get_elements;
+    large MPI_Get_elements_x / PMPI_Get_elements_x, MPI_Get_elements_c / PMPI_Get_elements_c;
 }
 
 #[cfg(test)]

@@ -12,8 +12,9 @@
 //! Owns the C side of these queries only.
 
 use super::args::{self, output};
-use super::count::CountArg;
+use crate::api::family::widths;
 use crate::check;
+use crate::check::CInt;
 use crate::datatypes::predefined_handle;
 use crate::errors::Outcome;
 use crate::export::export;
@@ -38,7 +39,7 @@ unsafe fn write_pair<T>(a: *mut T, b: *mut T, names: [&str; 2], values: (T, T)) 
 
 /// A room argument of `MPI_Type_get_contents`: `max` must not be negative, and the array not
 /// null while `max > 0`. Returns `max`.
-fn room<T, C: CountArg>(p: *mut T, max: C, what: &str) -> Result<usize, Error> {
+fn room<T, C: CInt>(p: *mut T, max: C, what: &str) -> Result<usize, Error> {
     let max =
         usize::try_from(max.wide()).map_err(|_| Error::arg(format!("negative size ({max}) of {what}")))?;
     if max > 0 && (p.is_null() || !p.is_aligned()) {
@@ -91,7 +92,7 @@ unsafe fn bounds(datatype: abi::Datatype, true_: bool, lb: *mut i64, extent: *mu
 ///
 /// # Safety
 /// Every non-null pointer as [`check::out`].
-unsafe fn envelope<C: CountArg>(
+unsafe fn envelope<C: CInt>(
     datatype: abi::Datatype,
     num_integers: *mut C,
     num_addresses: *mut C,
@@ -152,7 +153,7 @@ struct ContentsOut<C> {
 ///
 /// # Safety
 /// Each array valid for writes of its `max_*` elements.
-unsafe fn contents<C: CountArg>(datatype: abi::Datatype, o: ContentsOut<C>) -> Outcome {
+unsafe fn contents<C: CInt>(datatype: abi::Datatype, o: ContentsOut<C>) -> Outcome {
     let st = state()?;
     let t = st.datatype(datatype)?;
     if !C::LARGE && t.has_large_counts() {
@@ -200,61 +201,26 @@ unsafe fn contents<C: CountArg>(datatype: abi::Datatype, o: ContentsOut<C>) -> O
     Ok(())
 }
 
+widths! {
+    /// Lower bound and extent.
+    (datatype: abi::Datatype, lb: *mut abi::Aint, extent: *mut abi::Aint) {
+        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
+        unsafe { bounds(datatype, false, lb, extent) }
+    }
+    int MPI_Type_get_extent / PMPI_Type_get_extent;
+    large MPI_Type_get_extent_x / PMPI_Type_get_extent_x, MPI_Type_get_extent_c / PMPI_Type_get_extent_c;
+
+    /// The bounds of the bytes the type map touches.
+    (datatype: abi::Datatype, true_lb: *mut abi::Aint, true_extent: *mut abi::Aint) {
+        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
+        unsafe { bounds(datatype, true, true_lb, true_extent) }
+    }
+    int MPI_Type_get_true_extent / PMPI_Type_get_true_extent;
+    large MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x,
+        MPI_Type_get_true_extent_c / PMPI_Type_get_true_extent_c;
+}
+
 export! {
-    /// `MPI_Type_size_x`: bytes of data in one element.
-    fn MPI_Type_size_x / PMPI_Type_size_x(datatype: abi::Datatype, size: *mut abi::Count) {
-        // SAFETY: `size` is the C caller's output (null or misaligned: MPI_ERR_ARG in the body).
-        unsafe { super::size(datatype, size) }
-    }
-
-    /// `MPI_Type_get_extent`: lower bound and extent.
-    fn MPI_Type_get_extent / PMPI_Type_get_extent(datatype: abi::Datatype, lb: *mut abi::Aint, extent: *mut abi::Aint) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, false, lb, extent) }
-    }
-
-    /// `MPI_Type_get_extent_x`.
-    fn MPI_Type_get_extent_x / PMPI_Type_get_extent_x(datatype: abi::Datatype, lb: *mut abi::Count, extent: *mut abi::Count) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, false, lb, extent) }
-    }
-
-    /// `MPI_Type_get_extent_c`.
-    fn MPI_Type_get_extent_c / PMPI_Type_get_extent_c(datatype: abi::Datatype, lb: *mut abi::Count, extent: *mut abi::Count) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, false, lb, extent) }
-    }
-
-    /// `MPI_Type_get_true_extent`: the bounds of the bytes the type map touches.
-    fn MPI_Type_get_true_extent / PMPI_Type_get_true_extent(
-        datatype: abi::Datatype,
-        true_lb: *mut abi::Aint,
-        true_extent: *mut abi::Aint,
-    ) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, true, true_lb, true_extent) }
-    }
-
-    /// `MPI_Type_get_true_extent_x`.
-    fn MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x(
-        datatype: abi::Datatype,
-        true_lb: *mut abi::Count,
-        true_extent: *mut abi::Count,
-    ) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, true, true_lb, true_extent) }
-    }
-
-    /// `MPI_Type_get_true_extent_c`.
-    fn MPI_Type_get_true_extent_c / PMPI_Type_get_true_extent_c(
-        datatype: abi::Datatype,
-        true_lb: *mut abi::Count,
-        true_extent: *mut abi::Count,
-    ) {
-        // SAFETY: `lb`/`extent` are the caller's two outputs; the body checks both before writing.
-        unsafe { bounds(datatype, true, true_lb, true_extent) }
-    }
-
     /// `MPI_Type_get_envelope`: how many arguments built the type, and with which combiner.
     fn MPI_Type_get_envelope / PMPI_Type_get_envelope(
         datatype: abi::Datatype,
