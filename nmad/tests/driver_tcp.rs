@@ -60,7 +60,7 @@ fn largest_allocation(f: impl FnOnce()) -> usize {
 }
 
 fn env(rank: u32, key: &JobKey) -> DriverEnv {
-    DriverEnv { rank, size: 2, job_key: key.clone(), node: node_id() }
+    DriverEnv { rank, size: 2, job_key: key.clone(), node: node_id(), single_node: false }
 }
 
 fn driver(rank: u32, key: &JobKey, arg: Option<&str>, opts: &TcpOptions) -> Arc<TcpDriver> {
