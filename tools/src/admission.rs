@@ -259,6 +259,27 @@ impl RejectLog {
         }
     }
 
+    /// Counts one rejection like [`note`](Self::note) but, instead of logging, returns what to
+    /// report when a report is due: `why`, followed by the count of the others since the last
+    /// report (for a caller that reports through its own channel).
+    pub fn count(&self, from: impl Display, why: &str) -> Option<String> {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.count += 1;
+        s.last = format!("{from}, {why}");
+        if s.since.elapsed() < self.interval {
+            return None;
+        }
+        let others = s.count - 1;
+        let secs = s.since.elapsed().min(self.interval).as_secs();
+        s.count = 0;
+        s.since = Instant::now();
+        Some(if others == 0 {
+            why.to_string()
+        } else {
+            format!("{why} (and {others} more rejected in the last {secs} s)")
+        })
+    }
+
     /// Logs what was counted and not yet logged (at shutdown).
     pub fn flush(&self) {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -364,5 +385,16 @@ mod tests {
         }
         let s = log.state.lock().unwrap();
         assert_eq!((s.count, s.last.as_str()), (5, "4, silent"), "the first one was logged at once");
+        drop(s);
+        let quiet = RejectLog::new("test", Duration::ZERO);
+        assert_eq!(quiet.count("a", "bad key").as_deref(), Some("bad key"));
+        let busy = RejectLog::new("test", Duration::from_secs(3600));
+        assert_eq!(busy.count("a", "bad key").as_deref(), Some("bad key"), "the first is due at once");
+        assert_eq!(busy.count("b", "silent"), None);
+        let mut s = busy.state.lock().unwrap();
+        s.since -= Duration::from_secs(3600);
+        drop(s);
+        let r = busy.count("c", "silent").unwrap();
+        assert!(r.starts_with("silent (and 1 more rejected in the last 3600 s)"), "{r}");
     }
 }
