@@ -63,7 +63,11 @@ pub fn listening(pid: u32) -> Vec<Target> {
             }
             if let Some(mut a) = parse_hex_addr(f[1]) {
                 if a.ip().is_unspecified() {
-                    a.set_ip(if a.is_ipv4() { Ipv4Addr::LOCALHOST.into() } else { Ipv6Addr::LOCALHOST.into() });
+                    a.set_ip(if a.is_ipv4() {
+                        Ipv4Addr::LOCALHOST.into()
+                    } else {
+                        Ipv6Addr::LOCALHOST.into()
+                    });
                 }
                 found.push(Target::Tcp(a));
             }
@@ -109,9 +113,9 @@ impl Conn {
     fn open(t: &Target) -> Option<Conn> {
         match t {
             Target::Tcp(a) => TcpStream::connect_timeout(a, Duration::from_secs(1)).ok().map(Conn::Tcp),
-            Target::Unix(n) => {
-                UnixStream::connect_addr(&UnixAddr::from_abstract_name(n.as_bytes()).ok()?).ok().map(Conn::Unix)
-            }
+            Target::Unix(n) => UnixStream::connect_addr(&UnixAddr::from_abstract_name(n.as_bytes()).ok()?)
+                .ok()
+                .map(Conn::Unix),
         }
     }
 

@@ -320,7 +320,11 @@ fn bad_command_lines_exit_2_with_usage() {
 /// dropped, on every listening socket of the job's processes (`watch_madrun`: madrun's PMI port
 /// too, from its start) while a 2-rank `nmad_late 4` job runs: the ranks still reach madrun and
 /// each other, with the right data. Returns the job and the tcp addresses the ranks listened on.
-fn late_job_under_flood(mut cmd: Command, marker: &str, watch_madrun: bool) -> (Done, Vec<std::net::SocketAddr>) {
+fn late_job_under_flood(
+    mut cmd: Command,
+    marker: &str,
+    watch_madrun: bool,
+) -> (Done, Vec<std::net::SocketAddr>) {
     use tests::flood::{Flood, listening, tcp_bound};
     cmd.args([env!("CARGO_BIN_EXE_nmad_late"), "4"]);
     let mut floods = Vec::new();
@@ -355,7 +359,10 @@ fn late_job_under_flood(mut cmd: Command, marker: &str, watch_madrun: bool) -> (
     });
     for (f, targets) in floods {
         let opened = f.stop();
-        assert!(opened > 80 * targets as u64, "the listeners made room by dropping idle ones ({opened} opened)");
+        assert!(
+            opened > 80 * targets as u64,
+            "the listeners made room by dropping idle ones ({opened} opened)"
+        );
         eprintln!("flood: {opened} connections opened on {targets} sockets");
     }
     (d, bound)
@@ -380,7 +387,8 @@ fn idle_strangers_on_the_shm_sockets_delay_no_rank() {
 fn idle_strangers_on_the_tcp_ports_delay_no_rank_and_a_one_node_job_listens_on_loopback() {
     let _g = serial();
     let m = unique_marker();
-    let (d, bound) = late_job_under_flood(madrun(&m, &["-genv", "NMAD_DRIVERS", "tcp", "-n", "2"]), &m, false);
+    let (d, bound) =
+        late_job_under_flood(madrun(&m, &["-genv", "NMAD_DRIVERS", "tcp", "-n", "2"]), &m, false);
     assert_late_ok(&d);
     assert!(!bound.is_empty() && bound.iter().all(|a| a.ip().is_loopback()), "{bound:?}");
 }
@@ -400,5 +408,8 @@ fn idle_strangers_on_the_pmi_port_and_the_ranks_delay_no_remote_rank() {
     cmd.arg(&slow);
     let (d, bound) = late_job_under_flood(cmd, &m, true);
     assert_late_ok(&d);
-    assert!(bound.iter().any(|a| a.ip().is_unspecified()), "ranks of several hosts listen on every interface: {bound:?}");
+    assert!(
+        bound.iter().any(|a| a.ip().is_unspecified()),
+        "ranks of several hosts listen on every interface: {bound:?}"
+    );
 }

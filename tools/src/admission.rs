@@ -165,7 +165,7 @@ impl Pool {
     }
 
     /// Gives `sock` a place, making room by shutting down the oldest connection of the lowest
-    /// stage below [`Stage::Proven`] if the pool is full (its handshake then fails at once).
+    /// stage (silent, then spoke; never one that proved the key) if the pool is full (its handshake then fails at once).
     /// Returns the ticket and whether someone was evicted.
     pub fn admit(self: &Arc<Pool>, sock: &impl AsFd) -> Result<(Ticket, bool), Refused> {
         let dup = sock.as_fd().try_clone_to_owned().map_err(Refused::Io)?;

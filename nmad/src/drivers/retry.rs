@@ -19,7 +19,10 @@ const MAX_BACKOFF: Duration = Duration::from_millis(500);
 /// during setup.
 pub fn transient(e: &io::Error) -> bool {
     use io::ErrorKind::*;
-    matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof | TimedOut | WouldBlock)
+    matches!(
+        e.kind(),
+        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof | TimedOut | WouldBlock
+    )
 }
 
 /// Runs `attempt` until it succeeds, fails for good, or [`CONNECT_PATIENCE`] is spent; the
@@ -37,7 +40,10 @@ pub fn with_retry<T>(mut attempt: impl FnMut() -> io::Result<T>) -> io::Result<T
                 tries += 1;
             }
             Err(e) if tries > 1 => {
-                return Err(io::Error::new(e.kind(), format!("{e} (after {tries} attempts in {:.1?})", start.elapsed())));
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("{e} (after {tries} attempts in {:.1?})", start.elapsed()),
+                ));
             }
             Err(e) => return Err(e),
         }

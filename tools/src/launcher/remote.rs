@@ -48,14 +48,18 @@ pub struct PmiPort {
 
 impl std::fmt::Debug for PmiPort {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PmiPort").field("listener", &self.listener).field("advertised", &self.advertised).finish()
+        f.debug_struct("PmiPort")
+            .field("listener", &self.listener)
+            .field("advertised", &self.advertised)
+            .finish()
     }
 }
 
 impl PmiPort {
-    /// Listens on `bind` (default: see [`listen_address`]) and advertises `host` (default: the
-    /// bind address if specific, else this machine's first non-loopback IPv4 address).
-    /// `remote_hosts` are the hosts of the job's remote ranks.
+    /// Listens on `bind` (default: the `host` address if it is this machine's, else the one
+    /// this machine reaches `remote_hosts`, the hosts of the remote ranks, from when they all
+    /// agree, else every interface) and advertises `host` (default: the bind address if
+    /// specific, else this machine's first non-loopback IPv4 address).
     pub fn open(
         bind: Option<&str>,
         host: Option<&str>,
@@ -173,7 +177,9 @@ fn handshake(stream: &TcpStream, key: &JobKey, ticket: &Ticket) -> Result<(), St
 /// else every interface.
 fn listen_address(host: Option<&str>, remote_hosts: &[String]) -> IpAddr {
     let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
-    if let Some(ip) = host.and_then(|h| h.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().ok()) {
+    if let Some(ip) =
+        host.and_then(|h| h.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().ok())
+    {
         return if TcpListener::bind((ip, 0)).is_ok() { ip } else { any };
     }
     let mut from: Option<IpAddr> = None;

@@ -100,12 +100,13 @@ fn admit(sh: &Arc<Shared>, s: UnixStream) {
         Err(why) => return sh.rejects.note(who(&s), why),
     };
     let shared = sh.clone();
-    let spawned = std::thread::Builder::new().name("nmad-shm-setup".into()).spawn(move || {
-        match setup::answer(&shared.local, s, &ticket) {
-            Ok(link) => shared.push_accepted(link),
-            Err(why) => shared.rejects.note("a process", why),
-        }
-    });
+    let spawned =
+        std::thread::Builder::new().name("nmad-shm-setup".into()).spawn(move || {
+            match setup::answer(&shared.local, s, &ticket) {
+                Ok(link) => shared.push_accepted(link),
+                Err(why) => shared.rejects.note("a process", why),
+            }
+        });
     if let Err(e) = spawned {
         sh.rejects.note("a process", format!("no thread for its setup: {e}"));
     }

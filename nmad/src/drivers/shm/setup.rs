@@ -148,9 +148,11 @@ pub(crate) fn dial(local: &Local, peer: PeerId, name: &str) -> io::Result<Arc<Sh
             format!("its socket belongs to uid {uid}, not ours"),
         ));
     }
-    client_handshake(&mut Timed::new(Conn(&s), s.as_raw_fd(), deadline, None), &local.key).map_err(|e| match e {
-        HandshakeError::Io(e) => step("job handshake")(e),
-        e => err(io::ErrorKind::PermissionDenied, format!("job handshake: {e}")),
+    client_handshake(&mut Timed::new(Conn(&s), s.as_raw_fd(), deadline, None), &local.key).map_err(|e| {
+        match e {
+            HandshakeError::Io(e) => step("job handshake")(e),
+            e => err(io::ErrorKind::PermissionDenied, format!("job handshake: {e}")),
+        }
     })?;
     let cap = local.opts.ring_bytes as u64;
     let (map, memfd) = Mapping::create(segment_len(cap))?;
@@ -160,12 +162,15 @@ pub(crate) fn dial(local: &Local, peer: PeerId, name: &str) -> io::Result<Arc<Sh
         .map_err(step("setup"))?;
     drop(memfd);
     let mut b = [0u8; REPLY_LEN];
-    let mut fds = deadline.arm(s.as_raw_fd()).and_then(|()| recv_with_fds(&s, &mut b, 1)).map_err(|e| match e.kind() {
-        io::ErrorKind::UnexpectedEof => {
-            err(io::ErrorKind::ConnectionRefused, "it refused the setup (its log says why)".into())
-        }
-        _ => step("setup reply")(e),
-    })?;
+    let mut fds =
+        deadline.arm(s.as_raw_fd()).and_then(|()| recv_with_fds(&s, &mut b, 1)).map_err(|e| {
+            match e.kind() {
+                io::ErrorKind::UnexpectedEof => {
+                    err(io::ErrorKind::ConnectionRefused, "it refused the setup (its log says why)".into())
+                }
+                _ => step("setup reply")(e),
+            }
+        })?;
     let reply = Reply::decode(&b).map_err(|e| err(io::ErrorKind::InvalidData, e))?;
     if reply.rank != peer {
         return Err(err(
@@ -200,7 +205,8 @@ pub(crate) fn answer(local: &Local, s: UnixStream, ticket: &Ticket) -> Result<Ar
     let mut timed = Timed::new(Conn(&s), s.as_raw_fd(), deadline, Some(ticket));
     server_handshake(&mut timed, &local.key).map_err(|e| match e {
         HandshakeError::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-            who("hung up during the job handshake (a process of another job, or dropped to make room?)".into())
+            who("hung up during the job handshake (a process of another job, or dropped to make room?)"
+                .into())
         }
         HandshakeError::Io(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
             who(format!("no job handshake within {TIMEOUT:?}"))

@@ -12,8 +12,8 @@ use super::wire::{self, ACK_BAD_RANK, ACK_CLOSED, ACK_LEN, ACK_OK, ACK_WRONG_PEE
 use crate::drivers::PeerId;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::sync::Arc;
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::sync::atomic::Ordering::*;
 use std::time::Duration;
 use tools::admission::{Deadline, RejectLog, Ticket, Timed};

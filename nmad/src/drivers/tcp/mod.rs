@@ -200,7 +200,11 @@ impl TcpDriver {
 
     /// One attempt at every candidate address in turn; the error names each failure and has the
     /// kind of the last one.
-    fn dial_any(&self, peer: PeerId, candidates: &[SocketAddr]) -> io::Result<(std::net::TcpStream, SocketAddr)> {
+    fn dial_any(
+        &self,
+        peer: PeerId,
+        candidates: &[SocketAddr],
+    ) -> io::Result<(std::net::TcpStream, SocketAddr)> {
         let mut errors = Vec::new();
         let mut kind = io::ErrorKind::AddrNotAvailable;
         for &addr in candidates {
@@ -302,7 +306,10 @@ impl Driver for TcpDriver {
             ));
         }
         let s = with_retry(|| self.dial_any(peer, &candidates)).map_err(|e| {
-            io::Error::new(e.kind(), format!("{}: cannot connect to rank {peer} (card `{card}`): {e}", self.name))
+            io::Error::new(
+                e.kind(),
+                format!("{}: cannot connect to rank {peer} (card `{card}`): {e}", self.name),
+            )
         })?;
         let (s, addr) = s;
         let conn = Arc::new(Conn::new(self.shared.clone(), peer, s, addr));
