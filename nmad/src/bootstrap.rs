@@ -22,6 +22,8 @@ pub struct Universe {
 
 /// The environment variable madrun sets: `BASE/CAPACITY`.
 pub const UNIVERSE_VAR: &str = "PM2_UNIVERSE";
+/// Set to `1` by madrun when no rank of its job or of the jobs it spawns can run on another host.
+pub const SINGLE_NODE_VAR: &str = "PM2_SINGLE_NODE";
 /// Most peer ids a universe may have (the core keeps a slot per id).
 pub const UNIVERSE_MAX: u32 = 1 << 16;
 
@@ -54,6 +56,14 @@ pub trait Bootstrap: Send + Sync {
     /// How many processes of the job run on this machine, if the launcher said. Default: unknown.
     fn local_size(&self) -> Option<u32> {
         None
+    }
+    /// Whether every process that may connect to this one runs on this node: the launcher placed
+    /// the whole job here, and the universe is the job alone or madrun said so
+    /// ([`SINGLE_NODE_VAR`]). Network drivers then listen on loopback only.
+    fn single_node(&self) -> bool {
+        let alone = self.universe().capacity == self.size()
+            || std::env::var(SINGLE_NODE_VAR).is_ok_and(|v| v.trim() == "1");
+        self.local_size() == Some(self.size()) && alone
     }
     /// Publishes `port` under `service` in the launcher's name service (`MPI_Publish_name`):
     /// `AlreadyExists` if the name is taken, `Unsupported` without a name service (default).

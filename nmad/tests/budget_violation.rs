@@ -135,7 +135,8 @@ impl Sink for Deaf {
 #[test]
 fn flooding_peer() {
     let Some((dir, key)) = env_dir_key() else { return };
-    let env = DriverEnv { rank: 2, size: 3, job_key: key, node: nmad::drivers::node_id() };
+    let env =
+        DriverEnv { rank: 2, size: 3, job_key: key, node: nmad::drivers::node_id(), single_node: false };
     let tcp = nmad::drivers::by_spec("tcp", &env).unwrap();
     put(&dir, "nmad-cards-2", &format!("credit/{BUDGET}/16|node/{}|tcp/{}", env.node, tcp.card())).unwrap();
     let cards = loop {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tools::secret::JobKey;
 
 fn env(rank: u32, key: &JobKey) -> DriverEnv {
-    DriverEnv { rank, size: 2, job_key: key.clone(), node: node_id() }
+    DriverEnv { rank, size: 2, job_key: key.clone(), node: node_id(), single_node: false }
 }
 
 fn pair(opts: ShmOptions) -> Pair {

@@ -60,7 +60,7 @@ fn largest_allocation(f: impl FnOnce()) -> usize {
 }
 
 fn env(rank: u32, key: &JobKey) -> DriverEnv {
-    DriverEnv { rank, size: 2, job_key: key.clone(), node: node_id() }
+    DriverEnv { rank, size: 2, job_key: key.clone(), node: node_id(), single_node: false }
 }
 
 fn driver(rank: u32, key: &JobKey, arg: Option<&str>, opts: &TcpOptions) -> Arc<TcpDriver> {
@@ -155,6 +155,59 @@ fn strangers_are_rejected_and_the_driver_carries_on() {
     assert_eq!(n, 0, "the silent stranger's connection is closed without a word");
     poll_until(&*b, &mut rb, 5, "the silent stranger's rejection", |_| b.rejected() > rejected);
     assert!(rb.failed.is_empty(), "strangers do not fail real links: {:?}", rb.failed);
+}
+
+/// A stranger that sends a byte every 300 ms is dropped when the whole handshake's 1 s is up
+/// (the timeout is not per read); with 64 idle strangers holding every handshake place, a job
+/// member still connects (the oldest stranger is dropped for it).
+#[test]
+fn dribblers_are_cut_at_the_deadline_and_idle_strangers_make_room() {
+    let key = JobKey::generate().unwrap();
+    let opts = TcpOptions { handshake_timeout: Duration::from_secs(1), ..TcpOptions::default() };
+    let b = driver(1, &key, None, &opts);
+    let addr = SocketAddr::from(([127, 0, 0, 1], b.local_addr().port()));
+    let mut dribbler = TcpStream::connect(addr).unwrap();
+    let start = Instant::now();
+    let mut cut = false;
+    while start.elapsed() < Duration::from_secs(4) {
+        std::thread::sleep(Duration::from_millis(300));
+        if dribbler.write_all(b"P").is_err() {
+            cut = true;
+            break;
+        }
+        dribbler.set_nonblocking(true).unwrap();
+        let r = dribbler.read(&mut [0u8; 8]);
+        dribbler.set_nonblocking(false).unwrap();
+        if matches!(r, Ok(0)) || r.as_ref().is_err_and(|e| e.kind() != io::ErrorKind::WouldBlock) {
+            cut = true;
+            break;
+        }
+    }
+    assert!(cut, "a dribbling stranger held its handshake for {:?}", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(3), "cut after {:?}", start.elapsed());
+
+    let opts = TcpOptions { handshake_timeout: Duration::from_secs(30), ..TcpOptions::default() };
+    let b = driver(1, &key, None, &opts);
+    let addr = SocketAddr::from(([127, 0, 0, 1], b.local_addr().port()));
+    let idle: Vec<TcpStream> = (0..64).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(200)); // every one accepted, holding a place
+    let a = driver(0, &key, None, &opts);
+    let start = Instant::now();
+    let ab = a.connect(1, &b.card()).expect("a job member gets a place");
+    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    let mut rb = Recorder::default();
+    assert_eq!(ab.try_send(&[IoSlice::new(b"hello")]).unwrap(), Sent::Done);
+    poll_until(&*b, &mut rb, 5, "the packet", |r| !r.packets.is_empty());
+    assert_eq!(rb.packets[0], (0, b"hello".to_vec()));
+    let dropped = idle
+        .iter()
+        .filter(|s| {
+            s.set_nonblocking(true).unwrap();
+            matches!((&**s).read(&mut [0u8; 8]), Ok(0))
+        })
+        .count();
+    assert!(dropped >= 1, "an idle stranger made room");
+    assert!(b.rejected() >= dropped as u64);
 }
 
 /// A process that knows the key and the protocol, connected to `b`, one good packet ("ok") sent.

@@ -4,7 +4,13 @@ use nmad::drivers::conformance::Pair;
 use nmad::drivers::{DriverEnv, by_spec, node_id};
 
 fn env(rank: u32) -> DriverEnv {
-    DriverEnv { rank, size: 2, job_key: tools::secret::JobKey::generate().unwrap(), node: node_id() }
+    DriverEnv {
+        rank,
+        size: 2,
+        job_key: tools::secret::JobKey::generate().unwrap(),
+        node: node_id(),
+        single_node: false,
+    }
 }
 
 mod self_driver {

@@ -2,6 +2,7 @@
 //! live in `src/bin/` (Rust) and `c/` (C). This library holds what those programs share:
 //! deterministic random schedules and self-checking payloads, and running jobs from tests.
 
+pub mod flood;
 pub mod jobs;
 
 /// A small, fast, seedable generator (xorshift64*), so every rank derives the same schedule.

@@ -253,3 +253,86 @@ fn madmpi_collectives_go_hierarchical_across_namespace_hosts() {
         }
     }
 }
+
+/// The job's "hosts" as the flood sees them: a rank's namespace (`ip netns identify`) gives its
+/// address on the bridge (pm2hN is 10.77.0.(10+N)).
+fn namespace_ip(pid: u32) -> Option<std::net::IpAddr> {
+    let out = Command::new("ip").args(["netns", "identify", &pid.to_string()]).output().ok()?;
+    let name = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let n: u8 = name.strip_prefix("pm2h")?.parse().ok()?;
+    Some(std::net::IpAddr::from([10, 77, 0, 10 + n]))
+}
+
+/// madrun across namespace hosts under a flood of idle connections (80 per socket, silent and
+/// dribbling a byte every 3 s, re-opened whenever dropped): on madrun's PMI port from its start
+/// (the ranks start 2 s later), which listens on the bridge address only, and on each rank's tcp
+/// port while the 2-rank job waits 4 s before its first message. The job finishes with the right
+/// data.
+#[test]
+fn idle_strangers_on_the_pmi_port_and_the_tcp_ports_stop_no_job_across_hosts() {
+    use std::time::{Duration, Instant};
+    use tests::flood::{Flood, Target, listening, tcp_bound};
+    use tests::jobs::{MARKER, marked, run_limited, unique_marker};
+    if skip() {
+        return;
+    }
+    let madrun = madrun();
+    let h = hosts();
+    let dir = std::env::temp_dir().join(format!("hosts-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let slow = dir.join("slow-netns");
+    std::fs::write(&slow, format!("#!/bin/sh\nsleep 2\nexec {} \"$@\"\n", h.script.display())).unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let marker = unique_marker();
+    let mut cmd = Command::new(&madrun);
+    cmd.args(["-genv", MARKER, &marker, "-n", "2", "-hosts", "pm2h1,pm2h2", "--launcher-exec"]).arg(&slow);
+    cmd.args(["--pmi-host", "10.77.0.1", "--timeout", "30", env!("CARGO_BIN_EXE_nmad_late"), "4"]);
+    let mut floods = Vec::new();
+    let mut port_bound = Vec::new();
+    let d = run_limited(cmd, None, Duration::from_secs(40), |pid| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let port = loop {
+            let l = listening(pid);
+            if !l.is_empty() {
+                break l;
+            }
+            assert!(Instant::now() < deadline, "madrun never listened");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        port_bound = tcp_bound(pid);
+        floods.push((Flood::start(&port, 80), port.len()));
+        let mut seen = Vec::new();
+        while seen.len() < 2 && Instant::now() < deadline {
+            for rank in marked(&marker) {
+                let ports = tcp_bound(rank);
+                if seen.contains(&rank) || ports.is_empty() {
+                    continue;
+                }
+                let ip = namespace_ip(rank).expect("a rank in a namespace host");
+                let targets: Vec<Target> =
+                    ports.iter().map(|a| Target::Tcp(std::net::SocketAddr::new(ip, a.port()))).collect();
+                seen.push(rank);
+                floods.push((Flood::start(&targets, 80), targets.len()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(seen.len(), 2, "both ranks listen");
+    });
+    for (f, targets) in floods {
+        let opened = f.stop();
+        eprintln!("flood: {opened} connections opened on {targets} sockets");
+        assert!(
+            opened > 80 * targets as u64,
+            "the listener made room by dropping idle ones ({opened} opened)"
+        );
+    }
+    assert_eq!(d.code, Some(0), "{d:?}");
+    for r in 0..2 {
+        assert!(d.stdout.contains(&format!("rank {r}/2 ok late")), "{d:?}");
+    }
+    let bridge: std::net::IpAddr = "10.77.0.1".parse().unwrap();
+    assert!(
+        port_bound.iter().all(|a| a.ip() == bridge),
+        "the PMI port listens on the bridge only: {port_bound:?}"
+    );
+}

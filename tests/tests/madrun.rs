@@ -318,3 +318,101 @@ fn bad_command_lines_exit_2_with_usage() {
     assert_eq!(d.code, Some(127), "{d:?}");
     assert!(d.stderr.contains("cannot start rank 0 (/nonexistent/program)"), "{d:?}");
 }
+
+/// Holds 80 idle connections (silent, and dribbling a byte every 3 s), re-opened whenever
+/// dropped, on every listening socket of the job's processes (`watch_madrun`: madrun's PMI port
+/// too, from its start) while a 2-rank `nmad_late 4` job runs: the ranks still reach madrun and
+/// each other, with the right data. Returns the job and the tcp addresses the ranks listened on.
+fn late_job_under_flood(
+    mut cmd: Command,
+    marker: &str,
+    watch_madrun: bool,
+) -> (Done, Vec<std::net::SocketAddr>) {
+    use tests::flood::{Flood, listening, tcp_bound};
+    cmd.args([env!("CARGO_BIN_EXE_nmad_late"), "4"]);
+    let mut floods = Vec::new();
+    let mut bound = Vec::new();
+    let d = run_limited(cmd, None, Duration::from_secs(40), |madrun| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        if watch_madrun {
+            let port = loop {
+                let l = listening(madrun);
+                if !l.is_empty() {
+                    break l;
+                }
+                assert!(Instant::now() < deadline, "madrun never listened");
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            floods.push((Flood::start(&port, 80), port.len()));
+        }
+        let mut seen = Vec::new();
+        while seen.len() < 2 && Instant::now() < deadline {
+            for pid in marked(marker) {
+                let l = listening(pid);
+                // A rank listens once nmad started its drivers (madrun's launcher shells do not).
+                if !seen.contains(&pid) && !l.is_empty() {
+                    seen.push(pid);
+                    bound.extend(tcp_bound(pid));
+                    floods.push((Flood::start(&l, 80), l.len()));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(seen.len(), 2, "both ranks listen");
+    });
+    for (f, targets) in floods {
+        let opened = f.stop();
+        assert!(
+            opened > 80 * targets as u64,
+            "the listeners made room by dropping idle ones ({opened} opened)"
+        );
+        eprintln!("flood: {opened} connections opened on {targets} sockets");
+    }
+    (d, bound)
+}
+
+fn assert_late_ok(d: &Done) {
+    assert_eq!(d.code, Some(0), "{d:?}");
+    for r in 0..2 {
+        assert!(d.stdout.contains(&format!("rank {r}/2 ok late")), "{d:?}");
+    }
+}
+
+#[test]
+fn idle_strangers_on_the_shm_sockets_delay_no_rank() {
+    let _g = serial();
+    let m = unique_marker();
+    let (d, _) = late_job_under_flood(madrun(&m, &["-genv", "NMAD_DRIVERS", "shm", "-n", "2"]), &m, false);
+    assert_late_ok(&d);
+}
+
+#[test]
+fn idle_strangers_on_the_tcp_ports_delay_no_rank_and_a_one_node_job_listens_on_loopback() {
+    let _g = serial();
+    let m = unique_marker();
+    let (d, bound) =
+        late_job_under_flood(madrun(&m, &["-genv", "NMAD_DRIVERS", "tcp", "-n", "2"]), &m, false);
+    assert_late_ok(&d);
+    assert!(!bound.is_empty() && bound.iter().all(|a| a.ip().is_loopback()), "{bound:?}");
+}
+
+#[test]
+fn idle_strangers_on_the_pmi_port_and_the_ranks_delay_no_remote_rank() {
+    let _g = serial();
+    // Remote ranks start 2 s late, so that the flood holds the PMI port before they connect.
+    let dir = std::env::temp_dir().join(format!("madrun-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let slow = dir.join("slow-ssh");
+    std::fs::write(&slow, "#!/bin/sh\nsleep 2\nshift\nexec \"$@\"\n").unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let m = unique_marker();
+    let args = ["-n", "2", "-hosts", "fake-a,fake-b", "--pmi-host", "127.0.0.1", "--launcher-exec"];
+    let mut cmd = madrun(&m, &args);
+    cmd.arg(&slow);
+    let (d, bound) = late_job_under_flood(cmd, &m, true);
+    assert_late_ok(&d);
+    assert!(
+        bound.iter().any(|a| a.ip().is_unspecified()),
+        "ranks of several hosts listen on every interface: {bound:?}"
+    );
+}

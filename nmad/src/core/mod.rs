@@ -194,6 +194,7 @@ impl Core {
             size: universe.capacity,
             job_key: bootstrap.job_key().clone(),
             node: drivers::node_id(),
+            single_node: bootstrap.single_node(),
         };
         let explicit = config.drivers.is_some();
         let mut specs = config.drivers.clone().unwrap_or_else(|| vec!["shm".into(), "tcp".into()]);

@@ -31,6 +31,7 @@
 //! - Drivers never see tags, sessions or requests: `BulkHeader::cookie` is opaque to them.
 
 pub mod conformance;
+pub mod retry;
 pub mod self_driver;
 pub mod shm;
 pub mod tcp;
@@ -131,6 +132,9 @@ pub struct DriverEnv {
     /// Identifies this node (same value ⇔ shared memory and cross-memory attach work): boot id
     /// and network namespace, so network namespaces count as hosts.
     pub node: String,
+    /// Every process that may connect to this one runs on this node (the launcher said): network
+    /// drivers then listen on loopback only.
+    pub single_node: bool,
 }
 
 /// One driver context (one per network per process).

@@ -24,7 +24,9 @@ options:
   --launcher-exec CMD      command starting remote processes, run as
                            `CMD HOST env VAR=VALUE... PROGRAM ARGS...` (default: ssh); the part
                            after HOST is quoted for the remote shell
-  --pmi-bind ADDR[:PORT]   address the TCP PMI port listens on (default 0.0.0.0, any port)
+  --pmi-bind ADDR[:PORT]   address the TCP PMI port listens on (default: the --pmi-host
+                           address if it is this machine's, else the one this machine reaches
+                           the remote hosts from, else 0.0.0.0; any port)
   --pmi-host ADDR          address remote processes connect to (default: this machine's first
                            non-loopback IPv4 address)
   -h, --help               show this help

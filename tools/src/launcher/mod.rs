@@ -98,7 +98,8 @@ fn setup(spec: &JobSpec) -> Result<event_loop::Job, String> {
         .map_err(|e| format!("cannot set up signal handling: {e}"))?;
     let port = if places.iter().any(|p| p.host.is_some()) {
         let (bind, host) = (spec.pmi_bind.as_deref(), spec.pmi_host.as_deref());
-        Some(remote::PmiPort::open(bind, host, key.clone(), signals.waker())?)
+        let remote_hosts: Vec<String> = places.iter().filter_map(|p| p.host.clone()).collect();
+        Some(remote::PmiPort::open(bind, host, &remote_hosts, key.clone(), signals.waker())?)
     } else {
         None
     };
@@ -111,9 +112,15 @@ fn setup(spec: &JobSpec) -> Result<event_loop::Job, String> {
     }
     // Room for the jobs MPI_Comm_spawn starts: every process knows where its job is among them.
     let capacity = spec.nprocs.saturating_add(SPAWN_ROOM).min(UNIVERSE_MAX);
-    let mut first = spec.clone();
+    let mut base = spec.clone();
+    if advertised.is_none() {
+        // No PMI port: every rank, spawned ones too, runs here (nmad's `SINGLE_NODE_VAR`), so
+        // their network drivers listen on loopback only.
+        base.env.push(("PM2_SINGLE_NODE".into(), "1".into()));
+    }
+    let mut first = base.clone();
     first.env.push(("PM2_UNIVERSE".into(), format!("0/{capacity}")));
-    job.set_spawner(event_loop::Spawner::new(spec.clone(), key.to_hex(), capacity));
+    job.set_spawner(event_loop::Spawner::new(base, key.to_hex(), capacity));
     for (rank, place) in places.iter().enumerate() {
         match launch::start_rank(
             &first,

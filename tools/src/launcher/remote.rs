@@ -1,21 +1,30 @@
 //! Remote ranks (`-hosts`): which hosts are this machine, the command line that starts a rank
 //! through the launcher command (`ssh` by default), and the TCP PMI port they connect back to.
-//! Every TCP connection must pass the job-key handshake ([`crate::secret::server_handshake`]),
-//! run in a short-lived thread per connection with 5 s timeouts; the authenticated stream is
-//! then handed to the event loop over a channel (with a wake-up byte on its self-pipe).
+//! The port listens only where the job's hosts can come from (`--pmi-bind`, else the
+//! `--pmi-host` address, else this machine's address towards the remote hosts when they all
+//! agree, else every interface). Every TCP connection must pass the job-key handshake
+//! ([`crate::secret::server_handshake`]), run in a short-lived thread per connection within one
+//! 5 s deadline, at most 64 at once (the oldest unauthenticated one is dropped to make room,
+//! [`crate::admission`]); the authenticated stream is then handed to the event loop over a
+//! channel (with a wake-up byte on its self-pipe). Rejections reach the event loop at most one
+//! per interval, with the count of the others.
 
 use super::signals::Waker;
+use crate::admission::{Deadline, Pool, RejectLog, Ticket, Timed};
 use crate::secret::{HandshakeError, JobKey, server_handshake};
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
-/// How long a connecting peer has to complete the handshake.
+/// How long a connecting peer has to complete the whole handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Handshakes in progress beyond which new connections are refused at once.
+/// Handshakes in progress at once; one more evicts the oldest unauthenticated one.
 const MAX_PENDING: usize = 64;
+/// Rejections are reported at most once per interval (with a count).
+const REJECT_LOG_INTERVAL: Duration = Duration::from_secs(5);
 
 /// The result of one connection's handshake.
 #[derive(Debug)]
@@ -25,7 +34,6 @@ pub enum Accepted {
 }
 
 /// The listening PMI port and its handshake threads.
-#[derive(Debug)]
 pub struct PmiPort {
     listener: TcpListener,
     /// `host:port` as remote ranks get it in PMI_PORT.
@@ -34,19 +42,35 @@ pub struct PmiPort {
     waker: Waker,
     tx: Sender<Accepted>,
     rx: Receiver<Accepted>,
-    pending: usize,
+    pool: Arc<Pool>,
+    rejects: RejectLog,
+}
+
+impl std::fmt::Debug for PmiPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PmiPort")
+            .field("listener", &self.listener)
+            .field("advertised", &self.advertised)
+            .finish()
+    }
 }
 
 impl PmiPort {
-    /// Listens on `bind` (default 0.0.0.0, any port) and advertises `host` (default: the bind
-    /// address if specific, else this machine's first non-loopback IPv4 address).
+    /// Listens on `bind` (default: the `host` address if it is this machine's, else the one
+    /// this machine reaches `remote_hosts`, the hosts of the remote ranks, from when they all
+    /// agree, else every interface) and advertises `host` (default: the bind address if
+    /// specific, else this machine's first non-loopback IPv4 address).
     pub fn open(
         bind: Option<&str>,
         host: Option<&str>,
+        remote_hosts: &[String],
         key: JobKey,
         waker: Waker,
     ) -> Result<PmiPort, String> {
-        let addr = bind_address(bind.unwrap_or("0.0.0.0"))?;
+        let addr = match bind {
+            Some(b) => bind_address(b)?,
+            None => SocketAddr::new(listen_address(host, remote_hosts), 0),
+        };
         let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         listener.set_nonblocking(true).map_err(|e| format!("PMI port: {e}"))?;
         let port = listener.local_addr().map_err(|e| format!("PMI port: {e}"))?.port();
@@ -64,11 +88,18 @@ impl PmiPort {
             _ => format!("{host}:{port}"),
         };
         let (tx, rx) = channel();
-        Ok(PmiPort { listener, advertised, key, waker, tx, rx, pending: 0 })
+        let pool = Pool::new(MAX_PENDING);
+        let rejects = RejectLog::new("madrun", REJECT_LOG_INTERVAL);
+        Ok(PmiPort { listener, advertised, key, waker, tx, rx, pool, rejects })
     }
 
     pub fn fd(&self) -> RawFd {
         self.listener.as_raw_fd()
+    }
+
+    /// The address the port listens on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
     }
 
     /// Accepts every waiting connection and starts its handshake.
@@ -79,58 +110,96 @@ impl PmiPort {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return, // WouldBlock, or a connection that died before accept.
             };
-            if self.pending >= MAX_PENDING {
-                log::warn!("rejected a connection from {addr}: too many handshakes in progress");
-                continue;
-            }
+            let ticket = match self.pool.admit(&stream) {
+                Ok((t, _evicted)) => t,
+                Err(why) => {
+                    let _ = self.tx.send(Accepted::Rejected(addr, why.to_string()));
+                    continue;
+                }
+            };
             let (key, waker, tx) = (self.key.clone(), self.waker, self.tx.clone());
             let spawned = std::thread::Builder::new().name("madrun-handshake".into()).spawn(move || {
-                let result = match handshake(&stream, &key) {
+                let result = match handshake(&stream, &key, &ticket) {
                     Ok(()) => Accepted::Ok(stream, addr),
                     Err(why) => Accepted::Rejected(addr, why),
                 };
+                drop(ticket);
                 let _ = tx.send(result);
                 waker.wake();
             });
-            match spawned {
-                Ok(_) => self.pending += 1,
-                Err(e) => {
-                    log::warn!("rejected a connection from {addr}: cannot start its handshake: {e}")
-                }
+            if let Err(e) = spawned {
+                let _ = self.tx.send(Accepted::Rejected(addr, format!("cannot start its handshake: {e}")));
             }
         }
     }
 
-    /// The handshakes finished since the last call.
+    /// The handshakes finished since the last call: every accepted connection, and at most one
+    /// rejection per interval, which counts the others.
     pub fn finished(&mut self) -> Vec<Accepted> {
-        let done: Vec<Accepted> = self.rx.try_iter().collect();
-        self.pending -= done.len().min(self.pending);
+        let mut done = Vec::new();
+        for a in self.rx.try_iter() {
+            match a {
+                Accepted::Ok(..) => done.push(a),
+                Accepted::Rejected(addr, why) => {
+                    if let Some(summary) = self.rejects.count(addr, &why) {
+                        done.push(Accepted::Rejected(addr, summary));
+                    }
+                }
+            }
+        }
         done
     }
 }
 
-fn handshake(stream: &TcpStream, key: &JobKey) -> Result<(), String> {
-    let setup = stream
-        .set_nonblocking(false)
-        .and_then(|()| stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)))
-        .and_then(|()| stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT)));
-    setup.map_err(|e| format!("socket setup failed: {e}"))?;
-    let mut s = stream;
+fn handshake(stream: &TcpStream, key: &JobKey, ticket: &Ticket) -> Result<(), String> {
+    stream.set_nonblocking(false).map_err(|e| format!("socket setup failed: {e}"))?;
+    let mut s = Timed::new(stream, stream.as_raw_fd(), Deadline::after(HANDSHAKE_TIMEOUT), Some(ticket));
     server_handshake(&mut s, key).map_err(|e| match e {
         HandshakeError::Io(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
             format!("no job handshake within {} s", HANDSHAKE_TIMEOUT.as_secs())
         }
         HandshakeError::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-            "closed the connection during the job handshake".to_string()
+            "closed the connection during the job handshake (or dropped to make room)".to_string()
         }
         other => other.to_string(),
     })?;
+    ticket.proven();
     let ready = stream
         .set_read_timeout(None)
         .and_then(|()| stream.set_write_timeout(None))
         .and_then(|()| stream.set_nodelay(true))
         .and_then(|()| stream.set_nonblocking(true));
     ready.map_err(|e| format!("socket setup failed: {e}"))
+}
+
+/// Where the port listens without `--pmi-bind`: the `--pmi-host` address if it is one of this
+/// machine's, else the address this machine reaches every remote host from (when they agree),
+/// else every interface.
+fn listen_address(host: Option<&str>, remote_hosts: &[String]) -> IpAddr {
+    let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+    if let Some(ip) =
+        host.and_then(|h| h.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().ok())
+    {
+        return if TcpListener::bind((ip, 0)).is_ok() { ip } else { any };
+    }
+    let mut from: Option<IpAddr> = None;
+    for h in remote_hosts {
+        match (source_towards(h), from) {
+            (Some(ip), None) => from = Some(ip),
+            (Some(ip), Some(f)) if ip == f => {}
+            _ => return any,
+        }
+    }
+    from.filter(|ip| !ip.is_loopback()).unwrap_or(any)
+}
+
+/// The local address the kernel would send from to reach `host` (no packet is sent).
+fn source_towards(host: &str) -> Option<IpAddr> {
+    let target = (host.trim_start_matches('[').trim_end_matches(']'), 9).to_socket_addrs().ok()?.next()?;
+    let unspecified: SocketAddr = if target.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().ok()?;
+    let s = UdpSocket::bind(unspecified).ok()?;
+    s.connect(target).ok()?;
+    s.local_addr().ok().map(|a| a.ip())
 }
 
 /// `ADDR` or `ADDR:PORT` (port 0 when absent).
@@ -247,6 +316,17 @@ mod tests {
         let argv = remote_command("ssh -x", "node2", &env, &["prog".into(), "it's".into()]);
         assert_eq!(argv, ["ssh", "-x", "node2", "env", "PMI_ID=3", "'X=a b'", "prog", "'it'\\''s'"]);
         assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn the_port_listens_where_the_hosts_come_from() {
+        let any: IpAddr = "0.0.0.0".parse().unwrap();
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!(listen_address(Some("127.0.0.1"), &[]), lo, "a --pmi-host of this machine");
+        assert_eq!(listen_address(Some("192.0.2.1"), &[]), any, "not ours: every interface");
+        assert_eq!(listen_address(None, &["no-such-host.invalid".into()]), any, "unresolvable");
+        assert_eq!(listen_address(None, &["127.0.0.2".into()]), any, "loopback is no host's way in");
+        assert_eq!(source_towards("127.0.0.1"), Some(lo));
     }
 
     #[test]

@@ -73,6 +73,37 @@ impl fmt::Display for PmiError {
 
 impl std::error::Error for PmiError {}
 
+/// How long a rank keeps retrying the PMI port when its connection is dropped during the
+/// handshake (madrun's port evicts the oldest unauthenticated connection when flooded).
+const PORT_PATIENCE: Duration = Duration::from_secs(5);
+/// Bound on each read of the handshake with the PMI port.
+const PORT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why one attempt at the PMI port failed.
+enum DialError {
+    Connect(io::Error),
+    Handshake(crate::secret::HandshakeError),
+}
+
+impl DialError {
+    /// Dropped during the handshake: another attempt may succeed.
+    fn transient(&self) -> bool {
+        use io::ErrorKind::*;
+        let kind = match self {
+            DialError::Connect(e) | DialError::Handshake(crate::secret::HandshakeError::Io(e)) => e.kind(),
+            DialError::Handshake(_) => return false,
+        };
+        matches!(kind, ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof)
+    }
+
+    fn into_pmi(self, port: &str) -> PmiError {
+        match self {
+            DialError::Connect(err) => PmiError::Io { doing: format!("connecting to PMI_PORT={port}"), err },
+            DialError::Handshake(e) => PmiError::Env(format!("job handshake with PMI_PORT={port}: {e}")),
+        }
+    }
+}
+
 /// A blocking, framed connection to the PMI server.
 pub(crate) struct Conn {
     stream: UnixStream,
@@ -261,19 +292,41 @@ impl Pmi {
         }
         let port = std::env::var("PMI_PORT")
             .map_err(|_| PmiError::Env("neither PMI_FD nor PMI_PORT is set".into()))?;
-        let tcp = std::net::TcpStream::connect(port.trim())
-            .map_err(|err| PmiError::Io { doing: format!("connecting to PMI_PORT={port}"), err })?;
-        tcp.set_nodelay(true).ok();
-        if let Ok(k) = std::env::var("PM2_JOB_KEY") {
-            let key = crate::secret::JobKey::from_hex(&k).map_err(PmiError::Env)?;
-            tcp.set_read_timeout(Some(Duration::from_secs(30))).ok();
-            let mut t = &tcp;
-            crate::secret::client_handshake(&mut t, &key)
-                .map_err(|e| PmiError::Env(format!("job handshake with PMI_PORT={port}: {e}")))?;
-        }
+        let key = match std::env::var("PM2_JOB_KEY") {
+            Ok(k) => Some(crate::secret::JobKey::from_hex(&k).map_err(PmiError::Env)?),
+            Err(_) => None,
+        };
+        // A flooded port drops the oldest connection that has not proved the key: try again.
+        let started = std::time::Instant::now();
+        let mut backoff = Duration::from_millis(20);
+        let tcp = loop {
+            match Pmi::dial(port.trim(), key.as_ref()) {
+                Ok(t) => break t,
+                Err(e) if e.transient() && started.elapsed() + backoff < PORT_PATIENCE => {
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                }
+                Err(e) => return Err(e.into_pmi(&port)),
+            }
+        };
         // SAFETY: we hand the TCP socket's descriptor over to a UnixStream wrapper, which only
         // reads, writes and sets socket options on it (valid for any socket).
         Ok(unsafe { UnixStream::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(tcp)) })
+    }
+
+    /// One attempt at connecting to the PMI port and proving the job key.
+    fn dial(port: &str, key: Option<&crate::secret::JobKey>) -> Result<std::net::TcpStream, DialError> {
+        let tcp = std::net::TcpStream::connect(port).map_err(DialError::Connect)?;
+        tcp.set_nodelay(true).ok();
+        if let Some(key) = key {
+            tcp.set_read_timeout(Some(PORT_HANDSHAKE_TIMEOUT)).ok();
+            tcp.set_write_timeout(Some(PORT_HANDSHAKE_TIMEOUT)).ok();
+            let mut t = &tcp;
+            crate::secret::client_handshake(&mut t, key).map_err(DialError::Handshake)?;
+            tcp.set_read_timeout(None).ok();
+            tcp.set_write_timeout(None).ok();
+        }
+        Ok(tcp)
     }
 
     fn init_v1(stream: UnixStream) -> Result<Pmi, PmiError> {

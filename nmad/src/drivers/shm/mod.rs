@@ -11,8 +11,10 @@
 //!   each outgoing ring waiting for space); a peer that publishes (or frees space) and sees the
 //!   flag writes our eventfd (`wake.rs`).
 //! - Connections come through an abstract Unix socket named in the card (no file to leave
-//!   behind), authenticated with the job key (`setup.rs`); a background thread accepts them and
-//!   watches each link's socket to detect dead peers (`monitor.rs`).
+//!   behind), authenticated with the job key (`setup.rs`, one deadline per setup); a background
+//!   thread accepts them (at most 64 setups at once, the oldest unauthenticated one dropped to
+//!   make room) and watches each link's socket to detect dead peers (`monitor.rs`). `connect`
+//!   retries dropped or timed-out setups for [`CONNECT_PATIENCE`](super::retry::CONNECT_PATIENCE).
 //!
 //! Card: `NODE,nmad-shm.PID.RANDOM` (the node id and the socket name).
 //!
@@ -38,6 +40,7 @@ mod wake;
 
 pub use options::{MAX_RING, MIN_RING, ShmOptions};
 
+use super::retry::with_retry;
 use super::{Caps, Driver, DriverEnv, LargePath, Link, PeerId, Profile, Sink};
 use link::ShmLink;
 use receive::{Scratch, receive};
@@ -190,7 +193,7 @@ impl Driver for ShmDriver {
         if self.shared.closed.load(Acquire) {
             return Err(io::Error::new(io::ErrorKind::NotConnected, "shm driver shut down"));
         }
-        let link = setup::dial(&self.shared.local, peer, name)?;
+        let link = with_retry(|| setup::dial(&self.shared.local, peer, name))?;
         self.shared.add_link(&link);
         if self.shared.closed.load(SeqCst) {
             link.fail(io::ErrorKind::NotConnected, "shm driver shut down".into());
@@ -292,6 +295,7 @@ impl Driver for ShmDriver {
             let _ = h.join();
         }
         sh.close_all();
+        sh.rejects.flush();
     }
 }
 

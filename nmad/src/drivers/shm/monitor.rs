@@ -1,6 +1,7 @@
 //! The driver's background thread: accepts connections on the listening socket (each set up in a
-//! short-lived thread of its own, so a silent stranger holds nobody up) and watches every link's
-//! control socket, failing the link when the peer closes it (exit, crash, shutdown).
+//! short-lived thread of its own within one deadline, at most 64 at once, the oldest
+//! unauthenticated one dropped to make room: idle strangers lock nobody out) and watches every
+//! link's control socket, failing the link when the peer closes it (exit, crash, shutdown).
 //!
 //! It runs whether or not anyone polls, so a peer can connect while this process computes. It
 //! owns the listener; it reports through [`Shared`] and never calls the sink.
@@ -8,7 +9,7 @@
 use super::link::ShmLink;
 use super::setup;
 use super::shared::Shared;
-use super::socket::{closed_reason, drain};
+use super::socket::{closed_reason, drain, peer_cred};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -16,9 +17,6 @@ use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// Incoming setups allowed at once; more connections are dropped (and logged).
-const MAX_SETUPS: usize = 64;
 
 /// Starts the thread.
 pub(crate) fn spawn(shared: Arc<Shared>, listener: UnixListener) -> io::Result<JoinHandle<()>> {
@@ -102,23 +100,27 @@ fn accept_all(sh: &Arc<Shared>, listener: &UnixListener) {
 
 /// Sets an incoming connection up in its own thread.
 fn admit(sh: &Arc<Shared>, s: UnixStream) {
-    let rank = sh.local.rank;
-    if sh.setups.fetch_add(1, AcqRel) >= MAX_SETUPS {
-        sh.setups.fetch_sub(1, AcqRel);
-        log::warn!("shm: rank {rank}: rejected a connection: {MAX_SETUPS} setups already in progress");
-        return;
-    }
+    let ticket = match sh.setups.admit(&s) {
+        Ok((t, _evicted)) => t,
+        Err(why) => return sh.rejects.note(who(&s), why),
+    };
     let shared = sh.clone();
-    let spawned = std::thread::Builder::new().name("nmad-shm-setup".into()).spawn(move || {
-        let result = setup::answer(&shared.local, s);
-        shared.setups.fetch_sub(1, AcqRel);
-        match result {
-            Ok(link) => shared.push_accepted(link),
-            Err(why) => log::warn!("shm: rank {rank}: rejected a connection: {why}"),
-        }
-    });
+    let spawned =
+        std::thread::Builder::new().name("nmad-shm-setup".into()).spawn(move || {
+            match setup::answer(&shared.local, s, &ticket) {
+                Ok(link) => shared.push_accepted(link),
+                Err(why) => shared.rejects.note("a process", why),
+            }
+        });
     if let Err(e) = spawned {
-        sh.setups.fetch_sub(1, AcqRel);
-        log::warn!("shm: rank {rank}: rejected a connection: no thread for its setup: {e}");
+        sh.rejects.note("a process", format!("no thread for its setup: {e}"));
+    }
+}
+
+/// The connecting process, as the kernel names it.
+fn who(s: &UnixStream) -> String {
+    match peer_cred(s) {
+        Ok((pid, uid)) => format!("pid {pid} (uid {uid})"),
+        Err(_) => "a process".into(),
     }
 }

@@ -6,8 +6,8 @@
 //! 4. the acceptor checks all of it, maps the segment, and answers `reply` (its rank, CMA, the pid
 //!    it sees for the connector) with its eventfd.
 //!
-//! The socket then stays open, silent, as the liveness channel. Every step is bounded by
-//! [`TIMEOUT`]. It owns the setup messages; it does not register links with the driver.
+//! The socket then stays open, silent, as the liveness channel. The whole setup is bounded by
+//! [`TIMEOUT`] (one deadline, not one per read). It owns the setup messages; it does not register links with the driver.
 //!
 //! Pids: each side reads the other's from the kernel (translated into its own pid namespace) and
 //! uses that for its cross-memory reads; processes in pid namespaces that cannot see each other
@@ -24,9 +24,10 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixStream};
 use std::sync::Arc;
 use std::time::Duration;
+use tools::admission::{Deadline, Ticket, Timed};
 use tools::secret::{HandshakeError, JobKey, client_handshake, server_handshake};
 
-/// Bound on each blocking step of a setup.
+/// Bound on a whole setup, either side.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
 
 const MAGIC: &[u8; 8] = b"NMSHM001";
@@ -125,11 +126,6 @@ pub(crate) fn address(name: &str) -> io::Result<SocketAddr> {
     SocketAddr::from_abstract_name(name.as_bytes())
 }
 
-fn timeouts(s: &UnixStream) -> io::Result<()> {
-    s.set_read_timeout(Some(TIMEOUT))?;
-    s.set_write_timeout(Some(TIMEOUT))
-}
-
 /// Connects to rank `peer` listening at `name`.
 pub(crate) fn dial(local: &Local, peer: PeerId, name: &str) -> io::Result<Arc<ShmLink>> {
     let err = |kind: io::ErrorKind, what: String| {
@@ -143,8 +139,8 @@ pub(crate) fn dial(local: &Local, peer: PeerId, name: &str) -> io::Result<Arc<Sh
             kind => err(kind, format!("{what}: {e}")),
         }
     };
+    let deadline = Deadline::after(TIMEOUT);
     let s = UnixStream::connect_addr(&address(name)?).map_err(step("cannot reach its socket"))?;
-    timeouts(&s)?;
     let (pid, uid) = peer_cred(&s)?;
     if uid != euid() {
         return Err(err(
@@ -152,23 +148,29 @@ pub(crate) fn dial(local: &Local, peer: PeerId, name: &str) -> io::Result<Arc<Sh
             format!("its socket belongs to uid {uid}, not ours"),
         ));
     }
-    client_handshake(&mut Conn(&s), &local.key).map_err(|e| match e {
-        HandshakeError::Io(e) => step("job handshake")(e),
-        e => err(io::ErrorKind::PermissionDenied, format!("job handshake: {e}")),
+    client_handshake(&mut Timed::new(Conn(&s), s.as_raw_fd(), deadline, None), &local.key).map_err(|e| {
+        match e {
+            HandshakeError::Io(e) => step("job handshake")(e),
+            e => err(io::ErrorKind::PermissionDenied, format!("job handshake: {e}")),
+        }
     })?;
     let cap = local.opts.ring_bytes as u64;
     let (map, memfd) = Mapping::create(segment_len(cap))?;
     let hello = Hello { rank: local.rank, flags: local.flags(), ring: cap, your_pid: pid };
+    deadline.arm(s.as_raw_fd()).map_err(step("setup"))?;
     send_with_fds(&s, &hello.encode(), &[memfd.as_raw_fd(), local.wake.as_raw_fd()])
         .map_err(step("setup"))?;
     drop(memfd);
     let mut b = [0u8; REPLY_LEN];
-    let mut fds = recv_with_fds(&s, &mut b, 1).map_err(|e| match e.kind() {
-        io::ErrorKind::UnexpectedEof => {
-            err(io::ErrorKind::ConnectionRefused, "it refused the setup (its log says why)".into())
-        }
-        _ => step("setup reply")(e),
-    })?;
+    let mut fds =
+        deadline.arm(s.as_raw_fd()).and_then(|()| recv_with_fds(&s, &mut b, 1)).map_err(|e| {
+            match e.kind() {
+                io::ErrorKind::UnexpectedEof => {
+                    err(io::ErrorKind::ConnectionRefused, "it refused the setup (its log says why)".into())
+                }
+                _ => step("setup reply")(e),
+            }
+        })?;
     let reply = Reply::decode(&b).map_err(|e| err(io::ErrorKind::InvalidData, e))?;
     if reply.rank != peer {
         return Err(err(
@@ -191,22 +193,32 @@ pub(crate) fn dial(local: &Local, peer: PeerId, name: &str) -> io::Result<Arc<Sh
     }))
 }
 
-/// Answers a connection on our socket; `Err` says why it was refused (for the log).
-pub(crate) fn answer(local: &Local, s: UnixStream) -> Result<Arc<ShmLink>, String> {
-    timeouts(&s).map_err(|e| e.to_string())?;
+/// Answers a connection on our socket, holding `ticket` in the pool of setups in progress;
+/// `Err` says why it was refused (for the log).
+pub(crate) fn answer(local: &Local, s: UnixStream, ticket: &Ticket) -> Result<Arc<ShmLink>, String> {
+    let deadline = Deadline::after(TIMEOUT);
     let (pid, uid) = peer_cred(&s).map_err(|e| format!("SO_PEERCRED: {e}"))?;
     if uid != euid() {
         return Err(format!("pid {pid} runs as uid {uid}, not ours"));
     }
     let who = |what: String| format!("pid {pid}: {what}");
-    server_handshake(&mut Conn(&s), &local.key).map_err(|e| match e {
+    let mut timed = Timed::new(Conn(&s), s.as_raw_fd(), deadline, Some(ticket));
+    server_handshake(&mut timed, &local.key).map_err(|e| match e {
         HandshakeError::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-            who("hung up during the job handshake (a process of another job?)".into())
+            who("hung up during the job handshake (a process of another job, or dropped to make room?)"
+                .into())
+        }
+        HandshakeError::Io(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            who(format!("no job handshake within {TIMEOUT:?}"))
         }
         e => who(e.to_string()),
     })?;
+    ticket.proven();
     let mut b = [0u8; HELLO_LEN];
-    let mut fds = recv_with_fds(&s, &mut b, 2).map_err(|e| who(format!("setup message: {e}")))?;
+    let mut fds = deadline
+        .arm(s.as_raw_fd())
+        .and_then(|()| recv_with_fds(&s, &mut b, 2))
+        .map_err(|e| who(format!("setup message: {e}")))?;
     let hello = Hello::decode(&b).map_err(who)?;
     if hello.rank >= local.size || hello.rank == local.rank {
         return Err(who(format!(
@@ -220,7 +232,10 @@ pub(crate) fn answer(local: &Local, s: UnixStream) -> Result<Arc<ShmLink>, Strin
     let map = Mapping::attach(&memfd, segment_len(cap)).map_err(who)?;
     drop(memfd);
     let reply = Reply { rank: local.rank, flags: local.flags(), your_pid: pid };
-    send_with_fds(&s, &reply.encode(), &[local.wake.as_raw_fd()]).map_err(|e| who(format!("reply: {e}")))?;
+    deadline
+        .arm(s.as_raw_fd())
+        .and_then(|()| send_with_fds(&s, &reply.encode(), &[local.wake.as_raw_fd()]))
+        .map_err(|e| who(format!("reply: {e}")))?;
     Ok(ShmLink::new(Parts {
         peer: hello.rank,
         map,
@@ -252,7 +267,15 @@ mod tests {
         let name = format!("nmad-shm.test.{}.{:?}", std::process::id(), std::thread::current().id());
         let name: String = name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.').collect();
         let l = UnixListener::bind_addr(&address(&name).unwrap()).unwrap();
-        (name, std::thread::spawn(move || answer(&local, l.accept().unwrap().0)))
+        let pool = tools::admission::Pool::new(1);
+        (
+            name,
+            std::thread::spawn(move || {
+                let s = l.accept().unwrap().0;
+                let (ticket, _) = pool.admit(&s).unwrap();
+                answer(&local, s, &ticket)
+            }),
+        )
     }
 
     #[test]

@@ -9,8 +9,15 @@ use super::setup::Local;
 use super::socket::signal;
 use super::wake::Sleepers;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tools::admission::{Pool, RejectLog};
+
+/// Incoming setups allowed at once; one more evicts the oldest that has not proved the key.
+const MAX_SETUPS: usize = 64;
+/// Rejected connections are logged as one count per interval.
+const REJECT_LOG_INTERVAL: Duration = Duration::from_secs(5);
 
 pub(crate) struct Shared {
     pub local: Local,
@@ -27,12 +34,16 @@ pub(crate) struct Shared {
     /// A context armed since `poll` last emptied the eventfd.
     pub armed: AtomicBool,
     pub sleepers: Sleepers<Arc<ShmLink>>,
-    /// Setups of incoming connections in progress.
-    pub setups: AtomicUsize,
+    /// Setups of incoming connections in progress (bounded; the oldest unauthenticated one is
+    /// dropped to make room).
+    pub setups: Arc<Pool>,
+    /// Rejected connections, logged at most once per interval.
+    pub rejects: RejectLog,
 }
 
 impl Shared {
     pub(crate) fn new(local: Local, ctl: OwnedFd) -> Shared {
+        let rank = local.rank;
         Shared {
             local,
             ctl,
@@ -43,7 +54,8 @@ impl Shared {
             events: AtomicBool::new(false),
             armed: AtomicBool::new(false),
             sleepers: Sleepers::new(),
-            setups: AtomicUsize::new(0),
+            setups: Pool::new(MAX_SETUPS),
+            rejects: RejectLog::new(format!("nmad shm (rank {rank})"), REJECT_LOG_INTERVAL),
         }
     }
 

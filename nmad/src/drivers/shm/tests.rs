@@ -14,7 +14,7 @@ fn drivers(n: u32) -> Vec<Arc<ShmDriver>> {
     let key = JobKey::generate().unwrap();
     (0..n)
         .map(|rank| {
-            let env = DriverEnv { rank, size: n, job_key: key.clone(), node: node_id() };
+            let env = DriverEnv { rank, size: n, job_key: key.clone(), node: node_id(), single_node: false };
             ShmDriver::with_options(&env, ShmOptions::default()).unwrap()
         })
         .collect()

@@ -1,7 +1,8 @@
 //! The acceptor: a background thread that accepts connections on the listening socket, so that
-//! `connect` never needs the peer to poll. Each handshake runs on its own short-lived thread
-//! (bounded in number): a stranger that connects and says nothing holds only that thread, until
-//! its timeout.
+//! `connect` never needs the peer to poll. Each handshake runs on its own short-lived thread,
+//! within one deadline for the whole exchange; at most [`MAX_HANDSHAKES`] at once, and when
+//! they are all taken the oldest connection that has not proved the key is dropped to make room
+//! (`tools::admission`), so idle strangers cannot lock ranks out.
 //!
 //! It owns the listening socket and its threads; authenticated connections go to the driver
 //! through `Shared::adopt`.
@@ -11,11 +12,11 @@ use super::sys::EventFd;
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use tools::admission::Pool;
 
-/// Handshakes in progress at once; connections beyond are turned away.
+/// Handshakes in progress at once; a connection beyond evicts the oldest unauthenticated one.
 const MAX_HANDSHAKES: usize = 64;
 
 pub struct Acceptor {
@@ -50,7 +51,7 @@ impl Drop for Acceptor {
 }
 
 fn run(listener: TcpListener, stop: &EventFd, setup: Arc<Setup>) {
-    let in_flight = Arc::new(AtomicUsize::new(0));
+    let pool = Pool::new(MAX_HANDSHAKES);
     loop {
         let mut fds = [
             libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 },
@@ -76,20 +77,19 @@ fn run(listener: TcpListener, stop: &EventFd, setup: Arc<Setup>) {
                 continue;
             }
         };
-        if in_flight.fetch_add(1, AcqRel) >= MAX_HANDSHAKES {
-            in_flight.fetch_sub(1, AcqRel);
-            setup.shared.rejected.fetch_add(1, Relaxed);
-            log::warn!("{}: rejected a connection from {addr}: too many handshakes in progress", setup.rail);
-            continue;
-        }
-        let (setup2, in_flight2) = (setup.clone(), in_flight.clone());
-        let spawned = std::thread::Builder::new().name(format!("nmad-{}-hs", setup.rail)).spawn(move || {
-            setup2.admit(s, addr);
-            in_flight2.fetch_sub(1, AcqRel);
-        });
+        let ticket = match pool.admit(&s) {
+            Ok((t, _evicted)) => t,
+            Err(why) => {
+                setup.reject(addr, why);
+                continue;
+            }
+        };
+        let setup2 = setup.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("nmad-{}-hs", setup.rail))
+            .spawn(move || setup2.admit(s, addr, &ticket));
         if let Err(e) = spawned {
-            in_flight.fetch_sub(1, AcqRel);
-            log::warn!("{}: cannot start a handshake thread for {addr}: {e}", setup.rail);
+            setup.reject(addr, format!("no thread for its handshake: {e}"));
         }
     }
 }

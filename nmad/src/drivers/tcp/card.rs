@@ -1,5 +1,6 @@
-//! Addresses: where a tcp driver instance listens, what its business card says, and which
-//! addresses of a peer's card to try.
+//! Addresses: where a tcp driver instance listens (loopback only for a single-node job, every
+//! interface otherwise, or the one chosen), what its business card says, and which addresses of
+//! a peer's card to try.
 //!
 //! Card: `NODE,PORT,ADDR[,ADDR...]` (no `;`, `=` or spaces; IPv6 addresses keep their colons).
 //! Loopback addresses in a card only serve processes of the same node (same boot id and network
@@ -65,8 +66,13 @@ pub struct Plan {
     pub local: Option<IpAddr>,
 }
 
-/// The plan for `tcp` (`choice` = None: every interface) or `tcp:IFACE` / `tcp:ADDRESS`.
-pub fn plan(choice: Option<&str>) -> io::Result<Plan> {
+/// The plan for `tcp` (`choice` = None: every interface, or loopback only if `single_node`:
+/// no peer can come from elsewhere) or `tcp:IFACE` / `tcp:ADDRESS`.
+pub fn plan(choice: Option<&str>, single_node: bool) -> io::Result<Plan> {
+    if choice.is_none() && single_node {
+        let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        return Ok(Plan { bind: lo, advertised: vec![lo], local: None });
+    }
     let ifs = sys::interface_addrs()?;
     plan_from(choice, &ifs)
 }
@@ -191,7 +197,10 @@ mod tests {
 
     #[test]
     fn this_machine_has_a_plan() {
-        let p = plan(None).unwrap();
+        let p = plan(None, false).unwrap();
         assert!(p.advertised.iter().any(|a| a.is_loopback()));
+        let single = plan(None, true).unwrap();
+        assert_eq!((single.bind.to_string(), single.advertised), ("127.0.0.1".into(), vec![single.bind]));
+        assert_eq!(plan(Some("127.0.0.2"), true).unwrap().bind.to_string(), "127.0.0.2", "a choice wins");
     }
 }

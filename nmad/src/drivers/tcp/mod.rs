@@ -1,10 +1,13 @@
 //! The `tcp` driver: nonblocking TCP sockets with TCP_NODELAY, vectored I/O, and a connection
 //! handshake that proves the job secret.
 //!
-//! - `card`: where an instance listens (`tcp`: every interface; `tcp:IFACE` or `tcp:ADDRESS`:
-//!   one, a rail) and the business card `NODE,PORT,ADDR...`;
-//! - `accept` and `handshake`: a background thread accepts and authenticates connections
-//!   (a stranger is rejected and logged), `connect` dials and authenticates;
+//! - `card`: where an instance listens (`tcp`: every interface, loopback only in a single-node
+//!   job; `tcp:IFACE` or `tcp:ADDRESS`: one, a rail) and the business card `NODE,PORT,ADDR...`;
+//! - `accept` and `handshake`: a background thread accepts and authenticates connections, each
+//!   within one deadline, at most 64 at once (the oldest unauthenticated one is dropped to make
+//!   room; strangers are counted and logged once per interval); `connect` dials and
+//!   authenticates, retrying dropped or timed-out attempts for
+//!   [`CONNECT_PATIENCE`](super::retry::CONNECT_PATIENCE);
 //! - [`wire`]: the hello and the frames (packets, bulk pieces), checked before anything is
 //!   trusted;
 //! - `link`: the send side of a connection (one writer at a time, partial writes kept in a
@@ -34,6 +37,7 @@ mod shared;
 mod sys;
 pub mod wire;
 
+use super::retry::with_retry;
 use super::{Caps, Driver, DriverEnv, LargePath, Link, PeerId, Profile, Sink};
 use accept::Acceptor;
 use card::Card;
@@ -48,6 +52,10 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tools::admission::RejectLog;
+
+/// Rejected connections are logged as one count per interval.
+const REJECT_LOG_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Epoll events handled per poll (the rest wait for the next one).
 const EVENTS_PER_POLL: usize = 64;
@@ -143,7 +151,7 @@ impl TcpDriver {
             Some(a) => Some(a.to_string()),
             None => std::env::var("NMAD_TCP_IFACE").ok().filter(|v| !v.is_empty()),
         };
-        let plan = card::plan(choice.as_deref())?;
+        let plan = card::plan(choice.as_deref(), env.single_node)?;
         let listener = TcpListener::bind((plan.bind, 0))
             .map_err(|e| io::Error::new(e.kind(), format!("{name}: cannot listen on {}: {e}", plan.bind)))?;
         if let Some(b) = opts.socket_buffer {
@@ -164,6 +172,7 @@ impl TcpDriver {
             timeout: opts.handshake_timeout,
             dead_after: opts.dead_after,
             local: plan.local,
+            rejects: RejectLog::new(format!("nmad {name} (rank {})", env.rank), REJECT_LOG_INTERVAL),
         });
         let acceptor = Acceptor::spawn(listener, setup.clone())?;
         Ok(Arc::new(TcpDriver {
@@ -187,6 +196,27 @@ impl TcpDriver {
     /// The listening socket's address.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// One attempt at every candidate address in turn; the error names each failure and has the
+    /// kind of the last one.
+    fn dial_any(
+        &self,
+        peer: PeerId,
+        candidates: &[SocketAddr],
+    ) -> io::Result<(std::net::TcpStream, SocketAddr)> {
+        let mut errors = Vec::new();
+        let mut kind = io::ErrorKind::AddrNotAvailable;
+        for &addr in candidates {
+            match self.setup.dial(peer, addr) {
+                Ok(s) => return Ok((s, addr)),
+                Err(e) => {
+                    kind = e.kind();
+                    errors.push(format!("{addr}: {e}"));
+                }
+            }
+        }
+        Err(io::Error::new(kind, errors.join("; ")))
     }
 
     /// Adopts connections handed over since the last poll and reports bulk sends finished
@@ -265,28 +295,26 @@ impl Driver for TcpDriver {
         let c = Card::parse(card).ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, format!("malformed tcp card `{card}`"))
         })?;
-        let mut errors = Vec::new();
-        let mut kind = io::ErrorKind::AddrNotAvailable;
-        for addr in c.candidates(&self.node) {
-            match self.setup.dial(peer, addr) {
-                Ok(s) => {
-                    let conn = Arc::new(Conn::new(self.shared.clone(), peer, s, addr));
-                    self.shared.adopt(conn.clone(), false)?;
-                    return Ok(conn);
-                }
-                Err(e) => {
-                    kind = e.kind();
-                    errors.push(format!("{addr}: {e}"));
-                }
-            }
+        let candidates = c.candidates(&self.node);
+        if candidates.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrNotAvailable,
+                format!(
+                    "{}: cannot connect to rank {peer} (card `{card}`): no address of the card is reachable from this node",
+                    self.name
+                ),
+            ));
         }
-        if errors.is_empty() {
-            errors.push("no address of the card is reachable from this node".into());
-        }
-        Err(io::Error::new(
-            kind,
-            format!("{}: cannot connect to rank {peer} (card `{card}`): {}", self.name, errors.join("; ")),
-        ))
+        let s = with_retry(|| self.dial_any(peer, &candidates)).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("{}: cannot connect to rank {peer} (card `{card}`): {e}", self.name),
+            )
+        })?;
+        let (s, addr) = s;
+        let conn = Arc::new(Conn::new(self.shared.clone(), peer, s, addr));
+        self.shared.adopt(conn.clone(), false)?;
+        Ok(conn)
     }
 
     fn poll(&self, sink: &mut dyn Sink) -> usize {
@@ -352,6 +380,7 @@ impl Driver for TcpDriver {
         if let Some(mut a) = self.acceptor.lock().unwrap().take() {
             a.stop();
         }
+        self.setup.rejects.flush();
     }
 }
 
