@@ -4,7 +4,8 @@
 //!
 //! - **Running**: serve PMI, forward I/O, reap exited ranks. The first failure (a rank exiting
 //!   non-zero, killed by a signal, exiting 0 between PMI init and finalize, calling abort, sending
-//!   a malformed request; the timeout; SIGINT/SIGTERM/SIGHUP to madrun) prints one line, sets
+//!   a malformed request; exiting before PMI init while another rank of its job waits in a PMI
+//!   barrier; the timeout; SIGINT/SIGTERM/SIGHUP to madrun) prints one line, sets
 //!   the exit code and sends SIGTERM (or the received signal) to the job's process group.
 //!   With `-disable-auto-cleanup`, a rank's death is reported and remembered (the first one's
 //!   code becomes madrun's) while the others go on.
@@ -165,6 +166,7 @@ impl Job {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             self.reap(&mut buf);
+            self.check_server();
             self.check_clock();
             if let Phase::Draining { until } = self.phase
                 && (self.outputs.iter().all(Option::is_none) || Instant::now() >= until)
@@ -415,8 +417,27 @@ impl Job {
                 );
                 self.lose(rank, &what, 1);
             }
-            Exit::Code(0) => {}
+            Exit::Code(0) => self.server.exited_before_init(rank),
             _ => self.lose(rank, &format!("{} {}", self.name(rank), e.describe()), e.exit_code()),
+        }
+    }
+
+    /// What the PMI server noticed: full-store refusals (told), and a barrier that can no longer
+    /// complete because a rank exited before PMI init (the job fails: its peers would wait
+    /// forever, as Hydra's do).
+    fn check_server(&mut self) {
+        for (rank, what) in self.server.take_notices() {
+            eprintln!("madrun: {}: {what}", self.name(rank));
+        }
+        if self.phase == Phase::Running
+            && let Some((gone, waiting)) = self.server.blocked_barrier()
+        {
+            let what = format!(
+                "{} exited before PMI init while {} waits in a PMI barrier that can no longer complete",
+                self.name(gone),
+                self.name(waiting)
+            );
+            self.lose(gone, &what, 1);
         }
     }
 
