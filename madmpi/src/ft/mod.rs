@@ -217,6 +217,13 @@ pub(crate) fn failures_known(rt: &crate::comm::Runtime) -> bool {
         || !rt.ft.learned.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
 }
 
+/// The world ranks known failed here (seen by nmad or learned by agreements), in rank order.
+pub(crate) fn failed_ranks(rt: &crate::comm::Runtime) -> Vec<u32> {
+    let mut all: BTreeSet<u32> = rt.nm.failed_peers().into_iter().collect();
+    all.extend(rt.ft.learned.lock().unwrap_or_else(PoisonError::into_inner).iter());
+    all.into_iter().collect()
+}
+
 /// A barrier among the surviving processes of the job, whatever fails meanwhile (a
 /// fault-tolerant agreement over the world's shadow session, numbered apart from the world
 /// communicator's own operations).

@@ -4,8 +4,8 @@
 //!
 //! - **Running**: serve PMI, forward I/O, reap exited ranks. The first failure (a rank exiting
 //!   non-zero, killed by a signal, exiting 0 between PMI init and finalize, calling abort, sending
-//!   a malformed request; exiting before PMI init while another rank of its job waits in a PMI
-//!   barrier; the timeout; SIGINT/SIGTERM/SIGHUP to madrun) prints one line, sets
+//!   a malformed request; exiting, even with status 0, while another rank of its job waits in a
+//!   PMI barrier; the timeout; SIGINT/SIGTERM/SIGHUP to madrun) prints one line, sets
 //!   the exit code and sends SIGTERM (or the received signal) to the job's process group.
 //!   With `-disable-auto-cleanup`, a rank's death is reported and remembered (the first one's
 //!   code becomes madrun's) while the others go on.
@@ -409,6 +409,7 @@ impl Job {
         if let Some(id) = self.server.conn_of(rank) {
             self.pump_pmi(id, true, buf);
         }
+        self.server.exited(rank);
         match e {
             Exit::Code(0) if self.server.inited(rank) && !self.server.finalized(rank) => {
                 let what = format!(
@@ -417,14 +418,15 @@ impl Job {
                 );
                 self.lose(rank, &what, 1);
             }
-            Exit::Code(0) => self.server.exited_before_init(rank),
+            Exit::Code(0) => {}
             _ => self.lose(rank, &format!("{} {}", self.name(rank), e.describe()), e.exit_code()),
         }
     }
 
     /// What the PMI server noticed: full-store refusals (told), and a barrier that can no longer
-    /// complete because a rank exited before PMI init (the job fails: its peers would wait
-    /// forever, as Hydra's do).
+    /// complete because a rank exited without entering it (before PMI init, or after a
+    /// finalize that skipped the launcher's fence): the job fails, where Hydra's would wait
+    /// forever.
     fn check_server(&mut self) {
         for (rank, what) in self.server.take_notices() {
             eprintln!("madrun: {}: {what}", self.name(rank));
@@ -432,8 +434,9 @@ impl Job {
         if self.phase == Phase::Running
             && let Some((gone, waiting)) = self.server.blocked_barrier()
         {
+            let when = if self.server.inited(gone) { "" } else { " before PMI init" };
             let what = format!(
-                "{} exited before PMI init while {} waits in a PMI barrier that can no longer complete",
+                "{} exited{when} while {} waits in a PMI barrier that can no longer complete",
                 self.name(gone),
                 self.name(waiting)
             );

@@ -50,8 +50,9 @@ struct RankState {
     finalized: bool,
     /// Died while the job goes on (`-disable-auto-cleanup`): barriers no longer wait for it.
     dead: bool,
-    /// Exited before speaking PMI: fine unless another rank of its job waits in a barrier.
-    exited_before_init: bool,
+    /// Exited (whatever it said before): fine unless another rank of its job waits in a
+    /// barrier it never entered.
+    exited: bool,
 }
 
 /// A job of the universe (its ranks follow the previous jobs' in `Server::ranks`).
@@ -117,22 +118,20 @@ impl Server {
         std::mem::take(&mut self.notices)
     }
 
-    /// Rank `rank` exited without speaking PMI (harmless for programs that never do, such as
-    /// `madrun -n 2 hostname`; see [`Server::blocked_barrier`]).
-    pub fn exited_before_init(&mut self, rank: u32) {
-        if let Some(r) = self.ranks.get_mut(rank as usize)
-            && !r.inited
-        {
-            r.exited_before_init = true;
+    /// Rank `rank` exited (harmless by itself: programs that never speak PMI, such as
+    /// `madrun -n 2 hostname`, and ranks that finalized; see [`Server::blocked_barrier`]).
+    pub fn exited(&mut self, rank: u32) {
+        if let Some(r) = self.ranks.get_mut(rank as usize) {
+            r.exited = true;
         }
     }
 
-    /// A barrier that can no longer complete: `(gone, waiting)`, a rank that exited before PMI
-    /// init (and is not counted dead) while `waiting`, of the same job, is in its barrier.
+    /// A barrier that can no longer complete: `(gone, waiting)`, a rank that exited (and is not
+    /// counted dead) while `waiting`, of the same job, is in the barrier.
     pub fn blocked_barrier(&self) -> Option<(u32, u32)> {
         self.barrier.iter().find_map(|&(waiting, _)| {
             let job = self.ranks[waiting as usize].job;
-            let gone = self.ranks.iter().position(|r| r.job == job && r.exited_before_init && !r.dead)?;
+            let gone = self.ranks.iter().position(|r| r.job == job && r.exited && !r.dead)?;
             Some((gone as u32, waiting))
         })
     }

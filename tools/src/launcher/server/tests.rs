@@ -260,24 +260,25 @@ fn barriers_complete_without_dead_ranks() {
     assert_eq!(take(&mut s, ids[2]), "cmd=barrier_out\n", "alone now");
 }
 
-/// A rank that exits without speaking PMI blocks a barrier of its job only once someone waits
-/// in it (before: nothing to report; programs that never speak PMI just run).
+/// A rank that exits (before speaking PMI, or after finalizing) blocks a barrier of its job only
+/// once someone waits in it (before: nothing to report; programs that never speak PMI just run).
 #[test]
-fn a_rank_gone_before_init_blocks_barriers_of_its_job() {
+fn a_rank_gone_blocks_barriers_of_its_job() {
     let mut s = server(3, false);
     let ids: Vec<ConnId> = (0..3).map(|r| s.add_conn(Some(r), "local".into())).collect();
     s.remove(ids[1]);
-    s.exited_before_init(1);
+    s.exited(1);
     assert_eq!(s.blocked_barrier(), None, "nobody waits");
     s.input(ids[2], b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=barrier_in\n").unwrap();
     assert_eq!(s.blocked_barrier(), Some((1, 2)));
     s.mark_dead(1);
     assert_eq!(s.blocked_barrier(), None, "a dead rank no longer counts");
-    // A rank that spoke PMI before exiting is not "gone before init" (its exit is judged on
-    // its own: finalized or not).
-    s.input(ids[0], b"cmd=init pmi_version=1 pmi_subversion=1\n").unwrap();
-    s.exited_before_init(0);
-    assert_eq!(s.blocked_barrier(), None);
+    // Rank 0 finalizes without the barrier, and exits: rank 2 still waits for it.
+    s.input(ids[0], b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=finalize\n").unwrap();
+    assert_eq!(s.blocked_barrier(), None, "rank 0 may still enter");
+    s.eof(ids[0], true).unwrap();
+    s.exited(0);
+    assert_eq!(s.blocked_barrier(), Some((0, 2)));
 }
 
 /// Puts beyond the store's bounds get a PMI error, and one notice names the rank.

@@ -1,0 +1,89 @@
+//! A job member for the finalize-after-failure tests (`madrun [-disable-auto-cleanup] -n 2
+//! peer_failure MODE [ignore]`): rank 1 fails right after `MPI_Init` — `kill`: SIGKILL; `stop`:
+//! SIGSTOP, alive but unreachable, after writing its pid to `$PEER_FAILURE_PIDFILE` if set (rank
+//! 0 then sends it SIGCONT once it found it unreachable: rank 1 goes on, unaware, to its
+//! finalize). Rank 0 talks to it anyway: every call towards it must fail, and `MPI_Finalize`
+//! must return an error instead of waiting for it. Each rank prints `OK <rank>: <step>: <failed>
+//! <ms>`, and exits with status 1 if its finalize failed (as under `MPI_ERRORS_ARE_FATAL`),
+//! unless `ignore` is given (a program that ignores the error).
+
+use madmpi::p2p::{From, Rank, Tag};
+use madmpi::universe::{self, Threading};
+use std::time::Instant;
+
+const PIDFILE_ENV: &str = "PEER_FAILURE_PIDFILE";
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).map_or("", String::as_str);
+    let ignore = args.iter().any(|a| a == "ignore");
+    let u = universe::init(Threading::Single).unwrap_or_else(|e| {
+        eprintln!("peer_failure: init: {e}");
+        std::process::exit(3)
+    });
+    let world = u.world();
+    let me = world.rank();
+    let ms = |t: Instant| t.elapsed().as_millis();
+    let report = |what: &str, failed: bool, t: Instant| println!("OK {me}: {what}: {failed} {}", ms(t));
+    if me == 1 {
+        let sig = if mode == "stop" { libc::SIGSTOP } else { libc::SIGKILL };
+        if let Ok(f) = std::env::var(PIDFILE_ENV) {
+            std::fs::write(f, std::process::id().to_string()).expect("write the pid file");
+        }
+        // SAFETY: raise has no preconditions.
+        unsafe { libc::raise(sig) };
+        // Continued (`stop`): on to finalize, unaware of rank 0's view.
+    }
+    if me == 0 {
+        if let Ok(f) = std::env::var(PIDFILE_ENV) {
+            wait_for_the_failure(&f);
+        }
+        let t = Instant::now();
+        let r = world.send(&[1u8; 8], Rank::Rank(1), 4);
+        report("eager send to rank 1", r.is_err(), t);
+        eprintln!("peer_failure: eager send to rank 1: {r:?}");
+        let t = Instant::now();
+        let mut buf = [0u8; 64];
+        let r = world.recv(&mut buf, From::Rank(1), Tag::Tag(5));
+        report("recv from rank 1", r.is_err(), t);
+        let t = Instant::now();
+        let big = vec![7u8; 1 << 20];
+        let r = world.send(&big, Rank::Rank(1), 6);
+        report("rendezvous send to rank 1", r.is_err(), t);
+        let t = Instant::now();
+        let r = world.barrier();
+        report("barrier", r.is_err(), t);
+        if let Ok(f) = std::env::var(PIDFILE_ENV) {
+            let pid = read_pid(&f).expect("read the pid file");
+            // SAFETY: kill has no memory preconditions; the pid is rank 1's, stopped.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        }
+    }
+    let t = Instant::now();
+    let r = u.finalize();
+    report("finalize", r.is_err(), t);
+    eprintln!("peer_failure: rank {me}: finalize: {r:?}");
+    if r.is_err() && !ignore {
+        std::process::exit(1);
+    }
+}
+
+fn read_pid(file: &str) -> Option<i32> {
+    std::fs::read_to_string(file).ok()?.trim().parse().ok()
+}
+
+/// Waits until rank 1 (its pid in `file`) is stopped or gone, so that rank 0 meets the failure
+/// whatever the timing.
+fn wait_for_the_failure(file: &str) {
+    loop {
+        if let Some(pid) = read_pid(file) {
+            // The state is the field after the command name, which ends with the last ')'.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+            if matches!(state, None | Some('T' | 'Z' | 'X')) {
+                return;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
