@@ -138,11 +138,12 @@ fn peer_failure_job(launcher_args: &[&str], args: &[&str]) -> Done {
     d
 }
 
-/// Rank 0's steps all failed, its finalize within the bound.
-fn assert_every_call_failed(d: &Done) {
-    for step in
-        ["eager send to rank 1", "recv from rank 1", "rendezvous send to rank 1", "barrier", "finalize"]
-    {
+const CALLS: [&str; 5] =
+    ["eager send to rank 1", "recv from rank 1", "rendezvous send to rank 1", "barrier", "finalize"];
+
+/// Rank 0's `steps` all failed, its finalize within the bound.
+fn assert_every_call_failed(d: &Done, steps: &[&str]) {
+    for &step in steps {
         let want = format!("OK 0: {step}: true ");
         let line =
             d.stdout.lines().find(|l| l.starts_with(&want)).unwrap_or_else(|| panic!("no {want:?}: {d:?}"));
@@ -160,9 +161,24 @@ fn finalize_returns_an_error_after_a_peer_died() {
     let _g = serial();
     let d = peer_failure_job(&["-disable-auto-cleanup"], &["kill"]);
     assert_eq!(d.code, Some(128 + 9), "{d:?}");
-    assert_every_call_failed(&d);
+    assert_every_call_failed(&d, &CALLS);
     assert!(d.stderr.contains("rank 0 (pid "), "{d:?}");
     assert!(d.stderr.contains("exited with status 1; the other ranks go on"), "{d:?}");
+}
+
+/// Rank 1 dies while rank 0 has a receive from it and a rendezvous send to it pending (over each
+/// driver): both complete with errors, then rank 0's barrier and finalize fail at once.
+#[test]
+fn pending_calls_fail_when_a_connected_peer_dies() {
+    let _g = serial();
+    for driver in ["shm", "tcp"] {
+        let d =
+            peer_failure_job(&["-disable-auto-cleanup", "-genv", "NMAD_DRIVERS", driver], &["kill-linked"]);
+        assert_eq!(d.code, Some(128 + 9), "{driver}: {d:?}");
+        let steps = ["pending recv from rank 1", "pending rendezvous send to rank 1", "barrier", "finalize"];
+        assert_every_call_failed(&d, &steps);
+        assert!(d.stderr.contains("exited with status 1; the other ranks go on"), "{driver}: {d:?}");
+    }
 }
 
 /// Rank 1 is stopped (alive, unreachable: rank 0's connection times out): rank 0's calls fail,
@@ -172,7 +188,7 @@ fn finalize_returns_an_error_after_a_peer_became_unreachable() {
     let _g = serial();
     let d = peer_failure_job(&[], &["stop"]);
     assert_eq!(d.code, Some(1), "{d:?}");
-    assert_every_call_failed(&d);
+    assert_every_call_failed(&d, &CALLS);
     assert!(d.stderr.contains("rank 0 (pid "), "{d:?}");
     assert!(d.stderr.contains("exited with status 1; killing the job"), "{d:?}");
 }
@@ -185,7 +201,7 @@ fn a_peer_unaware_of_the_failure_does_not_wait_forever_in_finalize() {
     let _g = serial();
     let d = peer_failure_job(&[], &["stop", "ignore"]);
     assert_eq!(d.code, Some(1), "{d:?}");
-    assert_every_call_failed(&d);
+    assert_every_call_failed(&d, &CALLS);
     for part in
         ["rank 0 (pid ", "exited while rank 1 (pid ", "waits in a PMI barrier that can no longer complete"]
     {

@@ -5,7 +5,8 @@
 //! finalize). Rank 0 talks to it anyway: every call towards it must fail, and `MPI_Finalize`
 //! must return an error instead of waiting for it. Each rank prints `OK <rank>: <step>: <failed>
 //! <ms>`, and exits with status 1 if its finalize failed (as under `MPI_ERRORS_ARE_FATAL`),
-//! unless `ignore` is given (a program that ignores the error).
+//! unless `ignore` is given (a program that ignores the error). `kill-linked`: rank 1 dies once
+//! connected, while rank 0 has a receive from it and a rendezvous send to it pending.
 
 use madmpi::p2p::{From, Rank, Tag};
 use madmpi::universe::{self, Threading};
@@ -25,6 +26,9 @@ fn main() {
     let me = world.rank();
     let ms = |t: Instant| t.elapsed().as_millis();
     let report = |what: &str, failed: bool, t: Instant| println!("OK {me}: {what}: {failed} {}", ms(t));
+    if mode == "kill-linked" {
+        return pending_operations_fail_when_a_linked_peer_dies(u);
+    }
     if me == 1 {
         let sig = if mode == "stop" { libc::SIGSTOP } else { libc::SIGKILL };
         if let Ok(f) = std::env::var(PIDFILE_ENV) {
@@ -85,5 +89,42 @@ fn wait_for_the_failure(file: &str) {
             }
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// `kill-linked`: rank 0 posts a receive from rank 1 and a rendezvous send to it that rank 1
+/// never matches, then sends the message rank 1 waits for; rank 1 dies once it has it.
+/// Both pending requests must complete with errors, then the barrier and finalize fail.
+fn pending_operations_fail_when_a_linked_peer_dies(u: universe::Universe) {
+    let world = u.world();
+    let me = world.rank();
+    let report = |what: &str, failed: bool, t: Instant| {
+        println!("OK {me}: {what}: {failed} {}", t.elapsed().as_millis());
+    };
+    if me == 1 {
+        let mut b = [0u8; 8];
+        world.recv(&mut b, From::Rank(0), Tag::Tag(1)).expect("rank 1: rank 0's message");
+        // SAFETY: raise has no preconditions; SIGKILL ends the process here.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    let t = Instant::now();
+    let mut buf = [0u8; 64];
+    let big = vec![7u8; 4 << 20];
+    let recv = world.irecv(&mut buf, From::Rank(1), Tag::Tag(5)).expect("rank 0: irecv");
+    let send = world.isend(&big, Rank::Rank(1), 6, madmpi::request::Mode::Standard).expect("rank 0: isend");
+    // Sent after the rendezvous request (in order): rank 1 dies with both requests pending here.
+    world.send(&[1u8; 8], Rank::Rank(1), 1).expect("rank 0: the message rank 1 waits for");
+    let r = recv.wait();
+    report("pending recv from rank 1", r.is_err(), t);
+    let r = send.wait();
+    report("pending rendezvous send to rank 1", r.is_err(), t);
+    let t = Instant::now();
+    let r = world.barrier();
+    report("barrier", r.is_err(), t);
+    let t = Instant::now();
+    let r = u.finalize();
+    report("finalize", r.is_err(), t);
+    if r.is_err() {
+        std::process::exit(1);
     }
 }
