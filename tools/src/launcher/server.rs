@@ -129,10 +129,14 @@ impl Server {
     /// A barrier that can no longer complete: `(gone, waiting)`, a rank that exited (and is not
     /// counted dead) while `waiting`, of the same job, is in the barrier.
     pub fn blocked_barrier(&self) -> Option<(u32, u32)> {
-        self.barrier.iter().find_map(|&(waiting, _)| {
-            let job = self.ranks[waiting as usize].job;
-            let gone = self.ranks.iter().position(|r| r.job == job && r.exited && !r.dead)?;
-            Some((gone as u32, waiting))
+        if self.barrier.is_empty() {
+            return None;
+        }
+        // One pass over the ranks (called at every turn of the event loop): usually none is gone.
+        let mut gone = self.ranks.iter().enumerate().filter(|(_, r)| r.exited && !r.dead);
+        gone.find_map(|(g, r)| {
+            let waiting = self.barrier.iter().find(|&&(w, _)| self.ranks[w as usize].job == r.job)?;
+            Some((g as u32, waiting.0))
         })
     }
 
