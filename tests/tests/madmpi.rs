@@ -138,8 +138,14 @@ fn peer_failure_job(launcher_args: &[&str], args: &[&str]) -> Done {
     d
 }
 
-const CALLS: [&str; 5] =
-    ["eager send to rank 1", "recv from rank 1", "rendezvous send to rank 1", "barrier", "finalize"];
+const CALLS: [&str; 6] = [
+    "first recv from rank 1",
+    "eager send to rank 1",
+    "recv from rank 1",
+    "rendezvous send to rank 1",
+    "barrier",
+    "finalize",
+];
 
 /// Rank 0's `steps` all failed, its finalize within the bound.
 fn assert_every_call_failed(d: &Done, steps: &[&str]) {

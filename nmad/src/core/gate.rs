@@ -12,6 +12,7 @@
 //! without a slot it waits. The receiver returns credit as messages are consumed, piggy-backed
 //! on any packet to the peer or, past a threshold, in a packet of its own.
 
+mod connect_on_receive;
 mod eager_now;
 
 use super::Core;

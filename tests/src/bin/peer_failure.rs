@@ -2,7 +2,8 @@
 //! peer_failure MODE [ignore]`): rank 1 fails right after `MPI_Init` — `kill`: SIGKILL; `stop`:
 //! SIGSTOP, alive but unreachable, after writing its pid to `$PEER_FAILURE_PIDFILE` if set (rank
 //! 0 then sends it SIGCONT once it found it unreachable: rank 1 goes on, unaware, to its
-//! finalize). Rank 0 talks to it anyway: every call towards it must fail, and `MPI_Finalize`
+//! finalize). Rank 0 talks to it anyway, a receive first (nothing connected them yet): every
+//! call towards it must fail, and `MPI_Finalize`
 //! must return an error instead of waiting for it. Each rank prints `OK <rank>: <step>: <failed>
 //! <ms>`, and exits with status 1 if its finalize failed (as under `MPI_ERRORS_ARE_FATAL`),
 //! unless `ignore` is given (a program that ignores the error). `kill-linked`: rank 1 dies once
@@ -42,6 +43,12 @@ fn main() {
         if let Ok(f) = std::env::var(PIDFILE_ENV) {
             wait_for_the_failure(&f);
         }
+        let t = Instant::now();
+        // First a receive, before anything connected rank 0 to rank 1.
+        let mut first = [0u8; 8];
+        let r = world.recv(&mut first, From::Rank(1), Tag::Tag(3));
+        report("first recv from rank 1", r.is_err(), t);
+        eprintln!("peer_failure: first recv from rank 1: {r:?}");
         let t = Instant::now();
         let r = world.send(&[1u8; 8], Rank::Rank(1), 4);
         report("eager send to rank 1", r.is_err(), t);
