@@ -1,13 +1,14 @@
 //! A job member for the finalize-after-failure tests (`madrun [-disable-auto-cleanup] -n 2
-//! peer_failure MODE [ignore]`): rank 1 fails right after `MPI_Init` — `kill`: SIGKILL; `stop`:
-//! SIGSTOP, alive but unreachable, after writing its pid to `$PEER_FAILURE_PIDFILE` if set (rank
-//! 0 then sends it SIGCONT once it found it unreachable: rank 1 goes on, unaware, to its
-//! finalize). Rank 0 talks to it anyway, a receive first (nothing connected them yet): every
-//! call towards it must fail, and `MPI_Finalize`
-//! must return an error instead of waiting for it. Each rank prints `OK <rank>: <step>: <failed>
-//! <ms>`, and exits with status 1 if its finalize failed (as under `MPI_ERRORS_ARE_FATAL`),
-//! unless `ignore` is given (a program that ignores the error). `kill-linked`: rank 1 dies once
-//! connected, while rank 0 has a receive from it and a rendezvous send to it pending.
+//! peer_failure MODE [ignore]`). Rank 1 fails right after `MPI_Init`, after writing its pid to
+//! `$PEER_FAILURE_PIDFILE` (rank 0 waits until it is stopped or gone): `kill`: SIGKILL; `stop`:
+//! SIGSTOP, alive but unreachable (rank 0 sends it SIGCONT once it gave up on it: rank 1 goes
+//! on, unaware, to its finalize). Rank 0 talks to it anyway, a receive first (nothing connected
+//! them yet): every call towards it must fail, and `MPI_Finalize` must return an error instead
+//! of waiting for it. `kill-linked`: rank 1 dies once connected, while rank 0 has a receive from
+//! it and a rendezvous send to it pending.
+//!
+//! Rank 0 prints `OK 0: <step>: <failed> <ms>`, and exits with status 1 if its finalize failed
+//! (as under `MPI_ERRORS_ARE_FATAL`), unless `ignore` is given (a program ignoring the error).
 
 use madmpi::p2p::{From, Rank, Tag};
 use madmpi::universe::{self, Threading};
