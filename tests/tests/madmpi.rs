@@ -3,6 +3,8 @@
 //! `mpiexec.hydra`), derived datatypes, communicators and groups, error classes, marcel user
 //! threads blocking in MPI on one LWP (under each pioman policy), and several OS threads per rank.
 //! Each job must exit with status 0 and every rank must print the OK line of every step.
+//! The last tests (`peer_failure`) fail a rank on purpose (SIGKILL, SIGSTOP) and check that
+//! every call towards it, `MPI_Finalize` included, returns an error instead of waiting.
 //!
 //! The program ends itself (status 2) if a rank is stuck for 20 s; the harness kills a job that
 //! is still running after `jobs::HANG`.
@@ -117,4 +119,98 @@ fn os_threads_exchange_many_messages_concurrently() {
     let d = job(&[], &["os-threads", messages]);
     assert_steps(&d, |_| vec!["4 threads x 2 peers x", "2 threads x 2 peers x"]);
     assert_eq!(d.stdout.matches(&format!("x {messages} messages")).count(), 6, "{d:?}");
+}
+
+const PEER_FAILURE: &str = env!("CARGO_BIN_EXE_peer_failure");
+/// How long `MPI_Finalize` may take once a peer is known failed (measured: 0–0.9 s).
+const FINALIZE_BOUND_MS: u128 = 5000;
+
+/// `madrun <launcher_args> -n 2 peer_failure <args>`, rank 1's pid passed through a file.
+fn peer_failure_job(launcher_args: &[&str], args: &[&str]) -> Done {
+    let pidfile = std::env::temp_dir().join(format!("peer-failure-{}.pid", unique_marker()));
+    let mut a: Vec<&str> = launcher_args.to_vec();
+    a.extend(["-n", "2", PEER_FAILURE]);
+    a.extend(args);
+    let mut cmd = madrun(&unique_marker(), &a);
+    cmd.env("PEER_FAILURE_PIDFILE", &pidfile);
+    let d = run(cmd);
+    let _ = std::fs::remove_file(pidfile);
+    d
+}
+
+const CALLS: [&str; 6] = [
+    "first recv from rank 1",
+    "eager send to rank 1",
+    "recv from rank 1",
+    "rendezvous send to rank 1",
+    "barrier",
+    "finalize",
+];
+
+/// Rank 0's `steps` all failed, its finalize within the bound.
+fn assert_every_call_failed(d: &Done, steps: &[&str]) {
+    for &step in steps {
+        let want = format!("OK 0: {step}: true ");
+        let line =
+            d.stdout.lines().find(|l| l.starts_with(&want)).unwrap_or_else(|| panic!("no {want:?}: {d:?}"));
+        if step == "finalize" {
+            let ms: u128 = line[want.len()..].trim().parse().unwrap();
+            assert!(ms < FINALIZE_BOUND_MS, "finalize took {ms} ms: {d:?}");
+        }
+    }
+}
+
+/// Rank 1 is killed (the others go on): rank 0's calls towards it fail, its finalize returns an
+/// error at once, and its status 1 (what MPI_ERRORS_ARE_FATAL does) is reported.
+#[test]
+fn finalize_returns_an_error_after_a_peer_died() {
+    let _g = serial();
+    let d = peer_failure_job(&["-disable-auto-cleanup"], &["kill"]);
+    assert_eq!(d.code, Some(128 + 9), "{d:?}");
+    assert_every_call_failed(&d, &CALLS);
+    assert!(d.stderr.contains("rank 0 (pid "), "{d:?}");
+    assert!(d.stderr.contains("exited with status 1; the other ranks go on"), "{d:?}");
+}
+
+/// Rank 1 dies while rank 0 has a receive from it and a rendezvous send to it pending (over each
+/// driver): both complete with errors, then rank 0's barrier and finalize fail at once.
+#[test]
+fn pending_calls_fail_when_a_connected_peer_dies() {
+    let _g = serial();
+    for driver in ["shm", "tcp"] {
+        let d =
+            peer_failure_job(&["-disable-auto-cleanup", "-genv", "NMAD_DRIVERS", driver], &["kill-linked"]);
+        assert_eq!(d.code, Some(128 + 9), "{driver}: {d:?}");
+        let steps = ["pending recv from rank 1", "pending rendezvous send to rank 1", "barrier", "finalize"];
+        assert_every_call_failed(&d, &steps);
+        assert!(d.stderr.contains("exited with status 1; the other ranks go on"), "{driver}: {d:?}");
+    }
+}
+
+/// Rank 1 is stopped (alive, unreachable: rank 0's connection times out): rank 0's calls fail,
+/// its finalize returns an error instead of waiting for rank 1, and the job ends.
+#[test]
+fn finalize_returns_an_error_after_a_peer_became_unreachable() {
+    let _g = serial();
+    let d = peer_failure_job(&[], &["stop"]);
+    assert_eq!(d.code, Some(1), "{d:?}");
+    assert_every_call_failed(&d, &CALLS);
+    assert!(d.stderr.contains("rank 0 (pid "), "{d:?}");
+    assert!(d.stderr.contains("exited with status 1; killing the job"), "{d:?}");
+}
+
+/// As above, but rank 1 is continued once rank 0 gave up on it, and rank 0 ignores its
+/// finalize's error (exits 0): rank 1, unaware, waits in the launcher's fence for rank 0, which
+/// finalized without it; madrun ends the job, naming both.
+#[test]
+fn a_peer_unaware_of_the_failure_does_not_wait_forever_in_finalize() {
+    let _g = serial();
+    let d = peer_failure_job(&[], &["stop", "ignore"]);
+    assert_eq!(d.code, Some(1), "{d:?}");
+    assert_every_call_failed(&d, &CALLS);
+    for part in
+        ["rank 0 (pid ", "exited while rank 1 (pid ", "waits in a PMI barrier that can no longer complete"]
+    {
+        assert!(d.stderr.contains(part), "{part:?}: {d:?}");
+    }
 }

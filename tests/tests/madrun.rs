@@ -416,3 +416,75 @@ fn idle_strangers_on_the_pmi_port_and_the_ranks_delay_no_remote_rank() {
         "ranks of several hosts listen on every interface: {bound:?}"
     );
 }
+
+/// A rank that exits 0 before speaking PMI while the others wait in the PMI fence of their
+/// start-up (PMI-1 and PMI-2): the fence can never complete, so the job ends at once, naming it.
+#[test]
+fn exiting_before_pmi_init_while_others_wait_fails_the_job() {
+    let _g = serial();
+    for pmi in ["1", "2"] {
+        let m = unique_marker();
+        let mut cmd = madrun(&m, &["-n", "3", pmi_check(), "--exit-before-init", "1"]);
+        cmd.env("PM2_PMI", pmi);
+        let d = run(cmd);
+        assert_failed(&d, &m, 1, &["rank 1 (pid ", "exited before PMI init", "waits in a PMI barrier"]);
+    }
+}
+
+/// Many tiny puts (each far below the byte bound) are refused once the store holds its most
+/// entries: the refusal is a PMI error the rank sees, one message names the rank, and madrun's
+/// peak memory stays within the store's bound plus its own.
+#[test]
+fn a_flood_of_tiny_puts_is_refused_and_madrun_stays_small() {
+    let _g = serial();
+    if !have("python3") {
+        return;
+    }
+    let script = "import os\n\
+        fd = int(os.environ['PMI_FD'])\n\
+        pending = b''\n\
+        def replies(n):\n\
+        \x20   global pending\n\
+        \x20   while pending.count(b'\\n') < n:\n\
+        \x20       pending += os.read(fd, 65536)\n\
+        \x20   lines = pending.split(b'\\n')\n\
+        \x20   pending = b'\\n'.join(lines[n:])\n\
+        \x20   return lines[:n]\n\
+        os.write(fd, b'cmd=init pmi_version=1 pmi_subversion=1\\n')\n\
+        replies(1)\n\
+        ok = refused = 0\n\
+        for b in range(200):\n\
+        \x20   os.write(fd, b''.join(b'cmd=put key=k%d value=v\\n' % (b * 2000 + i) for i in range(2000)))\n\
+        \x20   for l in replies(2000):\n\
+        \x20       if b'rc=0' in l: ok += 1\n\
+        \x20       elif b'kvs_full' in l: refused += 1\n\
+        print('ok', ok, 'refused', refused, flush=True)\n\
+        os.write(fd, b'cmd=finalize\\n')\n\
+        replies(1)\n";
+    let peak_kib = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let peak = peak_kib.clone();
+    let d = run_with(madrun(&unique_marker(), &["-n", "1", "python3", "-c", script]), None, move |pid| {
+        // VmHWM is madrun's peak resident size so far: the last reading before it exits.
+        while let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            let kib = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+            match kib {
+                Some(k) => peak.fetch_max(k, std::sync::atomic::Ordering::Relaxed),
+                None => break, // a zombie: its memory is gone
+            };
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    assert_eq!(d.code, Some(0), "{d:?}");
+    let counts: Vec<u64> = d.stdout.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    let [ok, refused] = counts[..] else { panic!("no counts: {d:?}") };
+    assert_eq!(ok + refused, 400_000, "{d:?}");
+    assert!(refused > 100_000 && ok < 300_000, "the store took {ok} entries: {d:?}");
+    assert_eq!(d.stderr.matches("key-value store is full").count(), 1, "{d:?}");
+    assert!(d.stderr.contains("madrun: rank 0 (pid "), "{d:?}");
+    let peak = peak_kib.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!("madrun's peak resident size: {peak} KiB after {ok} entries");
+    assert!(peak > 0 && peak < 128 << 10, "madrun's peak resident size: {peak} KiB");
+}

@@ -12,7 +12,7 @@
 //! they share.
 
 use crate::comm::Runtime;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorClass, Result};
 use nmad::Nmad;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -56,7 +56,8 @@ pub(crate) fn acquire(who: &str) -> Result<Arc<Runtime>> {
     Ok(rt)
 }
 
-/// One user fewer; the last one finalizes the runtime (collective over the job).
+/// One user fewer; the last one finalizes the runtime (collective over the job, without the
+/// processes known failed: then it ends with `MPIX_ERR_PROC_FAILED` once finalized).
 pub(crate) fn release(who: &str) -> Result<()> {
     let rt = {
         let mut h = HOLDER.lock().unwrap_or_else(PoisonError::into_inner);
@@ -73,9 +74,21 @@ pub(crate) fn release(who: &str) -> Result<()> {
     // After failures the launcher's fence may never complete (Hydra's waits for the dead):
     // the survivors agree among themselves instead.
     let survivors_only = crate::ft::failures_known(&rt) && crate::ft::survivors_barrier(&rt).is_ok();
+    let (failed, rank) = (crate::ft::failed_ranks(&rt), nm.rank());
     drop(rt);
     let r = if survivors_only { nm.finalize_survivors() } else { nm.finalize() };
-    r.map_err(|e| Error::other(format!("{who}: {e}")))
+    r.map_err(|e| Error::other(format!("{who}: {e}")))?;
+    if failed.is_empty() {
+        return Ok(());
+    }
+    // Finalized without them (nothing waited for them); the caller still learns the job lost
+    // processes (fatal under MPI_ERRORS_ARE_FATAL, so the launcher ends the job).
+    let e = Error::new(
+        ErrorClass::MpixProcFailed,
+        format!("{who}: finalized without the failed processes {failed:?} (world ranks)"),
+    );
+    log::error!("rank {rank}: {}", e.message());
+    Err(e)
 }
 
 /// The running runtime, if any (for calls that need one without holding it, such as

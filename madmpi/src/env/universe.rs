@@ -108,7 +108,9 @@ impl Universe {
     }
 
     /// Ends MPI (`MPI_Finalize`, collective over the world): unless sessions are still open
-    /// in this process, waits for every process, then shuts nmad down.
+    /// in this process, waits for every process, then shuts nmad down. Processes known failed
+    /// (a link to them broke or could not be made) are not waited for: MPI is finalized
+    /// without them, and the result is an `MPIX_ERR_PROC_FAILED` error naming them.
     pub fn finalize(self) -> Result<()> {
         drop(self);
         let r = crate::env::process::release("MPI_Finalize");

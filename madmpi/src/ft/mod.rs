@@ -111,10 +111,8 @@ impl Lifecycle for Revocation {
 
 /// The world ranks of `comm`'s members known failed here.
 fn known_failed(comm: &Comm) -> Vec<u32> {
-    let ft = FtState::of(comm.runtime());
-    let mut all: BTreeSet<u32> = comm.runtime_nmad().failed_peers().into_iter().collect();
-    all.extend(ft.learned.lock().unwrap_or_else(PoisonError::into_inner).iter());
-    comm.group().members().iter().copied().filter(|w| all.contains(w)).collect()
+    let all = failed_ranks(comm.runtime());
+    comm.group().members().iter().copied().filter(|w| all.binary_search(w).is_ok()).collect()
 }
 
 /// `MPIX_Comm_revoke`: tells the other members (failed ones are skipped: a notice that cannot
@@ -234,8 +232,14 @@ pub fn shrink(comm: &Comm) -> Result<Comm> {
 
 /// Whether this process knows of a failed process (seen by nmad or learned in an agreement).
 pub(crate) fn failures_known(rt: &Runtime) -> bool {
-    !rt.nm.failed_peers().is_empty()
-        || !FtState::of(rt).learned.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+    !failed_ranks(rt).is_empty()
+}
+
+/// The world ranks known failed here (seen by nmad or learned by agreements), in rank order.
+pub(crate) fn failed_ranks(rt: &Runtime) -> Vec<u32> {
+    let mut all: BTreeSet<u32> = rt.nm.failed_peers().into_iter().collect();
+    all.extend(FtState::of(rt).learned.lock().unwrap_or_else(PoisonError::into_inner).iter());
+    all.into_iter().collect()
 }
 
 /// A barrier among the surviving processes of the job, whatever fails meanwhile (a

@@ -13,6 +13,7 @@
 //! on any packet to the peer or, past a threshold, in a packet of its own, and fails a peer that
 //! sends beyond it (`Gate::allowance`, see `budget`).
 
+mod connect_on_receive;
 mod eager_now;
 
 use super::Core;

@@ -254,6 +254,9 @@ impl SessionInner {
             };
             // SAFETY: not posted: we still hold it.
             unsafe { deliver::unexpected(core, &gate, req, u) };
+        } else if let Some(g) = gate {
+            // Posted: a peer never connected to must be reachable for its death to be noticed.
+            g.connect_for_receive(core);
         }
         Ok(())
     }

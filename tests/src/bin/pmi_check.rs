@@ -2,7 +2,8 @@
 //! checks the job key. Options make one rank misbehave (for failure-handling tests):
 //! `--exit R CODE` (rank R exits with CODE after the fence), `--kill R` (rank R kills itself with
 //! SIGKILL), `--abort R` (rank R calls PMI abort), `--stranger` (rank 0 connects to PMI_PORT without
-//! the key first), `--echo` (rank 0 copies its stdin to stdout), `--hang R` (rank R sleeps forever).
+//! the key first), `--echo` (rank 0 copies its stdin to stdout), `--hang R` (rank R sleeps forever),
+//! `--exit-before-init R` (rank R, as `PMI_RANK` says, exits 0 before speaking PMI).
 //! `--names` checks the launcher's name service (rank 0 publishes, everyone looks up, a second
 //! publisher is refused, rank 0 unpublishes, the name is gone).
 
@@ -16,6 +17,11 @@ fn arg_pair(args: &[String], flag: &str) -> Option<(u32, i32)> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let Some((r, _)) = arg_pair(&args, "--exit-before-init")
+        && std::env::var("PMI_RANK").is_ok_and(|v| v == r.to_string())
+    {
+        std::process::exit(0);
+    }
     let mut p = Pmi::init().unwrap_or_else(|e| {
         eprintln!("pmi_check: {e}");
         std::process::exit(2)

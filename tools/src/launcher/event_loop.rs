@@ -4,7 +4,8 @@
 //!
 //! - **Running**: serve PMI, forward I/O, reap exited ranks. The first failure (a rank exiting
 //!   non-zero, killed by a signal, exiting 0 between PMI init and finalize, calling abort, sending
-//!   a malformed request; the timeout; SIGINT/SIGTERM/SIGHUP to madrun) prints one line, sets
+//!   a malformed request; exiting, even with status 0, while another rank of its job waits in a
+//!   PMI barrier; the timeout; SIGINT/SIGTERM/SIGHUP to madrun) prints one line, sets
 //!   the exit code and sends SIGTERM (or the received signal) to the job's process group.
 //!   With `-disable-auto-cleanup`, a rank's death is reported and remembered (the first one's
 //!   code becomes madrun's) while the others go on.
@@ -165,6 +166,7 @@ impl Job {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             self.reap(&mut buf);
+            self.check_server();
             self.check_clock();
             if let Phase::Draining { until } = self.phase
                 && (self.outputs.iter().all(Option::is_none) || Instant::now() >= until)
@@ -407,6 +409,7 @@ impl Job {
         if let Some(id) = self.server.conn_of(rank) {
             self.pump_pmi(id, true, buf);
         }
+        self.server.exited(rank);
         match e {
             Exit::Code(0) if self.server.inited(rank) && !self.server.finalized(rank) => {
                 let what = format!(
@@ -417,6 +420,27 @@ impl Job {
             }
             Exit::Code(0) => {}
             _ => self.lose(rank, &format!("{} {}", self.name(rank), e.describe()), e.exit_code()),
+        }
+    }
+
+    /// What the PMI server noticed: full-store refusals (told), and a barrier that can no longer
+    /// complete because a rank exited without entering it (before PMI init, or after a
+    /// finalize that skipped the launcher's fence): the job fails, where Hydra's would wait
+    /// forever.
+    fn check_server(&mut self) {
+        for (rank, what) in self.server.take_notices() {
+            eprintln!("madrun: {}: {what}", self.name(rank));
+        }
+        if self.phase == Phase::Running
+            && let Some((gone, waiting)) = self.server.blocked_barrier()
+        {
+            let when = if self.server.inited(gone) { "" } else { " before PMI init" };
+            let what = format!(
+                "{} exited{when} while {} waits in a PMI barrier that can no longer complete",
+                self.name(gone),
+                self.name(waiting)
+            );
+            self.lose(gone, &what, 1);
         }
     }
 

@@ -10,13 +10,12 @@
 //! [`Event::Malformed`]; the event loop then closes the connection and fails the job.
 
 use crate::pmi::wire::{Decoder, Framing, Message, WireError};
+use kvs::Kvs;
 use std::collections::HashMap;
 
 pub const KVSNAME_MAX: usize = 256;
 pub const KEYLEN_MAX: usize = 64;
 pub const VALLEN_MAX: usize = 1024;
-/// Most bytes of keys and values the store holds.
-const KVS_BYTES_MAX: usize = 64 << 20;
 /// Replies queued for a connection beyond which madrun stops reading its requests.
 pub const OUTPUT_HIGH_WATER: usize = 256 * 1024;
 
@@ -51,6 +50,9 @@ struct RankState {
     finalized: bool,
     /// Died while the job goes on (`-disable-auto-cleanup`): barriers no longer wait for it.
     dead: bool,
+    /// Exited (whatever it said before): fine unless another rank of its job waits in a
+    /// barrier it never entered.
+    exited: bool,
 }
 
 /// A job of the universe (its ranks follow the previous jobs' in `Server::ranks`).
@@ -67,8 +69,11 @@ pub struct Server {
     /// The first job's size (remote ranks identify themselves within it).
     size: u32,
     jobs: Vec<JobInfo>,
-    kvs: HashMap<String, String>,
-    kvs_bytes: usize,
+    kvs: Kvs,
+    /// A refused put was reported (once: a rank that fills the store would repeat it).
+    kvs_full_reported: bool,
+    /// Things to tell the user that do not fail the job: (rank, what).
+    notices: Vec<(u32, String)>,
     ranks: Vec<RankState>,
     conns: HashMap<ConnId, Conn>,
     next_id: ConnId,
@@ -91,8 +96,9 @@ impl Server {
         Server {
             size: ranks.len() as u32,
             jobs: vec![JobInfo { kvsname, size: ranks.len() as u32 }],
-            kvs: HashMap::new(),
-            kvs_bytes: 0,
+            kvs: Kvs::default(),
+            kvs_full_reported: false,
+            notices: Vec::new(),
             ranks,
             conns: HashMap::new(),
             next_id: 0,
@@ -104,7 +110,34 @@ impl Server {
 
     /// Stores a value that no rank may overwrite (the job key).
     pub fn preload(&mut self, key: &str, value: &str) {
-        self.kvs.insert(key.to_string(), value.to_string());
+        self.kvs.put_unbounded(key, value);
+    }
+
+    /// Notices for the user since the last call (they do not fail the job): (rank, what).
+    pub fn take_notices(&mut self) -> Vec<(u32, String)> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// Rank `rank` exited (harmless by itself: programs that never speak PMI, such as
+    /// `madrun -n 2 hostname`, and ranks that finalized; see [`Server::blocked_barrier`]).
+    pub fn exited(&mut self, rank: u32) {
+        if let Some(r) = self.ranks.get_mut(rank as usize) {
+            r.exited = true;
+        }
+    }
+
+    /// A barrier that can no longer complete: `(gone, waiting)`, a rank that exited (and is not
+    /// counted dead) while `waiting`, of the same job, is in the barrier.
+    pub fn blocked_barrier(&self) -> Option<(u32, u32)> {
+        if self.barrier.is_empty() {
+            return None;
+        }
+        // One pass over the ranks (called at every turn of the event loop): usually none is gone.
+        let mut gone = self.ranks.iter().enumerate().filter(|(_, r)| r.exited && !r.dead);
+        gone.find_map(|(g, r)| {
+            let waiting = self.barrier.iter().find(|&&(w, _)| self.ranks[w as usize].job == r.job)?;
+            Some((g as u32, waiting.0))
+        })
     }
 
     /// A new connection: a local rank's socket (`rank` known) or an authenticated TCP one.
@@ -287,7 +320,7 @@ impl Server {
                 let (key, value) = (self.require(id, &m, "key")?, self.require(id, &m, "value")?);
                 let r = match m.get("kvsname") {
                     Some(k) if k != self.job_of(id).kvsname => Err("unknown_kvsname"),
-                    _ => self.kvs_put(key, value),
+                    _ => self.kvs_put(id, key, value),
                 };
                 match r {
                     Ok(()) => Message::new("put_result").with("rc", 0).with("msg", "success"),
@@ -365,7 +398,7 @@ impl Server {
             "job-getid" => ok("job-getid-response").with("jobid", &self.job_of(id).kvsname),
             "kvs-put" => {
                 let (key, value) = (self.require(id, &m, "key")?, self.require(id, &m, "value")?);
-                match self.kvs_put(key, value) {
+                match self.kvs_put(id, key, value) {
                     Ok(()) => ok("kvs-put-response"),
                     Err(e) => Message::new("kvs-put-response").with("rc", -1).with("errmsg", e),
                 }
@@ -442,7 +475,7 @@ impl Server {
             .filter(|(_, r)| r.dead && r.job == job)
             .map(|(i, _)| i.to_string())
             .collect();
-        self.kvs.insert("PMI_dead_processes".into(), dead.join(","));
+        self.kvs.put_unbounded("PMI_dead_processes", &dead.join(","));
         self.release_barrier(job);
     }
 
@@ -468,7 +501,7 @@ impl Server {
     }
 
     /// Stores a pair; values must be valid on both framings (no space, `;` or control).
-    fn kvs_put(&mut self, key: &str, value: &str) -> Result<(), &'static str> {
+    fn kvs_put(&mut self, id: ConnId, key: &str, value: &str) -> Result<(), &'static str> {
         let bad_char = |c: char| c.is_control() || c == ' ' || c == ';';
         if key.is_empty() || key.len() > KEYLEN_MAX || key.chars().any(|c| bad_char(c) || c == '=') {
             return Err("invalid_key");
@@ -479,17 +512,26 @@ impl Server {
         if key == super::JOB_KEY_NAME {
             return Err("reserved_key");
         }
-        let old = self.kvs.get(key).map_or(0, |v| key.len() + v.len());
-        let new = self.kvs_bytes - old + key.len() + value.len();
-        if new > KVS_BYTES_MAX {
-            return Err("kvs_full");
-        }
-        self.kvs_bytes = new;
-        self.kvs.insert(key.to_string(), value.to_string());
-        Ok(())
+        self.kvs.put(key, value).map_err(|full| {
+            if !self.kvs_full_reported
+                && let Some(rank) = self.rank_of(id)
+            {
+                self.kvs_full_reported = true;
+                let what = format!(
+                    "the PMI key-value store is full ({} entries, {} bytes with their overhead; at most {} and {}): its put of {key:?} is refused, and so are later ones",
+                    self.kvs.len(),
+                    self.kvs.bytes(),
+                    kvs::ENTRIES_MAX,
+                    kvs::BYTES_MAX
+                );
+                self.notices.push((rank, what));
+            }
+            full.pmi_reason()
+        })
     }
 }
 
+mod kvs;
 mod names;
 pub mod spawn;
 #[cfg(test)]

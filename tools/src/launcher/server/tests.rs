@@ -259,3 +259,52 @@ fn barriers_complete_without_dead_ranks() {
     s.input(ids[2], b"cmd=barrier_in\n").unwrap();
     assert_eq!(take(&mut s, ids[2]), "cmd=barrier_out\n", "alone now");
 }
+
+/// A rank that exits (before speaking PMI, or after finalizing) blocks a barrier of its job only
+/// once someone waits in it (before: nothing to report; programs that never speak PMI just run).
+#[test]
+fn a_rank_gone_blocks_barriers_of_its_job() {
+    let mut s = server(3, false);
+    let ids: Vec<ConnId> = (0..3).map(|r| s.add_conn(Some(r), "local".into())).collect();
+    s.remove(ids[1]);
+    s.exited(1);
+    assert_eq!(s.blocked_barrier(), None, "nobody waits");
+    s.input(ids[2], b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=barrier_in\n").unwrap();
+    assert_eq!(s.blocked_barrier(), Some((1, 2)));
+    s.mark_dead(1);
+    assert_eq!(s.blocked_barrier(), None, "a dead rank no longer counts");
+    // Rank 0 finalizes without the barrier, and exits: rank 2 still waits for it.
+    s.input(ids[0], b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=finalize\n").unwrap();
+    assert_eq!(s.blocked_barrier(), None, "rank 0 may still enter");
+    s.eof(ids[0], true).unwrap();
+    s.exited(0);
+    assert_eq!(s.blocked_barrier(), Some((0, 2)));
+}
+
+/// Puts beyond the store's bounds get a PMI error, and one notice names the rank.
+#[test]
+fn a_full_store_refuses_puts_and_names_the_rank_once() {
+    let mut s = server(2, false);
+    let ids: Vec<ConnId> = (0..2).map(|r| s.add_conn(Some(r), "local".into())).collect();
+    s.input(ids[1], b"cmd=init pmi_version=1 pmi_subversion=1\n").unwrap();
+    take(&mut s, ids[1]);
+    for i in 0..kvs::ENTRIES_MAX - 1 {
+        s.input(ids[1], format!("cmd=put kvsname=kvs_test key=k{i} value=v\n").as_bytes()).unwrap();
+        take(&mut s, ids[1]);
+    }
+    assert!(s.take_notices().is_empty());
+    s.input(ids[1], b"cmd=put kvsname=kvs_test key=x value=v\ncmd=put kvsname=kvs_test key=y value=v\n")
+        .unwrap();
+    assert_eq!(
+        take(&mut s, ids[1]),
+        "cmd=put_result rc=-1 msg=kvs_full_too_many_entries\n".repeat(2),
+        "the job key took one entry"
+    );
+    let notices = s.take_notices();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0].0, 1);
+    assert!(notices[0].1.contains("key-value store is full"), "{notices:?}");
+    // Gets still work.
+    s.input(ids[0], b"cmd=get kvsname=kvs_test key=k7\n").unwrap();
+    assert_eq!(take(&mut s, ids[0]), "cmd=get_result rc=0 msg=success value=v\n");
+}

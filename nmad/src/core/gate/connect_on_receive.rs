@@ -1,0 +1,24 @@
+//! Connecting to a peer when a receive from it is posted and no link exists (connections are
+//! otherwise made by the first send): without a link, nothing would ever tell this process that
+//! the peer died, and the receive would wait forever. A refused or unanswered connection fails
+//! the gate, and with it the receive; a live peer is only connected a little earlier than its
+//! first message would have connected it (crossing connections are already handled: each side
+//! adopts its own and reads from both).
+//!
+//! Owns only that decision; it must not touch the gate's queues (`Gate::fail` does).
+
+use super::super::Core;
+use super::Gate;
+
+impl Gate {
+    /// Connects rail 0 if no rail has a link; a failure fails the gate.
+    pub(crate) fn connect_for_receive(&self, core: &Core) {
+        if self.failed.get().is_some() || self.rails.iter().any(|r| r.link.lock().unwrap().is_some()) {
+            return;
+        }
+        let Some(rail) = self.rails.first() else { return };
+        if let Err(e) = rail.link(core) {
+            self.fail(core, &format!("connecting failed: {e}"));
+        }
+    }
+}
