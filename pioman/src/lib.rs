@@ -239,7 +239,11 @@ impl Owner {
         self.inner.poke();
         let mut hs: Vec<_> = self.background.lock().unwrap().drain(..).collect();
         hs.extend(self.core_threads.lock().unwrap().drain(..).map(|(_, h)| h));
-        for h in hs {
+        // The last handle may be dropped by one of these threads itself (a source's poll that
+        // frees the last communicator): that thread ends by itself once it sees the flag, and
+        // joining it from itself would fail.
+        let me = std::thread::current().id();
+        for h in hs.into_iter().filter(|h| h.thread().id() != me) {
             let _ = h.join();
         }
         dump_stats(&self.inner);

@@ -401,3 +401,38 @@ fn sources_arm_their_wake_up_before_a_blocking_wait() {
     assert!(a.arms.load(Relaxed) >= 5, "every sleep was armed");
     assert_eq!(a.arms.load(Relaxed), a.disarms.load(Relaxed), "every arm was disarmed");
 }
+
+/// Holds the last handle of its pioman and drops it from its own poll (as a collective's task
+/// that frees the last communicator does).
+#[derive(Default)]
+struct DropsItsEngine {
+    pio: Mutex<Option<Pioman>>,
+    dropped: AtomicBool,
+}
+
+impl Source for DropsItsEngine {
+    fn name(&self) -> &str {
+        "drops-its-engine"
+    }
+    fn poll(&self, _: &mut PollCtx) -> Poll {
+        let last = self.pio.lock().unwrap().take();
+        if last.is_some() {
+            drop(last); // shuts pioman down from one of its own threads
+            self.dropped.store(true, SeqCst);
+        }
+        Poll::Idle
+    }
+}
+
+#[test]
+fn the_last_handle_dropped_by_a_progression_thread_shuts_down_cleanly() {
+    let pio = os_pioman("poll");
+    let s = Arc::new(DropsItsEngine::default());
+    let _h = pio.register(s.clone(), Options::default()).unwrap();
+    *s.pio.lock().unwrap() = Some(pio);
+    let end = Instant::now() + Duration::from_secs(10);
+    while !s.dropped.load(SeqCst) {
+        assert!(Instant::now() < end, "the shutdown from a progression thread panicked (or never ran)");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
