@@ -7,7 +7,9 @@
 //! The three processes are jobs of one in a universe of three (as in `peer_exit.rs`): this test
 //! binary is started again as processes 1 and 2, which find the business cards in a directory.
 
-use nmad::bootstrap::{Bootstrap, Universe};
+mod common;
+
+use common::{DirJob, pattern, put};
 use nmad::drivers::{BulkHeader, DriverEnv, Link, PeerId, SegmentMut, Sent, Sink};
 use nmad::wire::{Encoder, MsgHeader, VERSION};
 use nmad::{Config, Data, Error, Nmad, Request, SendMode, Source};
@@ -36,51 +38,6 @@ fn len_of(i: u64) -> usize {
     (i as usize * 7919) % 20_000 + 1
 }
 
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    (0..len).map(|i| (seed as usize * 131 + i * 7 + (i >> 9)) as u8).collect()
-}
-
-/// A job of one process whose key/value store is a directory shared with the other jobs.
-struct DirJob {
-    dir: PathBuf,
-    base: u32,
-    key: JobKey,
-}
-
-impl Bootstrap for DirJob {
-    fn rank(&self) -> u32 {
-        0
-    }
-    fn size(&self) -> u32 {
-        1
-    }
-    fn universe(&self) -> Universe {
-        Universe { base: self.base, capacity: 3 }
-    }
-    fn job_key(&self) -> &JobKey {
-        &self.key
-    }
-    fn put(&self, key: &str, value: &str) -> io::Result<()> {
-        put(&self.dir, key, value)
-    }
-    fn fence(&self) -> io::Result<()> {
-        Ok(()) // a job of one
-    }
-    fn get(&self, key: &str) -> io::Result<Option<String>> {
-        match std::fs::read_to_string(self.dir.join(key)) {
-            Ok(v) => Ok(Some(v)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-}
-
-fn put(dir: &Path, key: &str, value: &str) -> io::Result<()> {
-    let tmp = dir.join(format!("{key}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, value)?;
-    std::fs::rename(tmp, dir.join(key))
-}
-
 fn start(dir: PathBuf, base: u32, key: JobKey) -> Nmad {
     let config = Config {
         drivers: Some(vec!["tcp".into()]),
@@ -89,8 +46,7 @@ fn start(dir: PathBuf, base: u32, key: JobKey) -> Nmad {
         unexpected_budget: BUDGET,
         rdv_slots: 16,
     };
-    let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
-    Nmad::builder().bootstrap(Arc::new(DirJob { dir, base, key })).pioman(pio).config(config).build().unwrap()
+    common::start(DirJob { dir, base, capacity: 3, key }, config)
 }
 
 fn env_dir_key() -> Option<(PathBuf, JobKey)> {

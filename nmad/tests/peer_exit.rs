@@ -6,12 +6,12 @@
 //! children they spawn): this test binary is started again as peer 1, and they find each other's
 //! business cards in a directory.
 
-use nmad::bootstrap::{Bootstrap, Universe};
+mod common;
+
+use common::{DirJob, pattern};
 use nmad::{Config, Error, Nmad, Source};
-use std::io;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 use tools::secret::JobKey;
@@ -31,47 +31,6 @@ fn len_of(i: u64) -> usize {
     (i as usize * 7919) % 30_000 + 1
 }
 
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    (0..len).map(|i| (seed as usize * 131 + i * 7 + (i >> 9)) as u8).collect()
-}
-
-/// A job of one process whose key/value store is a directory shared with the other job.
-struct DirJob {
-    dir: PathBuf,
-    base: u32,
-    key: JobKey,
-}
-
-impl Bootstrap for DirJob {
-    fn rank(&self) -> u32 {
-        0
-    }
-    fn size(&self) -> u32 {
-        1
-    }
-    fn universe(&self) -> Universe {
-        Universe { base: self.base, capacity: 2 }
-    }
-    fn job_key(&self) -> &JobKey {
-        &self.key
-    }
-    fn put(&self, key: &str, value: &str) -> io::Result<()> {
-        let tmp = self.dir.join(format!("{key}.tmp{}", std::process::id()));
-        std::fs::write(&tmp, value)?;
-        std::fs::rename(tmp, self.dir.join(key))
-    }
-    fn fence(&self) -> io::Result<()> {
-        Ok(()) // a job of one
-    }
-    fn get(&self, key: &str) -> io::Result<Option<String>> {
-        match std::fs::read_to_string(self.dir.join(key)) {
-            Ok(v) => Ok(Some(v)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-}
-
 fn start(dir: PathBuf, base: u32, key: JobKey, driver: &str) -> Nmad {
     let config = Config {
         drivers: Some(vec![driver.to_string()]),
@@ -80,8 +39,7 @@ fn start(dir: PathBuf, base: u32, key: JobKey, driver: &str) -> Nmad {
         unexpected_budget: 64 << 20,
         rdv_slots: 64,
     };
-    let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
-    Nmad::builder().bootstrap(Arc::new(DirJob { dir, base, key })).pioman(pio).config(config).build().unwrap()
+    common::start(DirJob { dir, base, capacity: 2, key }, config)
 }
 
 /// Ends the process if the test outlives `limit` (a receive that hangs must fail the test).
