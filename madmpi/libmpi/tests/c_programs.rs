@@ -586,3 +586,35 @@ fn survivors_revoke_shrink_agree_and_go_on_after_a_rank_dies() {
         }
     }
 }
+
+/// MPI_Finalize after a peer died (`finalize_failed.c`, 2 processes, madrun
+/// `-disable-auto-cleanup`): under MPI_ERRORS_RETURN it returns MPIX_ERR_PROC_FAILED instead of
+/// waiting for the dead; under MPI_ERRORS_ARE_FATAL the job ends, reporting MPI_Finalize's error.
+/// Both within 30 s (a wait for the dead rank would hang until [`HANG`]).
+#[test]
+fn finalize_after_a_peer_died_returns_or_ends_the_job() {
+    let _s = serial();
+    for (build, exe) in both_builds("finalize_failed") {
+        for mode in ["return", "fatal"] {
+            let mut cmd = Command::new(madrun_path());
+            cmd.args(["-disable-auto-cleanup", "-n", "2"])
+                .arg(&exe)
+                .arg(mode)
+                .env("LD_LIBRARY_PATH", lib_dir())
+                .env_remove("PM2_PMI");
+            let started = std::time::Instant::now();
+            let done = run_limited(cmd, None, HANG, |_| {});
+            let what = format!("finalize_failed {mode} ({build:?} build)");
+            assert!(started.elapsed() < Duration::from_secs(30), "{what}: took {:?}", started.elapsed());
+            assert!(!done.stdout.contains("FAIL 0:") && !done.stdout.contains("FAIL 1:"), "{what}: {done:?}");
+            assert!(done.stdout.contains("OK 1: received rank 0's message"), "{what}: {done:?}");
+            if mode == "return" {
+                assert!(done.stdout.contains("OK 0: all checks passed"), "{what}: {done:?}");
+            } else {
+                assert!(!done.stdout.contains("OK 0: all checks passed"), "{what}: {done:?}");
+                assert_ne!(done.code, Some(0), "{what}: {done:?}");
+                assert!(done.stderr.contains("MPI_Finalize"), "{what}: {done:?}");
+            }
+        }
+    }
+}
