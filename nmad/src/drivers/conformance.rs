@@ -548,6 +548,69 @@ pub fn check_close(ab: &Pair, ac: &Pair) {
     assert_eq!((failed(&ra, ac.b_rank), failed(&rc, ac.a_rank)), (0, 0), "the link to c failed");
 }
 
+/// A sink that closes a link at the first packet from its peer, as the core does on a protocol
+/// violation.
+struct ClosingSink<'a> {
+    inner: &'a mut Recorder,
+    link: Arc<dyn Link>,
+}
+
+impl Sink for ClosingSink<'_> {
+    fn link_up(&mut self, link: Arc<dyn Link>) {
+        self.inner.link_up(link);
+    }
+    fn packet(&mut self, from: PeerId, bytes: &[u8]) {
+        self.inner.packet(from, bytes);
+        if from == self.link.peer() {
+            self.link.close();
+        }
+    }
+    fn bulk_dest(&mut self, from: PeerId, hdr: &BulkHeader, dest: &mut Vec<SegmentMut>) -> bool {
+        self.inner.bulk_dest(from, hdr, dest)
+    }
+    fn bulk_done(&mut self, from: PeerId, hdr: &BulkHeader) {
+        self.inner.bulk_done(from, hdr);
+    }
+    fn bulk_sent(&mut self, to: PeerId, token: u64) {
+        self.inner.bulk_sent(to, token);
+    }
+    fn link_failed(&mut self, peer: PeerId, error: io::Error) {
+        self.inner.link_failed(peer, error);
+    }
+}
+
+/// A link closed by the sink from inside `poll` (at a packet of the peer) delivers nothing more,
+/// though more packets wait; both sides then report it failed.
+pub fn check_close_from_the_sink(p: &Pair) {
+    if p.same() {
+        return;
+    }
+    const SENT: u64 = 16;
+    let (mut ra, mut rb) = (Recorder::default(), Recorder::default());
+    let (ab, ba) = connect(p, &mut ra, &mut rb);
+    for i in 0..SENT {
+        let data = pattern(200 + i, 100);
+        assert_eq!(ba.try_send(&[IoSlice::new(&data)]).expect("try_send"), Sent::Done);
+    }
+    // Everything is on a's side (ring or socket) before a polls.
+    let end = Instant::now() + Duration::from_secs(10);
+    while ba.sending() {
+        assert!(Instant::now() < end, "b's packets did not leave it");
+        p.b.poll(&mut rb);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let mut sink = ClosingSink { inner: &mut ra, link: ab.clone() };
+    let end = Instant::now() + Duration::from_secs(10);
+    while sink.inner.failed.is_empty() || rb.failed.is_empty() {
+        assert!(Instant::now() < end, "the close went unreported for 10 s");
+        p.a.poll(&mut sink);
+        p.b.poll(&mut rb);
+    }
+    let got = ra.packets.iter().filter(|(f, _)| *f == p.b_rank).count();
+    assert_eq!(got, 1, "packets were delivered after the sink closed the link");
+    assert_eq!((ra.failed[0].0, rb.failed[0].0), (p.b_rank, p.a_rank));
+}
+
 /// Runs every check on fresh pairs from `make`.
 #[macro_export]
 macro_rules! driver_conformance_tests {
@@ -579,6 +642,10 @@ macro_rules! driver_conformance_tests {
         #[test]
         fn concurrent_senders() {
             $crate::drivers::conformance::check_concurrent_senders(&$make());
+        }
+        #[test]
+        fn close_from_the_sink() {
+            $crate::drivers::conformance::check_close_from_the_sink(&$make());
         }
         #[test]
         fn dead_peer() {
