@@ -352,3 +352,17 @@ fn a_peer_killed_with_sigkill_is_reported() {
     let leftovers: Vec<_> = dev_shm_entries().into_iter().filter(|n| n.contains("nmad")).collect();
     assert!(leftovers.is_empty(), "segments left in /dev/shm: {leftovers:?}");
 }
+
+#[test]
+fn closing_one_link_cuts_that_peer_off_only() {
+    let key = JobKey::generate().unwrap();
+    let mk = |rank| -> Arc<dyn Driver> {
+        let env = DriverEnv { rank, size: 3, job_key: key.clone(), node: node_id(), single_node: false };
+        ShmDriver::with_options(&env, ShmOptions::default()).unwrap()
+    };
+    let (a, b, c) = (mk(0), mk(1), mk(2));
+    nmad::drivers::conformance::check_close(
+        &Pair { a: a.clone(), b, a_rank: 0, b_rank: 1 },
+        &Pair { a, b: c, a_rank: 0, b_rank: 2 },
+    );
+}

@@ -584,3 +584,17 @@ fn concurrent_pollers_lose_and_reorder_nothing() {
         assert_eq!(u64::from_le_bytes(p[..8].try_into().unwrap()), i as u64, "packet {i} out of order");
     }
 }
+
+#[test]
+fn closing_one_link_cuts_that_peer_off_only() {
+    let key = JobKey::generate().unwrap();
+    let mk = |rank| {
+        let env = DriverEnv { rank, size: 3, job_key: key.clone(), node: node_id(), single_node: false };
+        by_spec("tcp", &env).unwrap()
+    };
+    let (a, b, c) = (mk(0), mk(1), mk(2));
+    conformance::check_close(
+        &Pair { a: a.clone(), b, a_rank: 0, b_rank: 1 },
+        &Pair { a, b: c, a_rank: 0, b_rank: 2 },
+    );
+}

@@ -796,8 +796,8 @@ impl Gate {
         }
     }
 
-    /// The peer broke the protocol (see `budget`): it is reported, fails as a dead peer would,
-    /// and what it made this process hold is dropped. What it sends later is dropped unread.
+    /// The peer broke the protocol (see `budget`): it is reported, fails as a dead peer would
+    /// (its links closed: it sees them fail), and what it made this process hold is dropped.
     pub(crate) fn violation(&self, core: &Core, what: &str) {
         if self.failed.get().is_some() {
             return;
@@ -812,8 +812,9 @@ impl Gate {
         core.purge(self);
     }
 
-    /// The peer is gone, and what it sent before has been delivered: every request involving it
-    /// fails, and so does every receive from it posted later (unless a message it sent matches).
+    /// The peer is gone, and what it sent before has been delivered: its links are closed, every
+    /// request involving it fails, and so does every receive from it posted later (unless a
+    /// message it sent matches).
     pub(crate) fn fail(&self, core: &Core, reason: &str) {
         if self.failed.set(reason.to_string()).is_err() {
             return;
@@ -821,6 +822,12 @@ impl Gate {
         if !core.finalizing.load(Relaxed) {
             log::error!("rank {}: lost peer {}: {reason}", core.rank, self.peer);
         }
+        // Nothing more is taken from the peer (`on_packet` drops it): cut it off, so that it
+        // learns it is failed (a peer that broke the protocol stops waiting for credit) and its
+        // drivers read nothing more from it.
+        let links: Vec<Arc<dyn Link>> =
+            self.rails.iter().filter_map(|r| r.link.lock().unwrap().clone()).collect();
+        links.iter().for_each(|l| l.close());
         let mut reqs: Vec<ReqPtr> = Vec::new();
         {
             let mut out = self.out.lock().unwrap();

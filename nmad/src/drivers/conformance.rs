@@ -475,6 +475,142 @@ pub fn check_dead_peer(p: &Pair) {
     }
 }
 
+/// [`Link::close`] cuts one peer off: `ab.a` (also `ac.a`) closes its link to `b` while `b`
+/// sends to it and a thread of its own sends on the closed link. Both sides see `link_failed`,
+/// `a` delivers nothing of `b`'s after the close, every later call on the link fails, and the
+/// link to `c` is unaffected.
+pub fn check_close(ab: &Pair, ac: &Pair) {
+    assert!(Arc::ptr_eq(&ab.a, &ac.a), "both pairs share their first driver");
+    let (a, b, c) = (&ab.a, &ab.b, &ac.b);
+    let (mut ra, mut rb, mut rc) = (Recorder::default(), Recorder::default(), Recorder::default());
+    let (a_b, b_a) = connect(ab, &mut ra, &mut rb);
+    let (a_c, c_a) = connect(ac, &mut ra, &mut rc);
+    let from_b = |r: &Recorder| r.packets.iter().filter(|(f, _)| *f == ab.b_rank).count();
+    let packet = pattern(7, 1000);
+    send(ab, &mut ra, &mut rb, &b_a, &[IoSlice::new(&packet)]);
+    pump(ab, &mut ra, &mut rb, Duration::from_secs(10), "b's first packet", |ra, _| from_b(ra) == 1);
+
+    // A sender on the link being closed: it must get an error, not hang or crash.
+    let sender = {
+        let link = a_b.clone();
+        std::thread::spawn(move || {
+            let end = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < end {
+                if link.try_send(&[IoSlice::new(b"racing the close")]).is_err() {
+                    return true;
+                }
+            }
+            false
+        })
+    };
+    // b's packets fill a's side of the link, unread, when a closes it.
+    for _ in 0..64 {
+        let _ = b_a.try_send(&[IoSlice::new(&packet)]);
+    }
+    let delivered = from_b(&ra);
+    a_b.close();
+    let end = Instant::now() + Duration::from_secs(10);
+    let failed = |r: &Recorder, peer| r.failed.iter().filter(|(p, _)| *p == peer).count();
+    while failed(&rb, ab.a_rank) == 0 || failed(&ra, ab.b_rank) == 0 {
+        assert!(
+            Instant::now() < end,
+            "no link_failed 10 s after the close (a: {:?}, b: {:?})",
+            ra.failed,
+            rb.failed
+        );
+        let _ = b_a.try_send(&[IoSlice::new(&packet)]);
+        a.poll(&mut ra);
+        b.poll(&mut rb);
+        c.poll(&mut rc);
+    }
+    assert!(sender.join().unwrap(), "a send on the closed link kept succeeding");
+    a_b.close(); // idempotent
+    for _ in 0..100 {
+        a.poll(&mut ra);
+        b.poll(&mut rb);
+    }
+    assert_eq!(from_b(&ra), delivered, "a delivered packets of b after closing its link");
+    assert_eq!((failed(&ra, ab.b_rank), failed(&rb, ab.a_rank)), (1, 1), "each side reports once");
+    assert!(a_b.try_send(&[IoSlice::new(b"x")]).is_err(), "a send on the closed link succeeded");
+    let src = pattern(8, 100);
+    let segs = [Segment { ptr: src.as_ptr(), len: src.len() }];
+    // SAFETY: refused at once (the link is closed), so the memory is never used.
+    let bulk = unsafe { a_b.send_bulk(BulkHeader { cookie: 1, offset: 0, len: 100 }, &segs, 1) };
+    assert!(bulk.is_err(), "a bulk send on the closed link was accepted");
+
+    // The link to c goes on, both ways.
+    send(ac, &mut ra, &mut rc, &a_c, &[IoSlice::new(b"to c")]);
+    send(ac, &mut ra, &mut rc, &c_a, &[IoSlice::new(b"from c")]);
+    pump(ac, &mut ra, &mut rc, Duration::from_secs(10), "a <-> c after the close", |ra, rc| {
+        ra.packets.iter().any(|(f, p)| *f == ac.b_rank && p == b"from c")
+            && rc.packets.iter().any(|(f, p)| *f == ac.a_rank && p == b"to c")
+    });
+    assert_eq!((failed(&ra, ac.b_rank), failed(&rc, ac.a_rank)), (0, 0), "the link to c failed");
+}
+
+/// A sink that closes a link at the first packet from its peer, as the core does on a protocol
+/// violation.
+struct ClosingSink<'a> {
+    inner: &'a mut Recorder,
+    link: Arc<dyn Link>,
+}
+
+impl Sink for ClosingSink<'_> {
+    fn link_up(&mut self, link: Arc<dyn Link>) {
+        self.inner.link_up(link);
+    }
+    fn packet(&mut self, from: PeerId, bytes: &[u8]) {
+        self.inner.packet(from, bytes);
+        if from == self.link.peer() {
+            self.link.close();
+        }
+    }
+    fn bulk_dest(&mut self, from: PeerId, hdr: &BulkHeader, dest: &mut Vec<SegmentMut>) -> bool {
+        self.inner.bulk_dest(from, hdr, dest)
+    }
+    fn bulk_done(&mut self, from: PeerId, hdr: &BulkHeader) {
+        self.inner.bulk_done(from, hdr);
+    }
+    fn bulk_sent(&mut self, to: PeerId, token: u64) {
+        self.inner.bulk_sent(to, token);
+    }
+    fn link_failed(&mut self, peer: PeerId, error: io::Error) {
+        self.inner.link_failed(peer, error);
+    }
+}
+
+/// A link closed by the sink from inside `poll` (at a packet of the peer) delivers nothing more,
+/// though more packets wait; both sides then report it failed.
+pub fn check_close_from_the_sink(p: &Pair) {
+    if p.same() {
+        return;
+    }
+    const SENT: u64 = 16;
+    let (mut ra, mut rb) = (Recorder::default(), Recorder::default());
+    let (ab, ba) = connect(p, &mut ra, &mut rb);
+    for i in 0..SENT {
+        let data = pattern(200 + i, 100);
+        assert_eq!(ba.try_send(&[IoSlice::new(&data)]).expect("try_send"), Sent::Done);
+    }
+    // Everything is on a's side (ring or socket) before a polls.
+    let end = Instant::now() + Duration::from_secs(10);
+    while ba.sending() {
+        assert!(Instant::now() < end, "b's packets did not leave it");
+        p.b.poll(&mut rb);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let mut sink = ClosingSink { inner: &mut ra, link: ab.clone() };
+    let end = Instant::now() + Duration::from_secs(10);
+    while sink.inner.failed.is_empty() || rb.failed.is_empty() {
+        assert!(Instant::now() < end, "the close went unreported for 10 s");
+        p.a.poll(&mut sink);
+        p.b.poll(&mut rb);
+    }
+    let got = ra.packets.iter().filter(|(f, _)| *f == p.b_rank).count();
+    assert_eq!(got, 1, "packets were delivered after the sink closed the link");
+    assert_eq!((ra.failed[0].0, rb.failed[0].0), (p.b_rank, p.a_rank));
+}
+
 /// Runs every check on fresh pairs from `make`.
 #[macro_export]
 macro_rules! driver_conformance_tests {
@@ -506,6 +642,10 @@ macro_rules! driver_conformance_tests {
         #[test]
         fn concurrent_senders() {
             $crate::drivers::conformance::check_concurrent_senders(&$make());
+        }
+        #[test]
+        fn close_from_the_sink() {
+            $crate::drivers::conformance::check_close_from_the_sink(&$make());
         }
         #[test]
         fn dead_peer() {

@@ -21,6 +21,8 @@
 //!   everything it sent before is delivered (a peer that sends and exits at once loses nothing);
 //!   later calls on its link return errors. A link whose send fails is reported the same way,
 //!   after what arrived on it. Nothing hangs.
+//! - [`Link::close`] cuts a peer off: both sides see the link fail, and this one reads nothing
+//!   more from it.
 //! - A packet reported `Done` is out of the sender's hands: a process that exits afterwards
 //!   loses it only if [`Link::sending`] said so.
 //! - Connections prove the job secret (`tools::secret`) both ways; a stranger is rejected and
@@ -205,6 +207,13 @@ pub trait Link: Send + Sync {
     fn sending(&self) -> bool {
         false
     }
+    /// Cuts this process off from the peer through this driver (the core calls it on a peer that
+    /// broke the protocol or is lost): the peer's driver sees the link fail and reports
+    /// [`Sink::link_failed`]; ours stops reading it at once (what the peer sent and was not read
+    /// yet is dropped), reports it failed too, and later calls on it return errors. Safe while
+    /// other threads send on or poll the link: resources are released only when the last
+    /// reference is dropped. Idempotent. Default: nothing to close.
+    fn close(&self) {}
 }
 
 /// What a driver's poll hands its events to: the core (or a test).

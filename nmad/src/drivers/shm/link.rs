@@ -357,6 +357,16 @@ impl Link for ShmLink {
     fn sending(&self) -> bool {
         !self.failed() && !self.tx.lock().bulk.is_empty()
     }
+
+    /// Fails the link without draining (nothing more is read from the ring) and shuts the
+    /// control socket down: the peer's monitor sees it and fails its end. Our sleeping poller is
+    /// woken to report the failure. The mapping and fds go with the last reference.
+    fn close(&self) {
+        let why = format!("shm: link to rank {} closed by this process", self.peer);
+        if self.fail(io::ErrorKind::ConnectionAborted, why) {
+            signal(&self.own_wake);
+        }
+    }
 }
 
 impl Sleeper for Arc<ShmLink> {

@@ -16,6 +16,10 @@
 //!   make room) and watches each link's socket to detect dead peers (`monitor.rs`). `connect`
 //!   retries dropped or timed-out setups for [`CONNECT_PATIENCE`](super::retry::CONNECT_PATIENCE).
 //!
+//! `Link::close` fails a link without draining it and shuts its control socket down: the peer's
+//! monitor fails its end, our poll reads nothing more from it and reports it; the mapping and fds
+//! go with the last reference.
+//!
 //! Card: `NODE,nmad-shm.PID.RANDOM` (the node id and the socket name).
 //!
 //! This module owns the driver's state, its threads and its segments' mappings. It must not touch

@@ -43,6 +43,10 @@ pub(crate) fn receive(
     let mut head = link.rx_head.load(Relaxed);
     let mut n = 0;
     while n < budget {
+        // The sink may close the link from inside a call: what is left goes unread.
+        if link.failed() && !link.drain_after_failure() {
+            break;
+        }
         let Some(r) = ring::peek(&link.inc, head).map_err(|m| m.0)? else { break };
         let len = r.len as usize;
         head = r.end;

@@ -19,6 +19,7 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Arc, Mutex};
 
 /// Payload bytes per bulk frame: bounds how long a packet waits behind bulk data.
@@ -190,6 +191,8 @@ pub struct Conn {
     tx: Mutex<Tx>,
     /// The first error, reported by `poll` as `link_failed`.
     failure: Mutex<Option<io::Error>>,
+    /// This process cut the peer off ([`Link::close`]): nothing more is read from it.
+    cut: AtomicBool,
 }
 
 impl Conn {
@@ -203,6 +206,7 @@ impl Conn {
             shared,
             tx: Mutex::new(Tx::default()),
             failure: Mutex::new(None),
+            cut: AtomicBool::new(false),
         }
     }
 
@@ -241,8 +245,25 @@ impl Conn {
         self.fail_locked(&mut tx, e);
     }
 
-    pub fn close(&self) {
+    /// The driver shuts down.
+    pub fn shut_down(&self) {
         self.fail(io::Error::new(io::ErrorKind::NotConnected, "tcp driver shut down"));
+    }
+
+    /// Cuts the peer off on this connection: failed and shut down both ways (the peer reads end
+    /// of stream), and marked so that `poll` reads nothing more from it. Shutdown, not close:
+    /// other threads may still use the fd, which is closed when the last reference goes.
+    pub fn cut(&self) {
+        self.cut.store(true, Release);
+        self.fail(io::Error::new(
+            io::ErrorKind::ConnectionAborted,
+            format!("tcp link to rank {} ({}) closed by this process", self.peer, self.addr),
+        ));
+    }
+
+    /// Whether this process cut the peer off.
+    pub fn is_cut(&self) -> bool {
+        self.cut.load(Acquire)
     }
 
     /// The error to report for this failed link.
@@ -378,5 +399,12 @@ impl Link for Conn {
     fn sending(&self) -> bool {
         let tx = self.tx.lock().unwrap();
         !tx.closed && (tx.pending() || sys::unacknowledged(self.fd()) > 0)
+    }
+
+    /// Cuts every connection to the peer through this driver (both may have connected at once),
+    /// this one included even if the driver never registered it.
+    fn close(&self) {
+        self.cut();
+        self.shared.cut_peer(self.peer);
     }
 }

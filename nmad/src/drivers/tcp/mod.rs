@@ -19,7 +19,9 @@
 //!
 //! Every connection carries both directions. Failures (end of stream, reset, malformed frame,
 //! keepalive or user timeout for a vanished host) are reported once as `Sink::link_failed`; the
-//! link's later calls return errors.
+//! link's later calls return errors. `Link::close` shuts down every connection to the peer both
+//! ways (the peer reads end of stream) and `poll` reads nothing more from them; the fds are
+//! closed when the last reference to a connection goes.
 //!
 //! Environment: `NMAD_TCP_IFACE` (interface or address for a plain `tcp`), `NMAD_TCP_SOCKBUF`
 //! (socket buffer bytes, `K`/`M` suffixes; default: the kernel's autotuning),

@@ -89,6 +89,7 @@ impl Rx {
     pub fn receive(&mut self, sink: &mut dyn Sink) -> io::Result<usize> {
         let mut events = 0;
         for _ in 0..READS_PER_POLL {
+            self.check_cut()?;
             let Some((got, asked)) = self.read()? else { break };
             events += self.parse(sink)?;
             if got < asked {
@@ -150,6 +151,8 @@ impl Rx {
         let peer = self.conn.peer;
         let mut events = 0;
         loop {
+            // The sink may cut the peer off from inside a call: what is left goes unread.
+            self.check_cut()?;
             if let Some(b) = self.bulk.as_mut() {
                 let take = b.left.min((self.end - self.start) as u64) as usize;
                 let mut from = self.start;
@@ -200,6 +203,16 @@ impl Rx {
             (self.start, self.end) = (0, self.end - self.start);
         }
         Ok(events)
+    }
+
+    /// Fails once this process cut the peer off ([`Link::close`](crate::drivers::Link::close)).
+    fn check_cut(&self) -> io::Result<()> {
+        if !self.conn.is_cut() {
+            return Ok(());
+        }
+        let c = &self.conn;
+        let msg = format!("tcp link to rank {} ({}) closed by this process", c.peer, c.addr);
+        Err(io::Error::new(io::ErrorKind::ConnectionAborted, msg))
     }
 
     /// The sink's destination covers the frame exactly (else its bytes are discarded).

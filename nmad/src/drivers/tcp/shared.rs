@@ -72,7 +72,7 @@ impl Shared {
             // Checked under the registry lock so that `close` cannot miss this connection.
             let mut all = self.all.lock().unwrap();
             if self.is_closed() {
-                conn.close();
+                conn.shut_down();
                 return Err(io::Error::new(io::ErrorKind::NotConnected, "tcp driver shut down"));
             }
             self.epoll.add(conn.fd(), conn.token, false)?;
@@ -117,6 +117,18 @@ impl Shared {
         std::mem::take(&mut *self.finished.lock().unwrap())
     }
 
+    /// Cuts every connection to `peer` ([`Conn::cut`]); the next poll drops and reports them.
+    pub fn cut_peer(&self, peer: PeerId) {
+        let conns: Vec<Arc<Conn>> = {
+            let all = self.all.lock().unwrap();
+            all.iter().filter_map(Weak::upgrade).filter(|c| c.peer == peer).collect()
+        };
+        conns.iter().for_each(|c| c.cut());
+        // The shut-down sockets are readable, which wakes a sleeping poller; ring anyway for a
+        // connection not adopted by a poll yet.
+        self.ring();
+    }
+
     /// Closes every connection (peers see end of stream) and refuses new ones. Idempotent.
     pub fn close(&self) {
         let all = {
@@ -124,7 +136,7 @@ impl Shared {
             self.closed.store(true, Release);
             std::mem::take(&mut *all)
         };
-        all.iter().filter_map(Weak::upgrade).for_each(|c| c.close());
+        all.iter().filter_map(Weak::upgrade).for_each(|c| c.shut_down());
         self.new_conns.lock().unwrap().clear();
         self.ring();
     }
