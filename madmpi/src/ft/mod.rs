@@ -211,10 +211,17 @@ pub fn shrink(comm: &Comm) -> Result<Comm> {
     Err(Error::other(format!("MPIX_Comm_shrink: no agreement after {SHRINK_ATTEMPTS} attempts")))
 }
 
-/// Whether this process knows of a failed process (seen by nmad or learned in an agreement).
+/// Whether this process knows of a failed process of its own job (seen by nmad or learned in
+/// an agreement): what decides whether finalize may use the launcher's fence, which is the
+/// job's. A lost process of another job (a spawned child, a parent, a connected job) does not
+/// count: it usually just ended after `MPI_Comm_disconnect`, and whether it is seen lost
+/// depends on timing, so counting it would let the members of one job disagree, some waiting
+/// in the fence and the others in [`survivors_barrier`], forever.
 pub(crate) fn failures_known(rt: &crate::comm::Runtime) -> bool {
-    !rt.nm.failed_peers().is_empty()
-        || !rt.ft.learned.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+    let (base, size) = (rt.nm.base(), rt.nm.size());
+    let of_job = |w: &u32| (base..base + size).contains(w);
+    rt.nm.failed_peers().iter().any(of_job)
+        || rt.ft.learned.lock().unwrap_or_else(PoisonError::into_inner).iter().any(of_job)
 }
 
 /// A barrier among the surviving processes of the job, whatever fails meanwhile (a
