@@ -74,7 +74,7 @@ pub(crate) fn release(who: &str) -> Result<()> {
     // After failures the launcher's fence may never complete (Hydra's waits for the dead):
     // the survivors agree among themselves instead.
     let survivors_only = crate::ft::failures_known(&rt) && crate::ft::survivors_barrier(&rt).is_ok();
-    let (failed, rank) = (crate::ft::failed_ranks(&rt), nm.rank());
+    let (failed, rank) = (crate::ft::failed_of_job(&rt), nm.rank());
     drop(rt);
     let r = if survivors_only { nm.finalize_survivors() } else { nm.finalize() };
     r.map_err(|e| Error::other(format!("{who}: {e}")))?;

@@ -111,7 +111,7 @@ impl Lifecycle for Revocation {
 
 /// The world ranks of `comm`'s members known failed here.
 fn known_failed(comm: &Comm) -> Vec<u32> {
-    let all = failed_ranks(comm.runtime());
+    let all = failed_ids(comm.runtime());
     comm.group().members().iter().copied().filter(|w| all.binary_search(w).is_ok()).collect()
 }
 
@@ -230,16 +230,29 @@ pub fn shrink(comm: &Comm) -> Result<Comm> {
     Err(Error::other(format!("MPIX_Comm_shrink: no agreement after {SHRINK_ATTEMPTS} attempts")))
 }
 
-/// Whether this process knows of a failed process (seen by nmad or learned in an agreement).
+/// Whether this process knows of a failed process of its own job (seen by nmad or learned in
+/// an agreement): what decides whether finalize may use the launcher's fence, which is the
+/// job's. A lost process of another job (a spawned child, a parent, a connected job) does not
+/// count: it usually just ended after `MPI_Comm_disconnect`, and whether it is seen lost
+/// depends on timing, so counting it would let the members of one job disagree, some waiting
+/// in the fence and the others in [`survivors_barrier`], forever.
 pub(crate) fn failures_known(rt: &Runtime) -> bool {
-    !failed_ranks(rt).is_empty()
+    !failed_of_job(rt).is_empty()
 }
 
-/// The world ranks known failed here (seen by nmad or learned by agreements), in rank order.
-pub(crate) fn failed_ranks(rt: &Runtime) -> Vec<u32> {
+/// The processes known failed here (seen by nmad or learned by agreements), as nmad ids
+/// (universe-wide), in order.
+fn failed_ids(rt: &Runtime) -> Vec<u32> {
     let mut all: BTreeSet<u32> = rt.nm.failed_peers().into_iter().collect();
     all.extend(FtState::of(rt).learned.lock().unwrap_or_else(PoisonError::into_inner).iter());
     all.into_iter().collect()
+}
+
+/// The world ranks of this job's processes known failed here, in order (other jobs' processes
+/// do not count: see [`failures_known`]).
+pub(crate) fn failed_of_job(rt: &Runtime) -> Vec<u32> {
+    let (base, size) = (rt.nm.base(), rt.nm.size());
+    failed_ids(rt).into_iter().filter(|w| (base..base + size).contains(w)).map(|w| w - base).collect()
 }
 
 /// A barrier among the surviving processes of the job, whatever fails meanwhile (a
