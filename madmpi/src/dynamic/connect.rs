@@ -21,6 +21,7 @@ use crate::comm::{Comm, from_nmad};
 use crate::error::{Error, Result};
 use crate::intercomm::{LeaderLink, intercomm_create};
 use nmad::{Session, Source, scope};
+use std::time::Duration;
 
 const REQUEST: u32 = 0;
 const ANSWER: u32 = 1;
@@ -63,7 +64,8 @@ pub(super) fn await_connect(world: &Session, port: &Port) -> Result<Met> {
 }
 
 /// `MPI_Comm_connect` at a member of `comm` (collective over it); `port_name` is significant at
-/// rank `root` only. Waits until the port's process accepts.
+/// rank `root` only. Waits until the port's process accepts, for at most
+/// `MADMPI_CONNECT_TIMEOUT` seconds (180 by default): then `MPI_ERR_PORT`.
 pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> {
     meet("MPI_Comm_connect", comm, root, Error::port, |world| {
         let name = port_name.ok_or_else(|| Error::port("MPI_Comm_connect: no port name at the root"))?;
@@ -81,7 +83,8 @@ pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> 
             )));
         }
         let mut answer = [0u8; 1];
-        scope(|sc| -> std::result::Result<(), nmad::Error> {
+        let timeout = connect_timeout();
+        let answered = scope(|sc| -> std::result::Result<bool, nmad::Error> {
             let r = sc.irecv(
                 world,
                 Source::Rank(port.rank),
@@ -89,15 +92,36 @@ pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> 
                 &mut answer,
             )?;
             world.send(port.rank, tagged(Kind::Port, port.tag(), REQUEST), &port.token)?;
-            r.wait();
-            r.result().expect("waited").map(drop)
+            if !r.wait_timeout(timeout) && world.cancel(r) {
+                return Ok(false);
+            }
+            r.wait(); // answered while it timed out
+            r.result().expect("waited").map(|_| true)
         })
         .map_err(from_nmad)?;
+        if !answered {
+            return Err(Error::port(format!(
+                "MPI_Comm_connect: no answer within {} s (the port is closed, or nobody accepts on it; \
+                 {CONNECT_TIMEOUT_VAR} sets the time)",
+                timeout.as_secs()
+            )));
+        }
         if answer != [1] {
             return Err(Error::port("MPI_Comm_connect: the port's process refused the token"));
         }
         Ok((port.rank, tagged(Kind::Port, port.tag(), LINK)))
     })
+}
+
+/// How long `MPI_Comm_connect` waits for the port's process to accept, in whole seconds (the
+/// standard lets a connect to a port without a pending accept time out; MPICH's
+/// `MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT` is 180 s too).
+pub const CONNECT_TIMEOUT_VAR: &str = "MADMPI_CONNECT_TIMEOUT";
+pub const CONNECT_TIMEOUT_DEFAULT: u64 = 180;
+
+fn connect_timeout() -> Duration {
+    let secs = std::env::var(CONNECT_TIMEOUT_VAR).ok().and_then(|v| v.trim().parse::<u64>().ok());
+    Duration::from_secs(secs.unwrap_or(CONNECT_TIMEOUT_DEFAULT))
 }
 
 /// The common part: `at_root` runs at the root; the group learns whether it met the other

@@ -27,7 +27,7 @@ mod names;
 mod port;
 mod spawn;
 
-pub use connect::{accept, connect};
+pub use connect::{CONNECT_TIMEOUT_DEFAULT, CONNECT_TIMEOUT_VAR, accept, connect};
 pub use join::join;
 pub use names::{lookup_name, publish_name, unpublish_name};
 pub use port::{PORT_NAME_MAX, close_port, open_port};

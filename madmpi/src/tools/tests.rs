@@ -50,6 +50,7 @@ fn every_setting_the_crates_read_is_a_cvar() {
         "MADMPI_COLL_ALLTOALLV",
         "MADMPI_COLL_TRACE",
         "PM2_LOG",
+        "MADMPI_CONNECT_TIMEOUT",
     ] {
         assert!(r.cvar_index(v).is_some(), "{v} missing");
     }

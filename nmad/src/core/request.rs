@@ -224,6 +224,17 @@ impl Request {
         }
     }
 
+    /// [`Request::wait`] for at most `timeout`; returns whether the request completed.
+    pub fn wait_timeout(&self, timeout: std::time::Duration) -> bool {
+        if self.test() {
+            return true;
+        }
+        match self.core() {
+            Some(c) => c.pioman.wait_timeout(&self.cond, COMPLETED, timeout) || self.test(),
+            None => true, // never submitted: nothing to wait for
+        }
+    }
+
     /// Waits until a receive matched (or completed).
     pub fn wait_matched(&self) {
         if self.matched() {

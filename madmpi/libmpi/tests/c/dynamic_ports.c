@@ -4,7 +4,9 @@
  * across (point-to-point), merge, run a collective on the merged communicator (collectives on
  * the intercommunicator itself are another part of issue 13) and disconnect. World ranks 0 and
  * 1 then join over a TCP socket of their own (MPI_Comm_join).
- * With the error paths (MPI_ERRORS_RETURN): a name never published, a port never opened.
+ * With the error paths (MPI_ERRORS_RETURN): a name never published, a port never opened, a
+ * connect to a port its process closed (MPI_ERR_PORT once MADMPI_CONNECT_TIMEOUT, set to 1 s
+ * here, has passed without an answer).
  * At least 2 processes.
  *
  * MPICH's own library (Debian's, ch4:ucx) cannot run it: its MPI_Open_port fails with "The
@@ -92,6 +94,14 @@ static void ports_and_names(void)
                       "port");
         }
     }
+    if (rank == 1 && on_madmpi()) {
+        MPI_Comm bad = MPI_COMM_NULL;
+        double t0 = MPI_Wtime();
+        CHECK_ERR(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &bad), MPI_ERR_PORT, "no answer");
+        double waited = MPI_Wtime() - t0;
+        CHECK(bad == MPI_COMM_NULL && waited >= 0.9 && waited < 10, "a connect to a closed port fails after %.1f s",
+              waited);
+    }
     MPI_Comm_free(&half);
 }
 
@@ -139,6 +149,7 @@ static void join(void)
 
 int main(int argc, char **argv)
 {
+    setenv("MADMPI_CONNECT_TIMEOUT", "1", 1); /* the closed-port check waits that long */
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -1,4 +1,4 @@
-//! marcel's, pioman's and nmad's settings, and the level of the stack's diagnostics
+//! marcel's, pioman's and nmad's settings, `MADMPI_CONNECT_TIMEOUT`, and the level of the stack's diagnostics
 //! (`PM2_LOG`), as control variables. All are read from the environment when the runtime
 //! starts, so they are read-only, except `PIOMAN_POLICY`: pioman
 //! switches policies at run time (`Pioman::set_policy`), so writing it changes the policy of the
@@ -72,6 +72,15 @@ pub(crate) fn add(r: &mut Registry) {
         "diagnostics written to stderr by every layer: off, error, warn, info, debug or trace, \
          optionally per module (nmad=debug,warn)",
         text(pm2_log::VAR, "warn"),
+    ));
+    r.cvars.push(Cvar::new(
+        crate::dynamic::CONNECT_TIMEOUT_VAR,
+        Unsigned,
+        Readonly,
+        UserBasic,
+        "madmpi",
+        "seconds MPI_Comm_connect waits for the port's process to accept before failing with MPI_ERR_PORT",
+        num(crate::dynamic::CONNECT_TIMEOUT_VAR, crate::dynamic::CONNECT_TIMEOUT_DEFAULT),
     ));
     let m = "marcel";
     r.cvars.extend([
