@@ -82,38 +82,49 @@ pub(super) fn kernel(op: Builtin, p: Predefined) -> Option<Kernel> {
             }
         };
     }
+    // The index is a C `int`, or (Fortran pairs) a second value of the same type.
     macro_rules! loc {
         ($t:ty) => {
+            loc!($t, i32)
+        };
+        ($t:ty, $i:ty) => {
             match op {
-                Maxloc => maxloc::<$t>,
-                Minloc => minloc::<$t>,
+                Maxloc => maxloc::<$t, $i>,
+                Minloc => minloc::<$t, $i>,
                 _ => return None,
             }
         };
     }
     Some(match p {
         // `char` is signed on x86-64 Linux.
-        Char | SignedChar | Int8 => int!(i8),
+        Char | SignedChar | Int8 | Integer1 => int!(i8),
         UnsignedChar | Uint8 => int!(u8),
-        Short | Int16 => int!(i16),
+        Short | Int16 | Integer2 => int!(i16),
         UnsignedShort | Uint16 => int!(u16),
-        Int | Int32 => int!(i32),
+        Int | Int32 | Integer | Integer4 => int!(i32),
         Unsigned | Uint32 => int!(u32),
-        Long | LongLong | Int64 | Aint | Offset | Count => int!(i64),
+        Long | LongLong | Int64 | Aint | Offset | Count | Integer8 => int!(i64),
         UnsignedLong | UnsignedLongLong | Uint64 => int!(u64),
-        Float => float!(f32),
-        Double => float!(f64),
+        Float | Real | Real4 => float!(f32),
+        Double | DoublePrecision | Real8 => float!(f64),
         #[cfg(target_arch = "x86_64")]
-        LongDouble => float!(F80),
-        CFloatComplex => complex!(f32),
-        CDoubleComplex => complex!(f64),
+        LongDouble | Real16 => float!(F80),
+        CFloatComplex | Complex | Complex8 => complex!(f32),
+        CDoubleComplex | DoubleComplex | Complex16 => complex!(f64),
         #[cfg(target_arch = "x86_64")]
-        CLongDoubleComplex => complex!(F80),
+        CLongDoubleComplex | Complex32 => complex!(F80),
         // MPI's "logical" group: LAND, LOR, LXOR only.
         CBool => match op {
             Land => land::<u8>,
             Lor => lor::<u8>,
             Lxor => lxor::<u8>,
+            _ => return None,
+        },
+        // Fortran LOGICAL: 4 bytes, .TRUE. is 1 and .FALSE. 0 (gfortran's and MPICH's convention).
+        Logical => match op {
+            Land => land::<i32>,
+            Lor => lor::<i32>,
+            Lxor => lxor::<i32>,
             _ => return None,
         },
         // MPI's "byte" group: BAND, BOR, BXOR only.
@@ -128,13 +139,16 @@ pub(super) fn kernel(op: Builtin, p: Predefined) -> Option<Kernel> {
         LongInt => loc!(i64),
         TwoInt => loc!(i32),
         ShortInt => loc!(i16),
+        TwoInteger => loc!(i32, i32),
+        TwoReal => loc!(f32, f32),
+        TwoDoublePrecision => loc!(f64, f64),
         #[cfg(target_arch = "x86_64")]
         LongDoubleInt => loc!(F80),
         // Not in any of MPI's groups (MPICH rejects them too): wide characters, packed bytes.
-        WChar | Packed => return None,
+        WChar | Packed | Character => return None,
         // Elsewhere `long double` is not the format `predefined` describes: no kernel.
         #[cfg(not(target_arch = "x86_64"))]
-        LongDouble | CLongDoubleComplex | LongDoubleInt => return None,
+        LongDouble | CLongDoubleComplex | LongDoubleInt | Real16 | Complex32 => return None,
     })
 }
 
@@ -365,26 +379,28 @@ pub(super) fn cmul<T: Real>(mut a: T, mut b: T, mut c: T, mut d: T) -> (T, T) {
     if recalc { (T::INFINITY * (a * c - b * d), T::INFINITY * (a * d + b * c)) } else { (x, y) }
 }
 
-/// MAXLOC over packed `(value: V, index: int)` pairs.
-fn maxloc<V: Elem + PartialOrd>(input: &[u8], inout: &mut [u8]) {
-    loc::<V>(input, inout, Ordering::Less)
+/// MAXLOC over packed `(value: V, index: I)` pairs.
+fn maxloc<V: Elem + PartialOrd, I: Elem + PartialOrd>(input: &[u8], inout: &mut [u8]) {
+    loc::<V, I>(input, inout, Ordering::Less)
 }
 
-/// MINLOC over packed `(value: V, index: int)` pairs.
-fn minloc<V: Elem + PartialOrd>(input: &[u8], inout: &mut [u8]) {
-    loc::<V>(input, inout, Ordering::Greater)
+/// MINLOC over packed `(value: V, index: I)` pairs.
+fn minloc<V: Elem + PartialOrd, I: Elem + PartialOrd>(input: &[u8], inout: &mut [u8]) {
+    loc::<V, I>(input, inout, Ordering::Greater)
 }
 
 /// The input element replaces the inout one when `inout.value` compares `replace_when` to
 /// `input.value`; on equal values the smaller index stays; unordered values keep inout.
 #[inline(always)]
-fn loc<V: Elem + PartialOrd>(input: &[u8], inout: &mut [u8], replace_when: Ordering) {
-    let n = V::N + 4;
+fn loc<V: Elem + PartialOrd, I: Elem + PartialOrd>(input: &[u8], inout: &mut [u8], replace_when: Ordering) {
+    let n = V::N + I::N;
     for (o, i) in inout.chunks_exact_mut(n).zip(input.chunks_exact(n)) {
         match V::load(o).partial_cmp(&V::load(i)) {
             Some(Ordering::Equal) => {
-                let k = i32::load(&o[V::N..]).min(i32::load(&i[V::N..]));
-                k.store(&mut o[V::N..]);
+                let (ko, ki) = (I::load(&o[V::N..]), I::load(&i[V::N..]));
+                if ki < ko {
+                    ki.store(&mut o[V::N..]);
+                }
             }
             Some(ord) if ord == replace_when => o.copy_from_slice(i),
             _ => {}
