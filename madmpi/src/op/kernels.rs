@@ -73,6 +73,17 @@ pub(super) fn kernel(op: Builtin, p: Predefined) -> Option<Kernel> {
             }
         };
     }
+    // MPICH 4.0.2 also accepts LAND, LOR and LXOR on the Fortran reals (not on C's).
+    macro_rules! fortran_real {
+        ($t:ty) => {
+            match op {
+                Land => land::<$t>,
+                Lor => lor::<$t>,
+                Lxor => lxor::<$t>,
+                _ => float!($t),
+            }
+        };
+    }
     macro_rules! complex {
         ($t:ty) => {
             match op {
@@ -97,7 +108,8 @@ pub(super) fn kernel(op: Builtin, p: Predefined) -> Option<Kernel> {
     }
     Some(match p {
         // `char` is signed on x86-64 Linux.
-        Char | SignedChar | Int8 | Integer1 => int!(i8),
+        // MPICH 4.0.2 counts Fortran CHARACTER among its integers.
+        Char | SignedChar | Int8 | Integer1 | Character => int!(i8),
         UnsignedChar | Uint8 => int!(u8),
         Short | Int16 | Integer2 => int!(i16),
         UnsignedShort | Uint16 => int!(u16),
@@ -105,14 +117,18 @@ pub(super) fn kernel(op: Builtin, p: Predefined) -> Option<Kernel> {
         Unsigned | Uint32 => int!(u32),
         Long | LongLong | Int64 | Aint | Offset | Count | Integer8 => int!(i64),
         UnsignedLong | UnsignedLongLong | Uint64 => int!(u64),
-        Float | Real | Real4 => float!(f32),
-        Double | DoublePrecision | Real8 => float!(f64),
+        Float => float!(f32),
+        Double => float!(f64),
         #[cfg(target_arch = "x86_64")]
-        LongDouble | Real16 => float!(F80),
+        LongDouble => float!(F80),
+        Real | Real4 => fortran_real!(f32),
+        DoublePrecision | Real8 => fortran_real!(f64),
+        #[cfg(target_arch = "x86_64")]
+        Real16 => fortran_real!(F80),
         CFloatComplex | Complex | Complex8 => complex!(f32),
         CDoubleComplex | DoubleComplex | Complex16 => complex!(f64),
         #[cfg(target_arch = "x86_64")]
-        CLongDoubleComplex | Complex32 => complex!(F80),
+        CLongDoubleComplex => complex!(F80),
         // MPI's "logical" group: LAND, LOR, LXOR only.
         CBool => match op {
             Land => land::<u8>,
@@ -145,10 +161,12 @@ pub(super) fn kernel(op: Builtin, p: Predefined) -> Option<Kernel> {
         #[cfg(target_arch = "x86_64")]
         LongDoubleInt => loc!(F80),
         // Not in any of MPI's groups (MPICH rejects them too): wide characters, packed bytes.
-        WChar | Packed | Character => return None,
+        WChar | Packed => return None,
+        // MPICH 4.0.2 has no C type for a 32-byte complex: it refuses every operation.
+        Complex32 => return None,
         // Elsewhere `long double` is not the format `predefined` describes: no kernel.
         #[cfg(not(target_arch = "x86_64"))]
-        LongDouble | CLongDoubleComplex | LongDoubleInt | Real16 | Complex32 => return None,
+        LongDouble | CLongDoubleComplex | LongDoubleInt | Real16 => return None,
     })
 }
 
@@ -197,8 +215,6 @@ impl Elem for F80 {
 pub(super) trait Int:
     Elem + Ord + BitAnd<Output = Self> + BitOr<Output = Self> + BitXor<Output = Self>
 {
-    const ZERO: Self;
-    const ONE: Self;
     fn wrapping_add(self, o: Self) -> Self;
     fn wrapping_mul(self, o: Self) -> Self;
 }
@@ -206,8 +222,6 @@ pub(super) trait Int:
 macro_rules! int_impl {
     ($($t:ty),*) => {$(
         impl Int for $t {
-            const ZERO: Self = 0;
-            const ONE: Self = 1;
             #[inline(always)]
             fn wrapping_add(self, o: Self) -> Self {
                 <$t>::wrapping_add(self, o)
@@ -303,21 +317,39 @@ fn prod<T: Real>(input: &[u8], inout: &mut [u8]) {
     map2(input, inout, |a: T, b: T| a * b)
 }
 
+/// A type the logical operations accept: zero is false, the result is 1 or 0 (C's `&&`, which
+/// MPICH applies to Fortran reals too).
+pub(super) trait Logic: Elem + PartialEq {
+    const FALSE: Self;
+    const TRUE: Self;
+}
+
+macro_rules! logic_impl {
+    ($($t:ty: $zero:expr, $one:expr);*) => {$(
+        impl Logic for $t {
+            const FALSE: Self = $zero;
+            const TRUE: Self = $one;
+        }
+    )*};
+}
+logic_impl!(i8: 0, 1; u8: 0, 1; i16: 0, 1; u16: 0, 1; i32: 0, 1; u32: 0, 1; i64: 0, 1; u64: 0, 1;
+    f32: 0.0, 1.0; f64: 0.0, 1.0; F80: F80::ZERO, F80::ONE);
+
 #[inline(always)]
-fn truth<T: Int>(b: bool) -> T {
-    if b { T::ONE } else { T::ZERO }
+fn truth<T: Logic>(b: bool) -> T {
+    if b { T::TRUE } else { T::FALSE }
 }
 
-fn land<T: Int>(input: &[u8], inout: &mut [u8]) {
-    map2(input, inout, |a: T, b: T| truth(a != T::ZERO && b != T::ZERO))
+fn land<T: Logic>(input: &[u8], inout: &mut [u8]) {
+    map2(input, inout, |a: T, b: T| truth(a != T::FALSE && b != T::FALSE))
 }
 
-fn lor<T: Int>(input: &[u8], inout: &mut [u8]) {
-    map2(input, inout, |a: T, b: T| truth(a != T::ZERO || b != T::ZERO))
+fn lor<T: Logic>(input: &[u8], inout: &mut [u8]) {
+    map2(input, inout, |a: T, b: T| truth(a != T::FALSE || b != T::FALSE))
 }
 
-fn lxor<T: Int>(input: &[u8], inout: &mut [u8]) {
-    map2(input, inout, |a: T, b: T| truth((a != T::ZERO) != (b != T::ZERO)))
+fn lxor<T: Logic>(input: &[u8], inout: &mut [u8]) {
+    map2(input, inout, |a: T, b: T| truth((a != T::FALSE) != (b != T::FALSE)))
 }
 
 fn band<T: Int>(input: &[u8], inout: &mut [u8]) {
