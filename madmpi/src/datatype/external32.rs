@@ -33,13 +33,14 @@ impl Codec {
     fn of(p: Predefined) -> Codec {
         use Predefined::*;
         match p {
-            Char | SignedChar | UnsignedChar | Byte | Int8 | Uint8 | CBool | Packed | Character | Integer1 => {
-                Codec::Copy(1)
-            }
+            Char | SignedChar | UnsignedChar | Byte | Int8 | Uint8 | CBool | Packed | Character
+            | Integer1 => Codec::Copy(1),
             Short | UnsignedShort | Int16 | Uint16 | Integer2 => Codec::Swap(2),
-            Int | Unsigned | Float | Int32 | Uint32 | Logical | Integer | Real | Integer4 | Real4 => Codec::Swap(4),
-            LongLong | UnsignedLongLong | Double | Int64 | Uint64 | Aint | Offset | Count | DoublePrecision
-            | Integer8 | Real8 => Codec::Swap(8),
+            Int | Unsigned | Float | Int32 | Uint32 | Logical | Integer | Real | Integer4 | Real4 => {
+                Codec::Swap(4)
+            }
+            LongLong | UnsignedLongLong | Double | Int64 | Uint64 | Aint | Offset | Count
+            | DoublePrecision | Integer8 | Real8 => Codec::Swap(8),
             Long => Codec::Narrow { to: 4, signed: true },
             UnsignedLong => Codec::Narrow { to: 4, signed: false },
             WChar => Codec::Narrow { to: 2, signed: false },

@@ -242,9 +242,12 @@ impl Predefined {
     /// Size in bytes of a basic type (`sizeof` in C); for a pair type, the packed size.
     pub fn size(self) -> u64 {
         match self {
-            Char | SignedChar | UnsignedChar | Byte | Int8 | Uint8 | CBool | Packed | Character | Integer1 => 1,
+            Char | SignedChar | UnsignedChar | Byte | Int8 | Uint8 | CBool | Packed | Character
+            | Integer1 => 1,
             Short | UnsignedShort | Int16 | Uint16 | Integer2 => 2,
-            WChar | Int | Unsigned | Float | Int32 | Uint32 | Logical | Integer | Real | Integer4 | Real4 => 4,
+            WChar | Int | Unsigned | Float | Int32 | Uint32 | Logical | Integer | Real | Integer4 | Real4 => {
+                4
+            }
             Long | UnsignedLong | LongLong | UnsignedLongLong | Double | Int64 | Uint64 | Aint | Offset
             | Count | CFloatComplex | DoublePrecision | Complex | Integer8 | Real8 | Complex8 => 8,
             LongDouble | CDoubleComplex | DoubleComplex | Real16 | Complex16 => 16,
@@ -280,7 +283,8 @@ impl Predefined {
             SignedChar | UnsignedChar | Byte | Int8 | Uint8 | CBool | Packed | Character | Integer1 => Char,
             UnsignedShort | Int16 | Uint16 | Integer2 => Short,
             Unsigned | Int32 | Uint32 | Integer | Integer4 | Logical => Int,
-            UnsignedLong | LongLong | UnsignedLongLong | Int64 | Uint64 | Aint | Offset | Count | Integer8 => Long,
+            UnsignedLong | LongLong | UnsignedLongLong | Int64 | Uint64 | Aint | Offset | Count
+            | Integer8 => Long,
             p => p,
         }
     }
