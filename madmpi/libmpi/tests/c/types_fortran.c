@@ -85,6 +85,20 @@ static void send_recv_pack(void)
     pos = 0;
     MPI_Unpack(buf, sizeof buf, &pos, back, 2, MPI_REAL8, MPI_COMM_WORLD);
     CHECK(back[0] == dv[0] && back[1] == dv[1], "MPI_Unpack of MPI_REAL8");
+
+    /* external32: big-endian INTEGER and INTEGER2, and back */
+    int in[2] = {0x01020304, 0}, out[2] = {0, 0};
+    short s2 = 0x0506, s2b = 0;
+    unsigned char x[8];
+    MPI_Aint xp = 0;
+    CHECK(MPI_Pack_external("external32", in, 1, MPI_INTEGER, x, sizeof x, &xp) == MPI_SUCCESS &&
+              MPI_Pack_external("external32", &s2, 1, MPI_INTEGER2, x, sizeof x, &xp) == MPI_SUCCESS && xp == 6 &&
+              x[0] == 1 && x[1] == 2 && x[2] == 3 && x[3] == 4 && x[4] == 5 && x[5] == 6,
+          "MPI_Pack_external of MPI_INTEGER, MPI_INTEGER2: %ld bytes", (long)xp);
+    xp = 0;
+    MPI_Unpack_external("external32", x, sizeof x, &xp, out, 1, MPI_INTEGER);
+    MPI_Unpack_external("external32", x, sizeof x, &xp, &s2b, 1, MPI_INTEGER2);
+    CHECK(out[0] == in[0] && s2b == s2, "MPI_Unpack_external of MPI_INTEGER, MPI_INTEGER2");
 }
 
 static void reductions(void)
