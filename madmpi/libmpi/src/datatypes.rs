@@ -14,7 +14,7 @@ use madmpi::error::Error;
 use std::sync::LazyLock;
 
 /// Every predefined datatype handle with its type (aliases share a handle and a type).
-const PREDEFINED: [(Handle, Predefined); 38] = {
+const PREDEFINED: [(Handle, Predefined); 58] = {
     use Predefined::*;
     use abi::*;
     [
@@ -56,6 +56,26 @@ const PREDEFINED: [(Handle, Predefined); 38] = {
         (MPI_2INT, TwoInt),
         (MPI_SHORT_INT, ShortInt),
         (MPI_LONG_DOUBLE_INT, LongDoubleInt),
+        (MPI_CHARACTER, Character),
+        (MPI_LOGICAL, Logical),
+        (MPI_INTEGER, Integer),
+        (MPI_REAL, Real),
+        (MPI_DOUBLE_PRECISION, DoublePrecision),
+        (MPI_COMPLEX, Complex),
+        (MPI_DOUBLE_COMPLEX, DoubleComplex),
+        (MPI_INTEGER1, Integer1),
+        (MPI_INTEGER2, Integer2),
+        (MPI_INTEGER4, Integer4),
+        (MPI_INTEGER8, Integer8),
+        (MPI_REAL4, Real4),
+        (MPI_REAL8, Real8),
+        (MPI_REAL16, Real16),
+        (MPI_COMPLEX8, Complex8),
+        (MPI_COMPLEX16, Complex16),
+        (MPI_COMPLEX32, Complex32),
+        (MPI_2INTEGER, TwoInteger),
+        (MPI_2REAL, TwoReal),
+        (MPI_2DOUBLE_PRECISION, TwoDoublePrecision),
     ]
 };
 

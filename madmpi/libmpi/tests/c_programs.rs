@@ -464,6 +464,17 @@ fn addresses_memory_darrays_f90_types_and_type_attributes() {
     passes("types_more");
 }
 
+/// MPICH's Fortran named types from C: names, sizes, envelopes, external32 sizes, a send/recv,
+/// an allreduce per type class and MINLOC on `MPI_2DOUBLE_PRECISION`; the program also passes
+/// on MPICH's own library.
+#[test]
+fn fortran_named_types_work_from_c() {
+    passes_on("types_fortran", 2);
+    let _s = serial();
+    let reference = run_on_mpichs_library(&compile("types_fortran", Build::Mpich), 2);
+    assert!(reference.stdout.contains("OK 0: all checks passed"), "on MPICH's library: {reference:?}");
+}
+
 /// Every `_c` datatype constructor against its `int` twin, then 2^31 + 7 chars: a contiguous
 /// type, `MPI_Pack_c`/`MPI_Unpack_c`, and one message whose `MPI_Get_count_c` and
 /// `MPI_Get_elements_c` are exact while the `int` forms say `MPI_UNDEFINED` (about 6 GiB).

@@ -33,19 +33,24 @@ impl Codec {
     fn of(p: Predefined) -> Codec {
         use Predefined::*;
         match p {
-            Char | SignedChar | UnsignedChar | Byte | Int8 | Uint8 | CBool | Packed => Codec::Copy(1),
-            Short | UnsignedShort | Int16 | Uint16 => Codec::Swap(2),
-            Int | Unsigned | Float | Int32 | Uint32 => Codec::Swap(4),
-            LongLong | UnsignedLongLong | Double | Int64 | Uint64 | Aint | Offset | Count => Codec::Swap(8),
+            Char | SignedChar | UnsignedChar | Byte | Int8 | Uint8 | CBool | Packed | Character
+            | Integer1 => Codec::Copy(1),
+            Short | UnsignedShort | Int16 | Uint16 | Integer2 => Codec::Swap(2),
+            Int | Unsigned | Float | Int32 | Uint32 | Logical | Integer | Real | Integer4 | Real4 => {
+                Codec::Swap(4)
+            }
+            LongLong | UnsignedLongLong | Double | Int64 | Uint64 | Aint | Offset | Count
+            | DoublePrecision | Integer8 | Real8 => Codec::Swap(8),
             Long => Codec::Narrow { to: 4, signed: true },
             UnsignedLong => Codec::Narrow { to: 4, signed: false },
             WChar => Codec::Narrow { to: 2, signed: false },
-            LongDouble => Codec::Quad,
-            CFloatComplex => Codec::Twice(&Codec::Swap(4)),
-            CDoubleComplex => Codec::Twice(&Codec::Swap(8)),
-            CLongDoubleComplex => Codec::Twice(&Codec::Quad),
+            LongDouble | Real16 => Codec::Quad,
+            CFloatComplex | Complex | Complex8 => Codec::Twice(&Codec::Swap(4)),
+            CDoubleComplex | DoubleComplex | Complex16 => Codec::Twice(&Codec::Swap(8)),
+            CLongDoubleComplex | Complex32 => Codec::Twice(&Codec::Quad),
             // Pair types reach here through their members only.
-            FloatInt | DoubleInt | LongInt | TwoInt | ShortInt | LongDoubleInt => {
+            FloatInt | DoubleInt | LongInt | TwoInt | ShortInt | LongDoubleInt | TwoInteger | TwoReal
+            | TwoDoublePrecision => {
                 unreachable!("pair types are walked member by member")
             }
         }

@@ -43,13 +43,13 @@ pub enum TypeClass {
 }
 
 impl Predefined {
-    /// `MPI_Type_match_size`: the C type of class `class` and `size` bytes, if there is one.
+    /// `MPI_Type_match_size`: the Fortran type of class `class` and `size` bytes MPICH answers, if any.
     pub fn matching(class: TypeClass, size: i64) -> Option<Predefined> {
         use Predefined::*;
         let candidates: &[Predefined] = match class {
-            TypeClass::Integer => &[Int8, Int16, Int32, Int64],
-            TypeClass::Real => &[Float, Double, LongDouble],
-            TypeClass::Complex => &[CFloatComplex, CDoubleComplex, CLongDoubleComplex],
+            TypeClass::Integer => &[Integer1, Integer2, Integer4, Integer8],
+            TypeClass::Real => &[Real4, Real8, Real16],
+            TypeClass::Complex => &[Complex8, Complex16, Complex32],
         };
         candidates.iter().copied().find(|p| p.size() as i64 == size)
     }
@@ -139,14 +139,17 @@ mod tests {
     }
 
     #[test]
-    fn match_size_finds_c_types() {
+    fn match_size_finds_mpichs_fortran_types() {
         use Predefined::*;
-        assert_eq!(Predefined::matching(TypeClass::Integer, 4), Some(Int32));
-        assert_eq!(Predefined::matching(TypeClass::Integer, 8), Some(Int64));
+        assert_eq!(Predefined::matching(TypeClass::Integer, 1), Some(Integer1));
+        assert_eq!(Predefined::matching(TypeClass::Integer, 4), Some(Integer4));
+        assert_eq!(Predefined::matching(TypeClass::Integer, 8), Some(Integer8));
         assert_eq!(Predefined::matching(TypeClass::Integer, 16), None);
-        assert_eq!(Predefined::matching(TypeClass::Real, 16), Some(LongDouble));
+        assert_eq!(Predefined::matching(TypeClass::Real, 4), Some(Real4));
+        assert_eq!(Predefined::matching(TypeClass::Real, 16), Some(Real16));
         assert_eq!(Predefined::matching(TypeClass::Real, 2), None);
-        assert_eq!(Predefined::matching(TypeClass::Complex, 32), Some(CLongDoubleComplex));
+        assert_eq!(Predefined::matching(TypeClass::Complex, 8), Some(Complex8));
+        assert_eq!(Predefined::matching(TypeClass::Complex, 32), Some(Complex32));
         assert_eq!(Predefined::matching(TypeClass::Complex, 4), None);
     }
 }

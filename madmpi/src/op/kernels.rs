@@ -73,6 +73,17 @@ pub(super) fn kernel(op: Builtin, p: Predefined) -> Option<Kernel> {
             }
         };
     }
+    // MPICH 4.0.2 also accepts LAND, LOR and LXOR on the Fortran reals (not on C's).
+    macro_rules! fortran_real {
+        ($t:ty) => {
+            match op {
+                Land => land::<$t>,
+                Lor => lor::<$t>,
+                Lxor => lxor::<$t>,
+                _ => float!($t),
+            }
+        };
+    }
     macro_rules! complex {
         ($t:ty) => {
             match op {
@@ -82,31 +93,40 @@ pub(super) fn kernel(op: Builtin, p: Predefined) -> Option<Kernel> {
             }
         };
     }
+    // The index is a C `int`, or (Fortran pairs) a second value of the same type.
     macro_rules! loc {
         ($t:ty) => {
+            loc!($t, i32)
+        };
+        ($t:ty, $i:ty) => {
             match op {
-                Maxloc => maxloc::<$t>,
-                Minloc => minloc::<$t>,
+                Maxloc => maxloc::<$t, $i>,
+                Minloc => minloc::<$t, $i>,
                 _ => return None,
             }
         };
     }
     Some(match p {
         // `char` is signed on x86-64 Linux.
-        Char | SignedChar | Int8 => int!(i8),
+        // MPICH 4.0.2 counts Fortran CHARACTER among its integers.
+        Char | SignedChar | Int8 | Integer1 | Character => int!(i8),
         UnsignedChar | Uint8 => int!(u8),
-        Short | Int16 => int!(i16),
+        Short | Int16 | Integer2 => int!(i16),
         UnsignedShort | Uint16 => int!(u16),
-        Int | Int32 => int!(i32),
+        Int | Int32 | Integer | Integer4 => int!(i32),
         Unsigned | Uint32 => int!(u32),
-        Long | LongLong | Int64 | Aint | Offset | Count => int!(i64),
+        Long | LongLong | Int64 | Aint | Offset | Count | Integer8 => int!(i64),
         UnsignedLong | UnsignedLongLong | Uint64 => int!(u64),
         Float => float!(f32),
         Double => float!(f64),
         #[cfg(target_arch = "x86_64")]
         LongDouble => float!(F80),
-        CFloatComplex => complex!(f32),
-        CDoubleComplex => complex!(f64),
+        Real | Real4 => fortran_real!(f32),
+        DoublePrecision | Real8 => fortran_real!(f64),
+        #[cfg(target_arch = "x86_64")]
+        Real16 => fortran_real!(F80),
+        CFloatComplex | Complex | Complex8 => complex!(f32),
+        CDoubleComplex | DoubleComplex | Complex16 => complex!(f64),
         #[cfg(target_arch = "x86_64")]
         CLongDoubleComplex => complex!(F80),
         // MPI's "logical" group: LAND, LOR, LXOR only.
@@ -114,6 +134,13 @@ pub(super) fn kernel(op: Builtin, p: Predefined) -> Option<Kernel> {
             Land => land::<u8>,
             Lor => lor::<u8>,
             Lxor => lxor::<u8>,
+            _ => return None,
+        },
+        // Fortran LOGICAL: 4 bytes, .TRUE. is 1 and .FALSE. 0 (gfortran's and MPICH's convention).
+        Logical => match op {
+            Land => land::<i32>,
+            Lor => lor::<i32>,
+            Lxor => lxor::<i32>,
             _ => return None,
         },
         // MPI's "byte" group: BAND, BOR, BXOR only.
@@ -128,13 +155,18 @@ pub(super) fn kernel(op: Builtin, p: Predefined) -> Option<Kernel> {
         LongInt => loc!(i64),
         TwoInt => loc!(i32),
         ShortInt => loc!(i16),
+        TwoInteger => loc!(i32, i32),
+        TwoReal => loc!(f32, f32),
+        TwoDoublePrecision => loc!(f64, f64),
         #[cfg(target_arch = "x86_64")]
         LongDoubleInt => loc!(F80),
         // Not in any of MPI's groups (MPICH rejects them too): wide characters, packed bytes.
         WChar | Packed => return None,
+        // MPICH 4.0.2 has no C type for a 32-byte complex: it refuses every operation.
+        Complex32 => return None,
         // Elsewhere `long double` is not the format `predefined` describes: no kernel.
         #[cfg(not(target_arch = "x86_64"))]
-        LongDouble | CLongDoubleComplex | LongDoubleInt => return None,
+        LongDouble | CLongDoubleComplex | LongDoubleInt | Real16 => return None,
     })
 }
 
@@ -183,8 +215,6 @@ impl Elem for F80 {
 pub(super) trait Int:
     Elem + Ord + BitAnd<Output = Self> + BitOr<Output = Self> + BitXor<Output = Self>
 {
-    const ZERO: Self;
-    const ONE: Self;
     fn wrapping_add(self, o: Self) -> Self;
     fn wrapping_mul(self, o: Self) -> Self;
 }
@@ -192,8 +222,6 @@ pub(super) trait Int:
 macro_rules! int_impl {
     ($($t:ty),*) => {$(
         impl Int for $t {
-            const ZERO: Self = 0;
-            const ONE: Self = 1;
             #[inline(always)]
             fn wrapping_add(self, o: Self) -> Self {
                 <$t>::wrapping_add(self, o)
@@ -289,21 +317,39 @@ fn prod<T: Real>(input: &[u8], inout: &mut [u8]) {
     map2(input, inout, |a: T, b: T| a * b)
 }
 
+/// A type the logical operations accept: zero is false, the result is 1 or 0 (C's `&&`, which
+/// MPICH applies to Fortran reals too).
+pub(super) trait Logic: Elem + PartialEq {
+    const FALSE: Self;
+    const TRUE: Self;
+}
+
+macro_rules! logic_impl {
+    ($($t:ty: $zero:expr, $one:expr);*) => {$(
+        impl Logic for $t {
+            const FALSE: Self = $zero;
+            const TRUE: Self = $one;
+        }
+    )*};
+}
+logic_impl!(i8: 0, 1; u8: 0, 1; i16: 0, 1; u16: 0, 1; i32: 0, 1; u32: 0, 1; i64: 0, 1; u64: 0, 1;
+    f32: 0.0, 1.0; f64: 0.0, 1.0; F80: F80::ZERO, F80::ONE);
+
 #[inline(always)]
-fn truth<T: Int>(b: bool) -> T {
-    if b { T::ONE } else { T::ZERO }
+fn truth<T: Logic>(b: bool) -> T {
+    if b { T::TRUE } else { T::FALSE }
 }
 
-fn land<T: Int>(input: &[u8], inout: &mut [u8]) {
-    map2(input, inout, |a: T, b: T| truth(a != T::ZERO && b != T::ZERO))
+fn land<T: Logic>(input: &[u8], inout: &mut [u8]) {
+    map2(input, inout, |a: T, b: T| truth(a != T::FALSE && b != T::FALSE))
 }
 
-fn lor<T: Int>(input: &[u8], inout: &mut [u8]) {
-    map2(input, inout, |a: T, b: T| truth(a != T::ZERO || b != T::ZERO))
+fn lor<T: Logic>(input: &[u8], inout: &mut [u8]) {
+    map2(input, inout, |a: T, b: T| truth(a != T::FALSE || b != T::FALSE))
 }
 
-fn lxor<T: Int>(input: &[u8], inout: &mut [u8]) {
-    map2(input, inout, |a: T, b: T| truth((a != T::ZERO) != (b != T::ZERO)))
+fn lxor<T: Logic>(input: &[u8], inout: &mut [u8]) {
+    map2(input, inout, |a: T, b: T| truth((a != T::FALSE) != (b != T::FALSE)))
 }
 
 fn band<T: Int>(input: &[u8], inout: &mut [u8]) {
@@ -365,26 +411,28 @@ pub(super) fn cmul<T: Real>(mut a: T, mut b: T, mut c: T, mut d: T) -> (T, T) {
     if recalc { (T::INFINITY * (a * c - b * d), T::INFINITY * (a * d + b * c)) } else { (x, y) }
 }
 
-/// MAXLOC over packed `(value: V, index: int)` pairs.
-fn maxloc<V: Elem + PartialOrd>(input: &[u8], inout: &mut [u8]) {
-    loc::<V>(input, inout, Ordering::Less)
+/// MAXLOC over packed `(value: V, index: I)` pairs.
+fn maxloc<V: Elem + PartialOrd, I: Elem + PartialOrd>(input: &[u8], inout: &mut [u8]) {
+    loc::<V, I>(input, inout, Ordering::Less)
 }
 
-/// MINLOC over packed `(value: V, index: int)` pairs.
-fn minloc<V: Elem + PartialOrd>(input: &[u8], inout: &mut [u8]) {
-    loc::<V>(input, inout, Ordering::Greater)
+/// MINLOC over packed `(value: V, index: I)` pairs.
+fn minloc<V: Elem + PartialOrd, I: Elem + PartialOrd>(input: &[u8], inout: &mut [u8]) {
+    loc::<V, I>(input, inout, Ordering::Greater)
 }
 
 /// The input element replaces the inout one when `inout.value` compares `replace_when` to
 /// `input.value`; on equal values the smaller index stays; unordered values keep inout.
 #[inline(always)]
-fn loc<V: Elem + PartialOrd>(input: &[u8], inout: &mut [u8], replace_when: Ordering) {
-    let n = V::N + 4;
+fn loc<V: Elem + PartialOrd, I: Elem + PartialOrd>(input: &[u8], inout: &mut [u8], replace_when: Ordering) {
+    let n = V::N + I::N;
     for (o, i) in inout.chunks_exact_mut(n).zip(input.chunks_exact(n)) {
         match V::load(o).partial_cmp(&V::load(i)) {
             Some(Ordering::Equal) => {
-                let k = i32::load(&o[V::N..]).min(i32::load(&i[V::N..]));
-                k.store(&mut o[V::N..]);
+                let (ko, ki) = (I::load(&o[V::N..]), I::load(&i[V::N..]));
+                if ki < ko {
+                    ki.store(&mut o[V::N..]);
+                }
             }
             Some(ord) if ord == replace_when => o.copy_from_slice(i),
             _ => {}

@@ -68,22 +68,31 @@ const FLOATS: [Predefined; 3] = [Float, Double, LongDouble];
 const COMPLEX: [Predefined; 3] = [CFloatComplex, CDoubleComplex, CLongDoubleComplex];
 const PAIRS: [Predefined; 6] = [FloatInt, DoubleInt, LongInt, TwoInt, ShortInt, LongDoubleInt];
 
-/// MPI 4.0 §6.9.2's table (with MPICH's `MPI_CHAR` among the integers), written out
-/// independently of `kernels`.
+/// The Fortran types by MPICH 4.0.2's groups (CHARACTER among the integers; no operation on
+/// the 32-byte complex).
+const FORTRAN_INTEGERS: [Predefined; 6] = [Character, Integer, Integer1, Integer2, Integer4, Integer8];
+const FORTRAN_REALS: [Predefined; 5] = [Real, DoublePrecision, Real4, Real8, Real16];
+const FORTRAN_COMPLEX: [Predefined; 4] = [Complex, DoubleComplex, Complex8, Complex16];
+const FORTRAN_PAIRS: [Predefined; 3] = [TwoInteger, TwoReal, TwoDoublePrecision];
+
+/// MPI 4.0 §6.9.2's table (with MPICH's `MPI_CHAR` among the integers, and MPICH 4.0.2's
+/// acceptance of LAND/LOR/LXOR on Fortran reals, seen with `MPI_Reduce_local` on its library),
+/// written out independently of `kernels`.
 fn accepted(op: Builtin, p: Predefined) -> bool {
-    let int = INTEGERS.contains(&p);
-    let float = FLOATS.contains(&p);
-    let complex = COMPLEX.contains(&p);
-    let long_double = matches!(p, LongDouble | CLongDoubleComplex | LongDoubleInt);
+    let int = INTEGERS.contains(&p) || FORTRAN_INTEGERS.contains(&p);
+    let fortran_real = FORTRAN_REALS.contains(&p);
+    let float = FLOATS.contains(&p) || fortran_real;
+    let complex = COMPLEX.contains(&p) || FORTRAN_COMPLEX.contains(&p);
+    let long_double = matches!(p, LongDouble | CLongDoubleComplex | LongDoubleInt | Real16);
     if long_double && !cfg!(target_arch = "x86_64") && !matches!(op, Replace | NoOp) {
         return false;
     }
     match op {
         Max | Min => int || float,
         Sum | Prod => int || float || complex,
-        Land | Lor | Lxor => int || p == CBool,
+        Land | Lor | Lxor => int || fortran_real || p == CBool || p == Logical,
         Band | Bor | Bxor => int || p == Byte,
-        Maxloc | Minloc => PAIRS.contains(&p),
+        Maxloc | Minloc => PAIRS.contains(&p) || FORTRAN_PAIRS.contains(&p),
         Replace | NoOp => true,
     }
 }
@@ -880,4 +889,55 @@ fn long_double_keeps_its_precision_and_range() {
     assert_eq!(run(Maxloc, &l, 1, &li(one, 3), &li(one_ulp, 7)), li(one_ulp, 7));
     assert_eq!(run(Minloc, &l, 1, &li(one, 3), &li(one_ulp, 7)), li(one, 3));
     assert_eq!(run(Maxloc, &l, 1, &li(one_ulp, 2), &li(one_ulp, 7)), li(one_ulp, 2));
+}
+
+#[test]
+fn fortran_logical_is_one_or_zero() {
+    let a = ne_bytes!([0i32, 1, 5, 0]);
+    let b = ne_bytes!([0i32, 0, 1, 7]);
+    let t = dt(Logical);
+    assert_eq!(run(Land, &t, 4, &a, &b), ne_bytes!([0i32, 0, 1, 0]));
+    assert_eq!(run(Lor, &t, 4, &a, &b), ne_bytes!([0i32, 1, 1, 1]));
+    assert_eq!(run(Lxor, &t, 4, &a, &b), ne_bytes!([0i32, 1, 0, 1]));
+}
+
+#[test]
+fn logical_operations_on_fortran_reals_give_one_or_zero() {
+    let a = ne_bytes!([0.0f64, 2.5, -1.0]);
+    let b = ne_bytes!([3.0f64, 0.0, 0.5]);
+    assert_eq!(run(Land, &dt(DoublePrecision), 3, &a, &b), ne_bytes!([0.0f64, 0.0, 1.0]));
+    assert_eq!(run(Lxor, &dt(Real8), 3, &a, &b), ne_bytes!([1.0f64, 1.0, 0.0]));
+    let a = ne_bytes!([0.0f32, 2.5]);
+    let b = ne_bytes!([0.0f32, 0.0]);
+    assert_eq!(run(Lor, &dt(Real), 2, &a, &b), ne_bytes!([0.0f32, 1.0]));
+}
+
+#[test]
+fn fortran_pairs_carry_the_index_in_the_value_type() {
+    // (value, index) pairs: the index is a DOUBLE PRECISION, compared as one on ties.
+    let a = ne_bytes!([1.0f64, 7.0, 2.0, 9.0, -3.0, 4.0]);
+    let b = ne_bytes!([1.0f64, 3.0, 5.0, 1.0, -3.0, 8.0]);
+    let t = dt(TwoDoublePrecision);
+    assert_eq!(run(Minloc, &t, 3, &a, &b), ne_bytes!([1.0f64, 3.0, 2.0, 9.0, -3.0, 4.0]));
+    assert_eq!(run(Maxloc, &t, 3, &a, &b), ne_bytes!([1.0f64, 3.0, 5.0, 1.0, -3.0, 4.0]));
+    let a = ne_bytes!([4i32, 2, 6, 1]);
+    let b = ne_bytes!([4i32, 1, 5, 0]);
+    assert_eq!(run(Maxloc, &dt(TwoInteger), 2, &a, &b), ne_bytes!([4i32, 1, 6, 1]));
+    let a = ne_bytes!([0.5f32, 2.0]);
+    let b = ne_bytes!([0.25f32, 3.0]);
+    assert_eq!(run(Minloc, &dt(TwoReal), 1, &a, &b), ne_bytes!([0.25f32, 3.0]));
+}
+
+#[test]
+fn fortran_integers_and_complexes_reduce_as_their_c_twins() {
+    let a = ne_bytes!([i64::MAX, -4, 6]);
+    let b = ne_bytes!([1i64, 10, -6]);
+    assert_eq!(run(Sum, &dt(Integer8), 3, &a, &b), ne_bytes!([i64::MIN, 6, 0]));
+    let a = ne_bytes!([-3i8, 100]);
+    let b = ne_bytes!([2i8, -100]);
+    assert_eq!(run(Max, &dt(Character), 2, &a, &b), ne_bytes!([2i8, 100]));
+    let a = ne_bytes!([1.0f32, 2.0]);
+    let b = ne_bytes!([3.0f32, -1.0]);
+    // (1 + 2i)(3 - i) = 5 + 5i
+    assert_eq!(run(Prod, &dt(Complex), 1, &a, &b), ne_bytes!([5.0f32, 5.0]));
 }

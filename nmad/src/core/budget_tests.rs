@@ -4,12 +4,10 @@
 //! is released.
 
 use super::*;
-use crate::bootstrap::LocalJob;
+use crate::core::Core;
 use crate::core::request::Error;
 use crate::core::wire::{self, Encoder, MsgHeader};
-use crate::core::{Config, Core};
 use crate::{Request, Session, Source};
-use pioman::Pioman;
 use std::sync::Arc;
 
 /// Granted to the peer: 64 KiB and 4 rendezvous slots (a job of one: the whole budget).
@@ -18,16 +16,7 @@ const SLOTS: u64 = 4;
 const PEER: u32 = 0;
 
 fn core() -> Arc<Core> {
-    let b = LocalJob::ranks(1).unwrap().pop().unwrap();
-    let config = Config {
-        drivers: Some(vec!["self".into()]),
-        strategy: crate::strategies::by_name("aggreg").unwrap(),
-        eager_limit: usize::MAX,
-        unexpected_budget: GRANT,
-        rdv_slots: SLOTS,
-    };
-    let pio = Pioman::builder().without_marcel().threads(0).build().unwrap();
-    Core::start(Arc::new(b), Some(pio), config).unwrap()
+    crate::core::test_core(GRANT, SLOTS)
 }
 
 fn data(session: u32, seq: u32, len: usize) -> Vec<u8> {

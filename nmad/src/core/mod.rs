@@ -755,3 +755,20 @@ impl Source for DriverTask {
         }
     }
 }
+
+/// A core of a job of one over the `self` driver (aggregating strategy, no eager limit, no
+/// progression thread), granting `budget` bytes and `rdv_slots` rendezvous slots: what the core's
+/// unit tests feed crafted packets to.
+#[cfg(test)]
+pub(crate) fn test_core(budget: u64, rdv_slots: u64) -> Arc<Core> {
+    let b = crate::bootstrap::LocalJob::ranks(1).unwrap().pop().unwrap();
+    let config = Config {
+        drivers: Some(vec!["self".into()]),
+        strategy: crate::strategies::by_name("aggreg").unwrap(),
+        eager_limit: usize::MAX,
+        unexpected_budget: budget,
+        rdv_slots,
+    };
+    let pio = pioman::Pioman::builder().without_marcel().threads(0).build().unwrap();
+    Core::start(Arc::new(b), Some(pio), config).unwrap()
+}

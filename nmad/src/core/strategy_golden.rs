@@ -2,15 +2,13 @@
 //! a recording link receives; and how credit turns eager messages into rendezvous requests.
 
 use super::*;
-use crate::bootstrap::LocalJob;
+use crate::core::Core;
 use crate::core::request::{Kind, Request};
 use crate::core::wire::{Chunk, Decoder};
-use crate::core::{Config, Core};
 use crate::drivers::Sent;
 use crate::drivers::{BulkHeader, Link, PeerId};
 use crate::drivers::{Caps, LargePath, Profile, Segment};
 use crate::interfaces::data::Data;
-use pioman::Pioman;
 use std::io;
 use std::io::IoSlice;
 use std::pin::Pin;
@@ -41,16 +39,7 @@ impl Link for Recording {
 }
 
 fn core() -> Arc<Core> {
-    let b = LocalJob::ranks(1).unwrap().pop().unwrap();
-    let config = Config {
-        drivers: Some(vec!["self".into()]),
-        strategy: crate::strategies::by_name("aggreg").unwrap(),
-        eager_limit: usize::MAX,
-        unexpected_budget: 1 << 20,
-        rdv_slots: 16,
-    };
-    let pio = Pioman::builder().without_marcel().threads(0).build().unwrap();
-    Core::start(Arc::new(b), Some(pio), config).unwrap()
+    crate::core::test_core(1 << 20, 16)
 }
 
 fn rail(name: &str, latency_ns: u64, max_packet: usize) -> RailInfo {

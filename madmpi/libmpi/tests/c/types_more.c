@@ -203,13 +203,15 @@ static void fortran_kinds(void)
     CHECK(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 4, &t) == MPI_SUCCESS && MPI_Type_size(t, &size) == MPI_SUCCESS &&
               size == 4,
           "MPI_Type_match_size(INTEGER, 4)");
-    ON_MADMPI(CHECK(t == MPI_INT32_T, "an integer of 4 bytes is MPI_INT32_T"));
+    CHECK(t == MPI_INTEGER4, "an integer of 4 bytes is MPI_INTEGER4");
     CHECK(MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &t) == MPI_SUCCESS && MPI_Type_size(t, &size) == MPI_SUCCESS &&
               size == 8,
           "MPI_Type_match_size(REAL, 8)");
+    CHECK(t == MPI_REAL8, "a real of 8 bytes is MPI_REAL8");
     CHECK(MPI_Type_match_size(MPI_TYPECLASS_COMPLEX, 16, &t) == MPI_SUCCESS &&
               MPI_Type_size(t, &size) == MPI_SUCCESS && size == 16,
           "MPI_Type_match_size(COMPLEX, 16)");
+    CHECK(t == MPI_COMPLEX16, "a complex of 16 bytes is MPI_COMPLEX16");
     CHECK_ERR(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 3, &t), MPI_ERR_ARG, "3 bytes");
     CHECK_ERR(MPI_Type_match_size(99, 4, &t), MPI_ERR_ARG, "class");
 

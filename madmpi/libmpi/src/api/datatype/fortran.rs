@@ -64,7 +64,7 @@ unsafe fn f90(kind: F90Kind, p: Option<c_int>, r: c_int, newtype: *mut abi::Data
 }
 
 export! {
-    /// `MPI_Type_match_size`: the predefined C type of `typeclass` and `size` bytes
+    /// `MPI_Type_match_size`: MPICH's Fortran type (`MPI_INTEGER4`, `MPI_REAL8`, ...) of `typeclass` and `size` bytes
     /// (`MPI_ERR_ARG` if none, as MPICH).
     fn MPI_Type_match_size / PMPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut abi::Datatype) {
         let class = type_class(typeclass)?;
