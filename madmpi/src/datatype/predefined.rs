@@ -5,89 +5,28 @@
 //! checked against MPICH 4.0.2 (`MPI_Type_size`, `MPI_Type_get_extent`, and the extent of
 //! `struct {T; char}` for the alignment) and agree with the C compiler's `sizeof`/`_Alignof`.
 
-/// A predefined MPI datatype of the C binding.
-///
-/// Aliases that MPICH gives the same handle share a variant: `MPI_LONG_LONG` is
-/// [`Predefined::LongLong`] (named `MPI_LONG_LONG_INT`), `MPI_C_COMPLEX` is
-/// [`Predefined::CFloatComplex`] (named `MPI_C_COMPLEX`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Predefined {
-    Char,
-    SignedChar,
-    UnsignedChar,
-    Byte,
-    WChar,
-    Short,
-    UnsignedShort,
-    Int,
-    Unsigned,
-    Long,
-    UnsignedLong,
-    LongLong,
-    UnsignedLongLong,
-    Float,
-    Double,
-    LongDouble,
-    Int8,
-    Int16,
-    Int32,
-    Int64,
-    Uint8,
-    Uint16,
-    Uint32,
-    Uint64,
-    CBool,
-    CFloatComplex,
-    CDoubleComplex,
-    CLongDoubleComplex,
-    Aint,
-    Offset,
-    Count,
-    Packed,
-    /// `struct { float; int; }`
-    FloatInt,
-    /// `struct { double; int; }` (extent 16)
-    DoubleInt,
-    /// `struct { long; int; }` (extent 16)
-    LongInt,
-    /// `struct { int; int; }`
-    TwoInt,
-    /// `struct { short; int; }` (the int at offset 4: size 6, extent 8)
-    ShortInt,
-    /// `struct { long double; int; }` (size 20, extent 32)
-    LongDoubleInt,
-    /// Fortran types (gfortran's sizes, as MPICH 4.0.2 configured on x86-64 Linux); `Real16` and
-    /// `Complex32` are x87 `long double` in memory, as MPICH's `MPIR_REAL16_CTYPE`.
-    Character,
-    Logical,
-    Integer,
-    Real,
-    DoublePrecision,
-    Complex,
-    DoubleComplex,
-    Integer1,
-    Integer2,
-    Integer4,
-    Integer8,
-    Real4,
-    Real8,
-    Real16,
-    Complex8,
-    Complex16,
-    Complex32,
-    /// Fortran `INTEGER, INTEGER` (MINLOC/MAXLOC pairs)
-    TwoInteger,
-    /// Fortran `REAL, REAL`
-    TwoReal,
-    /// Fortran `DOUBLE PRECISION, DOUBLE PRECISION`
-    TwoDoublePrecision,
+/// Declares [`Predefined`] and [`Predefined::ALL`] from one list, so that the two keep the same
+/// order ([`Predefined::index`] relies on it).
+macro_rules! predefined {
+    ($(#[$doc:meta])* pub enum Predefined { $($(#[$vdoc:meta])* $v:ident,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Predefined { $($(#[$vdoc])* $v,)* }
+
+        impl Predefined {
+            /// Every predefined type, basic types first (pair types are built from them).
+            pub const ALL: [Predefined; [$(Predefined::$v),*].len()] = [$(Predefined::$v),*];
+        }
+    };
 }
 
-use Predefined::*;
-
-impl Predefined {
-    /// Every predefined type, basic types first (pair types are built from them).
-    pub const ALL: [Predefined; 58] = [
+predefined! {
+    /// A predefined MPI datatype of the C binding.
+    ///
+    /// Aliases that MPICH gives the same handle share a variant: `MPI_LONG_LONG` is
+    /// [`Predefined::LongLong`] (named `MPI_LONG_LONG_INT`), `MPI_C_COMPLEX` is
+    /// [`Predefined::CFloatComplex`] (named `MPI_C_COMPLEX`).
+    pub enum Predefined {
         Char,
         SignedChar,
         UnsignedChar,
@@ -120,12 +59,20 @@ impl Predefined {
         Offset,
         Count,
         Packed,
+        /// `struct { float; int; }`
         FloatInt,
+        /// `struct { double; int; }` (extent 16)
         DoubleInt,
+        /// `struct { long; int; }` (extent 16)
         LongInt,
+        /// `struct { int; int; }`
         TwoInt,
+        /// `struct { short; int; }` (the int at offset 4: size 6, extent 8)
         ShortInt,
+        /// `struct { long double; int; }` (size 20, extent 32)
         LongDoubleInt,
+        /// Fortran types (gfortran's sizes, as MPICH 4.0.2 configured on x86-64 Linux); `Real16` and
+        /// `Complex32` are x87 `long double` in memory, as MPICH's `MPIR_REAL16_CTYPE`.
         Character,
         Logical,
         Integer,
@@ -143,11 +90,18 @@ impl Predefined {
         Complex8,
         Complex16,
         Complex32,
+        /// Fortran `INTEGER, INTEGER` (MINLOC/MAXLOC pairs)
         TwoInteger,
+        /// Fortran `REAL, REAL`
         TwoReal,
+        /// Fortran `DOUBLE PRECISION, DOUBLE PRECISION`
         TwoDoublePrecision,
-    ];
+    }
+}
 
+use Predefined::*;
+
+impl Predefined {
     /// Index in [`Predefined::ALL`].
     pub(crate) fn index(self) -> usize {
         self as usize
