@@ -182,6 +182,8 @@ pub(crate) struct Gate {
     /// The system refused a remote read from this peer: use bulk transfers.
     pub(crate) no_remote_read: AtomicBool,
     pub(crate) backlogged: AtomicBool,
+    /// A rail has had a link (so a posted receive need not connect: `connect_for_receive`).
+    pub(crate) linked_once: AtomicBool,
 }
 
 impl Gate {
@@ -233,6 +235,7 @@ impl Gate {
             send_failed: OnceLock::new(),
             no_remote_read: AtomicBool::new(false),
             backlogged: AtomicBool::new(false),
+            linked_once: AtomicBool::new(false),
         }
     }
 

@@ -9,16 +9,23 @@
 
 use super::super::Core;
 use super::Gate;
+use std::sync::atomic::Ordering::Relaxed;
 
 impl Gate {
-    /// Connects rail 0 if no rail has a link; a failure fails the gate.
+    /// Connects rail 0 if no rail has a link; a failure fails the gate. Once a link was seen,
+    /// later receives skip the check (one relaxed load on the receive path, no rail lock).
     pub(crate) fn connect_for_receive(&self, core: &Core) {
-        if self.failed.get().is_some() || self.rails.iter().any(|r| r.link.lock().unwrap().is_some()) {
+        if self.linked_once.load(Relaxed) || self.failed.get().is_some() {
+            return;
+        }
+        if self.rails.iter().any(|r| r.link.lock().unwrap().is_some()) {
+            self.linked_once.store(true, Relaxed);
             return;
         }
         let Some(rail) = self.rails.first() else { return };
-        if let Err(e) = rail.link(core) {
-            self.fail(core, &format!("connecting failed: {e}"));
+        match rail.link(core) {
+            Ok(_) => self.linked_once.store(true, Relaxed),
+            Err(e) => self.fail(core, &format!("connecting failed: {e}")),
         }
     }
 }
