@@ -4,6 +4,12 @@
 //!
 //! [`PmiBootstrap`] speaks PMI to the launcher (madrun, Hydra, Slurm; or a 1-process singleton).
 //! [`LocalJob`] runs several ranks inside one process (threads as ranks), for tests and tools.
+//!
+//! Jobs that spawn (`MPI_Comm_spawn`) share peer ids ([`Universe`]) and the job key. Under madrun
+//! they also share one key/value store. Under Hydra each job has its own store (a spawned job
+//! reads what its parent preput in it, see [`PmiBootstrap::spawn`]), so ids are claimed in
+//! Hydra's name service and the cards of the other job reach a process otherwise
+//! ([`Bootstrap::shares_cards`]).
 
 use std::collections::HashMap;
 use std::io;
@@ -26,6 +32,17 @@ pub const UNIVERSE_VAR: &str = "PM2_UNIVERSE";
 pub const SINGLE_NODE_VAR: &str = "PM2_SINGLE_NODE";
 /// Most peer ids a universe may have (the core keeps a slot per id).
 pub const UNIVERSE_MAX: u32 = 1 << 16;
+/// Peer ids a job started by Hydra keeps for the jobs it and they spawn (madrun keeps as many).
+pub const SPAWN_ROOM: u32 = 1024;
+/// The variable (or, under Hydra, the preput key) that tells a spawned job its parents' port.
+pub const PARENT_PORT_VAR: &str = "PM2_PARENT_PORT";
+/// The key under which madrun, or a parent under Hydra, preloads the job key.
+const JOB_KEY_NAME: &str = "PM2_JOB_KEY";
+
+/// The key/value store key of `peer`'s business cards (published by the core at start).
+pub fn card_key(peer: u32) -> String {
+    format!("nmad-cards-{peer}")
+}
 
 impl Universe {
     /// Parses [`UNIVERSE_VAR`]'s value for a job of `size` processes.
@@ -82,10 +99,21 @@ pub trait Bootstrap: Send + Sync {
         Err(no_name_service())
     }
     /// Asks the launcher to start a new job (`MPI_Comm_spawn`): `Unsupported` when it cannot
-    /// (default; only madrun can).
-    fn spawn(&self, req: &tools::pmi::spawn::SpawnRequest) -> io::Result<()> {
+    /// (default; madrun and Hydra can). `Some(base)`, the new job's first peer id, when its
+    /// processes do not share this store (the caller then makes the cards meet, see
+    /// [`Bootstrap::shares_cards`]); `None` when they do.
+    fn spawn(&self, req: &tools::pmi::spawn::SpawnRequest) -> io::Result<Option<u32>> {
         let _ = req;
-        Err(io::Error::new(io::ErrorKind::Unsupported, "this launcher cannot spawn processes (madrun can)"))
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this launcher cannot spawn processes (madrun and Hydra can)"))
+    }
+    /// Whether every process this one may meet (its job's, and those of the jobs spawned with
+    /// it) publishes its cards in this store. Default: yes (one job).
+    fn shares_cards(&self) -> bool {
+        true
+    }
+    /// The port of the parents that spawned this job, if they did ([`PARENT_PORT_VAR`]).
+    fn parent_port(&self) -> Option<String> {
+        std::env::var(PARENT_PORT_VAR).ok()
     }
     /// The process is done with the job (after the last fence). Default: nothing to do.
     fn finalize(&self) -> io::Result<()> {
@@ -122,6 +150,14 @@ pub struct PmiBootstrap {
     size: u32,
     key: JobKey,
     universe: Universe,
+    /// A PMI-1 launcher other than madrun (Hydra): a store per job, spawn in Hydra's form.
+    hydra: bool,
+    /// Every job of the universe runs on this node (madrun's or the parents' word, or this job
+    /// was started by Hydra: the jobs it spawns run on its hosts).
+    single_node_universe: bool,
+    parent_port: Option<String>,
+    /// Under Hydra, where this process starts looking for free peer ids ([`PmiBootstrap::spawn`]).
+    next_id: Mutex<u32>,
 }
 
 fn pmi_err(e: tools::pmi::PmiError) -> io::Error {
@@ -130,15 +166,83 @@ fn pmi_err(e: tools::pmi::PmiError) -> io::Error {
 
 impl PmiBootstrap {
     /// Connects to the launcher (collective: reads or creates the job key).
+    ///
+    /// madrun tells a process its universe and its parents' port in its environment. Under
+    /// Hydra, a job that Hydra started keeps [`SPAWN_ROOM`] ids after its own for the jobs it
+    /// spawns, and a job spawned by one of ours (`PMI_SPAWNED`) reads them from the preput keys.
     pub fn init() -> io::Result<PmiBootstrap> {
         let mut pmi = Pmi::init().map_err(pmi_err)?;
         let key = tools::pmi::job_key(&mut pmi).map_err(pmi_err)?;
         let size = pmi.size();
-        let universe = match std::env::var(UNIVERSE_VAR) {
-            Ok(v) => Universe::parse(&v, size).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
-            Err(_) => Universe { base: 0, capacity: size },
+        let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
+        let madrun = std::env::var_os(UNIVERSE_VAR).is_some();
+        let hydra = !madrun && pmi.kind() == tools::pmi::Kind::Pmi1;
+        let spawned = hydra && std::env::var("PMI_SPAWNED").is_ok_and(|v| v.trim() == "1");
+        let mut preput = |k: &str| if spawned { pmi.get(k).map_err(pmi_err) } else { Ok(None) };
+        let universe_text = match std::env::var(UNIVERSE_VAR) {
+            Ok(v) => Some(v),
+            Err(_) => preput(UNIVERSE_VAR)?,
         };
-        Ok(PmiBootstrap { rank: pmi.rank(), size, pmi: Mutex::new(Some(pmi)), key, universe })
+        let universe = match universe_text {
+            Some(v) => Universe::parse(&v, size).map_err(invalid)?,
+            None if hydra => Universe { base: 0, capacity: size.saturating_add(SPAWN_ROOM).min(UNIVERSE_MAX).max(size) },
+            None => Universe { base: 0, capacity: size },
+        };
+        let parents_port = if spawned { preput(PARENT_PORT_VAR)? } else { None };
+        let single_node_universe = std::env::var(SINGLE_NODE_VAR).is_ok_and(|v| v.trim() == "1")
+            || (hydra && !spawned)
+            || preput(SINGLE_NODE_VAR)?.is_some_and(|v| v.trim() == "1");
+        let parent_port = std::env::var(PARENT_PORT_VAR).ok().or(parents_port);
+        Ok(PmiBootstrap {
+            rank: pmi.rank(),
+            size,
+            pmi: Mutex::new(Some(pmi)),
+            key,
+            universe,
+            hydra,
+            single_node_universe,
+            parent_port,
+            next_id: Mutex::new(universe.base + size),
+        })
+    }
+
+    /// Claims `n` peer ids no other job of the universe has, under Hydra: each claim is a name
+    /// `pm2-ids-JOB-FIRST` → `n` in Hydra's name service (one for all the jobs of an
+    /// `mpiexec`), published only if nobody took it first. Claims follow each other from the
+    /// end of the first job, so a process walks them from the last end it knows; children that
+    /// spawn in turn claim from the same chain, so every job of the universe gets ids of its
+    /// own, up to the universe's capacity.
+    fn claim_ids(&self, n: u32) -> io::Result<u32> {
+        let fp = self.key.fingerprint();
+        let mut next = self.next_id.lock().unwrap();
+        let full = |at: u32| {
+            io::Error::other(format!(
+                "{n} more processes do not fit: {at} of {} peer ids are taken",
+                self.universe.capacity
+            ))
+        };
+        loop {
+            let end = next.checked_add(n).filter(|&e| e <= self.universe.capacity).ok_or_else(|| full(*next))?;
+            let name = format!("pm2-ids-{fp}-{next}");
+            match self.publish_name(&name, &n.to_string()) {
+                Ok(()) => {
+                    let base = *next;
+                    *next = end;
+                    return Ok(base);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let v = self.lookup_name(&name)?;
+                    let taken = v
+                        .trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|t| (1..=tools::pmi::spawn::SPAWN_PROCS_MAX).contains(t))
+                        .ok_or_else(|| io::Error::other(format!("the name service holds {name}={v:?}")))?;
+                    *next = next.checked_add(taken).ok_or_else(|| full(*next))?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Pmi) -> Result<T, tools::pmi::PmiError>) -> io::Result<T> {
@@ -187,16 +291,51 @@ impl Bootstrap for PmiBootstrap {
     fn unpublish_name(&self, service: &str) -> io::Result<()> {
         self.with_io(|p| p.unpublish_name(service).map_err(|e| name_err(e, io::ErrorKind::NotFound)))
     }
-    fn spawn(&self, req: &tools::pmi::spawn::SpawnRequest) -> io::Result<()> {
-        self.with_io(|p| {
-            p.spawn(req).map_err(|e| match e {
-                Some(e) => pmi_err(e),
-                None => io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "this launcher cannot spawn processes (madrun can)",
-                ),
-            })
-        })
+    /// Under madrun, its one-line request. Under Hydra: claims the children's ids, and preputs
+    /// what they read at start (the job key, their universe, the parents' port, whether the
+    /// universe is on this node) and this process's card, so that they reach it.
+    fn spawn(&self, req: &tools::pmi::spawn::SpawnRequest) -> io::Result<Option<u32>> {
+        let unsupported = |e: Option<tools::pmi::PmiError>| match e {
+            Some(e) => pmi_err(e),
+            None => io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this launcher cannot spawn processes (madrun and Hydra can)",
+            ),
+        };
+        if !self.hydra {
+            return self.with_io(|p| p.spawn(req).map_err(unsupported)).map(|()| None);
+        }
+        let n = req.nprocs();
+        if n == 0 || n > tools::pmi::spawn::SPAWN_PROCS_MAX {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{n} processes: 1 to {} in one spawn", tools::pmi::spawn::SPAWN_PROCS_MAX),
+            ));
+        }
+        let me = self.universe.base + self.rank;
+        let card = self.get(&card_key(me))?.ok_or_else(|| io::Error::other("this process published no card"))?;
+        let base = self.claim_ids(n)?;
+        let mut preput = vec![
+            (JOB_KEY_NAME.to_string(), self.key.to_hex()),
+            (UNIVERSE_VAR.to_string(), format!("{base}/{}", self.universe.capacity)),
+            (PARENT_PORT_VAR.to_string(), req.parent_port.clone()),
+            (card_key(me), card),
+        ];
+        if self.single_node() {
+            preput.push((SINGLE_NODE_VAR.to_string(), "1".to_string()));
+        }
+        self.with_io(|p| p.spawn_hydra(req, &preput).map_err(unsupported))?;
+        Ok(Some(base))
+    }
+    fn shares_cards(&self) -> bool {
+        !self.hydra
+    }
+    fn parent_port(&self) -> Option<String> {
+        self.parent_port.clone()
+    }
+    fn single_node(&self) -> bool {
+        let alone = self.universe.capacity == self.size || self.single_node_universe;
+        self.local_size() == Some(self.size) && alone
     }
     fn finalize(&self) -> io::Result<()> {
         match self.pmi.lock().unwrap().take() {

@@ -42,6 +42,7 @@ pub use interfaces::sendrecv::{Scope, SendMode, Source, TagMatch, scope};
 use bootstrap::Bootstrap;
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One process's communication core. Cheap to clone; the last handle shuts it down.
 #[derive(Clone)]
@@ -228,9 +229,71 @@ impl Nmad {
         marcel::blocking(|| self.0.core.bootstrap.unpublish_name(service))
     }
 
-    /// Asks the launcher to start a new job (see [`Bootstrap::spawn`]).
-    pub fn spawn(&self, req: &tools::pmi::spawn::SpawnRequest) -> io::Result<()> {
+    /// Asks the launcher to start a new job (see [`Bootstrap::spawn`]): `Some(base)` when the
+    /// new job's cards must be fetched ([`Nmad::await_card`] for its rank 0 at `base`).
+    pub fn spawn(&self, req: &tools::pmi::spawn::SpawnRequest) -> io::Result<Option<u32>> {
         marcel::blocking(|| self.0.core.bootstrap.spawn(req))
+    }
+
+    /// Whether the processes this one may meet publish their cards where this one reads them
+    /// (see [`Bootstrap::shares_cards`]); if not, the cards travel with [`Nmad::card_text`] and
+    /// [`Nmad::learn_cards`].
+    pub fn shares_cards(&self) -> bool {
+        self.0.core.bootstrap.shares_cards()
+    }
+
+    /// The port of the parents that spawned this job, if they did.
+    pub fn parent_port(&self) -> Option<String> {
+        self.0.core.bootstrap.parent_port()
+    }
+
+    /// `peer`'s business cards as published (read once from the bootstrap).
+    pub fn card_text(&self, peer: u32) -> Result<String, Error> {
+        self.0.core.card_text(peer)
+    }
+
+    /// Learns `peer`'s business cards, which came from another job (untrusted: checked).
+    pub fn learn_cards(&self, peer: u32, text: &str) -> Result<(), Error> {
+        self.0.core.learn_cards(peer, text)
+    }
+
+    fn card_service(&self, peer: u32) -> String {
+        format!("pm2-card-{}-{peer}", self.job_id())
+    }
+
+    /// Publishes this process's cards in the launcher's name service, for a process of another
+    /// job that has no other way to read them ([`Nmad::await_card`]).
+    pub fn publish_card(&self) -> io::Result<()> {
+        let card = self.card_text(self.rank()).map_err(io::Error::other)?;
+        self.publish_name(&self.card_service(self.rank()), &card)
+    }
+
+    /// Waits until `peer` published its cards ([`Nmad::publish_card`]), for at most `timeout`,
+    /// then learns them and withdraws the name.
+    pub fn await_card(&self, peer: u32, timeout: Duration) -> io::Result<()> {
+        let service = self.card_service(peer);
+        let started = std::time::Instant::now();
+        let mut pause = Duration::from_millis(2);
+        let card = loop {
+            match self.lookup_name(&service) {
+                Ok(card) => break card,
+                Err(e) if e.kind() == io::ErrorKind::NotFound && started.elapsed() < timeout => {
+                    marcel::blocking(|| std::thread::sleep(pause));
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("peer {peer} did not publish its cards within {} s", timeout.as_secs()),
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        if let Err(e) = self.unpublish_name(&service) {
+            log::warn!("withdrawing {service}: {e}");
+        }
+        self.learn_cards(peer, &card).map_err(io::Error::other)
     }
 
     /// Asks the launcher to end the whole job with exit status `code` (MPI_Abort). Returns only

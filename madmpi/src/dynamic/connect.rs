@@ -9,11 +9,17 @@
 //!    the right one is answered "yes";
 //! 3. each root tells its group whether it met the other (an AND over the group: a root's
 //!    error, such as a closed port, fails the call at every member instead of leaving them
-//!    waiting), then both groups run `MPI_Intercomm_create` with the roots as leaders.
+//!    waiting), then both groups run `MPI_Intercomm_create` with the roots as leaders;
+//! 4. before that, when the two groups do not read each other's business cards from one store
+//!    (jobs spawned under Hydra), the roots swap them and tell their groups (`cards`, step 4).
+//!
+//! Under Hydra the accepting root must know the connecting root's card before it can take its
+//! request: [`connect_after`] lets the connecting root first wait for a go-ahead (`spawn`).
 //!
 //! Senders are processes of the job (nmad authenticated them with the job key); their requests
 //! are still checked (length and token).
 
+use super::cards;
 use super::port::{Port, is_open};
 use crate::comm::internal::allreduce_and;
 use crate::comm::tags::{Kind, tagged};
@@ -26,9 +32,24 @@ use std::time::Duration;
 const REQUEST: u32 = 0;
 const ANSWER: u32 = 1;
 const LINK: u32 = 2;
+const CARDS: u32 = 4;
+/// The accepting root's go-ahead to a connecting root that waits for it ([`connect_after`]).
+pub(super) const GO: u32 = 5;
 
-/// Where a root's meeting leads: the other root's world rank and the link's tag.
-pub(super) type Met = (u32, u64);
+/// Where a root's meeting leads: the other root's world rank, the leaders' link's tag and the
+/// tag of the cards' exchange.
+pub(super) struct Met {
+    pub to: u32,
+    pub link: u64,
+    pub cards: u64,
+}
+
+impl Met {
+    /// The meeting through `port` with world rank `to`.
+    fn through(port: &Port, to: u32) -> Met {
+        Met { to, link: tagged(Kind::Port, port.tag(), LINK), cards: tagged(Kind::Port, port.tag(), CARDS) }
+    }
+}
 
 /// `MPI_Comm_accept` at a member of `comm` (collective over it); `port_name` is significant at
 /// rank `root` only, which must have opened it.
@@ -58,7 +79,7 @@ pub(super) fn await_connect(world: &Session, port: &Port) -> Result<Met> {
             .send(st.source, tagged(Kind::Port, port.tag(), ANSWER), &[u8::from(genuine)])
             .map_err(from_nmad)?;
         if genuine {
-            return Ok((st.source, tagged(Kind::Port, port.tag(), LINK)));
+            return Ok(Met::through(port, st.source));
         }
     }
 }
@@ -67,6 +88,17 @@ pub(super) fn await_connect(world: &Session, port: &Port) -> Result<Met> {
 /// rank `root` only. Waits until the port's process accepts, for at most
 /// `MADMPI_CONNECT_TIMEOUT` seconds (180 by default): then `MPI_ERR_PORT`.
 pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> {
+    connect_after(port_name, root, comm, |_, _| Ok(()))
+}
+
+/// [`connect`], the root running `prepare` once it parsed the port and before it sends its
+/// request (an error fails the call at every member).
+pub(super) fn connect_after(
+    port_name: Option<&str>,
+    root: u32,
+    comm: &Comm,
+    prepare: impl FnOnce(&Session, &Port) -> Result<()>,
+) -> Result<Comm> {
     meet("MPI_Comm_connect", comm, root, Error::port, |world| {
         let name = port_name.ok_or_else(|| Error::port("MPI_Comm_connect: no port name at the root"))?;
         let port = Port::parse(name)?;
@@ -82,6 +114,7 @@ pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> 
                 port.rank
             )));
         }
+        prepare(world, &port)?;
         let mut answer = [0u8; 1];
         let timeout = connect_timeout();
         let answered = scope(|sc| -> std::result::Result<bool, nmad::Error> {
@@ -109,7 +142,7 @@ pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> 
         if answer != [1] {
             return Err(Error::port("MPI_Comm_connect: the port's process refused the token"));
         }
-        Ok((port.rank, tagged(Kind::Port, port.tag(), LINK)))
+        Ok(Met::through(&port, port.rank))
     })
 }
 
@@ -119,7 +152,7 @@ pub fn connect(port_name: Option<&str>, root: u32, comm: &Comm) -> Result<Comm> 
 pub const CONNECT_TIMEOUT_VAR: &str = "MADMPI_CONNECT_TIMEOUT";
 pub const CONNECT_TIMEOUT_DEFAULT: u64 = 180;
 
-fn connect_timeout() -> Duration {
+pub(super) fn connect_timeout() -> Duration {
     let secs = std::env::var(CONNECT_TIMEOUT_VAR).ok().and_then(|v| v.trim().parse::<u64>().ok());
     Duration::from_secs(secs.unwrap_or(CONNECT_TIMEOUT_DEFAULT))
 }
@@ -156,9 +189,12 @@ pub(super) fn meet(
         _ if ok[0] != 1 => {
             return Err(failed(format!("{call}: the root could not meet the other group")));
         }
-        Some(Ok((to, tag))) => Some((to, tag)),
+        Some(Ok(met)) => Some(met),
         None => None,
     };
-    let link = link.map(|(to, tag)| LeaderLink::in_session(&world, to, tag));
+    if !comm.runtime_nmad().shares_cards() {
+        cards::exchange(comm, link.as_ref().map(|m| (&world, m.to, m.cards)))?;
+    }
+    let link = link.map(|m| LeaderLink::in_session(&world, m.to, m.link));
     intercomm_create(comm, root, link.as_ref())
 }

@@ -8,7 +8,7 @@
 //! the world's session with a tag made of both nonces, and `MPI_Intercomm_create` over their
 //! `MPI_COMM_SELF`s does the rest.
 
-use super::connect::meet;
+use super::connect::{Met, meet};
 use crate::comm::Comm;
 use crate::comm::tags::{Kind, tagged};
 use crate::error::{Error, Result};
@@ -45,8 +45,9 @@ pub fn join(self_comm: &Comm, fd: RawFd) -> Result<Comm> {
         return Err(Error::other(format!("MPI_Comm_join: the other end says it is rank {other}")));
     }
     let mixed = u32::from_le_bytes(nonce) ^ u32::from_le_bytes(theirs[28..32].try_into().expect("4 bytes"));
+    let tag = mixed & 0x7fff_ffff;
     meet("MPI_Comm_join", self_comm, 0, Error::other, |_| {
-        Ok((other, tagged(Kind::Port, mixed & 0x7fff_ffff, 3)))
+        Ok(Met { to: other, link: tagged(Kind::Port, tag, 3), cards: tagged(Kind::Port, tag, 6) })
     })
 }
 

@@ -1,7 +1,7 @@
 //! Dynamic process management (MPI 4.0 ch. 11): ports (`MPI_Open_port`, `MPI_Close_port`,
 //! `MPI_Comm_accept`, `MPI_Comm_connect`), the launcher's name service (`MPI_Publish_name`,
 //! `MPI_Lookup_name`, `MPI_Unpublish_name`), `MPI_Comm_join`, `MPI_Comm_disconnect`, and
-//! `MPI_Comm_spawn`(`_multiple`) under madrun.
+//! `MPI_Comm_spawn`(`_multiple`) under madrun and Hydra.
 //!
 //! - `port`: the process's open ports and the port name grammar (what crosses the name service
 //!   or the program's own channels is parsed as untrusted);
@@ -9,18 +9,22 @@
 //!   intercommunicator as `MPI_Intercomm_create` does (`intercomm::intercomm_create`);
 //! - `join`: the two processes meet over the program's socket instead;
 //! - `spawn`: the parents accept on a port the children's world connects to from `MPI_Init`;
+//! - `cards`: the groups' business cards, swapped in a meeting when the two jobs do not share
+//!   a key/value store (Hydra);
 //! - `names`: the name service (nmad's bootstrap, served by madrun or Hydra).
 //!
 //! Both sides must be processes of one job or of jobs it spawned: nmad connects only processes
-//! that share the job key (madrun gives it to the jobs it spawns, whose nmad peer ids follow
-//! the parents', `nmad::bootstrap::Universe`). A port name carries the key's public
+//! that share the job key (madrun, or the parents under Hydra, give it to the jobs they spawn,
+//! whose nmad peer ids follow the parents', `nmad::bootstrap::Universe`). A port name carries the key's public
 //! fingerprint, so a port of another madrun's job is refused at once (`MPI_ERR_PORT`). A
 //! connect waits until the port's process accepts, also when the port was closed meanwhile
 //! (nothing answers for a closed port yet).
 //!
 //! Owns the port table and the meeting protocols; the intercommunicator itself is
-//! `intercomm`'s, and this module must not touch nmad beyond sessions and the name service.
+//! `intercomm`'s, and this module must not touch nmad beyond sessions, the name service and
+//! the cards it hands on.
 
+mod cards;
 mod connect;
 mod join;
 mod names;

@@ -106,9 +106,9 @@ struct Cards {
     /// The peer's node id (`node_id()` there; empty from a peer that did not say).
     node: String,
     by_driver: Vec<(String, String)>,
+    /// As published (what [`Core::card_text`] hands on).
+    text: String,
 }
-
-const CARD_KEY: &str = "nmad-cards";
 
 /// Messages for a session not created here yet, and who sent them (sorted: each sender is
 /// charged one of its [`budget::UNKNOWN_SESSIONS`] once).
@@ -123,7 +123,7 @@ const FINALIZE_DRAIN: Duration = Duration::from_secs(10);
 
 impl Cards {
     fn parse(v: &str) -> Result<Cards, String> {
-        let mut c = Cards::default();
+        let mut c = Cards { text: v.to_string(), ..Cards::default() };
         for entry in v.split('|') {
             let (name, card) =
                 entry.split_once('/').ok_or_else(|| format!("malformed card entry {entry:?}"))?;
@@ -218,7 +218,7 @@ impl Core {
         for d in &drivers {
             card.push_str(&format!("|{}/{}", d.name(), d.card()));
         }
-        bootstrap.put(&format!("{CARD_KEY}-{rank}"), &card)?;
+        bootstrap.put(&crate::bootstrap::card_key(rank), &card)?;
         bootstrap.fence()?;
         let (pioman, owns_pioman) = match pioman {
             Some(p) => (p, false),
@@ -303,13 +303,30 @@ impl Core {
         if let Some(c) = slot.get() {
             return Ok(c.clone());
         }
-        let key = format!("{CARD_KEY}-{peer}");
+        let key = crate::bootstrap::card_key(peer);
         let fail = |m: String| Error::PeerFailed { peer, reason: m };
         let v = marcel::blocking(|| self.bootstrap.get(&key))
             .map_err(|e| fail(format!("reading its business card: {e}")))?
             .ok_or_else(|| fail("it published no business card".into()))?;
         let cards = Cards::parse(&v).map_err(|e| fail(format!("its business card: {e}")))?;
         Ok(slot.get_or_init(|| Arc::new(cards)).clone())
+    }
+
+    /// `peer`'s cards as published, to hand on to processes that do not share this bootstrap's
+    /// store (the other job of a spawn under Hydra).
+    pub(crate) fn card_text(&self, peer: PeerId) -> Result<String, Error> {
+        Ok(self.cards(peer)?.text.clone())
+    }
+
+    /// Learns `peer`'s cards from elsewhere than the bootstrap (they came from another job):
+    /// kept unless its cards were read already. Untrusted: parsed, and `peer` bounded.
+    pub(crate) fn learn_cards(&self, peer: PeerId, text: &str) -> Result<(), Error> {
+        let slot = self.cards.get(peer as usize).ok_or_else(|| {
+            Error::InvalidArgument(format!("peer {peer} is beyond the {} this process may reach", self.cards.len()))
+        })?;
+        let cards = Cards::parse(text).map_err(|e| Error::Protocol(format!("peer {peer}'s business card: {e}")))?;
+        let _ = slot.set(Arc::new(cards));
+        Ok(())
     }
 
     /// The node id `peer` published (as [`drivers::node_id`] there).

@@ -10,6 +10,7 @@
 //! oversized line is an error that quotes it, never a panic; a silent server times out after
 //! `PM2_PMI_TIMEOUT` seconds (default 600, since a fence waits for the slowest process).
 
+pub mod hydra_spawn;
 pub mod names;
 pub mod spawn;
 pub mod wire;
@@ -130,6 +131,11 @@ impl Conn {
             }));
         }
         self.stream.write_all(&bytes).map_err(|err| PmiError::Io { doing: doing.into(), err })
+    }
+
+    /// Writes bytes framed by the caller (Hydra's multi-line spawn blocks).
+    fn send_raw(&mut self, bytes: &[u8], doing: &str) -> Result<(), PmiError> {
+        self.stream.write_all(bytes).map_err(|err| PmiError::Io { doing: doing.into(), err })
     }
 
     fn recv(&mut self, doing: &str) -> Result<Message, PmiError> {

@@ -1,8 +1,7 @@
 //! madrun's `spawn` request (`MPI_Comm_spawn`): a rank asks madrun for a new job, which madrun
 //! starts next to the others (same key and key/value store, universe ids after those taken).
 //!
-//! madrun's own one-line form — Hydra frames its spawn over several `mcmd=` lines, which neither
-//! side speaks here, so under Hydra a spawn is refused before anything is sent:
+//! madrun's own one-line form (Hydra's multi-line form is [`super::hydra_spawn`]'s):
 //! `cmd=spawn napps=A` then, for each command `a`, `nprocs{a}=N argc{a}=K arg{a}_0=HEX ...
 //! [wdir{a}=HEX] [path{a}=HEX]`, and `parent_port=PORT`; strings hex-encoded
 //! ([`super::wire::encode_value`]), `arg{a}_0` the program; the commands form one job;
