@@ -340,8 +340,9 @@ fn groups_accept_and_connect_through_a_published_port_and_processes_join_over_a_
 }
 
 /// MPI_Comm_spawn and _spawn_multiple under madrun (parents of 1 and 2 spawning 2, then 1 + 2
-/// children that talk with them, merge and disconnect); under Hydra the call fails cleanly with
-/// MPI_ERR_SPAWN.
+/// children that talk with them, merge and disconnect) and under Hydra (2 parents: the children
+/// are a process group of their own there, with their own key/value store); as a singleton
+/// (no launcher) the call fails cleanly with MPI_ERR_SPAWN.
 ///
 /// The children exit right after disconnecting, while a parent may still be a round behind in
 /// the disconnect's allreduce: what they sent must still be received (it used to fail or hang
@@ -352,19 +353,23 @@ fn groups_accept_and_connect_through_a_published_port_and_processes_join_over_a_
 fn parents_spawn_children_that_talk_merge_and_disconnect() {
     let _s = serial();
     for (build, exe) in both_builds("spawn") {
-        for n in [1, 2] {
-            let done = run_on(Launcher::Madrun, &exe, &[], n);
-            let what = format!("spawn ({build:?} build, madrun, {n} parents)");
+        let runs = [(Launcher::Madrun, 1), (Launcher::Madrun, 2), (Launcher::Hydra, 2)];
+        for (launcher, n) in runs {
+            let done = run_on(launcher, &exe, &[], n);
+            let what = format!("spawn ({build:?} build, {launcher:?}, {n} parents)");
             assert_eq!(done.code, Some(0), "{what}: {done:?}");
             assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
+            assert!(!done.stdout.contains("spawn unsupported"), "{what}: {done:?}");
             for rank in 0..n {
                 assert!(done.stdout.contains(&format!("OK {rank}: all checks passed\n")), "{what}: {done:?}");
             }
             // 2 children, then 3: each says so.
             assert_eq!(done.stdout.matches("all checks passed (child)").count(), 5, "{what}: {done:?}");
         }
-        let done = run_on(Launcher::Hydra, &exe, &[], 2);
-        assert_eq!(done.code, Some(0), "spawn ({build:?} build, Hydra): {done:?}");
+        let mut alone = Command::new(&exe);
+        alone.env("LD_LIBRARY_PATH", lib_dir()).env_remove("PM2_PMI");
+        let done = run_limited(alone, None, HANG, |_| {});
+        assert_eq!(done.code, Some(0), "spawn ({build:?} build, singleton): {done:?}");
         assert!(
             done.stdout.contains("spawn unsupported: MPI_Comm_spawn fails with MPI_ERR_SPAWN"),
             "{done:?}"

@@ -6,8 +6,8 @@
  * disconnect. Then MPI_Comm_spawn_multiple starts 1 + 2 children in one world, which report
  * their world size. Error paths (MPI_ERRORS_RETURN): a program that does not exist, maxprocs 0.
  *
- * Under a launcher that cannot spawn (Hydra here), MPI_Comm_spawn fails with MPI_ERR_SPAWN at
- * every parent: the program checks that and passes ("spawn unsupported"). */
+ * Without a launcher that can spawn (a singleton here), MPI_Comm_spawn fails with MPI_ERR_SPAWN
+ * at every parent: the program checks that and passes ("spawn unsupported"). */
 #include "check.h"
 #include <unistd.h>
 
