@@ -434,4 +434,37 @@ mod tests {
             assert!(Universe::parse(bad, 2).is_err(), "{bad:?}");
         }
     }
+
+    /// A job of 2 started by Hydra, with a singleton's in-process name service standing for
+    /// Hydra's.
+    fn hydra_job(capacity: u32) -> PmiBootstrap {
+        PmiBootstrap {
+            pmi: Mutex::new(Some(Pmi::singleton())),
+            rank: 0,
+            size: 2,
+            key: JobKey::generate().unwrap(),
+            universe: Universe { base: 0, capacity },
+            hydra: true,
+            single_node_universe: true,
+            parent_port: None,
+            next_id: Mutex::new(2),
+        }
+    }
+
+    #[test]
+    fn claimed_ids_skip_the_claims_of_others_and_stay_below_the_capacity() {
+        let b = hydra_job(16);
+        let fp = b.key.fingerprint();
+        // Another process claimed 2..5 first.
+        b.publish_name(&format!("pm2-ids-{fp}-2"), "3").unwrap();
+        assert_eq!(b.claim_ids(2).unwrap(), 5);
+        assert_eq!(b.claim_ids(1).unwrap(), 7);
+        assert_eq!(b.lookup_name(&format!("pm2-ids-{fp}-7")).unwrap(), "1");
+        assert!(b.claim_ids(9).is_err(), "8 + 9 > 16");
+        assert_eq!(b.claim_ids(8).unwrap(), 8);
+        // A claim that is not a count is refused, not skipped blindly.
+        let c = hydra_job(64);
+        c.publish_name(&format!("pm2-ids-{}-2", c.key.fingerprint()), "lots").unwrap();
+        assert!(c.claim_ids(1).is_err());
+    }
 }

@@ -377,6 +377,29 @@ fn parents_spawn_children_that_talk_merge_and_disconnect() {
     }
 }
 
+/// Spawned children spawn in turn (a grandchild), then the parents spawn again: under both
+/// launchers every job gets peer ids of its own (under Hydra, claimed in its name service by
+/// whichever process spawns) and each pair of jobs talks.
+#[test]
+fn children_spawn_in_turn_and_parents_spawn_again_after_them() {
+    let _s = serial();
+    for (build, exe) in both_builds("spawn_nested") {
+        for launcher in [Launcher::Madrun, Launcher::Hydra] {
+            let done = run(launcher, &exe, &[]);
+            let what = format!("spawn_nested ({build:?} build, {launcher:?})");
+            assert_eq!(done.code, Some(0), "{what}: {done:?}");
+            assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
+            for rank in 0..2 {
+                assert!(done.stdout.contains(&format!("OK {rank}: all checks passed\n")), "{what}: {done:?}");
+            }
+            for (role, count) in [("child", 2), ("grandchild", 1), ("late", 1)] {
+                let line = format!("all checks passed ({role})");
+                assert_eq!(done.stdout.matches(&line).count(), count, "{what}: {done:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn intercommunicators_are_created_merged_split_and_talk_across() {
     for n in [1, 2, 3, 5] {
