@@ -104,7 +104,10 @@ pub trait Bootstrap: Send + Sync {
     /// [`Bootstrap::shares_cards`]); `None` when they do.
     fn spawn(&self, req: &tools::pmi::spawn::SpawnRequest) -> io::Result<Option<u32>> {
         let _ = req;
-        Err(io::Error::new(io::ErrorKind::Unsupported, "this launcher cannot spawn processes (madrun and Hydra can)"))
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this launcher cannot spawn processes (madrun and Hydra can)",
+        ))
     }
     /// Whether every process this one may meet (its job's, and those of the jobs spawned with
     /// it) publishes its cards in this store. Default: yes (one job).
@@ -185,7 +188,9 @@ impl PmiBootstrap {
         };
         let universe = match universe_text {
             Some(v) => Universe::parse(&v, size).map_err(invalid)?,
-            None if hydra => Universe { base: 0, capacity: size.saturating_add(SPAWN_ROOM).min(UNIVERSE_MAX).max(size) },
+            None if hydra => {
+                Universe { base: 0, capacity: size.saturating_add(SPAWN_ROOM).min(UNIVERSE_MAX).max(size) }
+            }
             None => Universe { base: 0, capacity: size },
         };
         let parents_port = if spawned { preput(PARENT_PORT_VAR)? } else { None };
@@ -222,7 +227,8 @@ impl PmiBootstrap {
             ))
         };
         loop {
-            let end = next.checked_add(n).filter(|&e| e <= self.universe.capacity).ok_or_else(|| full(*next))?;
+            let end =
+                next.checked_add(n).filter(|&e| e <= self.universe.capacity).ok_or_else(|| full(*next))?;
             let name = format!("pm2-ids-{fp}-{next}");
             match self.publish_name(&name, &n.to_string()) {
                 Ok(()) => {
@@ -313,7 +319,8 @@ impl Bootstrap for PmiBootstrap {
             ));
         }
         let me = self.universe.base + self.rank;
-        let card = self.get(&card_key(me))?.ok_or_else(|| io::Error::other("this process published no card"))?;
+        let card =
+            self.get(&card_key(me))?.ok_or_else(|| io::Error::other("this process published no card"))?;
         let base = self.claim_ids(n)?;
         let mut preput = vec![
             (JOB_KEY_NAME.to_string(), self.key.to_hex()),

@@ -322,9 +322,13 @@ impl Core {
     /// kept unless its cards were read already. Untrusted: parsed, and `peer` bounded.
     pub(crate) fn learn_cards(&self, peer: PeerId, text: &str) -> Result<(), Error> {
         let slot = self.cards.get(peer as usize).ok_or_else(|| {
-            Error::InvalidArgument(format!("peer {peer} is beyond the {} this process may reach", self.cards.len()))
+            Error::InvalidArgument(format!(
+                "peer {peer} is beyond the {} this process may reach",
+                self.cards.len()
+            ))
         })?;
-        let cards = Cards::parse(text).map_err(|e| Error::Protocol(format!("peer {peer}'s business card: {e}")))?;
+        let cards =
+            Cards::parse(text).map_err(|e| Error::Protocol(format!("peer {peer}'s business card: {e}")))?;
         let _ = slot.set(Arc::new(cards));
         Ok(())
     }

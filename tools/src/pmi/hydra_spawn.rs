@@ -58,8 +58,10 @@ pub fn blocks(req: &SpawnRequest, preput: &[(String, String)]) -> Result<Vec<Str
         for (k, (key, val)) in preput.iter().enumerate() {
             b.push_str(&format!("preput_key_{k}={key}\npreput_val_{k}={val}\n"));
         }
-        let info: Vec<(&str, &String)> =
-            [("wdir", &app.wdir), ("path", &app.path)].into_iter().filter_map(|(k, v)| Some((k, v.as_ref()?))).collect();
+        let info: Vec<(&str, &String)> = [("wdir", &app.wdir), ("path", &app.path)]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_ref()?)))
+            .collect();
         b.push_str(&format!("info_num={}\n", info.len()));
         for (k, (key, val)) in info.iter().enumerate() {
             line_value(val, key)?;
@@ -87,7 +89,9 @@ pub fn runnable(program: &str, wdir: Option<&str>, path: Option<&str>) -> bool {
     };
     if program.contains('/') {
         let p = Path::new(&program);
-        return executable(&wdir.filter(|_| p.is_relative()).map_or(p.to_path_buf(), |d| Path::new(d).join(p)));
+        return executable(
+            &wdir.filter(|_| p.is_relative()).map_or(p.to_path_buf(), |d| Path::new(d).join(p)),
+        );
     }
     let search = std::env::var("PATH").unwrap_or_default();
     search.split(':').filter(|d| !d.is_empty()).any(|d| executable(&Path::new(d).join(&program)))
@@ -96,7 +100,11 @@ pub fn runnable(program: &str, wdir: Option<&str>, path: Option<&str>) -> bool {
 impl Pmi {
     /// Asks a PMI-1 server that speaks Hydra's form to start `req`, `preput` in the new job's
     /// key/value store. `Err(None)` (nothing sent) when this process has no PMI-1 server.
-    pub fn spawn_hydra(&mut self, req: &SpawnRequest, preput: &[(String, String)]) -> Result<(), Option<PmiError>> {
+    pub fn spawn_hydra(
+        &mut self,
+        req: &SpawnRequest,
+        preput: &[(String, String)],
+    ) -> Result<(), Option<PmiError>> {
         let Backend::V1 { conn, .. } = &mut self.backend else { return Err(None) };
         for app in &req.apps {
             let program = &app.argv[0];
@@ -142,7 +150,10 @@ mod tests {
     fn blocks_are_framed_as_mpichs_simple_pmi_frames_them() {
         let mut second = app(1, &["/bin/other"]);
         second.wdir = Some("/tmp".into());
-        let req = SpawnRequest { apps: vec![app(2, &["./child", "an arg", "x=y"]), second], parent_port: "p".into() };
+        let req = SpawnRequest {
+            apps: vec![app(2, &["./child", "an arg", "x=y"]), second],
+            parent_port: "p".into(),
+        };
         let preput = vec![("PM2_UNIVERSE".to_string(), "2/1026".to_string())];
         let b = blocks(&req, &preput).unwrap();
         assert_eq!(
