@@ -318,6 +318,9 @@ impl Bootstrap for PmiBootstrap {
                 format!("{n} processes: 1 to {} in one spawn", tools::pmi::spawn::SPAWN_PROCS_MAX),
             ));
         }
+        // Before ids are claimed for nothing (spawn_hydra checks again).
+        tools::pmi::hydra_spawn::check_programs(req)
+            .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.to_string()))?;
         let me = self.universe.base + self.rank;
         let card =
             self.get(&card_key(me))?.ok_or_else(|| io::Error::other("this process published no card"))?;

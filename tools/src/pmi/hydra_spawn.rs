@@ -97,6 +97,23 @@ pub fn runnable(program: &str, wdir: Option<&str>, path: Option<&str>) -> bool {
     search.split(':').filter(|d| !d.is_empty()).any(|d| executable(&Path::new(d).join(&program)))
 }
 
+/// Checks that Hydra can start every command of `req` on this host ([`runnable`], and `wdir` a
+/// directory).
+pub fn check_programs(req: &SpawnRequest) -> Result<(), PmiError> {
+    for app in &req.apps {
+        let program = &app.argv[0];
+        if !runnable(program, app.wdir.as_deref(), app.path.as_deref()) {
+            return Err(invalid("not an executable program on this host", program));
+        }
+        if let Some(w) = &app.wdir
+            && !Path::new(w).is_dir()
+        {
+            return Err(invalid("wdir is not a directory", w));
+        }
+    }
+    Ok(())
+}
+
 impl Pmi {
     /// Asks a PMI-1 server that speaks Hydra's form to start `req`, `preput` in the new job's
     /// key/value store. `Err(None)` (nothing sent) when this process has no PMI-1 server.
@@ -106,17 +123,7 @@ impl Pmi {
         preput: &[(String, String)],
     ) -> Result<(), Option<PmiError>> {
         let Backend::V1 { conn, .. } = &mut self.backend else { return Err(None) };
-        for app in &req.apps {
-            let program = &app.argv[0];
-            if !runnable(program, app.wdir.as_deref(), app.path.as_deref()) {
-                return Err(Some(invalid("not an executable program on this host", program)));
-            }
-            if let Some(w) = &app.wdir
-                && !Path::new(w).is_dir()
-            {
-                return Err(Some(invalid("wdir is not a directory", w)));
-            }
-        }
+        check_programs(req).map_err(Some)?;
         let blocks = blocks(req, preput).map_err(Some)?;
         let doing = "spawn (expecting spawn_result)";
         for b in &blocks {
@@ -178,6 +185,68 @@ mod tests {
         assert!(blocks(&one(&["a"]), &[("bad key".into(), "v".into())]).is_err());
         assert!(blocks(&one(&["a"]), &[("k".into(), "a value".into())]).is_err());
         assert!(blocks(&one(&["a"]), &[("k".into(), "v".into())]).is_ok());
+    }
+
+    /// A PMI-1 client whose server is the returned socket's other end.
+    fn client() -> (Pmi, std::os::unix::net::UnixStream) {
+        let (ours, server) = std::os::unix::net::UnixStream::pair().unwrap();
+        let conn = super::super::Conn::new(ours).unwrap();
+        let mut pmi = Pmi::singleton();
+        pmi.backend = Backend::V1 { conn, kvsname: "kvs".into() };
+        (pmi, server)
+    }
+
+    /// Serves one spawn request of `count` blocks: reads up to the last `endcmd`, answers `reply`.
+    fn serve(
+        mut server: std::os::unix::net::UnixStream,
+        count: usize,
+        reply: &'static str,
+    ) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while String::from_utf8_lossy(&got).matches("endcmd\n").count() < count {
+                let n = server.read(&mut buf).unwrap();
+                assert!(n > 0, "the client closed");
+                got.extend_from_slice(&buf[..n]);
+            }
+            server.write_all(reply.as_bytes()).unwrap();
+            String::from_utf8(got).unwrap()
+        })
+    }
+
+    #[test]
+    fn requests_go_out_in_blocks_and_the_servers_rc_is_the_answer() {
+        let req = SpawnRequest {
+            apps: vec![app(2, &["/bin/sh", "-c"]), app(1, &["/bin/sh"])],
+            parent_port: "p".into(),
+        };
+        let (mut pmi, server) = client();
+        let seen = serve(server, 2, "cmd=spawn_result rc=0\n");
+        pmi.spawn_hydra(&req, &[]).unwrap();
+        assert_eq!(seen.join().unwrap(), blocks(&req, &[]).unwrap().concat());
+
+        let (mut pmi, server) = client();
+        let seen = serve(server, 2, "cmd=spawn_result rc=-1 msg=refused\n");
+        match pmi.spawn_hydra(&req, &[]) {
+            Err(Some(PmiError::Server { rc: -1, msg, .. })) => assert_eq!(msg, "refused"),
+            other => panic!("{other:?}"),
+        }
+        seen.join().unwrap();
+
+        let (mut pmi, server) = client();
+        let seen = serve(server, 2, "cmd=barrier_out\n");
+        assert!(matches!(pmi.spawn_hydra(&req, &[]), Err(Some(PmiError::Protocol { .. }))));
+        seen.join().unwrap();
+
+        let missing = SpawnRequest { apps: vec![app(1, &["/no/such/program"])], parent_port: "p".into() };
+        let (mut pmi, _server) = client();
+        assert!(
+            matches!(pmi.spawn_hydra(&missing, &[]), Err(Some(PmiError::Invalid(_)))),
+            "refused before sending"
+        );
+        assert!(matches!(Pmi::singleton().spawn_hydra(&req, &[]), Err(None)));
     }
 
     #[test]
