@@ -7,8 +7,8 @@
 //! `preput_key_i=…`/`preput_val_i=…`, `info_num=J`, `info_key_i=…`/`info_val_i=…` (Hydra reads
 //! `wdir` and `path`), then `endcmd`. The server answers the last block with
 //! `cmd=spawn_result rc=0` once it launched the processes. Hydra 4.0 sends no answer when it
-//! cannot parse a request, and ends the job when a program cannot be executed, so everything is
-//! checked here first: values hold no newline or NUL and are not empty, blocks are bounded, and
+//! cannot parse a request, and answers rc=0 before its proxies try to execute the programs (a
+//! failure there is not reported to the caller), so everything is checked here first: values hold no newline or NUL and are not empty, blocks are bounded, and
 //! each program must be an executable file on this host.
 //!
 //! Owns the client side of this form; madrun's one-line form is [`super::spawn`]'s.
