@@ -216,8 +216,9 @@ export! {
         Ok(())
     }
 
-    /// `MPI_Comm_spawn` (madrun only: `MPI_ERR_SPAWN` under other launchers). Info keys: `wdir`,
-    /// `path`, and `host` naming this host (children run where madrun does).
+    /// `MPI_Comm_spawn` (under madrun and Hydra: `MPI_ERR_SPAWN` under other launchers or none).
+    /// Info keys: `wdir`, `path`, and `host` naming this host (children run where the launcher
+    /// places them: madrun, here; Hydra, on its job's hosts).
     fn MPI_Comm_spawn / PMPI_Comm_spawn(
         command: *const c_char,
         argv: *const *const c_char,
