@@ -32,7 +32,7 @@ mod loom;
 pub mod observe;
 pub mod strategies;
 
-pub use crate::core::request::{COMPLETED, Error, Event, MATCHED, Monitor, Request, Status};
+pub use crate::core::request::{COMPLETED, Error, Event, MATCHED, Monitor, PEER_LOST, Request, Status};
 pub use crate::core::session::SessionMonitor;
 pub use crate::core::wire;
 pub use crate::core::{Config, DriverStats, Stats};
@@ -179,6 +179,11 @@ impl Nmad {
     /// process never tried to reach is not in it even if it died.
     pub fn failed_peers(&self) -> Vec<u32> {
         self.0.core.failed_peers()
+    }
+
+    /// How many peers were found failed so far (a cheap check before [`Nmad::failed_peers`]).
+    pub fn peers_lost(&self) -> u64 {
+        self.0.core.peers_lost.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn strategy(&self) -> &str {

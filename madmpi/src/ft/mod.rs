@@ -32,8 +32,10 @@
 
 mod consensus;
 mod notify;
+mod pending;
 
 pub use notify::notices;
+pub(crate) use pending::{unacknowledged_failure, wait_any_source};
 
 use crate::comm::tags::{self, Kind};
 use crate::comm::{Comm, Extension, Lifecycle, Runtime, from_nmad};
@@ -76,6 +78,10 @@ impl FtState {
     pub(crate) fn forget(&self, nm: &nmad::Nmad, id: u32) {
         self.acked.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
         nm.close_session(SHADOW_SESSIONS | id);
+    }
+
+    fn learned_nothing(&self) -> bool {
+        self.learned.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
     }
 
     fn learn(&self, ranks: impl IntoIterator<Item = u32>) {

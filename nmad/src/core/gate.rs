@@ -839,6 +839,7 @@ impl Gate {
             out.control.clear();
         }
         reqs.extend(self.large_in.lock().unwrap().drain().into_iter().map(|l| l.req));
+        core.peers_lost.fetch_add(1, Release);
         let err = self.failure().expect("just set");
         for r in reqs {
             // SAFETY: taken out of the gate's structures: we hold them.

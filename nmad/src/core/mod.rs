@@ -171,6 +171,8 @@ pub(crate) struct Core {
     pub(crate) backlog: WorkQueue<PeerId>,
     tasks: Mutex<Vec<LtaskHandle>>,
     pub(crate) finalizing: AtomicBool,
+    /// Peers found failed so far (`Gate::fail`).
+    pub(crate) peers_lost: AtomicU64,
     unexpected: AtomicU64,
     peak: AtomicU64,
     pub(crate) packets: AtomicU64,
@@ -254,6 +256,7 @@ impl Core {
             backlog: WorkQueue::default(),
             tasks: Mutex::new(Vec::new()),
             finalizing: AtomicBool::new(false),
+            peers_lost: AtomicU64::new(0),
             unexpected: AtomicU64::new(0),
             peak: AtomicU64::new(0),
             packets: AtomicU64::new(0),

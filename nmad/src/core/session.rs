@@ -291,9 +291,18 @@ impl SessionInner {
         removed
     }
 
-    /// Fails the receives posted for `peer` specifically.
+    /// Fails the receives posted for `peer` specifically; those posted for any source stay
+    /// posted (another peer may still send) but their waiters are told ([`super::request::PEER_LOST`]:
+    /// madmpi decides whether the loss concerns them, as ULFM's `MPIX_ERR_PROC_FAILED_PENDING`).
     pub(crate) fn fail_posted_for(&self, peer: PeerId, err: &Error) {
-        let reqs = self.state.lock().unwrap().m.drain_posted_for(peer);
+        let reqs = {
+            let mut st = self.state.lock().unwrap();
+            for r in st.m.posted_any() {
+                // SAFETY: posted: the session holds it, and keeps its lock while signalling.
+                unsafe { r.signal_peer_lost() };
+            }
+            st.m.drain_posted_for(peer)
+        };
         for r in reqs {
             // SAFETY: drained from the posted list: we hold them.
             unsafe { r.complete(Some(err.clone())) };
