@@ -199,6 +199,12 @@ impl Nmad {
         self.0.core.driver_stats()
     }
 
+    /// Progresses until what this process handed to its links has left it, or `limit` passes
+    /// (as `finalize` does before its fence).
+    pub fn drain_output(&self, limit: std::time::Duration) {
+        self.0.core.drain_output(limit)
+    }
+
     /// Collective end: waits until every rank got here, then closes links quietly.
     pub fn finalize(self) -> io::Result<()> {
         self.0.core.finalize()

@@ -581,10 +581,31 @@ fn a_receive_from_any_source_is_told_of_an_unacknowledged_failure() {
     survivors_pass("ulfm_pending", 3, &[0, 1], &[(Launcher::Madrun, "kill", 137)]);
 }
 
+/// ULFM revocation reaches every survivor when the revoker dies mid-broadcast: at 4 processes,
+/// rank 3 sends its notice to rank 0 only, then kills itself (the library's test hook
+/// `MADMPI_TEST_REVOKER_DIES_AFTER=1`); ranks 1 and 2 learn from rank 0's forwarded notice.
+/// Under madrun.
+#[test]
+fn a_revocation_notice_is_forwarded_when_the_revoker_dies_sending_it() {
+    let hook = [("MADMPI_TEST_REVOKER_DIES_AFTER", "1")];
+    survivors_pass_with("ulfm_forward", 4, &[0, 1, 2], &[(Launcher::Madrun, "kill", 137)], &hook);
+}
+
 /// Runs ULFM program `name` at `n` processes under each launcher with `-disable-auto-cleanup`
 /// (with the victim's mode argument, and the launcher's expected exit code): every survivor
 /// must pass all its checks, within [`HANG`].
 fn survivors_pass(name: &str, n: u32, survivors: &[u32], launchers: &[(Launcher, &str, i32)]) {
+    survivors_pass_with(name, n, survivors, launchers, &[]);
+}
+
+/// [`survivors_pass`] with environment variables `env` for the processes.
+fn survivors_pass_with(
+    name: &str,
+    n: u32,
+    survivors: &[u32],
+    launchers: &[(Launcher, &str, i32)],
+    env: &[(&str, &str)],
+) {
     let _s = serial();
     for (build, exe) in both_builds(name) {
         for &(launcher, mode, code) in launchers {
@@ -596,6 +617,7 @@ fn survivors_pass(name: &str, n: u32, survivors: &[u32], launchers: &[(Launcher,
                 .arg(&exe)
                 .arg(mode)
                 .env("LD_LIBRARY_PATH", lib_dir())
+                .envs(env.iter().copied())
                 .env_remove("PM2_PMI");
             let done = run_limited(cmd, None, HANG, |_| {});
             let what = format!("{name} {mode} ({build:?} build, {launcher:?})");

@@ -44,6 +44,7 @@ use crate::group::Group;
 use consensus::Round;
 use nmad::{Session, Source, TagMatch};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering::AcqRel};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// First nmad session id of the shadow sessions (below the group agreements' range).
@@ -94,11 +95,35 @@ pub(crate) fn on_runtime_start() {
     notify::install();
 }
 
-/// Makes `session` (a communicator's) revoke itself when a revocation notice arrives.
-fn watch(session: &Session) {
-    let cb: nmad::SessionMonitor =
-        Arc::new(|s: &Session, st: &nmad::Status| s.revoke(&format!("by rank {}", st.source)));
-    session.monitor(Source::Any, TagMatch::exact(revoke_tag()), cb);
+/// Makes `comm`'s session revoke itself when a revocation notice arrives, after sending the
+/// notice on to the other members (but its sender) if it had not been revoked yet: a revoker
+/// that died while sending its notices still revokes everyone (as MPICH). Forwarding runs on
+/// its own thread (the monitor runs in the progress engine, where a send that must connect
+/// could block it), which revokes the session once its notices are out: sends on a revoked
+/// session fail. One forwarding per communicator: a notice arriving after it is dropped.
+fn watch(comm: &Comm) {
+    let me = comm.runtime_nmad().rank();
+    let others: Arc<[u32]> = comm.group().members().iter().copied().filter(|&w| w != me).collect();
+    let forwarded = Arc::new(AtomicBool::new(false));
+    let cb: nmad::SessionMonitor = Arc::new(move |s: &Session, st: &nmad::Status| {
+        if s.revoked().is_some() || forwarded.swap(true, AcqRel) {
+            return;
+        }
+        let (session, others, from) = (s.clone(), others.clone(), st.source);
+        let forward = move || {
+            for &w in others.iter().filter(|&&w| w != from) {
+                // A member that cannot be reached is failed: it needs no notice.
+                let _ = session.send(w, revoke_tag(), &[]);
+            }
+            session.revoke(&format!("by rank {from}"));
+        };
+        let spawned = std::thread::Builder::new().name("madmpi-revoke".into()).spawn(forward);
+        if let Err(e) = spawned {
+            log::warn!("rank {me}: cannot forward a revocation notice ({e}): revoking without");
+            s.revoke(&format!("by rank {from}"));
+        }
+    });
+    comm.session().monitor(Source::Any, TagMatch::exact(revoke_tag()), cb);
 }
 
 /// Fault tolerance's hooks on communicators: every one's session watches for revocation
@@ -107,7 +132,7 @@ pub(crate) struct Revocation;
 
 impl Lifecycle for Revocation {
     fn made(&self, comm: &Comm) {
-        watch(comm.session());
+        watch(comm);
     }
 
     fn freed(&self, rt: &Runtime, id: u32) {
@@ -127,11 +152,32 @@ fn known_failed(comm: &Comm) -> Vec<u32> {
 pub fn revoke(comm: &Comm) -> Result<()> {
     let me = comm.runtime_nmad().rank();
     let failed = known_failed(comm);
-    for &w in comm.group().members().iter().filter(|&&w| w != me && !failed.contains(&w)) {
+    let dies_after = revoker_dies_after();
+    for (i, &w) in comm.group().members().iter().filter(|&&w| w != me && !failed.contains(&w)).enumerate() {
+        if dies_after == Some(i) {
+            die(comm);
+        }
         let _ = comm.session().send(w, revoke_tag(), &[]);
+    }
+    if dies_after.is_some() {
+        die(comm);
     }
     comm.session().revoke(&format!("by rank {me}"));
     Ok(())
+}
+
+/// The test hook's number of notices a revoker sends before dying (see the module doc).
+fn revoker_dies_after() -> Option<usize> {
+    std::env::var("MADMPI_TEST_REVOKER_DIES_AFTER").ok()?.trim().parse().ok()
+}
+
+/// The test hook's death: what was sent leaves the process, then it is killed (SIGKILL).
+fn die(comm: &Comm) -> ! {
+    comm.runtime_nmad().drain_output(std::time::Duration::from_secs(10));
+    log::warn!("MADMPI_TEST_REVOKER_DIES_AFTER: the revoker kills itself");
+    // SAFETY: raising a signal has no memory-safety precondition; SIGKILL ends the process.
+    unsafe { libc::raise(libc::SIGKILL) };
+    std::process::abort()
 }
 
 /// Whether `comm` was revoked (here, or by a notice that arrived).

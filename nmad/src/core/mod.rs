@@ -627,7 +627,7 @@ impl Core {
     /// for, packet tails and bulk data a driver still holds, bytes the peer has not acknowledged)
     /// has left it, or `limit` passes: a peer of another job (a spawned child, a parent) may
     /// still read what we sent after we exit, but not what we never wrote.
-    fn drain_output(&self, limit: Duration) {
+    pub(crate) fn drain_output(&self, limit: Duration) {
         let end = Instant::now() + limit;
         loop {
             let mut pending = false;
