@@ -18,7 +18,14 @@ int main(int argc, char **argv)
     CHECK(size == 4, "4 processes");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "a first barrier");
+    /* The revoker revokes once every survivor is out of the barrier (told by a message): a
+     * notice arriving during a survivor's barrier would fail it. */
+    int ready = 1;
+    if (rank != REVOKER)
+        MPI_Send(&ready, 1, MPI_INT, REVOKER, 99, MPI_COMM_WORLD);
     if (rank == REVOKER) {
+        for (int i = 0; i < size - 1; i++)
+            MPI_Recv(&ready, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         fflush(stdout);
         MPIX_Comm_revoke(MPI_COMM_WORLD);
         CHECK(0, "the revoker is still alive (is MADMPI_TEST_REVOKER_DIES_AFTER set?)");
