@@ -31,6 +31,7 @@
 //! protocol; it must not reach into nmad beyond sessions, monitors and `failed_peers`.
 
 mod consensus;
+mod forward;
 mod notify;
 mod pending;
 
@@ -42,9 +43,8 @@ use crate::comm::{Comm, Extension, Lifecycle, Runtime, from_nmad};
 use crate::error::{Error, ErrorClass, Result};
 use crate::group::Group;
 use consensus::Round;
-use nmad::{Session, Source, TagMatch};
+use nmad::Session;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering::AcqRel};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// First nmad session id of the shadow sessions (below the group agreements' range).
@@ -95,44 +95,13 @@ pub(crate) fn on_runtime_start() {
     notify::install();
 }
 
-/// Makes `comm`'s session revoke itself when a revocation notice arrives, after sending the
-/// notice on to the other members (but its sender) if it had not been revoked yet: a revoker
-/// that died while sending its notices still revokes everyone (as MPICH). Forwarding runs on
-/// its own thread (the monitor runs in the progress engine, where a send that must connect
-/// could block it), which revokes the session once its notices are out: sends on a revoked
-/// session fail. One forwarding per communicator: a notice arriving after it is dropped.
-fn watch(comm: &Comm) {
-    let me = comm.runtime_nmad().rank();
-    let others: Arc<[u32]> = comm.group().members().iter().copied().filter(|&w| w != me).collect();
-    let forwarded = Arc::new(AtomicBool::new(false));
-    let cb: nmad::SessionMonitor = Arc::new(move |s: &Session, st: &nmad::Status| {
-        if s.revoked().is_some() || forwarded.swap(true, AcqRel) {
-            return;
-        }
-        let (session, others, from) = (s.clone(), others.clone(), st.source);
-        let forward = move || {
-            for &w in others.iter().filter(|&&w| w != from) {
-                // A member that cannot be reached is failed: it needs no notice.
-                let _ = session.send(w, revoke_tag(), &[]);
-            }
-            session.revoke(&format!("by rank {from}"));
-        };
-        let spawned = std::thread::Builder::new().name("madmpi-revoke".into()).spawn(forward);
-        if let Err(e) = spawned {
-            log::warn!("rank {me}: cannot forward a revocation notice ({e}): revoking without");
-            s.revoke(&format!("by rank {from}"));
-        }
-    });
-    comm.session().monitor(Source::Any, TagMatch::exact(revoke_tag()), cb);
-}
-
 /// Fault tolerance's hooks on communicators: every one's session watches for revocation
 /// notices, and what was kept for a freed one is forgotten.
 pub(crate) struct Revocation;
 
 impl Lifecycle for Revocation {
     fn made(&self, comm: &Comm) {
-        watch(comm);
+        forward::watch(comm);
     }
 
     fn freed(&self, rt: &Runtime, id: u32) {
