@@ -591,6 +591,14 @@ fn a_revocation_notice_is_forwarded_when_the_revoker_dies_sending_it() {
     survivors_pass_with("ulfm_forward", 4, &[0, 1, 2], &[(Launcher::Madrun, "kill", 137)], &hook);
 }
 
+/// ULFM: a rendezvous send (above the eager limit) and a synchronous send that their receiver
+/// dropped unmatched when the communicator was revoked there complete with `MPIX_ERR_REVOKED`
+/// instead of waiting for an answer, at 3 processes (rank 2 dies, rank 0 revokes). Under madrun.
+#[test]
+fn sends_waiting_for_an_answer_are_interrupted_by_a_revocation() {
+    survivors_pass("ulfm_rendezvous", 3, &[0, 1], &[(Launcher::Madrun, "kill", 137)]);
+}
+
 /// Runs ULFM program `name` at `n` processes under each launcher with `-disable-auto-cleanup`
 /// (with the victim's mode argument, and the launcher's expected exit code): every survivor
 /// must pass all its checks, within [`HANG`].

@@ -102,13 +102,15 @@ pub(crate) enum Control {
     Rtr { cookie: u64, recv_cookie: u64, accepted: u64, pieces: Vec<(usize, u64, u64)> },
     Fin(u64),
     Ack(u64),
+    /// The message of send `cookie` was dropped unmatched (see `deliver::refuse`).
+    Nak(u64),
 }
 
 impl Control {
     fn wire_size(&self) -> usize {
         match self {
             Control::Rtr { pieces, .. } => 1 + 40 + pieces.len() * (1 + wire::MAX_RAIL_NAME + 20),
-            Control::Fin(_) | Control::Ack(_) => 11,
+            Control::Fin(_) | Control::Ack(_) | Control::Nak(_) => 11,
         }
     }
 }
@@ -532,6 +534,7 @@ impl Gate {
                 }
                 Control::Fin(c) => e.fin(*c),
                 Control::Ack(c) => e.ack(*c),
+                Control::Nak(c) => e.nak(*c),
             }
         }
         for i in 0..plan.messages {
@@ -720,6 +723,29 @@ impl Gate {
             // SAFETY: removed: we hold it.
             Some(r) => unsafe { r.complete(None) },
             None => return Err(format!("answer for unknown send {cookie:#x}")),
+        }
+        Ok(())
+    }
+
+    /// NAK: the peer dropped the message of send `cookie` unmatched (its session was revoked
+    /// there): the send fails with [`Error::Revoked`]. Refused for a send whose bulk data is on
+    /// its way (the driver still reads its memory; an honest peer never refuses one it answered).
+    pub(crate) fn on_refused(&self, cookie: u64) -> Result<(), String> {
+        let r = {
+            let mut out = self.out.lock().unwrap();
+            let Some(&mut req) = out.sends.get_mut(cookie) else {
+                return Err(format!("refusal of unknown send {cookie:#x}"));
+            };
+            // SAFETY: registered sends are held by the gate; we hold its lock.
+            if unsafe { req.state() }.pending > 0 {
+                return Err(format!("refusal of send {cookie:#x} whose data is on its way"));
+            }
+            out.sends.remove(cookie)
+        };
+        if let Some(r) = r {
+            let why = format!("peer {} dropped the message: the session was revoked there", self.peer);
+            // SAFETY: removed: we hold it.
+            unsafe { r.complete(Some(Error::Revoked(why))) };
         }
         Ok(())
     }

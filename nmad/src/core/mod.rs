@@ -554,6 +554,7 @@ impl Core {
                     gate.on_rtr(self, cookie, recv_cookie, accepted, &pieces)
                 }
                 wire::Chunk::Fin { cookie } | wire::Chunk::Ack { cookie } => gate.on_answer(cookie),
+                wire::Chunk::Nak { cookie } => gate.on_refused(cookie),
                 wire::Chunk::Credit { bytes, slots } => {
                     gate.add_credit(self, bytes, slots);
                     Ok(())
