@@ -255,10 +255,17 @@ fn a_revocation_fails_the_senders_waiting_for_an_answer() {
                             other.send(peer, 0, b"").unwrap();
                             for r in [rdv, sync] {
                                 r.wait();
-                                assert!(matches!(r.result(), Some(Err(Error::Revoked(_)))), "{drivers}: {r:?}");
+                                assert!(
+                                    matches!(r.result(), Some(Err(Error::Revoked(_)))),
+                                    "{drivers}: {r:?}"
+                                );
                             }
                         });
-                        assert_eq!(nm.stats().rendezvous_sent, 1, "{drivers}: the large send was a rendezvous");
+                        assert_eq!(
+                            nm.stats().rendezvous_sent,
+                            1,
+                            "{drivers}: the large send was a rendezvous"
+                        );
                     }
                     // Both sides still exchange on another session.
                     other.send(peer, 3, b"go").unwrap();

@@ -25,7 +25,9 @@ pub(crate) fn unacknowledged_failure(comm: &Comm) -> Option<Error> {
     (!unacked.is_empty()).then(|| {
         Error::new(
             ErrorClass::MpixProcFailedPending,
-            format!("a receive from any source: processes {unacked:?} (world ranks) failed, not acknowledged"),
+            format!(
+                "a receive from any source: processes {unacked:?} (world ranks) failed, not acknowledged"
+            ),
         )
     })
 }

@@ -53,7 +53,9 @@ impl Dropped {
 
     pub(crate) fn of_unexpected(u: &Unexpected) -> Dropped {
         match &u.body {
-            Body::Eager { data, sync_cookie } => Dropped { eager_len: Some(data.len() as u64), answer: *sync_cookie },
+            Body::Eager { data, sync_cookie } => {
+                Dropped { eager_len: Some(data.len() as u64), answer: *sync_cookie }
+            }
             Body::Rdv { cookie, .. } => Dropped { eager_len: None, answer: Some(*cookie) },
         }
     }

@@ -99,7 +99,12 @@ impl SendError {
 /// Control chunks waiting to go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Control {
-    Rtr { cookie: u64, recv_cookie: u64, accepted: u64, pieces: Vec<(usize, u64, u64)> },
+    Rtr {
+        cookie: u64,
+        recv_cookie: u64,
+        accepted: u64,
+        pieces: Vec<(usize, u64, u64)>,
+    },
     Fin(u64),
     Ack(u64),
     /// The message of send `cookie` was dropped unmatched (see `deliver::refuse`).
