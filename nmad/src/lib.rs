@@ -32,7 +32,7 @@ mod loom;
 pub mod observe;
 pub mod strategies;
 
-pub use crate::core::request::{COMPLETED, Error, Event, MATCHED, Monitor, Request, Status};
+pub use crate::core::request::{COMPLETED, Error, Event, MATCHED, Monitor, PEER_LOST, Request, Status};
 pub use crate::core::session::SessionMonitor;
 pub use crate::core::wire;
 pub use crate::core::{Config, DriverStats, Stats};
@@ -182,6 +182,11 @@ impl Nmad {
         self.0.core.failed_peers()
     }
 
+    /// How many peers were found failed so far (a cheap check before [`Nmad::failed_peers`]).
+    pub fn peers_lost(&self) -> u64 {
+        self.0.core.peers_lost.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     pub fn strategy(&self) -> &str {
         self.0.core.strategy.name()
     }
@@ -193,6 +198,12 @@ impl Nmad {
     /// Traffic per driver started, in start order.
     pub fn driver_stats(&self) -> Vec<DriverStats> {
         self.0.core.driver_stats()
+    }
+
+    /// Progresses until what this process handed to its links has left it, or `limit` passes
+    /// (as `finalize` does before its fence).
+    pub fn drain_output(&self, limit: std::time::Duration) {
+        self.0.core.drain_output(limit)
     }
 
     /// Collective end: waits until every rank got here, then closes links quietly.

@@ -231,3 +231,48 @@ fn a_revoked_session_fails_its_receives_and_sends_and_drops_arrivals() {
     });
     finalize_all(nms);
 }
+
+/// Sends waiting for their receiver's answer (a rendezvous, a synchronous send) whose message
+/// the receiver drops unmatched when it revokes the session are told (NAK): they fail with
+/// `Revoked` instead of waiting forever; the peers go on talking on other sessions.
+#[test]
+fn a_revocation_fails_the_senders_waiting_for_an_answer() {
+    for drivers in ["shm", "tcp"] {
+        let nms = ranks(2, drivers, "aggreg");
+        std::thread::scope(|t| {
+            for (me, nm) in nms.iter().enumerate() {
+                t.spawn(move || {
+                    let peer = 1 - me as u32;
+                    let (s, other) = (nm.session(8), nm.session(9));
+                    if me == 0 {
+                        other.recv(Source::Rank(peer), 0, &mut []).unwrap();
+                        s.revoke("test");
+                    } else {
+                        let big = vec![7u8; 4 << 20];
+                        scope(|sc| {
+                            let rdv = sc.isend(&s, peer, 1, &big, SendMode::default()).unwrap();
+                            let sync = sc.isend(&s, peer, 2, b"x", SendMode::SYNC).unwrap();
+                            other.send(peer, 0, b"").unwrap();
+                            for r in [rdv, sync] {
+                                r.wait();
+                                assert!(
+                                    matches!(r.result(), Some(Err(Error::Revoked(_)))),
+                                    "{drivers}: {r:?}"
+                                );
+                            }
+                        });
+                        assert_eq!(
+                            nm.stats().rendezvous_sent,
+                            1,
+                            "{drivers}: the large send was a rendezvous"
+                        );
+                    }
+                    // Both sides still exchange on another session.
+                    other.send(peer, 3, b"go").unwrap();
+                    other.recv(Source::Rank(peer), 3, &mut [0u8; 2]).unwrap();
+                });
+            }
+        });
+        finalize_all(nms);
+    }
+}

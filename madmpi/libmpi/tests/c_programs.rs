@@ -597,23 +597,69 @@ fn sessions_make_communicators_from_psets_without_mpi_init() {
 /// status 3 instead (Hydra exits 3). A hang is a failure ([`HANG`]).
 #[test]
 fn survivors_revoke_shrink_agree_and_go_on_after_a_rank_dies() {
+    survivors_pass("ulfm", 4, &[0, 1, 3], &[(Launcher::Madrun, "kill", 137), (Launcher::Hydra, "exit", 3)]);
+}
+
+/// ULFM's receives from `MPI_ANY_SOURCE` at 3 processes (rank 2 dies): `MPI_Wait`/`MPI_Test`
+/// return `MPIX_ERR_PROC_FAILED_PENDING` and leave the request active (it can be cancelled, or
+/// match a message once the failure is acknowledged); a blocking `MPI_Recv` returns
+/// `MPIX_ERR_PROC_FAILED`. Under madrun (the victim kills itself).
+#[test]
+fn a_receive_from_any_source_is_told_of_an_unacknowledged_failure() {
+    survivors_pass("ulfm_pending", 3, &[0, 1], &[(Launcher::Madrun, "kill", 137)]);
+}
+
+/// ULFM revocation reaches every survivor when the revoker dies mid-broadcast: at 4 processes,
+/// rank 3 sends its notice to rank 0 only, then kills itself (the library's test hook
+/// `MADMPI_TEST_REVOKER_DIES_AFTER=1`); ranks 1 and 2 learn from rank 0's forwarded notice.
+/// Under madrun.
+#[test]
+fn a_revocation_notice_is_forwarded_when_the_revoker_dies_sending_it() {
+    let hook = [("MADMPI_TEST_REVOKER_DIES_AFTER", "1")];
+    survivors_pass_with("ulfm_forward", 4, &[0, 1, 2], &[(Launcher::Madrun, "kill", 137)], &hook);
+}
+
+/// ULFM: a rendezvous send (above the eager limit) and a synchronous send that their receiver
+/// dropped unmatched when the communicator was revoked there complete with `MPIX_ERR_REVOKED`
+/// instead of waiting for an answer, at 3 processes (rank 2 dies, rank 0 revokes). Under madrun.
+#[test]
+fn sends_waiting_for_an_answer_are_interrupted_by_a_revocation() {
+    survivors_pass("ulfm_rendezvous", 3, &[0, 1], &[(Launcher::Madrun, "kill", 137)]);
+}
+
+/// Runs ULFM program `name` at `n` processes under each launcher with `-disable-auto-cleanup`
+/// (with the victim's mode argument, and the launcher's expected exit code): every survivor
+/// must pass all its checks, within [`HANG`].
+fn survivors_pass(name: &str, n: u32, survivors: &[u32], launchers: &[(Launcher, &str, i32)]) {
+    survivors_pass_with(name, n, survivors, launchers, &[]);
+}
+
+/// [`survivors_pass`] with environment variables `env` for the processes.
+fn survivors_pass_with(
+    name: &str,
+    n: u32,
+    survivors: &[u32],
+    launchers: &[(Launcher, &str, i32)],
+    env: &[(&str, &str)],
+) {
     let _s = serial();
-    for (build, exe) in both_builds("ulfm") {
-        for (launcher, mode, code) in [(Launcher::Madrun, "kill", 137), (Launcher::Hydra, "exit", 3)] {
+    for (build, exe) in both_builds(name) {
+        for &(launcher, mode, code) in launchers {
             let mut cmd = match launcher {
                 Launcher::Madrun => Command::new(madrun_path()),
                 Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
             };
-            cmd.args(["-disable-auto-cleanup", "-n", "4"])
+            cmd.args(["-disable-auto-cleanup", "-n", &n.to_string()])
                 .arg(&exe)
                 .arg(mode)
                 .env("LD_LIBRARY_PATH", lib_dir())
+                .envs(env.iter().copied())
                 .env_remove("PM2_PMI");
             let done = run_limited(cmd, None, HANG, |_| {});
-            let what = format!("ulfm {mode} ({build:?} build, {launcher:?})");
+            let what = format!("{name} {mode} ({build:?} build, {launcher:?})");
             assert_eq!(done.code, Some(code), "{what}: {done:?}");
-            assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
-            for rank in [0, 1, 3] {
+            assert!(!done.stdout.lines().any(|l| l.starts_with("FAIL")), "{what}: {done:?}");
+            for rank in survivors {
                 assert!(done.stdout.contains(&format!("OK {rank}: all checks passed")), "{what}: {done:?}");
             }
             if let Launcher::Madrun = launcher {

@@ -10,37 +10,52 @@
 //!
 //! Revocation: the revoking member sends a notice to every other member on the
 //! communicator's own session (tag kind [`Kind::FaultTolerance`]); every communicator's session
-//! carries a monitor (`watch`) that revokes the nmad session when a notice arrives, from
-//! the progress engine, so a member blocked in a receive on it learns at once: its pending
-//! receives complete with `MPIX_ERR_REVOKED`, and later sends and receives fail with it.
-//! Agreement and shrink work on revoked communicators: they run on a shadow session per
-//! context id (`SHADOW_SESSIONS` + id) that revocation does not touch, numbered by the
-//! communicator's internal operation count, and use the fault-tolerant `consensus`.
+//! carries a monitor (`forward`) that, when a notice arrives on a session not yet revoked, sends
+//! it on to the other members (so a revoker dying mid-broadcast still revokes everyone, as in
+//! MPICH), then revokes the nmad session, from the progress engine, so a member blocked in a
+//! receive on it learns at once: its pending receives complete with `MPIX_ERR_REVOKED`, and
+//! later sends and receives fail with it. Messages nmad drops unmatched on a revoked session
+//! are refused to their senders: a rendezvous or synchronous send waiting for that answer fails
+//! with `MPIX_ERR_REVOKED` too. Agreement and shrink work on revoked communicators: they run on
+//! a shadow session per context id (`SHADOW_SESSIONS` + id) that revocation does not touch,
+//! numbered by the communicator's internal operation count, and use the fault-tolerant
+//! `consensus` (O(n²) messages per round: MPICH's is logarithmic).
 //!
-//! Limits: the notice is not forwarded by its receivers (if the revoking process dies while
-//! sending it, some members may not learn; MPICH forwards it); a rendezvous send (above the
-//! eager limit) already handed to nmad is not interrupted by a revocation; a pending
-//! `MPI_ANY_SOURCE` receive is not completed by a member's failure (ULFM's
-//! `MPIX_ERR_PROC_FAILED_PENDING`): it waits for a message or a revocation; the last-round
-//! messages an agreement leaves unreceived could, in theory, be taken by an agreement of a later
-//! communicator with the same context id, members, operation number and round; likewise a
-//! notice still in flight when its receiver frees the communicator (without a collective with
-//! the revoker in between: a shrink orders them) revokes the next communicator with that id.
+//! Receives from `MPI_ANY_SOURCE` follow ULFM's rule (`pending`): while a member is known failed
+//! and not acknowledged, `MPI_Wait`/`MPI_Test` return `MPIX_ERR_PROC_FAILED_PENDING` (the
+//! request stays pending) and a blocking receive `MPIX_ERR_PROC_FAILED`; nmad wakes their
+//! waiters when a peer fails. `MPI_Waitall`/`any`/`some` and `MPI_Sendrecv` from any source do
+//! not apply it (they wait for a message or a revocation).
+//!
+//! Test hook: `MADMPI_TEST_REVOKER_DIES_AFTER=k` makes `MPIX_Comm_revoke` send only `k` notices,
+//! see them out of the process, then kill the process (SIGKILL): a revoker dying mid-broadcast,
+//! for the tests of forwarding. Nothing else reads it.
+//!
+//! Limits: the last-round messages an agreement leaves unreceived could, in theory, be taken by
+//! an agreement of a later communicator with the same context id, members, operation number and
+//! round; likewise a notice (original or forwarded) still in flight when its receiver frees the
+//! communicator (without a collective with the notice's sender in between: a shrink orders
+//! them) revokes the next communicator with that id. An epoch would need one agreed by the
+//! members when the communicator is made (its context id is all they share), which comm creation
+//! does not provide.
 //!
 //! Owns the failure knowledge, the acknowledgements per communicator and the revocation
 //! protocol; it must not reach into nmad beyond sessions, monitors and `failed_peers`.
 
 mod consensus;
+mod forward;
 mod notify;
+mod pending;
 
 pub use notify::notices;
+pub(crate) use pending::{unacknowledged_failure, wait_any_source};
 
 use crate::comm::tags::{self, Kind};
 use crate::comm::{Comm, Extension, Lifecycle, Runtime, from_nmad};
 use crate::error::{Error, ErrorClass, Result};
 use crate::group::Group;
 use consensus::Round;
-use nmad::{Session, Source, TagMatch};
+use nmad::Session;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -78,6 +93,10 @@ impl FtState {
         nm.close_session(SHADOW_SESSIONS | id);
     }
 
+    fn learned_nothing(&self) -> bool {
+        self.learned.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+    }
+
     fn learn(&self, ranks: impl IntoIterator<Item = u32>) {
         self.learned.lock().unwrap_or_else(PoisonError::into_inner).extend(ranks);
     }
@@ -88,20 +107,13 @@ pub(crate) fn on_runtime_start() {
     notify::install();
 }
 
-/// Makes `session` (a communicator's) revoke itself when a revocation notice arrives.
-fn watch(session: &Session) {
-    let cb: nmad::SessionMonitor =
-        Arc::new(|s: &Session, st: &nmad::Status| s.revoke(&format!("by rank {}", st.source)));
-    session.monitor(Source::Any, TagMatch::exact(revoke_tag()), cb);
-}
-
 /// Fault tolerance's hooks on communicators: every one's session watches for revocation
 /// notices, and what was kept for a freed one is forgotten.
 pub(crate) struct Revocation;
 
 impl Lifecycle for Revocation {
     fn made(&self, comm: &Comm) {
-        watch(comm.session());
+        forward::watch(comm);
     }
 
     fn freed(&self, rt: &Runtime, id: u32) {
@@ -121,11 +133,32 @@ fn known_failed(comm: &Comm) -> Vec<u32> {
 pub fn revoke(comm: &Comm) -> Result<()> {
     let me = comm.runtime_nmad().rank();
     let failed = known_failed(comm);
-    for &w in comm.group().members().iter().filter(|&&w| w != me && !failed.contains(&w)) {
+    let dies_after = revoker_dies_after();
+    for (i, &w) in comm.group().members().iter().filter(|&&w| w != me && !failed.contains(&w)).enumerate() {
+        if dies_after == Some(i) {
+            die(comm);
+        }
         let _ = comm.session().send(w, revoke_tag(), &[]);
+    }
+    if dies_after.is_some() {
+        die(comm);
     }
     comm.session().revoke(&format!("by rank {me}"));
     Ok(())
+}
+
+/// The test hook's number of notices a revoker sends before dying (see the module doc).
+fn revoker_dies_after() -> Option<usize> {
+    std::env::var("MADMPI_TEST_REVOKER_DIES_AFTER").ok()?.trim().parse().ok()
+}
+
+/// The test hook's death: what was sent leaves the process, then it is killed (SIGKILL).
+fn die(comm: &Comm) -> ! {
+    comm.runtime_nmad().drain_output(std::time::Duration::from_secs(10));
+    log::warn!("MADMPI_TEST_REVOKER_DIES_AFTER: the revoker kills itself");
+    // SAFETY: raising a signal has no memory-safety precondition; SIGKILL ends the process.
+    unsafe { libc::raise(libc::SIGKILL) };
+    std::process::abort()
 }
 
 /// Whether `comm` was revoked (here, or by a notice that arrived).

@@ -48,6 +48,8 @@ pub struct RawRequest {
     comm: Comm,
     op: Op,
     kind: Kind,
+    /// A receive from `MPI_ANY_SOURCE`: ULFM's rule applies to its waits ([`crate::ft`]).
+    any_source: bool,
 }
 
 /// What runs behind a [`RawRequest`]: one request type for every kind of operation, so that
@@ -138,6 +140,7 @@ impl RawRequest {
             comm: comm.clone(),
             op: Op::Null,
             kind: Kind::Point,
+            any_source: false,
         }
     }
 
@@ -149,7 +152,7 @@ impl RawRequest {
 
     /// The receive of a message matched by a probe, running in `inner` (`p2p::mprobe`).
     pub(crate) fn matched_recv(inner: Pin<Box<nmad::Request>>, comm: &Comm) -> RawRequest {
-        RawRequest { inner, comm: comm.clone(), op: Op::Recv, kind: Kind::Point }
+        RawRequest { inner, comm: comm.clone(), op: Op::Recv, kind: Kind::Point, any_source: false }
     }
 
     /// Starts sending `data` to `dest` with `tag`.
@@ -165,6 +168,7 @@ impl RawRequest {
             comm: comm.clone(),
             op: Op::Send,
             kind: Kind::Point,
+            any_source: false,
         };
         let m = SendMode { sync: mode == Mode::Synchronous, header_len: 0 };
         // SAFETY: the caller keeps `data` valid; the request is pinned in its box and its Drop
@@ -189,6 +193,7 @@ impl RawRequest {
             comm: comm.clone(),
             op: Op::Recv,
             kind: Kind::Point,
+            any_source: src == Source::Any,
         };
         // SAFETY: as in `isend`.
         unsafe { comm.session().irecv(src, tm, data, req.inner.as_ref()) }.map_err(from_nmad)?;
@@ -298,6 +303,28 @@ impl RawRequest {
         self.status().expect("completed")
     }
 
+    /// `MPI_Wait`'s wait: for completion; but a receive from `MPI_ANY_SOURCE` returns
+    /// `MPIX_ERR_PROC_FAILED_PENDING`, still pending, while a member of its communicator is
+    /// known failed and not acknowledged (ULFM; [`crate::ft`]). Other errors are the outcome's.
+    pub fn wait_unless_failure_pending(&self) -> Result<()> {
+        if self.any_source && matches!(self.kind, Kind::Point) {
+            crate::ft::wait_any_source(&self.comm, &self.inner)?;
+        }
+        let _ = self.wait();
+        Ok(())
+    }
+
+    /// `MPI_Test`'s error for an incomplete request: `MPIX_ERR_PROC_FAILED_PENDING` for a receive
+    /// from `MPI_ANY_SOURCE` while a member of its communicator is known failed and not
+    /// acknowledged (see [`RawRequest::wait_unless_failure_pending`]).
+    pub fn failure_pending(&self) -> Option<Error> {
+        let watched = self.any_source && matches!(self.kind, Kind::Point);
+        if !watched || self.is_complete() {
+            return None;
+        }
+        crate::ft::unacknowledged_failure(&self.comm)
+    }
+
     /// Cancels a receive that has not matched yet (`MPI_Cancel`); `true` if it was cancelled
     /// (it then completes with [`Outcome::cancelled`]). Sends cannot be cancelled once started
     /// (as in MPICH for sent messages), nor can receives of messages matched by a probe.
@@ -370,9 +397,24 @@ impl Comm {
         let req = std::pin::pin!(nmad::Request::new());
         // SAFETY: as in `send_data`.
         unsafe { self.session().irecv(src, tm, data, req.as_ref()) }.map_err(from_nmad)?;
+        if src == Source::Any
+            && let Err(pending) = crate::ft::wait_any_source(self, &req)
+            && let Some(failed) = give_up(self, &req, pending)
+        {
+            return Ok(Outcome { error: Some(failed), ..Outcome::DONE });
+        }
         req.wait();
         Ok(outcome_of(self, Op::Recv, req.result().expect("completed"), req.status()))
     }
+}
+
+/// A blocking receive from any source that found a member's failure unacknowledged
+/// (`pending`): cancelled, it fails with `MPIX_ERR_PROC_FAILED` (ULFM); `None` if it matched a
+/// message meanwhile (then it completes normally).
+fn give_up(comm: &Comm, req: &nmad::Request, pending: Error) -> Option<Error> {
+    comm.session().cancel(req).then(|| {
+        Error::new(crate::error::ErrorClass::MpixProcFailed, format!("cancelled: {}", pending.message()))
+    })
 }
 
 /// What a nonblocking call that found nothing (`MPI_Test` of an incomplete request,
@@ -405,8 +447,16 @@ impl<'a> Request<'a> {
         Request { raw, _buf: PhantomData }
     }
 
-    /// Waits for completion (`MPI_Wait`).
+    /// Waits for completion (`MPI_Wait`). A receive from any source whose communicator has a
+    /// failed member not acknowledged is cancelled and fails with `MPIX_ERR_PROC_FAILED`, as a
+    /// blocking receive (the request is consumed: it cannot stay pending).
     pub fn wait(self) -> Result<Status> {
+        if let Err(pending) = self.raw.wait_unless_failure_pending()
+            && let Some(failed) = give_up(&self.raw.comm, &self.raw.inner, pending)
+        {
+            let _ = self.raw.wait(); // cancelled: completes at once
+            return Err(failed);
+        }
         self.raw.wait()
     }
 

@@ -32,6 +32,48 @@ fn is_deferred(req: ReqPtr) -> bool {
     matches!(unsafe { &req.state().kind }, Kind::Recv { deferred: true, .. })
 }
 
+/// What a message dropped unmatched leaves to settle with its sender.
+pub(crate) struct Dropped {
+    /// The payload's length of an eager message (its credit), `None` for a rendezvous (a slot).
+    eager_len: Option<u64>,
+    /// The sender's cookie when it waits for an answer (a rendezvous, a synchronous send).
+    answer: Option<u64>,
+}
+
+impl Dropped {
+    pub(crate) fn of_arrival(inc: &Incoming<'_>) -> Dropped {
+        match &inc.body {
+            InBody::Data { cookie, payload } => Dropped {
+                eager_len: Some(payload.len() as u64),
+                answer: (inc.h.flags & FLAG_SYNC != 0).then_some(*cookie),
+            },
+            InBody::Rdv { cookie, .. } => Dropped { eager_len: None, answer: Some(*cookie) },
+        }
+    }
+
+    pub(crate) fn of_unexpected(u: &Unexpected) -> Dropped {
+        match &u.body {
+            Body::Eager { data, sync_cookie } => {
+                Dropped { eager_len: Some(data.len() as u64), answer: *sync_cookie }
+            }
+            Body::Rdv { cookie, .. } => Dropped { eager_len: None, answer: Some(*cookie) },
+        }
+    }
+}
+
+/// A message dropped unmatched because its session was revoked: its credit goes back to the
+/// sender, and a sender waiting for an answer is told (NAK: its send fails as revoked instead of
+/// waiting forever).
+pub(crate) fn refuse(core: &Core, gate: &Gate, d: Dropped) {
+    match d.eager_len {
+        Some(len) => gate.owe(core, len + EAGER_OVERHEAD, 0),
+        None => gate.owe(core, 0, 1),
+    }
+    if let Some(c) = d.answer {
+        gate.control(core, Control::Nak(c));
+    }
+}
+
 /// A posted receive matched an arriving message.
 ///
 /// # Safety

@@ -99,16 +99,23 @@ impl SendError {
 /// Control chunks waiting to go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Control {
-    Rtr { cookie: u64, recv_cookie: u64, accepted: u64, pieces: Vec<(usize, u64, u64)> },
+    Rtr {
+        cookie: u64,
+        recv_cookie: u64,
+        accepted: u64,
+        pieces: Vec<(usize, u64, u64)>,
+    },
     Fin(u64),
     Ack(u64),
+    /// The message of send `cookie` was dropped unmatched (see `deliver::refuse`).
+    Nak(u64),
 }
 
 impl Control {
     fn wire_size(&self) -> usize {
         match self {
             Control::Rtr { pieces, .. } => 1 + 40 + pieces.len() * (1 + wire::MAX_RAIL_NAME + 20),
-            Control::Fin(_) | Control::Ack(_) => 11,
+            Control::Fin(_) | Control::Ack(_) | Control::Nak(_) => 11,
         }
     }
 }
@@ -532,6 +539,7 @@ impl Gate {
                 }
                 Control::Fin(c) => e.fin(*c),
                 Control::Ack(c) => e.ack(*c),
+                Control::Nak(c) => e.nak(*c),
             }
         }
         for i in 0..plan.messages {
@@ -724,6 +732,29 @@ impl Gate {
         Ok(())
     }
 
+    /// NAK: the peer dropped the message of send `cookie` unmatched (its session was revoked
+    /// there): the send fails with [`Error::Revoked`]. Refused for a send whose bulk data is on
+    /// its way (the driver still reads its memory; an honest peer never refuses one it answered).
+    pub(crate) fn on_refused(&self, cookie: u64) -> Result<(), String> {
+        let r = {
+            let mut out = self.out.lock().unwrap();
+            let Some(&mut req) = out.sends.get_mut(cookie) else {
+                return Err(format!("refusal of unknown send {cookie:#x}"));
+            };
+            // SAFETY: registered sends are held by the gate; we hold its lock.
+            if unsafe { req.state() }.pending > 0 {
+                return Err(format!("refusal of send {cookie:#x} whose data is on its way"));
+            }
+            out.sends.remove(cookie)
+        };
+        if let Some(r) = r {
+            let why = format!("peer {} dropped the message: the session was revoked there", self.peer);
+            // SAFETY: removed: we hold it.
+            unsafe { r.complete(Some(Error::Revoked(why))) };
+        }
+        Ok(())
+    }
+
     /// Credit returned by the peer.
     pub(crate) fn add_credit(&self, core: &Core, bytes: u64, slots: u64) {
         let waiting = {
@@ -839,6 +870,7 @@ impl Gate {
             out.control.clear();
         }
         reqs.extend(self.large_in.lock().unwrap().drain().into_iter().map(|l| l.req));
+        core.peers_lost.fetch_add(1, Release);
         let err = self.failure().expect("just set");
         for r in reqs {
             // SAFETY: taken out of the gate's structures: we hold them.

@@ -211,6 +211,11 @@ impl<R: Copy + PartialEq> Matching<R> {
         }
     }
 
+    /// The receives posted for any source.
+    pub(crate) fn posted_any(&self) -> impl Iterator<Item = R> + '_ {
+        self.any.iter().map(|p| p.req)
+    }
+
     /// Removes every unexpected message from `source` (it broke the protocol).
     pub(crate) fn drain_unexpected_from(&mut self, source: PeerId) -> Vec<Unexpected> {
         let Some(s) = self.sources.get_mut(source as usize) else { return Vec::new() };

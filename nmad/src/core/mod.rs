@@ -171,6 +171,8 @@ pub(crate) struct Core {
     pub(crate) backlog: WorkQueue<PeerId>,
     tasks: Mutex<Vec<LtaskHandle>>,
     pub(crate) finalizing: AtomicBool,
+    /// Peers found failed so far (`Gate::fail`).
+    pub(crate) peers_lost: AtomicU64,
     unexpected: AtomicU64,
     peak: AtomicU64,
     pub(crate) packets: AtomicU64,
@@ -254,6 +256,7 @@ impl Core {
             backlog: WorkQueue::default(),
             tasks: Mutex::new(Vec::new()),
             finalizing: AtomicBool::new(false),
+            peers_lost: AtomicU64::new(0),
             unexpected: AtomicU64::new(0),
             peak: AtomicU64::new(0),
             packets: AtomicU64::new(0),
@@ -572,6 +575,7 @@ impl Core {
                     gate.on_rtr(self, cookie, recv_cookie, accepted, &pieces)
                 }
                 wire::Chunk::Fin { cookie } | wire::Chunk::Ack { cookie } => gate.on_answer(cookie),
+                wire::Chunk::Nak { cookie } => gate.on_refused(cookie),
                 wire::Chunk::Credit { bytes, slots } => {
                     gate.add_credit(self, bytes, slots);
                     Ok(())
@@ -645,7 +649,7 @@ impl Core {
     /// for, packet tails and bulk data a driver still holds, bytes the peer has not acknowledged)
     /// has left it, or `limit` passes: a peer of another job (a spawned child, a parent) may
     /// still read what we sent after we exit, but not what we never wrote.
-    fn drain_output(&self, limit: Duration) {
+    pub(crate) fn drain_output(&self, limit: Duration) {
         let end = Instant::now() + limit;
         loop {
             let mut pending = false;

@@ -25,6 +25,9 @@ pub const COMPLETED: u32 = 1;
 /// Condition bit: a receive was matched (its status is known); for receives posted without a
 /// buffer, the message waits for [`crate::Session::unpack`].
 pub const MATCHED: u32 = 2;
+/// Condition bit: a peer was found failed while this receive from any source was posted (it
+/// stays posted: a later message may still match it). The owner clears it before waiting again.
+pub const PEER_LOST: u32 = 4;
 
 /// Who sent what, once a receive matched.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -305,7 +308,7 @@ impl Request {
         if self.life.compare_exchange(IDLE, ACTIVE, AcqRel, Acquire).is_err() && !self.test() {
             return Err(Error::InvalidArgument("the request is still in flight".into()));
         }
-        self.cond.clear(COMPLETED | MATCHED);
+        self.cond.clear(COMPLETED | MATCHED | PEER_LOST);
         let p = ReqPtr(NonNull::from(self.get_ref()));
         // SAFETY: we are the owner and the request is not in flight: every cell is ours.
         unsafe {
@@ -359,6 +362,16 @@ impl ReqPtr {
     pub(crate) unsafe fn state<'a>(self) -> &'a mut State {
         // SAFETY: the request is alive (pinned until complete) and we are its only holder.
         unsafe { &mut *(*self.0.as_ptr()).state.get() }
+    }
+
+    /// Tells the waiter of a posted receive from any source that a peer failed (signals
+    /// [`PEER_LOST`], completing nothing).
+    ///
+    /// # Safety
+    /// Holder only (the structure holding the request stays locked during the call, so the
+    /// owner cannot take it back and free it meanwhile).
+    pub(crate) unsafe fn signal_peer_lost(self) {
+        self.req().cond.signal(PEER_LOST);
     }
 
     fn req<'a>(self) -> &'a Request {

@@ -126,6 +126,7 @@ impl SessionInner {
         // Usually one message, matched or stored: no allocation for that.
         let mut matched: SmallVec<[(ReqPtr, Incoming<'_>); 2]> = SmallVec::new();
         let mut stored: SmallVec<[Status; 2]> = SmallVec::new();
+        let mut dropped: SmallVec<[deliver::Dropped; 1]> = SmallVec::new();
         {
             let mut st = self.state.lock().unwrap();
             let st = &mut *st;
@@ -148,8 +149,10 @@ impl SessionInner {
                 let ord = &mut st.order[from as usize];
                 ord.expected = ord.expected.wrapping_add(1);
                 // On a revoked session an arrival is counted (the order stays right), then
-                // dropped: nobody may receive it.
-                if st.revoked.is_none() {
+                // dropped: nobody may receive it (its sender is settled with below).
+                if st.revoked.is_some() {
+                    dropped.push(deliver::Dropped::of_arrival(&cur));
+                } else {
                     match st.m.arrive(from, cur.h.tag) {
                         Some(req) => matched.push((req, cur)),
                         None => {
@@ -175,6 +178,9 @@ impl SessionInner {
         for (req, inc) in matched {
             // SAFETY: taken out of the posted list: we hold it.
             unsafe { deliver::matched(core, gate, req, inc) };
+        }
+        for d in dropped {
+            deliver::refuse(core, gate, d);
         }
         if !stored.is_empty() {
             for s in &stored {
@@ -291,9 +297,18 @@ impl SessionInner {
         removed
     }
 
-    /// Fails the receives posted for `peer` specifically.
+    /// Fails the receives posted for `peer` specifically; those posted for any source stay
+    /// posted (another peer may still send) but their waiters are told ([`super::request::PEER_LOST`]:
+    /// madmpi decides whether the loss concerns them, as ULFM's `MPIX_ERR_PROC_FAILED_PENDING`).
     pub(crate) fn fail_posted_for(&self, peer: PeerId, err: &Error) {
-        let reqs = self.state.lock().unwrap().m.drain_posted_for(peer);
+        let reqs = {
+            let mut st = self.state.lock().unwrap();
+            for r in st.m.posted_any() {
+                // SAFETY: posted: the session holds it, and keeps its lock while signalling.
+                unsafe { r.signal_peer_lost() };
+            }
+            st.m.drain_posted_for(peer)
+        };
         for r in reqs {
             // SAFETY: drained from the posted list: we hold them.
             unsafe { r.complete(Some(err.clone())) };
@@ -338,22 +353,29 @@ impl SessionInner {
 
     /// Revokes the session: its posted receives complete with [`Error::Revoked`], its
     /// unexpected messages are dropped, and from now on receives and sends fail at once and
-    /// arrivals are dropped. Idempotent (the first reason stays).
+    /// arrivals are dropped. A dropped message's sender gets its credit back, and is told if it
+    /// waits for an answer (`deliver::refuse`: a rendezvous or synchronous send fails as revoked
+    /// there). Idempotent (the first reason stays).
     pub(crate) fn revoke(&self, reason: &str) {
-        let (reqs, dropped, err) = {
+        let (reqs, unexpected, err) = {
             let mut st = self.state.lock().unwrap();
             if st.revoked.is_some() {
                 return;
             }
             st.revoked = Some(reason.to_string());
             let reqs = st.m.drain_all_posted();
-            let mut bytes = 0;
+            let mut unexpected = Vec::new();
             while let Some(u) = st.m.take_unexpected(None, 0, 0) {
-                bytes += u.footprint();
+                unexpected.push(u);
             }
-            (reqs, bytes, Error::Revoked(reason.to_string()))
+            (reqs, unexpected, Error::Revoked(reason.to_string()))
         };
-        self.core.budget_sub(dropped);
+        self.core.budget_sub(unexpected.iter().map(Unexpected::footprint).sum());
+        for u in &unexpected {
+            if let Ok(g) = self.core.gate(u.source) {
+                deliver::refuse(&self.core, &g, deliver::Dropped::of_unexpected(u));
+            }
+        }
         for r in reqs {
             // SAFETY: drained from the posted list: we hold them.
             unsafe { r.complete(Some(err.clone())) };

@@ -107,6 +107,7 @@ fn decode(link: &Recording) -> Vec<String> {
                     Chunk::Fin { cookie } => format!("FIN {cookie}"),
                     Chunk::Rtr { accepted, pieces, .. } => format!("RTR {accepted}B/{}", pieces.len()),
                     Chunk::Credit { bytes, slots } => format!("CREDIT {bytes}B {slots}"),
+                    Chunk::Nak { cookie } => format!("NAK {cookie}"),
                 })
                 .collect::<Vec<_>>()
                 .join(" | ")

@@ -9,6 +9,8 @@
 //! FIN    := 4 cookie            (the receiver has read everything it wanted: send complete)
 //! ACK    := 5 cookie            (a synchronous eager send was matched)
 //! CREDIT := 6 bytes slots       (unexpected-message credit returned to the sender)
+//! NAK    := 7 cookie            (the message was dropped unmatched, its session revoked: the
+//!                                send that waited for an answer fails)
 //! ```
 //! A small message costs one packet: about 7 bytes of headers, then its data. The decoder treats
 //! every byte as hostile: lengths are checked against what remains, counts are capped, varints
@@ -40,6 +42,7 @@ const RTR: u8 = 3;
 const FIN: u8 = 4;
 const ACK: u8 = 5;
 const CREDIT: u8 = 6;
+const NAK: u8 = 7;
 
 /// Where a message belongs: session, tag and its sequence number on (gate, session).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +70,7 @@ pub enum Chunk<'a> {
     Fin { cookie: u64 },
     Ack { cookie: u64 },
     Credit { bytes: u64, slots: u64 },
+    Nak { cookie: u64 },
 }
 
 /// The sender's memory announced in an RDV ((address, length) pairs; the receiver's driver
@@ -236,6 +240,7 @@ impl<'a> Decoder<'a> {
             FIN => Ok(Chunk::Fin { cookie: self.varint()? }),
             ACK => Ok(Chunk::Ack { cookie: self.varint()? }),
             CREDIT => Ok(Chunk::Credit { bytes: self.varint()?, slots: self.varint()? }),
+            NAK => Ok(Chunk::Nak { cookie: self.varint()? }),
             _ => {
                 self.at -= 1;
                 self.err("unknown chunk kind")
@@ -338,6 +343,11 @@ impl Encoder<'_> {
         self.varint(cookie);
     }
 
+    pub fn nak(&mut self, cookie: u64) {
+        self.0.push(NAK);
+        self.varint(cookie);
+    }
+
     pub fn credit(&mut self, bytes: u64, slots: u64) {
         self.0.push(CREDIT);
         self.varint(bytes);
@@ -391,6 +401,7 @@ mod tests {
         Encoder(&mut b).fin(5);
         Encoder(&mut b).ack(6);
         Encoder(&mut b).credit(1 << 40, 3);
+        Encoder(&mut b).nak(7);
         let got: Vec<_> = Decoder::new(&b).unwrap().map(Result::unwrap).collect();
         assert_eq!(got[0], Chunk::Data { h, cookie: 42, payload: b"abc" });
         match &got[1] {
@@ -405,7 +416,12 @@ mod tests {
         );
         assert_eq!(
             got[3..],
-            [Chunk::Fin { cookie: 5 }, Chunk::Ack { cookie: 6 }, Chunk::Credit { bytes: 1 << 40, slots: 3 }]
+            [
+                Chunk::Fin { cookie: 5 },
+                Chunk::Ack { cookie: 6 },
+                Chunk::Credit { bytes: 1 << 40, slots: 3 },
+                Chunk::Nak { cookie: 7 }
+            ]
         );
     }
 

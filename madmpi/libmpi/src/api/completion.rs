@@ -6,7 +6,9 @@
 //! persistent one becomes inactive instead. Null handles and inactive requests complete at
 //! once with an empty status; the `any`/`some` forms ignore them (`MPI_UNDEFINED` when there
 //! is nothing else). Errors of an operation go to the handler of its communicator; the
-//! `some`/`all` forms report them as `MPI_ERR_IN_STATUS`. Waits on several requests drive
+//! `some`/`all` forms report them as `MPI_ERR_IN_STATUS`. `MPI_Wait` and `MPI_Test` on a receive
+//! from `MPI_ANY_SOURCE` return `MPIX_ERR_PROC_FAILED_PENDING` (ULFM) and leave it active while a
+//! member's failure is unacknowledged; the forms on several requests do not (they wait). Waits on several requests drive
 //! progress and nap on pioman conditions ([`madmpi::request::completion`]); none holds a lock.
 //!
 //! Arguments are checked in MPICH's order: count, the request array and each handle in it,
@@ -61,7 +63,8 @@ export! {
             status::empty(status);
             return Ok(());
         };
-        let _ = a.op.wait();
+        // A receive from any source left pending by a member's failure (ULFM) stays active.
+        a.op.wait_unless_failure_pending().on(&a.entry.comm)?;
         finish(&st, handle, &a, status).on(&a.entry.comm)
     }
 
@@ -82,7 +85,8 @@ export! {
         };
         *flag = c_int::from(a.op.test());
         if *flag == 0 {
-            return Ok(());
+            // ULFM: a receive from any source with a member's failure unacknowledged.
+            return a.op.failure_pending().map_or(Ok(()), Err).on(&a.entry.comm);
         }
         finish(&st, handle, &a, status).on(&a.entry.comm)
     }
