@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Barrier, Mutex};
+pub use tools::pmi::Fence;
 use tools::pmi::Pmi;
 use tools::secret::JobKey;
 
@@ -70,6 +71,11 @@ pub trait Bootstrap: Send + Sync {
     /// Collective: everything put before is visible to every `get` after.
     fn fence(&self) -> io::Result<()>;
     fn get(&self, key: &str) -> io::Result<Option<String>>;
+    /// A fence that gives up ([`Fence::ProcessFailed`]) when the launcher reports a process of
+    /// the job ended without finalizing (see [`tools::pmi::notice`]). Default: [`Bootstrap::fence`].
+    fn fence_unless_failed(&self) -> io::Result<Fence> {
+        self.fence().map(|()| Fence::Done)
+    }
     /// How many processes of the job run on this machine, if the launcher said. Default: unknown.
     fn local_size(&self) -> Option<u32> {
         None
@@ -287,6 +293,9 @@ impl Bootstrap for PmiBootstrap {
     }
     fn get(&self, key: &str) -> io::Result<Option<String>> {
         self.with(|p| p.get(key))
+    }
+    fn fence_unless_failed(&self) -> io::Result<Fence> {
+        self.with(|p| p.fence_unless_failed())
     }
     fn publish_name(&self, service: &str, port: &str) -> io::Result<()> {
         self.with_io(|p| p.publish_name(service, port).map_err(|e| name_err(e, io::ErrorKind::AlreadyExists)))

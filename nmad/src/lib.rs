@@ -40,6 +40,7 @@ pub use interfaces::data::{Blocks, Data, Layout, Strided};
 pub use interfaces::sendrecv::{Scope, SendMode, Source, TagMatch, scope};
 
 use bootstrap::Bootstrap;
+pub use bootstrap::Fence;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -209,6 +210,20 @@ impl Nmad {
     /// Collective end: waits until every rank got here, then closes links quietly.
     pub fn finalize(self) -> io::Result<()> {
         self.0.core.finalize()
+    }
+
+    /// The first half of [`Nmad::finalize`] for a caller that can recover from process
+    /// failures: drains output and fences with the job unless the launcher reports that a
+    /// process ended without finalizing; then end with [`Nmad::finalize_fenced`] after
+    /// [`Fence::Done`], with [`Nmad::finalize_survivors`] (after synchronizing the survivors)
+    /// after [`Fence::ProcessFailed`].
+    pub fn finalize_fence(&self) -> io::Result<Fence> {
+        self.0.core.finalize_fence()
+    }
+
+    /// Ends after [`Nmad::finalize_fence`] completed.
+    pub fn finalize_fenced(self) -> io::Result<()> {
+        self.0.core.finalize_fenced()
     }
 
     /// End after process failures, without the launcher's fence (which may wait for the dead

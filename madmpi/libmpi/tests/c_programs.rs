@@ -657,7 +657,7 @@ fn survivors_pass_with(
                 .env_remove("PM2_PMI");
             let done = run_limited(cmd, None, HANG, |_| {});
             let what = format!("{name} {mode} ({build:?} build, {launcher:?})");
-            assert_eq!(done.code, Some(code), "{what}: {done:?}");
+            assert!(reports_exit(launcher, &done, code), "{what}: exit code {code} expected: {done:?}");
             assert!(!done.stdout.lines().any(|l| l.starts_with("FAIL")), "{what}: {done:?}");
             for rank in survivors {
                 assert!(done.stdout.contains(&format!("OK {rank}: all checks passed")), "{what}: {done:?}");
@@ -667,6 +667,49 @@ fn survivors_pass_with(
                     done.stderr.contains("the other ranks go on (-disable-auto-cleanup)"),
                     "{what}: {done:?}"
                 );
+            }
+        }
+    }
+}
+
+/// Whether the launcher reported exit code `code` (a victim's). Hydra 4.0.2 sometimes reports
+/// "Hangup (signal 1)" instead: its proxy stores a provisional status 1 for a process whose PMI
+/// socket closes without PMI finalize (`pmip_cb.c`), and when it reaped that process before
+/// handling the socket's end (both come at its exit, the proxy handles them one event at a time,
+/// `pmip.c`), the 1 overwrites the real status; mpiexec then ORs the statuses (0x300 | 1 reads
+/// as signal 1). That is Hydra's report, not ours: accepted, the survivors' checks still hold.
+fn reports_exit(launcher: Launcher, done: &Done, code: i32) -> bool {
+    done.code == Some(code)
+        || (matches!(launcher, Launcher::Hydra)
+            && done.code == Some(1)
+            && done.stdout.contains("EXIT STRING: Hangup (signal 1)"))
+}
+
+/// A death nobody saw (`finalize_unseen.c`, 4 processes, rank 2 exits right after `MPI_Init`,
+/// the others only finalize) under both launchers with `-disable-auto-cleanup`: no survivor
+/// hangs in MPI_Finalize (Hydra's fence waits for the dead: its SIGUSR1 notice must stop it, and
+/// must not kill a survivor), every survivor's MPI_Finalize returns, within 30 s each.
+#[test]
+fn finalize_returns_after_a_death_only_the_launcher_saw() {
+    let _s = serial();
+    for (build, exe) in both_builds("finalize_unseen") {
+        for launcher in [Launcher::Madrun, Launcher::Hydra] {
+            let mut cmd = match launcher {
+                Launcher::Madrun => Command::new(madrun_path()),
+                Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
+            };
+            cmd.args(["-disable-auto-cleanup", "-n", "4"])
+                .arg(&exe)
+                .env("LD_LIBRARY_PATH", lib_dir())
+                .env_remove("PM2_PMI");
+            let started = std::time::Instant::now();
+            let done = run_limited(cmd, None, HANG, |_| {});
+            let what = format!("finalize_unseen ({build:?} build, {launcher:?})");
+            assert!(started.elapsed() < Duration::from_secs(30), "{what}: took {:?}", started.elapsed());
+            assert!(reports_exit(launcher, &done, 3), "{what}: exit code 3 expected: {done:?}");
+            assert!(!done.stdout.lines().any(|l| l.starts_with("FAIL")), "{what}: {done:?}");
+            for rank in [0, 1, 3] {
+                assert!(done.stdout.contains(&format!("OK {rank}: all checks passed")), "{what}: {done:?}");
             }
         }
     }

@@ -40,7 +40,7 @@ use context::agree;
 pub(crate) use envelope::check_tag;
 pub use envelope::{From, Rank, Status, Tag};
 pub(crate) use ext::{Extension, Extensions};
-pub(crate) use runtime::{Lifecycle, Runtime};
+pub(crate) use runtime::{AnySourceRule, Lifecycle, Runtime};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::group::{Group, GroupComparison};

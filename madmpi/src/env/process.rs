@@ -13,7 +13,7 @@
 
 use crate::comm::Runtime;
 use crate::error::{Error, ErrorClass, Result};
-use nmad::Nmad;
+use nmad::{Fence, Nmad};
 use std::sync::{Arc, Mutex, PoisonError};
 
 struct Holder {
@@ -30,7 +30,7 @@ static HOLDER: Mutex<Holder> = Mutex::new(Holder { runtime: None, users: 0, ende
 /// (fault tolerance's revocation monitor). Every runtime is made here (and by the tests'
 /// harness through here), so no feature is forgotten.
 pub(crate) fn assemble(nm: Nmad) -> Arc<Runtime> {
-    Runtime::new(nm, vec![Box::new(crate::ft::Revocation)])
+    Runtime::new(nm, vec![Box::new(crate::ft::Revocation)], Some(Box::new(crate::ft::FailurePending)))
 }
 
 /// One more user of the runtime, started if it is not running (`who` names the call for
@@ -50,7 +50,6 @@ pub(crate) fn acquire(who: &str) -> Result<Arc<Runtime>> {
     let nm = Nmad::init().map_err(|e| Error::other(format!("{who}: starting nmad: {e}")))?;
     crate::tools::runtime::attach(&nm);
     let rt = assemble(nm);
-    crate::ft::on_runtime_start();
     h.runtime = Some(rt.clone());
     h.users = 1;
     Ok(rt)
@@ -71,13 +70,22 @@ pub(crate) fn release(who: &str) -> Result<()> {
     let Some(rt) = rt else { return Ok(()) };
     let nm = rt.nm.clone();
     crate::tools::runtime::detach();
-    // After failures the launcher's fence may never complete (Hydra's waits for the dead):
-    // the survivors agree among themselves instead.
-    let survivors_only = crate::ft::failures_known(&rt) && crate::ft::survivors_barrier(&rt).is_ok();
-    let (failed, rank) = (crate::ft::failed_of_job(&rt), nm.rank());
-    drop(rt);
-    let r = if survivors_only { nm.finalize_survivors() } else { nm.finalize() };
-    r.map_err(|e| Error::other(format!("{who}: {e}")))?;
+    let rank = nm.rank();
+    let err = |e: std::io::Error| Error::other(format!("{who}: {e}"));
+    // The job's fence, unless failures are known or the launcher reports one meanwhile: a
+    // launcher's fence may then never complete (Hydra's waits for the dead), and the
+    // survivors agree among themselves instead.
+    let fenced = !crate::ft::failures_known(&rt) && nm.finalize_fence().map_err(err)? == Fence::Done;
+    let failed = if fenced {
+        drop(rt);
+        nm.finalize_fenced().map_err(err)?;
+        Vec::new()
+    } else {
+        let agreed = crate::ft::survivors_barrier(&rt);
+        drop(rt);
+        nm.finalize_survivors().map_err(err)?;
+        agreed?
+    };
     if failed.is_empty() {
         return Ok(());
     }

@@ -5,7 +5,7 @@
 //! Failures come from nmad: a link to a dead process breaks (or cannot be made), the requests
 //! involving it fail with `PeerFailed` (`MPIX_ERR_PROC_FAILED`), and [`nmad::Nmad::failed_peers`]
 //! lists them; the launcher keeps the job running when asked to (`madrun
-//! -disable-auto-cleanup`, as Hydra, whose SIGUSR1 notices `notify` catches). What the
+//! -disable-auto-cleanup`, as Hydra, whose SIGUSR1 notices `tools::pmi::notice` catches). What the
 //! agreements learn is kept in `FtState`.
 //!
 //! Revocation: the revoking member sends a notice to every other member on the
@@ -44,11 +44,11 @@
 
 mod consensus;
 mod forward;
-mod notify;
 mod pending;
 
-pub use notify::notices;
-pub(crate) use pending::{unacknowledged_failure, wait_any_source};
+pub(crate) use pending::FailurePending;
+/// How many failure notices Hydra sent this process (see [`tools::pmi::notice`]).
+pub use tools::pmi::notice::count as notices;
 
 use crate::comm::tags::{self, Kind};
 use crate::comm::{Comm, Extension, Lifecycle, Runtime, from_nmad};
@@ -100,11 +100,6 @@ impl FtState {
     fn learn(&self, ranks: impl IntoIterator<Item = u32>) {
         self.learned.lock().unwrap_or_else(PoisonError::into_inner).extend(ranks);
     }
-}
-
-/// Sets up what the runtime needs at start-up (Hydra's failure notices).
-pub(crate) fn on_runtime_start() {
-    notify::install();
 }
 
 /// Fault tolerance's hooks on communicators: every one's session watches for revocation
@@ -291,13 +286,16 @@ pub(crate) fn failed_of_job(rt: &Runtime) -> Vec<u32> {
 /// A barrier among the surviving processes of the job, whatever fails meanwhile (a
 /// fault-tolerant agreement over the world's shadow session, numbered apart from the world
 /// communicator's own operations).
-pub(crate) fn survivors_barrier(rt: &Arc<Runtime>) -> Result<()> {
+/// Returns the world ranks agreed failed (the same list at every survivor).
+pub(crate) fn survivors_barrier(rt: &Arc<Runtime>) -> Result<Vec<u32>> {
     let world = Comm::world(rt);
     let session = rt.nm.session(SHADOW_SESSIONS | world.context_id());
     // The largest consensus number a shadow session can carry (24 bits), never reached by
     // the operations of a communicator.
     let seq = (1 << tags::SEQ_BITS) - 1;
-    consensus_on(&world, &session, seq, &[]).map(drop)
+    let d = consensus_on(&world, &session, seq, &[])?;
+    let ranks = world.group().members();
+    Ok(d.failed.iter().zip(ranks).filter(|(f, _)| **f).map(|(_, &w)| w).collect())
 }
 
 /// `MPIX_Comm_failure_ack`: acknowledges the failures of `comm`'s members known here now.

@@ -10,7 +10,7 @@
 //! Owns that rule and the wait that applies it; it must not complete or cancel requests itself.
 
 use super::{acked, known_failed};
-use crate::comm::Comm;
+use crate::comm::{AnySourceRule, Comm};
 use crate::error::{Error, ErrorClass, Result};
 
 /// `MPIX_ERR_PROC_FAILED_PENDING` if a member of `comm` is known failed and not acknowledged.
@@ -48,5 +48,17 @@ pub(crate) fn wait_any_source(comm: &Comm, req: &nmad::Request) -> Result<()> {
             return Err(e);
         }
         comm.runtime_nmad().pioman().wait(cond, nmad::COMPLETED | nmad::PEER_LOST);
+    }
+}
+
+/// The rule, as the runtime applies it to receives from any source.
+pub(crate) struct FailurePending;
+
+impl AnySourceRule for FailurePending {
+    fn wait(&self, comm: &Comm, req: &nmad::Request) -> Result<()> {
+        wait_any_source(comm, req)
+    }
+    fn stopped(&self, comm: &Comm) -> Option<Error> {
+        unacknowledged_failure(comm)
     }
 }

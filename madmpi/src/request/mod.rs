@@ -48,7 +48,7 @@ pub struct RawRequest {
     comm: Comm,
     op: Op,
     kind: Kind,
-    /// A receive from `MPI_ANY_SOURCE`: ULFM's rule applies to its waits ([`crate::ft`]).
+    /// A receive from `MPI_ANY_SOURCE`: ULFM's rule applies to its waits (the runtime's `AnySourceRule`).
     any_source: bool,
 }
 
@@ -305,10 +305,10 @@ impl RawRequest {
 
     /// `MPI_Wait`'s wait: for completion; but a receive from `MPI_ANY_SOURCE` returns
     /// `MPIX_ERR_PROC_FAILED_PENDING`, still pending, while a member of its communicator is
-    /// known failed and not acknowledged (ULFM; [`crate::ft`]). Other errors are the outcome's.
+    /// known failed and not acknowledged (ULFM; the runtime's `AnySourceRule`). Other errors are the outcome's.
     pub fn wait_unless_failure_pending(&self) -> Result<()> {
         if self.any_source && matches!(self.kind, Kind::Point) {
-            crate::ft::wait_any_source(&self.comm, &self.inner)?;
+            self.comm.runtime().wait_any_source(&self.comm, &self.inner)?;
         }
         let _ = self.wait();
         Ok(())
@@ -322,7 +322,7 @@ impl RawRequest {
         if !watched || self.is_complete() {
             return None;
         }
-        crate::ft::unacknowledged_failure(&self.comm)
+        self.comm.runtime().any_source_stopped(&self.comm)
     }
 
     /// Cancels a receive that has not matched yet (`MPI_Cancel`); `true` if it was cancelled
@@ -398,7 +398,7 @@ impl Comm {
         // SAFETY: as in `send_data`.
         unsafe { self.session().irecv(src, tm, data, req.as_ref()) }.map_err(from_nmad)?;
         if src == Source::Any
-            && let Err(pending) = crate::ft::wait_any_source(self, &req)
+            && let Err(pending) = self.runtime().wait_any_source(self, &req)
             && let Some(failed) = give_up(self, &req, pending)
         {
             return Ok(Outcome { error: Some(failed), ..Outcome::DONE });

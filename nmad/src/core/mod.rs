@@ -18,7 +18,7 @@ mod slab;
 pub mod wire;
 mod work_queue;
 
-use crate::bootstrap::Bootstrap;
+use crate::bootstrap::{Bootstrap, Fence};
 use crate::drivers::{self, BulkHeader, Driver, DriverEnv, Link, PeerId, SegmentMut, Sink};
 use crate::strategies::{RailInfo, Strategy};
 use gate::{Gate, Rail};
@@ -630,11 +630,38 @@ impl Core {
     /// Collective end: every rank gets what it sent out of the process, then links close
     /// quietly.
     pub(crate) fn finalize(&self) -> io::Result<()> {
+        let r = self.finalize_fence();
+        self.shutdown();
+        match r? {
+            Fence::Done => self.bootstrap.finalize(),
+            Fence::ProcessFailed => {
+                let _ = self.bootstrap.finalize();
+                Err(io::Error::other(
+                    "finalize: the launcher reported a process of the job ended without finalizing \
+                     (its fence can never complete)",
+                ))
+            }
+        }
+    }
+
+    /// The first half of finalize: drains this process's output, then fences with the whole
+    /// job unless the launcher reports that a process ended without finalizing (Hydra's fence
+    /// would wait for it forever): then the caller synchronizes the survivors itself and ends
+    /// with [`Core::finalize_survivors`], else with [`Core::finalize_fenced`].
+    pub(crate) fn finalize_fence(&self) -> io::Result<Fence> {
         self.finalizing.store(true, Relaxed);
         self.drain_output(FINALIZE_DRAIN);
-        let r = if self.size > 1 { marcel::blocking(|| self.bootstrap.fence()) } else { Ok(()) };
+        if self.size > 1 {
+            marcel::blocking(|| self.bootstrap.fence_unless_failed())
+        } else {
+            Ok(Fence::Done)
+        }
+    }
+
+    /// The second half of finalize, after [`Core::finalize_fence`] completed.
+    pub(crate) fn finalize_fenced(&self) -> io::Result<()> {
         self.shutdown();
-        r.and_then(|()| self.bootstrap.finalize())
+        self.bootstrap.finalize()
     }
 
     /// End after process failures: the caller synchronized the survivors itself (a launcher's

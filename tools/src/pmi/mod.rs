@@ -12,16 +12,25 @@
 
 pub mod hydra_spawn;
 pub mod names;
+pub mod notice;
 pub mod spawn;
 pub mod wire;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 use wire::{Decoder, Framing, Message, WireError};
+
+/// How [`Pmi::fence_unless_failed`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fence {
+    Done,
+    /// The launcher reported a process's end: the fence was given up.
+    ProcessFailed,
+}
 
 /// Which protocol a [`Pmi`] speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,14 +118,18 @@ impl DialError {
 pub(crate) struct Conn {
     stream: UnixStream,
     dec: Decoder,
+    timeout: Duration,
+    /// The reply to a request given up on ([`Pmi::fence_unless_failed`]): dropped if it comes.
+    abandoned: Option<String>,
 }
 
 impl Conn {
     pub(crate) fn new(stream: UnixStream) -> io::Result<Conn> {
         let secs =
             std::env::var("PM2_PMI_TIMEOUT").ok().and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(600);
-        stream.set_read_timeout(Some(Duration::from_secs(secs.max(1))))?;
-        Ok(Conn { stream, dec: Decoder::new() })
+        let timeout = Duration::from_secs(secs.max(1));
+        stream.set_read_timeout(Some(timeout))?;
+        Ok(Conn { stream, dec: Decoder::new(), timeout, abandoned: None })
     }
 
     fn send(&mut self, m: &Message, doing: &str) -> Result<(), PmiError> {
@@ -139,25 +152,93 @@ impl Conn {
     }
 
     fn recv(&mut self, doing: &str) -> Result<Message, PmiError> {
-        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(m) = self.decoded(doing)? {
+                return Ok(m);
+            }
+            self.read_some(doing)?;
+        }
+    }
+
+    /// The next whole message already read, skipping the reply to an abandoned request.
+    fn decoded(&mut self, doing: &str) -> Result<Option<Message>, PmiError> {
         loop {
             match self.dec.next_message() {
-                Ok(Some(m)) => return Ok(m),
-                Ok(None) => {}
+                Ok(Some(m)) if self.abandoned.as_deref() == Some(m.cmd.as_str()) => self.abandoned = None,
+                Ok(m) => return Ok(m),
                 Err(err) => return Err(PmiError::Protocol { doing: doing.into(), err }),
             }
-            let n = match self.stream.read(&mut buf) {
-                Ok(n) => n,
+        }
+    }
+
+    /// Reads what the server sent (blocking until something comes or the timeout).
+    fn read_some(&mut self, doing: &str) -> Result<(), PmiError> {
+        let mut buf = [0u8; 4096];
+        let n = loop {
+            match self.stream.read(&mut buf) {
+                Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(err) => return Err(PmiError::Io { doing: doing.into(), err }),
-            };
-            if n == 0 {
-                return Err(match self.dec.finish() {
-                    Err(err) => PmiError::Protocol { doing: doing.into(), err },
-                    Ok(()) => PmiError::Closed { doing: doing.into() },
-                });
             }
-            self.dec.feed(&buf[..n]);
+        };
+        if n == 0 {
+            return Err(match self.dec.finish() {
+                Err(err) => PmiError::Protocol { doing: doing.into(), err },
+                Ok(()) => PmiError::Closed { doing: doing.into() },
+            });
+        }
+        self.dec.feed(&buf[..n]);
+        Ok(())
+    }
+
+    /// Sends a request and waits for its reply (`expect`, rc 0) unless `wake` becomes readable
+    /// first and no reply follows within a short grace: then `None`, and the reply, if it ever
+    /// comes, is dropped.
+    fn call_unless_woken(
+        &mut self,
+        m: Message,
+        expect: &str,
+        wake: RawFd,
+    ) -> Result<Option<Message>, PmiError> {
+        const GRACE_MS: i32 = 100;
+        let doing = format!("{} (expecting {expect})", m.cmd);
+        self.send(&m, &doing)?;
+        let waited = std::time::Instant::now();
+        loop {
+            if let Some(r) = self.decoded(&doing)? {
+                return check_reply(r, expect, doing).map(Some);
+            }
+            let left = self.timeout.saturating_sub(waited.elapsed());
+            if left.is_zero() {
+                let err = io::Error::new(io::ErrorKind::TimedOut, "no reply from the launcher");
+                return Err(PmiError::Io { doing, err });
+            }
+            let mut fds = [
+                libc::pollfd { fd: self.stream.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: wake, events: libc::POLLIN, revents: 0 },
+            ];
+            let ms = left.as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: `fds` holds two initialized pollfds and its length is passed.
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) } < 0 {
+                let err = io::Error::last_os_error();
+                if err.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(PmiError::Io { doing, err });
+            }
+            if fds[0].revents != 0 {
+                self.read_some(&doing)?;
+            } else if fds[1].revents != 0 {
+                notice::drain();
+                // A reply already on its way wins: the dead may have entered before dying.
+                let mut own = [fds[0]];
+                // SAFETY: one initialized pollfd, its length passed.
+                if unsafe { libc::poll(own.as_mut_ptr(), 1, GRACE_MS) } > 0 {
+                    continue;
+                }
+                self.abandoned = Some(expect.to_string());
+                return Ok(None);
+            }
         }
     }
 
@@ -165,12 +246,7 @@ impl Conn {
     pub(crate) fn call(&mut self, m: Message, expect: &str) -> Result<Message, PmiError> {
         let doing = format!("{} (expecting {expect})", m.cmd);
         let r = self.call_any_rc(m, expect)?;
-        let rc = r.rc().map_err(|err| PmiError::Protocol { doing: doing.clone(), err })?;
-        if rc != 0 {
-            let msg = r.get("msg").or(r.get("errmsg")).unwrap_or("").to_string();
-            return Err(PmiError::Server { doing, rc, msg });
-        }
-        Ok(r)
+        check_reply(r, expect, doing)
     }
 
     /// Sends a request and returns the reply, which must be `expect`, whatever its rc (PMI-1 get
@@ -179,18 +255,34 @@ impl Conn {
         let doing = format!("{} (expecting {expect})", m.cmd);
         self.send(&m, &doing)?;
         let r = self.recv(&doing)?;
-        if r.cmd != expect {
-            return Err(PmiError::Protocol {
-                doing,
-                err: WireError { reason: format!("unexpected reply {:?}", r.cmd), quoted: r.encode_v1() },
-            });
-        }
-        Ok(r)
+        check_cmd(r, expect, doing)
     }
 
     pub(crate) fn set_framing(&mut self, f: Framing) {
         self.dec.framing = f;
     }
+}
+
+/// A reply that must be `expect`.
+fn check_cmd(r: Message, expect: &str, doing: String) -> Result<Message, PmiError> {
+    if r.cmd != expect {
+        return Err(PmiError::Protocol {
+            doing,
+            err: WireError { reason: format!("unexpected reply {:?}", r.cmd), quoted: r.encode_v1() },
+        });
+    }
+    Ok(r)
+}
+
+/// A reply that must be `expect` with rc 0.
+fn check_reply(r: Message, expect: &str, doing: String) -> Result<Message, PmiError> {
+    let r = check_cmd(r, expect, doing.clone())?;
+    let rc = r.rc().map_err(|err| PmiError::Protocol { doing: doing.clone(), err })?;
+    if rc != 0 {
+        let msg = r.get("msg").or(r.get("errmsg")).unwrap_or("").to_string();
+        return Err(PmiError::Server { doing, rc, msg });
+    }
+    Ok(r)
 }
 
 fn env_int(name: &str) -> Result<Option<i64>, PmiError> {
@@ -257,6 +349,11 @@ impl Pmi {
                 Kind::Singleton
             }
         };
+        if kind == Kind::Pmi1 {
+            // Before the first word to the launcher: a process that dies from now on makes
+            // Hydra signal the others.
+            notice::install();
+        }
         let mut pmi = match kind {
             Kind::Singleton => Pmi::singleton(),
             Kind::Pmi1 => Pmi::init_v1(Pmi::connect()?)?,
@@ -507,6 +604,26 @@ impl Pmi {
             Backend::V2 { conn, .. } => conn.call(Message::new("kvs-fence"), "kvs-fence-response").map(drop),
             Backend::Singleton(_) => Ok(()),
         }
+    }
+
+    /// A fence that gives up when the launcher reports that a process of the job ended without
+    /// finalizing (Hydra's notice, see [`notice`]): such a fence can never complete, the dead
+    /// never enter it. Without notices (madrun completes fences without the dead, Slurm ends
+    /// the job) it is [`Pmi::fence`].
+    pub fn fence_unless_failed(&mut self) -> Result<Fence, PmiError> {
+        let Some(wake) = notice::wake_fd() else { return self.fence().map(|()| Fence::Done) };
+        if notice::count() > 0 {
+            return Ok(Fence::ProcessFailed);
+        }
+        let (conn, m, expect) = match &mut self.backend {
+            Backend::V1 { conn, .. } => (conn, Message::new("barrier_in"), "barrier_out"),
+            Backend::V2 { conn, .. } => (conn, Message::new("kvs-fence"), "kvs-fence-response"),
+            Backend::Singleton(_) => return Ok(Fence::Done),
+        };
+        Ok(match conn.call_unless_woken(m, expect, wake)? {
+            Some(_) => Fence::Done,
+            None => Fence::ProcessFailed,
+        })
     }
 
     /// The value another process put under `key` before the last fence, if any.
