@@ -112,6 +112,15 @@ enum Launcher {
     Hydra,
 }
 
+impl Launcher {
+    fn command(self) -> Command {
+        match self {
+            Launcher::Madrun => Command::new(madrun_path()),
+            Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
+        }
+    }
+}
+
 /// Runs `exe args` as a 2-process job under `launcher`, on our library.
 fn run(launcher: Launcher, exe: &Path, args: &[&str]) -> Done {
     run_on(launcher, exe, args, 2)
@@ -119,10 +128,7 @@ fn run(launcher: Launcher, exe: &Path, args: &[&str]) -> Done {
 
 /// Runs `exe args` as an `n`-process job under `launcher`, on our library.
 fn run_on(launcher: Launcher, exe: &Path, args: &[&str], n: u32) -> Done {
-    let mut cmd = match launcher {
-        Launcher::Madrun => Command::new(madrun_path()),
-        Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
-    };
+    let mut cmd = launcher.command();
     cmd.arg("-n")
         .arg(n.to_string())
         .arg(exe)
@@ -469,7 +475,7 @@ fn neighbourhood_collectives_reach_the_neighbours_mpi_defines() {
 fn dims_create_answers_as_mpich_does() {
     let _s = serial();
     let exe = compile("topo_dims", Build::Mpich);
-    let mut cmd = Command::new(require("mpiexec.hydra", "mpich"));
+    let mut cmd = Launcher::Hydra.command();
     cmd.args(["-n", "1"]).arg(&exe).env_remove("LD_LIBRARY_PATH").env_remove("PM2_PMI");
     let mpich = run_limited(cmd, None, HANG, |_| {});
     assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
@@ -514,7 +520,7 @@ fn large_count_forms_go_beyond_two_gigabytes() {
 /// Runs `exe`, an MPICH build, as an `n`-process job on MPICH's own library (no
 /// `LD_LIBRARY_PATH`): the reference answers of a program.
 fn run_on_mpichs_library(exe: &Path, n: u32) -> Done {
-    let mut cmd = Command::new(require("mpiexec.hydra", "mpich"));
+    let mut cmd = Launcher::Hydra.command();
     cmd.arg("-n").arg(n.to_string()).arg(exe).env_remove("LD_LIBRARY_PATH").env_remove("PM2_PMI");
     run_limited(cmd, None, HANG, |_| {})
 }
@@ -645,10 +651,7 @@ fn survivors_pass_with(
     let _s = serial();
     for (build, exe) in both_builds(name) {
         for &(launcher, mode, code) in launchers {
-            let mut cmd = match launcher {
-                Launcher::Madrun => Command::new(madrun_path()),
-                Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
-            };
+            let mut cmd = launcher.command();
             cmd.args(["-disable-auto-cleanup", "-n", &n.to_string()])
                 .arg(&exe)
                 .arg(mode)
@@ -694,10 +697,7 @@ fn finalize_returns_after_a_death_only_the_launcher_saw() {
     let _s = serial();
     for (build, exe) in both_builds("finalize_unseen") {
         for launcher in [Launcher::Madrun, Launcher::Hydra] {
-            let mut cmd = match launcher {
-                Launcher::Madrun => Command::new(madrun_path()),
-                Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
-            };
+            let mut cmd = launcher.command();
             cmd.args(["-disable-auto-cleanup", "-n", "4"])
                 .arg(&exe)
                 .env("LD_LIBRARY_PATH", lib_dir())
@@ -724,7 +724,7 @@ fn finalize_after_a_peer_died_returns_or_ends_the_job() {
     let _s = serial();
     for (build, exe) in both_builds("finalize_failed") {
         for mode in ["return", "fatal"] {
-            let mut cmd = Command::new(madrun_path());
+            let mut cmd = Launcher::Madrun.command();
             cmd.args(["-disable-auto-cleanup", "-n", "2"])
                 .arg(&exe)
                 .arg(mode)

@@ -22,6 +22,19 @@ static int check_rank = -1;
             exit(1);                                                                           \
     } while (0)
 
+/* The usual start: MPI_Init, this process's rank (returned; CHECK's lines carry it) and the check
+ * that the job has `size` processes. */
+static inline int check_init(int *argc, char ***argv, int size)
+{
+    int rank = -1, n = 0;
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    check_rank = rank;
+    CHECK(n == size, "%d processes", size);
+    return rank;
+}
+
 /* The class of an error code (MPI_Error_class must work for any code a call returned). */
 static inline int class_of(int code)
 {

@@ -9,12 +9,7 @@
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    CHECK(size == 4, "4 processes");
+    int rank = check_init(&argc, &argv, 4);
     if (rank == 2) {
         fflush(stdout);
         _exit(3);

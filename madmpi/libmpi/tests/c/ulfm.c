@@ -12,37 +12,20 @@
  *
  * MPICH 4.0.2's own library (Debian's build) does not pass: its survivors hang in the barrier
  * after the failure (checked under mpiexec.hydra -disable-auto-cleanup with "exit"). */
-#include "check.h"
-#include <signal.h>
-#include <unistd.h>
+#include "ulfm.h"
 
 #define VICTIM 2
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    CHECK(size == 4, "4 processes");
+    int rank = check_init(&argc, &argv, 4);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "a first barrier, before the failure");
-    /* The victim dies once every survivor is out of the barrier (told by a message): its own
-     * barrier may complete while its last message is still queued in its process (a send
-     * completes once buffered), and dying then makes a survivor's barrier fail, as ULFM
-     * allows but this test does not expect. */
-    int ready = 1;
-    if (rank != VICTIM)
-        MPI_Send(&ready, 1, MPI_INT, VICTIM, 99, MPI_COMM_WORLD);
-    if (rank == VICTIM) {
-        for (int i = 0; i < size - 1; i++)
-            MPI_Recv(&ready, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        fflush(stdout);
-        if (argc > 1 && strcmp(argv[1], "exit") == 0)
-            _exit(3);
-        raise(SIGKILL);
-    }
+    /* Dying during a survivor's barrier would fail it, as ULFM allows but this test does not
+     * expect. */
+    all_ready_for(VICTIM);
+    if (rank == VICTIM)
+        die(argc, argv);
 
     int rc = MPI_Barrier(MPI_COMM_WORLD);
     int cls = class_of(rc);

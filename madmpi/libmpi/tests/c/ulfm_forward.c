@@ -4,28 +4,19 @@
  * forwards the notice: every survivor's blocked receive (from another survivor, that never
  * sends) fails with MPIX_ERR_REVOKED; they then shrink the world to the 3 of them and finish an
  * allreduce on it. */
-#include "check.h"
+#include "ulfm.h"
 
 #define REVOKER 3
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    CHECK(size == 4, "4 processes");
+    int rank = check_init(&argc, &argv, 4);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "a first barrier");
     /* The revoker revokes once every survivor is out of the barrier (told by a message): a
      * notice arriving during a survivor's barrier would fail it. */
-    int ready = 1;
-    if (rank != REVOKER)
-        MPI_Send(&ready, 1, MPI_INT, REVOKER, 99, MPI_COMM_WORLD);
+    all_ready_for(REVOKER);
     if (rank == REVOKER) {
-        for (int i = 0; i < size - 1; i++)
-            MPI_Recv(&ready, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         fflush(stdout);
         MPIX_Comm_revoke(MPI_COMM_WORLD);
         CHECK(0, "the revoker is still alive (is MADMPI_TEST_REVOKER_DIES_AFTER set?)");

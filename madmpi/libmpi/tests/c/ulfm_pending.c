@@ -6,20 +6,13 @@
  * cancelled; after MPIX_Comm_failure_ack the first one waits normally and takes rank 1's later
  * message. Rank 1's blocking MPI_Recv from any source (nobody sends it) returns
  * MPIX_ERR_PROC_FAILED; once acknowledged, a receive from any source is plainly incomplete. */
-#include "check.h"
-#include <signal.h>
-#include <unistd.h>
+#include "ulfm.h"
 
 #define VICTIM 2
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    CHECK(size == 3, "3 processes");
+    int rank = check_init(&argc, &argv, 3);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int ready = 1, value = -1, flag = -1;
     MPI_Request first = MPI_REQUEST_NULL, second = MPI_REQUEST_NULL;
@@ -28,16 +21,9 @@ int main(int argc, char **argv)
         MPI_Irecv(&value, 1, MPI_INT, MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &first);
         MPI_Irecv(&value, 1, MPI_INT, MPI_ANY_SOURCE, 10, MPI_COMM_WORLD, &second);
     }
-    if (rank != VICTIM)
-        MPI_Send(&ready, 1, MPI_INT, VICTIM, 99, MPI_COMM_WORLD);
-    if (rank == VICTIM) {
-        for (int i = 0; i < size - 1; i++)
-            MPI_Recv(&ready, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        fflush(stdout);
-        if (argc > 1 && strcmp(argv[1], "exit") == 0)
-            _exit(3);
-        raise(SIGKILL);
-    }
+    all_ready_for(VICTIM);
+    if (rank == VICTIM)
+        die(argc, argv);
 
     if (rank == 0) {
         int rc = MPI_Wait(&first, &st);

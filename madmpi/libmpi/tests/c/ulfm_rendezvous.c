@@ -6,25 +6,18 @@
  * MPIX_ERR_REVOKED instead of waiting for an answer that will never come; likewise rank 1's
  * synchronous send; rank 1's posted receive completes with MPIX_ERR_REVOKED. The survivors
  * then shrink the world and finish an allreduce on it. */
-#include "check.h"
-#include <signal.h>
-#include <unistd.h>
+#include "ulfm.h"
 
 #define VICTIM 2
 #define BIG (4 << 20)
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    CHECK(size == 3, "3 processes");
+    int rank = check_init(&argc, &argv, 3);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     char *big = calloc(BIG, 1);
     CHECK(big != NULL, "memory");
-    int ready = 1, small = 7;
+    int small = 7;
     MPI_Request send = MPI_REQUEST_NULL, recv = MPI_REQUEST_NULL;
     if (rank == 0)
         MPI_Isend(big, BIG, MPI_CHAR, 1, 1, MPI_COMM_WORLD, &send);
@@ -32,16 +25,9 @@ int main(int argc, char **argv)
         MPI_Issend(&small, 1, MPI_INT, 0, 3, MPI_COMM_WORLD, &send);
         MPI_Irecv(big, BIG, MPI_CHAR, 0, 2, MPI_COMM_WORLD, &recv);
     }
-    if (rank != VICTIM)
-        MPI_Send(&ready, 1, MPI_INT, VICTIM, 99, MPI_COMM_WORLD);
-    if (rank == VICTIM) {
-        for (int i = 0; i < size - 1; i++)
-            MPI_Recv(&ready, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        fflush(stdout);
-        if (argc > 1 && strcmp(argv[1], "exit") == 0)
-            _exit(3);
-        raise(SIGKILL);
-    }
+    all_ready_for(VICTIM);
+    if (rank == VICTIM)
+        die(argc, argv);
 
     if (rank == 0) {
         int rc = MPI_Barrier(MPI_COMM_WORLD);
