@@ -1,0 +1,150 @@
+use super::dynamic::Regions;
+use super::*;
+use crate::comm::internal::allgather;
+use crate::error::ErrorClass;
+use crate::info::Info;
+use crate::testing::on_all;
+
+fn barrier(c: &crate::comm::Comm) {
+    c.internal(|m| allgather(m, 0, &[0]).map_err(crate::comm::from_nmad)).unwrap();
+}
+
+#[test]
+fn hints_round_trip_and_keep_old_values_on_bad_ones() {
+    let mut h = WinHints::default();
+    assert_eq!(h.to_info().get_str("accumulate_ordering"), Some("rar,raw,war,waw"));
+    let info = Info::from_pairs([
+        ("no_locks", "true"),
+        ("accumulate_ordering", "waw,rar"),
+        ("accumulate_ops", "same_op"),
+        ("same_size", "maybe"),
+        ("same_disp_unit", "true"),
+    ])
+    .unwrap();
+    h.update(&info);
+    assert!(h.no_locks && h.same_disp_unit && !h.same_size);
+    assert_eq!(h.accumulate_ops, AccumulateOps::SameOp);
+    let back = h.to_info();
+    assert_eq!(back.get_str("accumulate_ordering"), Some("rar,waw"));
+    assert_eq!(back.get_str("accumulate_ops"), Some("same_op"));
+    h.update(&Info::from_pairs([("accumulate_ordering", "rar,bad")]).unwrap());
+    assert_eq!(h.to_info().get_str("accumulate_ordering"), Some("rar,waw"), "invalid list ignored");
+    h.update(&Info::from_pairs([("accumulate_ordering", "none")]).unwrap());
+    assert_eq!(h.to_info().get_str("accumulate_ordering"), Some("none"));
+    assert_eq!(
+        WinHints::from_info(&back),
+        h.with_ordering(AccumulateOrdering { rar: true, raw: false, war: false, waw: true })
+    );
+}
+
+impl WinHints {
+    fn with_ordering(mut self, o: AccumulateOrdering) -> Self {
+        self.accumulate_ordering = o;
+        self
+    }
+}
+
+#[test]
+fn attached_regions_never_overlap() {
+    let mut r = Regions::default();
+    r.attach(100, 50).unwrap();
+    r.attach(150, 10).unwrap();
+    r.attach(90, 10).unwrap();
+    for (b, l) in [(120, 1), (95, 10), (149, 2), (100, 1), (80, 200)] {
+        assert_eq!(r.attach(b, l).unwrap_err().class(), ErrorClass::RmaAttach, "{b}+{l}");
+    }
+    assert_eq!(r.attach(usize::MAX - 1, 4).unwrap_err().class(), ErrorClass::RmaAttach);
+    assert!(r.covers(100, 50) && r.covers(155, 5) && !r.covers(140, 20) && !r.covers(85, 2));
+    assert_eq!(r.detach(120).unwrap_err().class(), ErrorClass::RmaAttach);
+    assert_eq!(r.detach(100).unwrap(), 50);
+    assert!(!r.covers(100, 1));
+    r.attach(110, 40).unwrap();
+    assert!(r.covers(110, 40) && r.covers(150, 10) && r.covers(90, 10));
+}
+
+#[test]
+fn every_flavour_exchanges_each_members_exposure() {
+    let out = on_all(3, |world| {
+        let me = world.rank() as usize;
+        let info = Info::new();
+        let mut mem = vec![0u64; me + 1];
+        // SAFETY: `mem` outlives the window, freed below.
+        let w = unsafe { Win::create(mem.as_mut_ptr().cast(), (me + 1) * 8, 8, &info, &world) }.unwrap();
+        assert_ne!(w.comm().context_id(), world.context_id(), "a window has its own context");
+        assert_eq!(w.flavor(), Flavor::Create);
+        assert_eq!(w.local().base, mem.as_ptr() as usize);
+        let sizes: Vec<usize> = (0..3).map(|r| w.exposure(r).unwrap().size).collect();
+        assert!(w.exposure(3).is_none());
+        assert_eq!(w.shared_query(None).unwrap_err().class(), ErrorClass::RmaFlavor);
+        assert_eq!(w.attach(mem.as_ptr().cast(), 8).unwrap_err().class(), ErrorClass::RmaFlavor);
+        w.free().unwrap();
+
+        let a = Win::allocate(me * 16, me + 1, &info, &world).unwrap();
+        assert_eq!((a.flavor(), a.local().size, a.local().disp_unit), (Flavor::Allocate, me * 16, me + 1));
+        assert_eq!(a.exposure(2).unwrap().disp_unit, 3);
+        a.free().unwrap();
+
+        let d = Win::create_dynamic(&info, &world).unwrap();
+        assert_eq!(d.local(), Exposure { base: 0, size: 0, disp_unit: 1 });
+        d.attach(mem.as_ptr().cast(), 8).unwrap();
+        assert!(d.attached(mem.as_ptr() as usize, 8));
+        assert_eq!(d.attach(mem.as_ptr().cast(), 4).unwrap_err().class(), ErrorClass::RmaAttach);
+        d.detach(mem.as_ptr().cast()).unwrap();
+        d.free().unwrap();
+        sizes
+    });
+    assert!(out.iter().all(|s| *s == [8, 16, 24]));
+}
+
+#[test]
+fn shared_windows_alias_across_mappings() {
+    for noncontig in [false, true] {
+        on_all(4, |world| {
+            let me = world.rank();
+            let info = Info::from_pairs([("alloc_shared_noncontig", noncontig.to_string())]).unwrap();
+            let w: Window<'static, u32> = Window::allocate_shared(me as usize + 1, &info, &world).unwrap();
+            let (mine, len) = w.local_part();
+            assert_eq!(len, me as usize + 1);
+            for i in 0..len {
+                // SAFETY: this member's own part, written before the barrier, read after it.
+                unsafe { mine.add(i).write_volatile(100 * me + i as u32) };
+            }
+            barrier(&world);
+            for r in 0..4 {
+                let (p, n) = w.shared_part(r).unwrap();
+                assert_eq!(n, r as usize + 1);
+                let got: Vec<u32> = (0..n).map(|i| unsafe { p.add(i).read_volatile() }).collect();
+                assert_eq!(got, (0..n as u32).map(|i| 100 * r + i).collect::<Vec<_>>());
+            }
+            let (p0, _) = w.shared_part(0).unwrap();
+            let (p1, _) = w.shared_part(1).unwrap();
+            let gap = p1 as usize - p0 as usize;
+            if noncontig {
+                assert_eq!(gap % super::segment::page_size(), 0);
+            } else {
+                assert_eq!(gap, 4, "contiguous parts");
+            }
+            assert_eq!(w.shared_part(4).unwrap_err().class(), ErrorClass::Rank);
+            let (first, _, _) = w.win().shared_query(None).unwrap();
+            assert_eq!(first, p0.cast());
+            w.free().unwrap();
+        });
+    }
+}
+
+#[test]
+fn typed_windows_borrow_and_free_on_drop() {
+    on_all(2, |world| {
+        let mut data = [1.5f64; 4];
+        {
+            let w = Window::create(&mut data, &Info::new(), &world).unwrap();
+            assert_eq!(w.flavor(), Flavor::Create);
+            assert_eq!(w.local_part().1, 4);
+            assert_eq!(w.win().local().disp_unit, 8);
+        } // freed here, collectively
+        data[0] = 2.0;
+        let a: Window<'static, i32> = Window::allocate(3, &Info::new(), &world).unwrap();
+        assert_eq!(a.local_part().1, 3);
+        assert_eq!(a.shared_part(0).unwrap_err().class(), ErrorClass::RmaFlavor);
+    });
+}
