@@ -201,6 +201,12 @@ impl Win {
     /// uses the memory it exposed; then releases this process's resources (unmaps the shared
     /// segment, frees allocated memory).
     pub fn free(self) -> Result<()> {
+        self.quiesce()
+    }
+
+    /// The collective part of [`Win::free`], for an owner that drops the window later (the C
+    /// library, whose handle an erroneous racing call may still hold).
+    pub fn quiesce(&self) -> Result<()> {
         self.comm.internal(|m| allgather(m, 0, &[0u8]).map(drop).map_err(crate::comm::from_nmad))
     }
 }
