@@ -746,3 +746,40 @@ fn finalize_after_a_peer_died_returns_or_ends_the_job() {
         }
     }
 }
+
+/// Every window flavour (create, allocate, allocate_shared, dynamic, and the `_c` forms)
+/// created and freed at 1, 3 and 4 processes, each rank with its own size and displacement unit
+/// read back through the predefined attributes and MPI_Win_shared_query; group, name and info
+/// hints; attach/detach with overlaps; argument errors and their classes.
+#[test]
+fn windows_of_every_flavour_report_each_ranks_memory() {
+    for n in [1, 3, 4] {
+        passes_on("win_flavors", n);
+    }
+}
+
+/// Shared windows: stores by one process are loads of the others (barrier-ordered), in
+/// contiguous and noncontiguous layouts, with an empty part, at 2 and 4 processes; the program
+/// also passes on MPICH's own library.
+#[test]
+fn shared_windows_are_loaded_and_stored_across_processes() {
+    for n in [2, 4] {
+        passes_on("win_shared", n);
+    }
+    let _s = serial();
+    let mpich = run_on_mpichs_library(&compile("win_shared", Build::Mpich), 3);
+    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
+    assert!(mpich.stdout.contains("OK 2: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+}
+
+/// Window keyvals (delete callbacks on replacement, delete and free; failing callbacks; freed
+/// keyvals) and window error handlers (fatal by default, user handlers called by failing calls
+/// and MPI_Win_call_errhandler); also on MPICH's own library.
+#[test]
+fn window_attributes_and_error_handlers_call_back() {
+    passes("win_attrs");
+    let _s = serial();
+    let mpich = run_on_mpichs_library(&compile("win_attrs", Build::Mpich), 2);
+    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
+    assert!(mpich.stdout.contains("OK 1: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+}
