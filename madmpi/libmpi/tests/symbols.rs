@@ -100,9 +100,7 @@ fn later_chapter(symbol: &str) -> bool {
         return false;
     };
     let name = name.strip_suffix("_c").unwrap_or(name);
-    name.starts_with("File_")
-        || name == "Register_datarep"
-        || ONE_SIDED.contains(&name)
+    name.starts_with("File_") || name == "Register_datarep" || ONE_SIDED.contains(&name)
 }
 
 /// [`NOT_YET`] as symbols.

@@ -182,7 +182,7 @@ impl Win {
             (Flavor::Shared, false) => Err(Error::rma_shared(
                 "MPI_Win_allocate_shared needs every member of the communicator on one node",
             )),
-            (_, true) => shared_part(&wc, &plans, server).map(|(memory, base)| (memory, base)),
+            (_, true) => shared_part(&wc, &plans, server),
             _ => private_part(size),
         };
         let flavor_made = flavor;

@@ -20,7 +20,9 @@ impl Regions {
             .checked_add(len)
             .ok_or_else(|| Error::rma_attach(format!("{len} bytes at {base:#x} wrap around memory")))?;
         if self.0.contains_key(&base) {
-            return Err(Error::rma_attach(format!("{len} bytes at {base:#x} overlap the memory attached there")));
+            return Err(Error::rma_attach(format!(
+                "{len} bytes at {base:#x} overlap the memory attached there"
+            )));
         }
         let before = self.0.range(..base).next_back().filter(|&(&b, &l)| b + l > base);
         let after = self.0.range(base..).next().filter(|&(&b, _)| b < end);

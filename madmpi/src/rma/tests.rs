@@ -113,6 +113,7 @@ fn shared_windows_alias_across_mappings() {
             for r in 0..4 {
                 let (p, n) = w.shared_part(r).unwrap();
                 assert_eq!(n, r as usize + 1);
+                // SAFETY: member r's part of `n` elements, written before the barrier above.
                 let got: Vec<u32> = (0..n).map(|i| unsafe { p.add(i).read_volatile() }).collect();
                 assert_eq!(got, (0..n as u32).map(|i| 100 * r + i).collect::<Vec<_>>());
             }
@@ -142,7 +143,10 @@ fn typed_windows_borrow_and_free_on_drop() {
             assert_eq!(w.local_part().1, 4);
             assert_eq!(w.win().local().disp_unit, 8);
         } // freed here, collectively
-        data[0] = 2.0;
+        // The borrow ended with the first window: the memory can be exposed again.
+        let again = Window::create(&mut data[1..], &Info::new(), &world).unwrap();
+        assert_eq!(again.local_part().1, 3);
+        again.free().unwrap();
         let a: Window<'static, i32> = Window::allocate(3, &Info::new(), &world).unwrap();
         assert_eq!(a.local_part().1, 3);
         assert_eq!(a.shared_part(0).unwrap_err().class(), ErrorClass::RmaFlavor);

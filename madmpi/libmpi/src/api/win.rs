@@ -59,7 +59,14 @@ fn store(c: &Arc<CommObj>, win: Win, out: &mut abi::Win) -> Outcome {
 }
 
 /// `MPI_Win_create`, `MPI_Win_create_c`.
-fn create(base: *mut c_void, size: abi::Aint, unit: abi::Aint, info: abi::Info, comm: abi::Comm, win: *mut abi::Win) -> Outcome {
+fn create(
+    base: *mut c_void,
+    size: abi::Aint,
+    unit: abi::Aint,
+    info: abi::Info,
+    comm: abi::Comm,
+    win: *mut abi::Win,
+) -> Outcome {
     let (c, size, unit, hints) = args(size, unit, info, comm)?;
     // SAFETY: an output argument.
     let out = unsafe { check::out(win, "win") }.on(&c)?;
@@ -107,7 +114,10 @@ fn shared_query(
     };
     // SAFETY: output arguments (an `MPI_Aint` and a `void *`).
     let (size_out, base_out) = unsafe {
-        (check::out(size, "size").on_win(&w)?, check::out(baseptr.cast::<*mut c_void>(), "baseptr").on_win(&w)?)
+        (
+            check::out(size, "size").on_win(&w)?,
+            check::out(baseptr.cast::<*mut c_void>(), "baseptr").on_win(&w)?,
+        )
     };
     let (ptr, bytes, unit) = w.win.shared_query(rank).on_win(&w)?;
     write_unit(unit).on_win(&w)?;

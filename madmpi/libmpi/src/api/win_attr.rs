@@ -45,15 +45,24 @@ fn predefined(w: &WinObj, keyval: c_int) -> Option<*mut c_void> {
 fn is_predefined(keyval: c_int) -> bool {
     matches!(
         keyval,
-        abi::MPI_WIN_BASE | abi::MPI_WIN_SIZE | abi::MPI_WIN_DISP_UNIT | abi::MPI_WIN_CREATE_FLAVOR | abi::MPI_WIN_MODEL
+        abi::MPI_WIN_BASE
+            | abi::MPI_WIN_SIZE
+            | abi::MPI_WIN_DISP_UNIT
+            | abi::MPI_WIN_CREATE_FLAVOR
+            | abi::MPI_WIN_MODEL
     )
 }
 
 /// The user keyval `keyval` names, for setting or deleting (`MPI_ERR_KEYVAL` for a predefined
 /// one and anything that is not a live window keyval).
-fn user_keyval(func: &str, w: &Arc<WinObj>, keyval: c_int) -> Result<Keyval<crate::attrs::CAttr>, crate::errors::Fail> {
+fn user_keyval(
+    func: &str,
+    w: &Arc<WinObj>,
+    keyval: c_int,
+) -> Result<Keyval<crate::attrs::CAttr>, crate::errors::Fail> {
     if is_predefined(keyval) {
-        return Err(Error::keyval(format!("{func}: predefined window attributes cannot be changed"))).on_win(w);
+        return Err(Error::keyval(format!("{func}: predefined window attributes cannot be changed")))
+            .on_win(w);
     }
     match state()?.win_keyvals.resolve(keyval).on_win(w)? {
         Key::User(kv) => Ok(kv),
