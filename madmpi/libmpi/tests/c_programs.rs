@@ -759,11 +759,11 @@ fn windows_of_every_flavour_report_each_ranks_memory() {
 }
 
 /// Shared windows: stores by one process are loads of the others (barrier-ordered), in
-/// contiguous and noncontiguous layouts, with an empty part, at 2 and 4 processes; the program
+/// contiguous and noncontiguous layouts, with an empty part, at 1, 2 and 4 processes; the program
 /// also passes on MPICH's own library.
 #[test]
 fn shared_windows_are_loaded_and_stored_across_processes() {
-    for n in [2, 4] {
+    for n in [1, 2, 4] {
         passes_on("win_shared", n);
     }
     let _s = serial();
@@ -782,4 +782,23 @@ fn window_attributes_and_error_handlers_call_back() {
     let mpich = run_on_mpichs_library(&compile("win_attrs", Build::Mpich), 2);
     assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
     assert!(mpich.stdout.contains("OK 1: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+}
+
+/// Errors in window calls go to the window's handler, `MPI_ERRORS_ARE_FATAL` by default even
+/// when the communicator returns errors: the job ends with status 1 and the error's message.
+#[test]
+fn window_errors_are_fatal_by_default() {
+    let _s = serial();
+    for (build, exe) in both_builds("win_fatal") {
+        for launcher in [Launcher::Madrun, Launcher::Hydra] {
+            let done = run(launcher, &exe, &[]);
+            let what = format!("win_fatal ({build:?} build, {launcher:?})");
+            assert_eq!(done.code, Some(1), "{what}: {done:?}");
+            assert!(
+                done.stderr.contains("MPI error in MPI_Win_attach: MPI_ERR_RMA_FLAVOR"),
+                "{what}: {done:?}"
+            );
+            assert!(!done.stdout.contains("REACHED"), "{what}: {done:?}");
+        }
+    }
 }

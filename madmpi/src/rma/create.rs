@@ -31,19 +31,19 @@ const PRIVATE_ALIGN: usize = 64;
 
 /// The fixed-size record of the first exchange of the allocating constructors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Plan {
-    node: u64,
-    pid: u32,
+pub(super) struct Plan {
+    pub(super) node: u64,
+    pub(super) pid: u32,
     /// Member 0's socket nonce (unused elsewhere).
-    nonce: u64,
-    size: u64,
-    noncontig: bool,
+    pub(super) nonce: u64,
+    pub(super) size: u64,
+    pub(super) noncontig: bool,
 }
 
 impl Plan {
     const LEN: usize = 29;
 
-    fn encode(&self) -> [u8; Self::LEN] {
+    pub(super) fn encode(&self) -> [u8; Self::LEN] {
         let mut b = [0u8; Self::LEN];
         b[..8].copy_from_slice(&self.node.to_le_bytes());
         b[8..12].copy_from_slice(&self.pid.to_le_bytes());
@@ -53,7 +53,7 @@ impl Plan {
         b
     }
 
-    fn decode(b: &[u8]) -> Plan {
+    pub(super) fn decode(b: &[u8]) -> Plan {
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         Plan {
             node: u64_at(0),
@@ -177,13 +177,10 @@ impl Win {
         };
         let all = wc.internal(|m| allgather(m, 0, &mine.encode()).map_err(from_nmad))?;
         let plans: Vec<Plan> = all.chunks_exact(Plan::LEN).map(Plan::decode).collect();
-        let one_node = plans.iter().all(|p| p.node == plans[0].node);
-        let made = match (flavor, one_node) {
-            (Flavor::Shared, false) => Err(Error::rma_shared(
-                "MPI_Win_allocate_shared needs every member of the communicator on one node",
-            )),
-            (_, true) => shared_part(&wc, &plans, server),
-            _ => private_part(size),
+        let made = match in_segment(flavor, &plans) {
+            Ok(true) => shared_part(&wc, &plans, server),
+            Ok(false) => private_part(size),
+            Err(e) => Err(e),
         };
         let flavor_made = flavor;
         let mine =
@@ -194,8 +191,20 @@ impl Win {
     }
 }
 
+/// Whether the window's memory is one segment of the node (every member on one node); an
+/// `MPI_ERR_RMA_SHARED` error for a shared window over several nodes.
+pub(super) fn in_segment(flavor: Flavor, plans: &[Plan]) -> Result<bool> {
+    let one_node = plans.iter().all(|p| p.node == plans[0].node);
+    match (flavor, one_node) {
+        (Flavor::Shared, false) => Err(Error::rma_shared(
+            "MPI_Win_allocate_shared needs every member of the communicator on one node",
+        )),
+        (_, one_node) => Ok(one_node),
+    }
+}
+
 /// Where each member's part starts in the segment, and the segment's length.
-fn layout(plans: &[Plan]) -> Result<(Vec<usize>, usize)> {
+pub(super) fn layout(plans: &[Plan]) -> Result<(Vec<usize>, usize)> {
     let noncontig = plans[0].noncontig;
     let page = page_size();
     let mut offsets = Vec::with_capacity(plans.len());

@@ -11,7 +11,7 @@
 //! active messages and must find here what they need (every member's [`Exposure`], attached
 //! regions, hints). It must not reach into nmad's drivers.
 
-mod create;
+pub(crate) mod create;
 mod dynamic;
 mod fdpass;
 mod hints;

@@ -152,3 +152,23 @@ fn typed_windows_borrow_and_free_on_drop() {
         assert_eq!(a.shared_part(0).unwrap_err().class(), ErrorClass::RmaFlavor);
     });
 }
+
+#[test]
+fn shared_layouts_and_the_one_node_rule() {
+    use super::create::{Plan, in_segment, layout};
+    let plan = |node, size, noncontig| Plan { node, pid: 1, nonce: 0, size, noncontig };
+    let page = super::segment::page_size();
+    let one_node = [plan(7, 10, false), plan(7, 0, true), plan(7, 3, true)];
+    assert_eq!(Plan::decode(&one_node[2].encode()), one_node[2]);
+    // Member 0's noncontig value decides.
+    assert_eq!(layout(&one_node).unwrap(), (vec![0, 10, 10], page));
+    let spread = [plan(7, 10, true), plan(7, 0, false), plan(7, 3, false)];
+    assert_eq!(layout(&spread).unwrap(), (vec![0, page, page], 2 * page));
+    assert_eq!(layout(&[plan(7, 0, false)]).unwrap(), (vec![0], page), "never an empty mapping");
+    assert!(layout(&[plan(7, u64::MAX, false), plan(7, 1, false)]).is_err());
+    assert_eq!(in_segment(Flavor::Shared, &one_node).unwrap(), true);
+    assert_eq!(in_segment(Flavor::Allocate, &one_node).unwrap(), true);
+    let two_nodes = [plan(7, 1, false), plan(8, 1, false)];
+    assert_eq!(in_segment(Flavor::Allocate, &two_nodes).unwrap(), false);
+    assert_eq!(in_segment(Flavor::Shared, &two_nodes).unwrap_err().class(), ErrorClass::RmaShared);
+}
