@@ -166,9 +166,9 @@ fn shared_layouts_and_the_one_node_rule() {
     assert_eq!(layout(&spread).unwrap(), (vec![0, page, page], 2 * page));
     assert_eq!(layout(&[plan(7, 0, false)]).unwrap(), (vec![0], page), "never an empty mapping");
     assert!(layout(&[plan(7, u64::MAX, false), plan(7, 1, false)]).is_err());
-    assert_eq!(in_segment(Flavor::Shared, &one_node).unwrap(), true);
-    assert_eq!(in_segment(Flavor::Allocate, &one_node).unwrap(), true);
+    assert!(in_segment(Flavor::Shared, &one_node).unwrap());
+    assert!(in_segment(Flavor::Allocate, &one_node).unwrap());
     let two_nodes = [plan(7, 1, false), plan(8, 1, false)];
-    assert_eq!(in_segment(Flavor::Allocate, &two_nodes).unwrap(), false);
+    assert!(!in_segment(Flavor::Allocate, &two_nodes).unwrap());
     assert_eq!(in_segment(Flavor::Shared, &two_nodes).unwrap_err().class(), ErrorClass::RmaShared);
 }
