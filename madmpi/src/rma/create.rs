@@ -29,6 +29,10 @@ use std::alloc::Layout;
 /// Alignment of privately allocated parts (a cache line).
 const PRIVATE_ALIGN: usize = 64;
 
+/// The nonce member 0 gives when it has no socket to serve on (the others then do not connect:
+/// they could reach the socket of another window being made).
+const NO_SERVER: u64 = u64::MAX;
+
 /// The fixed-size record of the first exchange of the allocating constructors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Plan {
@@ -171,7 +175,7 @@ impl Win {
         let mine = Plan {
             node: wc.runtime().node,
             pid: std::process::id(),
-            nonce: server.as_ref().and_then(|s| s.as_ref().ok()).map_or(0, |s| s.nonce),
+            nonce: server.as_ref().and_then(|s| s.as_ref().ok()).map_or(NO_SERVER, |s| s.nonce),
             size: size as u64,
             noncontig: hints.alloc_shared_noncontig,
         };
@@ -230,6 +234,9 @@ fn shared_part(wc: &Comm, plans: &[Plan], server: Option<Result<Server>>) -> Res
             let others: Vec<u32> = plans[1..].iter().map(|p| p.pid).collect();
             server.serve(&fd, &others).map_err(|e| Error::rma_shared(format!("passing the segment: {e}")))?;
             segment
+        }
+        None if plans[0].nonce == NO_SERVER => {
+            return Err(Error::rma_shared("rank 0 could not open a socket to pass the segment"));
         }
         None => {
             let fd = fdpass::fetch(plans[0].pid, plans[0].nonce)

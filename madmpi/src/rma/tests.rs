@@ -102,7 +102,7 @@ fn shared_windows_alias_across_mappings() {
         on_all(4, |world| {
             let me = world.rank();
             let info = Info::from_pairs([("alloc_shared_noncontig", noncontig.to_string())]).unwrap();
-            let w: Window<'static, u32> = Window::allocate_shared(me as usize + 1, &info, &world).unwrap();
+            let w: Window<u32> = Window::allocate_shared(me as usize + 1, &info, &world).unwrap();
             let (mine, len) = w.local_part();
             assert_eq!(len, me as usize + 1);
             for i in 0..len {
@@ -134,20 +134,21 @@ fn shared_windows_alias_across_mappings() {
 }
 
 #[test]
-fn typed_windows_borrow_and_free_on_drop() {
+fn typed_windows_keep_their_memory_and_free_on_drop() {
     on_all(2, |world| {
-        let mut data = [1.5f64; 4];
+        let me = world.rank() as f64;
         {
-            let w = Window::create(&mut data, &Info::new(), &world).unwrap();
+            let w = Window::create(vec![me; 4], &Info::new(), &world).unwrap();
             assert_eq!(w.flavor(), Flavor::Create);
             assert_eq!(w.local_part().1, 4);
             assert_eq!(w.win().local().disp_unit, 8);
         } // freed here, collectively
-        // The borrow ended with the first window: the memory can be exposed again.
-        let again = Window::create(&mut data[1..], &Info::new(), &world).unwrap();
-        assert_eq!(again.local_part().1, 3);
-        again.free().unwrap();
-        let a: Window<'static, i32> = Window::allocate(3, &Info::new(), &world).unwrap();
+        let w = Window::create(vec![me; 3], &Info::new(), &world).unwrap();
+        let (p, _) = w.local_part();
+        // SAFETY: this member's own part, no operation targets it.
+        unsafe { p.add(2).write(me + 0.5) };
+        assert_eq!(w.into_memory().unwrap(), Some(vec![me, me, me + 0.5]), "the memory comes back");
+        let a: Window<i32> = Window::allocate(3, &Info::new(), &world).unwrap();
         assert_eq!(a.local_part().1, 3);
         assert_eq!(a.shared_part(0).unwrap_err().class(), ErrorClass::RmaFlavor);
     });
@@ -171,4 +172,32 @@ fn shared_layouts_and_the_one_node_rule() {
     let two_nodes = [plan(7, 1, false), plan(8, 1, false)];
     assert!(!in_segment(Flavor::Allocate, &two_nodes).unwrap());
     assert_eq!(in_segment(Flavor::Shared, &two_nodes).unwrap_err().class(), ErrorClass::RmaShared);
+}
+
+#[test]
+fn the_segment_fd_passes_over_the_socket_and_maps_the_same_memory() {
+    use super::fdpass;
+    use super::segment::{Segment, page_size};
+    let page = page_size();
+    let server = fdpass::Server::bind().unwrap();
+    let (seg, fd) = Segment::create(page).unwrap();
+    let (me, nonce) = (std::process::id(), server.nonce);
+    // Two "members" of this very process (the expected pids form a multiset).
+    let fetcher =
+        std::thread::spawn(move || [fdpass::fetch(me, nonce).unwrap(), fdpass::fetch(me, nonce).unwrap()]);
+    server.serve(&fd, &[me, me]).unwrap();
+    for got in fetcher.join().unwrap() {
+        assert!(Segment::attach(&got, 2 * page).is_err(), "the size is checked");
+        let other = Segment::attach(&got, page).unwrap();
+        // SAFETY: both mappings are `page` bytes long; one thread writes then reads.
+        unsafe {
+            seg.base().add(page - 1).write_volatile(0x5a);
+            assert_eq!(other.base().add(page - 1).read_volatile(), 0x5a);
+            other.base().write_volatile(7);
+            assert_eq!(seg.base().read_volatile(), 7);
+            seg.base().write_volatile(0);
+        }
+    }
+    drop(server);
+    assert!(fdpass::fetch(me, nonce).is_err(), "the socket goes with its server");
 }

@@ -168,7 +168,8 @@ impl Win {
             None => self.members.iter().position(|e| e.size > 0).unwrap_or(0),
         };
         let e = self.members[r];
-        // SAFETY: offsets are within the segment (create checked offset + size <= its length).
+        // SAFETY: `create::layout` made the segment at least as long as the end of the last part,
+        // so every member's offset is within this mapping of it.
         let ptr = unsafe { segment.base().add(offsets[r]) };
         Ok((ptr, e.size, e.disp_unit))
     }

@@ -70,7 +70,7 @@ fn user_keyval(
     }
 }
 
-/// `MPI_Win_get_group`, `_get_info`: output helpers shared with nothing else.
+/// Writes a new handle to the group of `w`'s communicator to `out` (`MPI_Win_get_group`).
 fn group_handle(w: &Arc<WinObj>, out: *mut abi::Group) -> Outcome {
     // SAFETY: an output argument.
     let out = unsafe { check::out(out, "group") }.on_win(w)?;
