@@ -186,12 +186,12 @@ impl Win {
             Ok(false) => private_part(size),
             Err(e) => Err(e),
         };
-        let flavor_made = flavor;
         let mine =
             made.as_ref().map(|(_, base)| Exposure { base: *base, size, disp_unit }).map_err(Clone::clone);
         let members = exchange_final(&wc, mine)?;
-        let (memory, _) = made.expect("exchange_final returned our error");
-        Ok(Win::new(wc, flavor_made, members, memory, hints))
+        // exchange_final returned our own error if we had one.
+        let (memory, _) = made.expect("succeeded here");
+        Ok(Win::new(wc, flavor, members, memory, hints))
     }
 }
 
