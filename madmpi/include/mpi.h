@@ -10,7 +10,8 @@
  *
  * Everything MPICH 4.0's mpi.h (with its mpio.h) declares is declared here, so that any
  * program that compiles with MPICH compiles with MadMPI. Declaring is not implementing: the
- * one-sided (MPI_Win_*, MPI_Put, ...) and I/O (MPI_File_*) functions are not in libmpi.so yet,
+ * one-sided operations and synchronizations (MPI_Put, MPI_Win_fence, MPI_Win_lock, ...; the
+ * windows themselves are implemented) and I/O (MPI_File_*) functions are not in libmpi.so yet,
  * and a program calling them fails at link time (madmpi/libmpi/tests/symbols.rs lists what
  * the library lacks).
  */

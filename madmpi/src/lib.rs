@@ -21,7 +21,8 @@
 //!   [`request::Pending`];
 //! - operations: [`p2p`] (blocking, typed, buffered, matched probes), [`coll`] (every
 //!   collective: schedules run by an engine in the background), [`partitioned`], [`topo`]
-//!   (process topologies and their neighbourhoods), [`operation`] (what one call of the C
+//!   (process topologies and their neighbourhoods), [`rma`] (windows for one-sided
+//!   communication), [`operation`] (what one call of the C
 //!   library runs, starts once or keeps as a persistent template);
 //! - communicators made otherwise: `comm_ctor` (`MPI_Comm_create_group`, `MPI_Comm_idup`),
 //!   [`intercomm`] (and the `split` and `create` that take either kind), [`ft`] (ULFM),
@@ -53,6 +54,7 @@ pub mod operation;
 pub mod p2p;
 pub mod partitioned;
 pub mod request;
+pub mod rma;
 pub mod session;
 #[cfg(test)]
 mod testing;

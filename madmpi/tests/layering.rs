@@ -19,7 +19,7 @@ const LAYERS: &[&[&str]] = &[
     // One request type; the kinds other modules run are handed to it.
     &["request"],
     // Operations.
-    &["coll", "ft", "p2p", "partitioned", "topo"],
+    &["coll", "ft", "p2p", "partitioned", "rma", "topo"],
     // What one C call runs, communicators made otherwise, MPI_T.
     &["comm_ctor", "dynamic", "intercomm", "operation", "tools"],
     // The environment, which starts everything.

@@ -22,6 +22,7 @@
 //!   `errhandlers`: error handler handles (user handlers, reference counts);
 //! - `sessions`: session handles (MPI 4.0), in a table that outlives the MPI state;
 //! - `sessions`: session handles (MPI 4.0), in a table that outlives the MPI state;
+//! - `wins`: window handles, their error handlers, attributes and predefined attribute values;
 //! - `check`: argument validation; `status`: writing `MPI_Status`;
 //! - [`api`]: the exported functions, by chapter of the standard.
 
@@ -44,3 +45,4 @@ mod sessions;
 mod state;
 mod status;
 mod table;
+mod wins;

@@ -14,6 +14,7 @@ use crate::comms::CommObj;
 use crate::messages::MsgObj;
 use crate::requests::ReqEntry;
 use crate::table::Table;
+use crate::wins::WinObj;
 use arc_swap::ArcSwapOption;
 use madmpi::abi::{ObjectType, UserObject};
 use madmpi::comm::Comm;
@@ -48,6 +49,9 @@ pub(crate) struct State {
     pub(crate) detached: Mutex<Vec<Arc<ReqEntry>>>,
     /// Messages taken by matched probes and not received yet.
     pub(crate) messages: Table<Arc<MsgObj>>,
+    /// Windows, and window keyvals.
+    pub(crate) wins: Table<Arc<WinObj>>,
+    pub(crate) win_keyvals: Keyvals,
 }
 
 static STATE: ArcSwapOption<State> = ArcSwapOption::const_empty();
@@ -94,6 +98,8 @@ fn new_state(world: Comm, self_comm: Comm, threading: Threading, universe: Optio
         requests: Table::new(UserObject::Request),
         detached: Mutex::new(Vec::new()),
         messages: Table::new(UserObject::Message),
+        wins: Table::new(UserObject::Win),
+        win_keyvals: Keyvals::for_objects(ObjectType::Win),
     }
 }
 
@@ -150,6 +156,7 @@ fn drop_objects(st: &State) {
     let _ = st.world.comm.bsend_pool().detach();
     drop(st.messages.drain());
     drop(st.take_all_requests());
+    drop(st.wins.drain());
     drop(st.comms.drain());
     drop(st.groups.drain());
     drop(st.datatypes.drain());

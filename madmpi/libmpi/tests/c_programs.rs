@@ -746,3 +746,64 @@ fn finalize_after_a_peer_died_returns_or_ends_the_job() {
         }
     }
 }
+
+/// Every window flavour (create, allocate, allocate_shared, dynamic, and the `_c` forms)
+/// created and freed at 1 to 4 processes, each rank with its own size and displacement unit
+/// read back through the predefined attributes and MPI_Win_shared_query; group, name and info
+/// hints; attach/detach with overlaps; argument errors and their classes. Also passes on MPICH's own
+/// library (which skips the overlap checks: MPICH does not make them).
+#[test]
+fn windows_of_every_flavour_report_each_ranks_memory() {
+    for n in [1, 2, 3, 4] {
+        passes_on("win_flavors", n);
+    }
+    let _s = serial();
+    let mpich = run_on_mpichs_library(&compile("win_flavors", Build::Mpich), 4);
+    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
+    assert!(mpich.stdout.contains("OK 3: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+}
+
+/// Shared windows: stores by one process are loads of the others (barrier-ordered), in
+/// contiguous and noncontiguous layouts, with an empty part, at 1, 2 and 4 processes; the program
+/// also passes on MPICH's own library.
+#[test]
+fn shared_windows_are_loaded_and_stored_across_processes() {
+    for n in [1, 2, 4] {
+        passes_on("win_shared", n);
+    }
+    let _s = serial();
+    let mpich = run_on_mpichs_library(&compile("win_shared", Build::Mpich), 3);
+    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
+    assert!(mpich.stdout.contains("OK 2: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+}
+
+/// Window keyvals (delete callbacks on replacement, delete and free; failing callbacks; freed
+/// keyvals) and window error handlers (fatal by default, user handlers called by failing calls
+/// and MPI_Win_call_errhandler); also on MPICH's own library.
+#[test]
+fn window_attributes_and_error_handlers_call_back() {
+    passes("win_attrs");
+    let _s = serial();
+    let mpich = run_on_mpichs_library(&compile("win_attrs", Build::Mpich), 2);
+    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
+    assert!(mpich.stdout.contains("OK 1: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+}
+
+/// Errors in window calls go to the window's handler, `MPI_ERRORS_ARE_FATAL` by default even
+/// when the communicator returns errors: the job ends with status 1 and the error's message.
+#[test]
+fn window_errors_are_fatal_by_default() {
+    let _s = serial();
+    for (build, exe) in both_builds("win_fatal") {
+        for launcher in [Launcher::Madrun, Launcher::Hydra] {
+            let done = run(launcher, &exe, &[]);
+            let what = format!("win_fatal ({build:?} build, {launcher:?})");
+            assert_eq!(done.code, Some(1), "{what}: {done:?}");
+            assert!(
+                done.stderr.contains("MPI error in MPI_Win_attach: MPI_ERR_RMA_FLAVOR"),
+                "{what}: {done:?}"
+            );
+            assert!(!done.stdout.contains("REACHED"), "{what}: {done:?}");
+        }
+    }
+}

@@ -2,7 +2,8 @@
 //! `mpicc.mpich` loads on it.
 //!
 //! `nm -D --defined-only` on both libraries: every `MPI_`/`MPIX_`/`PMPI_`/`PMPIX_` symbol of
-//! MPICH must be ours too, except the one-sided and I/O chapters, which have their own issues.
+//! MPICH must be ours too, except the one-sided operations and synchronizations and the I/O
+//! chapter, which have their own issues.
 //! What is still missing is listed, exactly, in [`NOT_YET`]: the test fails when a listed
 //! symbol appears (remove it: the list only shrinks) and when an unlisted one is missing.
 //! The data objects MPICH exports (`MPI_UNWEIGHTED`, `MPI_F_STATUS_IGNORE`, ...) must be
@@ -65,9 +66,25 @@ fn exported(lib: &Path) -> BTreeMap<String, Symbol> {
     symbols
 }
 
-/// The one-sided (MPI 4.0 ch. 12) and I/O (ch. 14) functions, which later issues implement.
+/// The one-sided operations and synchronizations (MPI 4.0 ch. 12; the windows themselves are
+/// exported) and the I/O functions (ch. 14), which later steps implement.
 fn later_chapter(symbol: &str) -> bool {
     const ONE_SIDED: &[&str] = &[
+        "Win_fence",
+        "Win_post",
+        "Win_start",
+        "Win_complete",
+        "Win_wait",
+        "Win_test",
+        "Win_lock",
+        "Win_unlock",
+        "Win_lock_all",
+        "Win_unlock_all",
+        "Win_flush",
+        "Win_flush_all",
+        "Win_flush_local",
+        "Win_flush_local_all",
+        "Win_sync",
         "Put",
         "Get",
         "Rput",
@@ -83,10 +100,7 @@ fn later_chapter(symbol: &str) -> bool {
         return false;
     };
     let name = name.strip_suffix("_c").unwrap_or(name);
-    name.starts_with("Win_")
-        || name.starts_with("File_")
-        || name == "Register_datarep"
-        || ONE_SIDED.contains(&name)
+    name.starts_with("File_") || name == "Register_datarep" || ONE_SIDED.contains(&name)
 }
 
 /// [`NOT_YET`] as symbols.

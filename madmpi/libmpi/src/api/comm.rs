@@ -28,7 +28,7 @@ const NAME_BYTES: usize = abi::MPI_MAX_OBJECT_NAME as usize - 1;
 ///
 /// # Safety
 /// `p`, if not null, must point to a NUL-terminated string or to at least `NAME_BYTES` bytes.
-unsafe fn read_name(p: *const c_char) -> Result<String, Error> {
+pub(super) unsafe fn read_name(p: *const c_char) -> Result<String, Error> {
     if p.is_null() {
         return Err(Error::arg("the name is a null pointer"));
     }

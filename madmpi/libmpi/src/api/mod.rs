@@ -17,7 +17,9 @@
 //! calling error handlers), [`grequest`] (generalized requests), [`partitioned`] (partitioned
 //! communication), [`topo`], [`topo_cart`], [`topo_graph`] (process topologies) and
 //! [`topo_neighbor`] (neighbourhood collectives), [`session`] (MPI 4.0 sessions and
-//! `MPI_Comm_create_from_group`), [`ulfm`] (MPICH's `MPIX_Comm_*` fault tolerance).
+//! `MPI_Comm_create_from_group`), [`ulfm`] (MPICH's `MPIX_Comm_*` fault tolerance), [`win`]
+//! (one-sided windows: creation, shared queries, attached memory, free) and [`win_attr`] (their
+//! attributes, keyvals, names, info, groups and error handlers).
 //!
 //! The combinatorial families (blocking / nonblocking / persistent × `int` / `_c`) are not
 //! written out: `family` generates them from one table entry per call, over one build function
@@ -69,6 +71,8 @@ pub mod topo_cart;
 pub mod topo_graph;
 pub mod topo_neighbor;
 pub mod ulfm;
+pub mod win;
+pub mod win_attr;
 
 use crate::check;
 use madmpi::datatype::Datatype;
