@@ -146,7 +146,9 @@ pub(crate) fn report_first(
     Ok(true)
 }
 
-/// Reports every completed one of `active` (`MPI_Waitsome`, `MPI_Testsome`), in index order.
+/// Reports every completed one of `active` (`MPI_Waitsome`, `MPI_Testsome`), in index order,
+/// with the receives from any source that ULFM's rule stops: listed too, their `MPI_ERROR`
+/// `MPIX_ERR_PROC_FAILED_PENDING`, left active (as Open MPI).
 pub(crate) fn report_some(
     func: &str,
     st: &State,
@@ -158,12 +160,16 @@ pub(crate) fn report_some(
 ) -> Outcome {
     let mut done = Vec::new();
     for (i, a) in active.iter().enumerate() {
-        let Some(a) = a.as_ref().filter(|a| a.op.is_complete()) else { continue };
+        let Some(a) = a else { continue };
+        let pending = if a.op.is_complete() { None } else { Some(a.op.failure_pending()) };
         let k = done.len();
+        let r = match pending {
+            None => finish(st, &mut handles[i], a, statuses.as_deref_mut().map(|s| &mut s[k])).err(),
+            Some(None) => continue,
+            Some(stopped) => stopped,
+        };
         indices[k] = i as c_int;
-        let status = statuses.as_deref_mut().map(|s| &mut s[k]);
-        let r = finish(st, &mut handles[i], a, status);
-        done.push((k, r.err(), a.entry.clone()));
+        done.push((k, r, a.entry.clone()));
     }
     *outcount = done.len() as c_int;
     in_status(func, &done, statuses).map_or(Ok(()), Err)
@@ -195,6 +201,38 @@ pub(crate) fn report_all(
         for s in s.iter_mut() {
             s.error = 0;
         }
+    }
+    in_status(func, &done, statuses).map_or(Ok(()), Err)
+}
+
+/// Reports `active` after ULFM's rule stopped a wait for all of them (`MPI_Waitall`,
+/// `MPI_Testall`; MPICH turns such a wait into a test): the completed ones as usual, the
+/// receives from any source that the rule stops left active with `MPIX_ERR_PROC_FAILED_PENDING`,
+/// the other incomplete ones left active with `MPI_ERR_PENDING`; then `MPI_ERR_IN_STATUS`.
+pub(crate) fn report_stopped(
+    func: &str,
+    st: &State,
+    handles: &mut [abi::Request],
+    active: &[Option<Active>],
+    mut statuses: Option<&mut [Status]>,
+) -> Outcome {
+    let mut done = Vec::new();
+    for (i, a) in active.iter().enumerate() {
+        let status = statuses.as_deref_mut().map(|s| &mut s[i]);
+        let Some(a) = a else {
+            status::empty(status);
+            continue;
+        };
+        let r = if a.op.is_complete() {
+            finish(st, &mut handles[i], a, status).err()
+        } else {
+            let pending = || Error::new(ErrorClass::Pending, "not complete: a failure stopped the wait");
+            Some(a.op.failure_pending().unwrap_or_else(pending))
+        };
+        done.push((i, r, a.entry.clone()));
+    }
+    if let Some(s) = statuses.as_deref_mut() {
+        s.iter_mut().for_each(|s| s.error = 0);
     }
     in_status(func, &done, statuses).map_or(Ok(()), Err)
 }

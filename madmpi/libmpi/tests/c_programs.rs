@@ -615,6 +615,16 @@ fn a_receive_from_any_source_is_told_of_an_unacknowledged_failure() {
     survivors_pass("ulfm_pending", 3, &[0, 1], &[(Launcher::Madrun, "kill", 137)]);
 }
 
+/// ULFM's rule for receives from `MPI_ANY_SOURCE` in the calls on several requests, at 3
+/// processes (rank 2 dies): `MPI_Waitall`/`MPI_Testall` report the completed requests and leave
+/// the rest active (`MPI_ERR_IN_STATUS`, `MPIX_ERR_PROC_FAILED_PENDING` for the receive from any
+/// source, `MPI_ERR_PENDING` for another), `MPI_Waitany`/`Testany`/`Waitsome`/`Testsome` name
+/// that receive; after `MPIX_Comm_failure_ack` the receives match later messages. Under madrun.
+#[test]
+fn waits_on_several_requests_are_told_of_an_unacknowledged_failure() {
+    survivors_pass("ulfm_waitall", 3, &[0, 1], &[(Launcher::Madrun, "kill", 137)]);
+}
+
 /// ULFM revocation reaches every survivor when the revoker dies mid-broadcast: at 4 processes,
 /// rank 3 sends its notice to rank 0 only, then kills itself (the library's test hook
 /// `MADMPI_TEST_REVOKER_DIES_AFTER=1`); ranks 1 and 2 learn from rank 0's forwarded notice.

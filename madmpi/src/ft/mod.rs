@@ -22,10 +22,11 @@
 //! `consensus` (O(n²) messages per round: MPICH's is logarithmic).
 //!
 //! Receives from `MPI_ANY_SOURCE` follow ULFM's rule (`pending`): while a member is known failed
-//! and not acknowledged, `MPI_Wait`/`MPI_Test` return `MPIX_ERR_PROC_FAILED_PENDING` (the
-//! request stays pending) and a blocking receive `MPIX_ERR_PROC_FAILED`; nmad wakes their
-//! waiters when a peer fails. `MPI_Waitall`/`any`/`some` and `MPI_Sendrecv` from any source do
-//! not apply it (they wait for a message or a revocation).
+//! and not acknowledged, `MPI_Wait`/`MPI_Test` and their `all`/`any`/`some` forms report
+//! `MPIX_ERR_PROC_FAILED_PENDING` for it (the request stays pending; the `all`/`some` forms
+//! through `MPI_ERR_IN_STATUS`) and a blocking receive `MPIX_ERR_PROC_FAILED`; nmad wakes their
+//! waiters when a peer fails. `MPI_Sendrecv` from any source does not apply it (it waits for a
+//! message or a revocation).
 //!
 //! Test hook: `MADMPI_TEST_REVOKER_DIES_AFTER=k` makes `MPIX_Comm_revoke` send only `k` notices,
 //! see them out of the process, then kill the process (SIGKILL): a revoker dying mid-broadcast,

@@ -2,7 +2,9 @@
 //! communicator is known failed and not acknowledged (`MPIX_Comm_failure_ack`), such a receive
 //! cannot know whether its message would have come from the dead: `MPI_Wait`/`MPI_Test` on it
 //! return `MPIX_ERR_PROC_FAILED_PENDING` and leave it pending, a blocking receive cancels it and
-//! returns `MPIX_ERR_PROC_FAILED`. After the acknowledgement it waits normally again.
+//! returns `MPIX_ERR_PROC_FAILED`. After the acknowledgement it waits normally again. The waits
+//! on several requests apply the same rule (`request::completion::wait_any_or_failure_pending`,
+//! through `RawRequest::failure_pending`); the C library reports it per request.
 //!
 //! The waiter sleeps on its nmad request's condition with [`nmad::PEER_LOST`] as well as
 //! completion: nmad signals it on every posted receive from any source when a peer fails.

@@ -1,5 +1,6 @@
-//! Waiting for the first of several requests to complete (`MPI_Waitany`, `MPI_Waitsome` and the
-//! Rust API's [`wait_any`](crate::request::wait_any)).
+//! Waiting for the first of several requests to complete (`MPI_Waitany`, `MPI_Waitsome`,
+//! `MPI_Waitall` over a receive from any source, and the Rust API's
+//! [`wait_any`](crate::request::wait_any)).
 //!
 //! pioman waits on one condition at a time, so a wait on several requests alternates two
 //! phases: a short spin that drives progress and looks at every request after each pass, then
@@ -12,8 +13,11 @@
 //! sleeps on: a thread completing one (`MPI_Grequest_complete`) wakes it at once, and a wait on
 //! generalized requests alone sleeps until then.
 //!
-//! Owns nothing; it must not touch nmad's internals (it uses requests' conditions only).
+//! A receive from `MPI_ANY_SOURCE` under ULFM's rule ([`wait_any_or_failure_pending`]) is the
+//! one napped on: nmad signals [`nmad::PEER_LOST`] on its condition when a peer fails, which
+//! ends the nap at once, and the wait returns if that failure stops the receive.
 //!
+//! Owns nothing; it must not touch nmad's internals (it uses requests' conditions only).
 
 use crate::request::RawRequest;
 use std::time::Duration;
@@ -28,23 +32,56 @@ pub const LONGEST_NAP: Duration = Duration::from_millis(1);
 /// Waits until at least one of `reqs` has completed; returns at once if one has, or if `reqs`
 /// is empty.
 pub fn wait_any_complete(reqs: &[&RawRequest]) {
+    wait_for(reqs, false);
+}
+
+/// Waits until at least one of `reqs` has completed or ULFM's rule stops the wait on one of
+/// them (a receive from any source while a member of its communicator is known failed and not
+/// acknowledged: [`RawRequest::failure_pending`]); `true` if stopped that way (nothing
+/// completed). Woken by the failure itself (nmad signals [`nmad::PEER_LOST`] on the receive),
+/// not by the naps.
+pub fn wait_any_or_failure_pending(reqs: &[&RawRequest]) -> bool {
+    wait_for(reqs, true)
+}
+
+/// The wait of [`wait_any_complete`] and, with `ulfm`, [`wait_any_or_failure_pending`].
+fn wait_for(reqs: &[&RawRequest], ulfm: bool) -> bool {
+    let stopped = || ulfm && reqs.iter().any(|r| r.failure_pending().is_some());
     // A poke first: generalized requests with a poll callback progress only when polled.
     let done = || {
         reqs.iter().for_each(|r| r.poke());
         reqs.iter().any(|r| r.is_complete())
     };
-    let Some(first) = reqs.first() else { return };
+    let Some(first) = reqs.first() else { return false };
     let pio = first.pioman();
     for _ in 0..SPIN_ROUNDS {
         if done() {
-            return;
+            return false;
+        }
+        if stopped() {
+            return true;
         }
         pio.progress();
     }
     let mut nap = FIRST_NAP;
     let mut turn = 0;
     let watch = super::Watch::new(reqs);
+    // Napping on a receive under the rule, the wait wakes as soon as a peer fails.
+    let any_source = || {
+        let watched = |r: &&RawRequest| r.under_any_source_rule() && !r.is_complete();
+        if ulfm { reqs.iter().copied().find(watched) } else { None }
+    };
     while !done() {
+        if let Some(r) = any_source() {
+            // Re-armed before the check: a failure found after it signals again.
+            r.cond().clear(nmad::PEER_LOST);
+            if stopped() {
+                return true;
+            }
+            pio.wait_timeout(r.cond(), nmad::COMPLETED | nmad::PEER_LOST, nap);
+            nap = (nap * 2).min(LONGEST_NAP);
+            continue;
+        }
         if let Some(w) = &watch {
             w.nap(pio, nap);
             nap = (nap * 2).min(LONGEST_NAP);
@@ -52,12 +89,13 @@ pub fn wait_any_complete(reqs: &[&RawRequest]) {
         }
         let Some(r) = (0..reqs.len()).map(|k| reqs[(turn + k) % reqs.len()]).find(|r| !r.is_complete())
         else {
-            return;
+            return false;
         };
         turn += 1;
         pio.wait_timeout(r.cond(), nmad::COMPLETED, nap);
         nap = (nap * 2).min(LONGEST_NAP);
     }
+    false
 }
 
 #[cfg(test)]

@@ -307,7 +307,7 @@ impl RawRequest {
     /// `MPIX_ERR_PROC_FAILED_PENDING`, still pending, while a member of its communicator is
     /// known failed and not acknowledged (ULFM; the runtime's `AnySourceRule`). Other errors are the outcome's.
     pub fn wait_unless_failure_pending(&self) -> Result<()> {
-        if self.any_source && matches!(self.kind, Kind::Point) {
+        if self.under_any_source_rule() {
             self.comm.runtime().wait_any_source(&self.comm, &self.inner)?;
         }
         let _ = self.wait();
@@ -318,11 +318,15 @@ impl RawRequest {
     /// from `MPI_ANY_SOURCE` while a member of its communicator is known failed and not
     /// acknowledged (see [`RawRequest::wait_unless_failure_pending`]).
     pub fn failure_pending(&self) -> Option<Error> {
-        let watched = self.any_source && matches!(self.kind, Kind::Point);
-        if !watched || self.is_complete() {
+        if !self.under_any_source_rule() || self.is_complete() {
             return None;
         }
         self.comm.runtime().any_source_stopped(&self.comm)
+    }
+
+    /// Whether ULFM's rule for receives from `MPI_ANY_SOURCE` applies to this request's waits.
+    pub fn under_any_source_rule(&self) -> bool {
+        self.any_source && matches!(self.kind, Kind::Point)
     }
 
     /// Cancels a receive that has not matched yet (`MPI_Cancel`); `true` if it was cancelled

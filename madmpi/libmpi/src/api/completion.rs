@@ -6,23 +6,33 @@
 //! persistent one becomes inactive instead. Null handles and inactive requests complete at
 //! once with an empty status; the `any`/`some` forms ignore them (`MPI_UNDEFINED` when there
 //! is nothing else). Errors of an operation go to the handler of its communicator; the
-//! `some`/`all` forms report them as `MPI_ERR_IN_STATUS`. `MPI_Wait` and `MPI_Test` on a receive
-//! from `MPI_ANY_SOURCE` return `MPIX_ERR_PROC_FAILED_PENDING` (ULFM) and leave it active while a
-//! member's failure is unacknowledged; the forms on several requests do not (they wait). Waits on several requests drive
+//! `some`/`all` forms report them as `MPI_ERR_IN_STATUS`. Waits on several requests drive
 //! progress and nap on pioman conditions ([`madmpi::request::completion`]); none holds a lock.
+//!
+//! ULFM, as MPICH's ch4: while a member of its communicator is known failed and not acknowledged,
+//! a receive from `MPI_ANY_SOURCE` stays active and its wait or test fails with
+//! `MPIX_ERR_PROC_FAILED_PENDING` (the failure wakes a blocked wait). `MPI_Wait`/`MPI_Test`
+//! return it; `MPI_Waitany`/`MPI_Testany` return it with that request's index when none
+//! completed; `MPI_Waitsome`/`MPI_Testsome` list that request with the completed ones, its
+//! status saying so (`MPI_ERR_IN_STATUS`); `MPI_Waitall`/`MPI_Testall` report the completed ones
+//! and leave the others active, that receive's status `MPIX_ERR_PROC_FAILED_PENDING` and the
+//! rest's `MPI_ERR_PENDING` (`MPI_ERR_IN_STATUS`; `flag` 0 for `MPI_Testall`).
 //!
 //! Arguments are checked in MPICH's order: count, the request array and each handle in it,
 //! then the output pointers in parameter order.
 
 use crate::check;
-use crate::completion::{Active, finish, ops, progress_once, report_all, report_first, report_some};
+use crate::completion::{
+    Active, finish, ops, progress_once, report_all, report_first, report_some, report_stopped,
+};
 use crate::errors::{Fail, On};
 use crate::export::export;
 use crate::state::{State, state};
 use crate::status;
 use madmpi::abi::{self, Status};
 use madmpi::error::Error;
-use madmpi::request::completion::wait_any_complete;
+use madmpi::request::RawRequest;
+use madmpi::request::completion::wait_any_or_failure_pending;
 use std::ffi::c_int;
 
 /// The checked request array of `count` handles (empty for a count of 0).
@@ -101,17 +111,25 @@ export! {
         // SAFETY: output arguments.
         let index = unsafe { check::out(indx, "indx") }?;
         // SAFETY: as above.
-        let status = unsafe { check::status(status) }?;
+        let mut status = unsafe { check::status(status) }?;
         *index = abi::MPI_UNDEFINED;
         let ops = ops(&active);
         if ops.is_empty() {
             status::empty(status);
             return Ok(());
         }
-        wait_any_complete(&ops);
-        let reported = report_first(&st, handles, &active, index, status)?;
-        debug_assert!(reported);
-        Ok(())
+        loop {
+            wait_any_or_failure_pending(&ops);
+            if report_first(&st, handles, &active, index, status.as_deref_mut())? {
+                return Ok(());
+            }
+            // None completed: a receive from any source stopped by a failure (ULFM), unless
+            // it was acknowledged meanwhile (then wait again).
+            if let Some((i, a, e)) = failure_pending(&active) {
+                *index = i as c_int;
+                return Err(e).on(&a.entry.comm);
+            }
+        }
     }
 
     /// `MPI_Testany`: `flag` 1 with the index of a completed request, or with `MPI_UNDEFINED`
@@ -143,6 +161,13 @@ export! {
         progress_once(&ops);
         *flag = 0;
         *flag = c_int::from(report_first(&st, handles, &active, index, status)?);
+        if *flag == 0
+            && let Some((i, a, e)) = failure_pending(&active)
+        {
+            // ULFM, as MPICH: `flag` 1 with the index of the receive the failure stops.
+            (*flag, *index) = (1, i as c_int);
+            return Err(e).on(&a.entry.comm);
+        }
         Ok(())
     }
 
@@ -154,10 +179,22 @@ export! {
         let active = st.all_active(handles)?;
         // SAFETY: an array of `count` statuses (MPI's contract).
         let statuses = unsafe { statuses(array_of_statuses, handles.len()) }?;
-        for a in active.iter().flatten() {
-            let _ = a.op.wait();
+        let ops = ops(&active);
+        if !ops.iter().any(|op| op.under_any_source_rule()) {
+            ops.iter().for_each(|op| drop(op.wait()));
+            return report_all("MPI_Waitall", &st, handles, &active, statuses);
         }
-        report_all("MPI_Waitall", &st, handles, &active, statuses)
+        // A receive from any source: waits for whichever completes, until all have or a
+        // failure stops that receive (ULFM).
+        loop {
+            let left: Vec<&RawRequest> = ops.iter().copied().filter(|op| !op.is_complete()).collect();
+            if left.is_empty() {
+                return report_all("MPI_Waitall", &st, handles, &active, statuses);
+            }
+            if wait_any_or_failure_pending(&left) {
+                return report_stopped("MPI_Waitall", &st, handles, &active, statuses);
+            }
+        }
     }
 
     /// `MPI_Testall`: `flag` 1 and every request reported if all are complete; else `flag` 0
@@ -183,6 +220,9 @@ export! {
         }
         *flag = c_int::from(ops.iter().all(|op| op.is_complete()));
         if *flag == 0 {
+            if failure_pending(&active).is_some() {
+                return report_stopped("MPI_Testall", &st, handles, &active, statuses);
+            }
             return Ok(());
         }
         report_all("MPI_Testall", &st, handles, &active, statuses)
@@ -276,11 +316,22 @@ unsafe fn some(
         return Ok(());
     }
     if block {
-        wait_any_complete(&ops);
+        // Ends with a completion or a receive from any source stopped by a failure (ULFM);
+        // the report lists both.
+        wait_any_or_failure_pending(&ops);
     } else {
         progress_once(&ops);
     }
     report_some(name, &st, handles, &active, outcount, indices, statuses)
+}
+
+/// The first active request that ULFM's rule stops (a receive from any source while a failure is
+/// unacknowledged): its index, itself and `MPIX_ERR_PROC_FAILED_PENDING`.
+fn failure_pending(active: &[Option<Active>]) -> Option<(usize, &Active, Error)> {
+    active.iter().enumerate().find_map(|(i, a)| {
+        let a = a.as_ref()?;
+        a.op.failure_pending().map(|e| (i, a, e))
+    })
 }
 
 /// The checked arguments of `MPI_Waitsome` / `MPI_Testsome`.
