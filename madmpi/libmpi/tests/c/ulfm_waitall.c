@@ -8,9 +8,7 @@
  * MPI_Waitsome and MPI_Testsome list `any` with that error in its status; MPI_Testall says
  * flag 0 with both statuses as MPI_Waitall's. After MPIX_Comm_failure_ack, MPI_Waitall
  * completes both receives with rank 1's later messages. */
-#include "check.h"
-#include <signal.h>
-#include <unistd.h>
+#include "ulfm.h"
 
 #define VICTIM 2
 
@@ -19,12 +17,7 @@
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    CHECK(size == 3, "3 processes");
+    int rank = check_init(&argc, &argv, 3);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int ready = 1, from_any = -1, from_one = -1, sent = 5, flag = -1, index = -1, outcount = -1;
     int indices[3];
@@ -38,14 +31,9 @@ int main(int argc, char **argv)
         /* Received before the victim can die: rank 0's send is complete by then. */
         MPI_Recv(&sent, 1, MPI_INT, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
-    if (rank != VICTIM)
-        MPI_Send(&ready, 1, MPI_INT, VICTIM, 99, MPI_COMM_WORLD);
-    if (rank == VICTIM) {
-        for (int i = 0; i < size - 1; i++)
-            MPI_Recv(&ready, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        fflush(stdout);
-        raise(SIGKILL);
-    }
+    all_ready_for(VICTIM);
+    if (rank == VICTIM)
+        die(argc, argv);
 
     if (rank == 0) {
         MPI_Request one = reqs[0], any = reqs[1];
