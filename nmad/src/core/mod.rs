@@ -580,6 +580,12 @@ impl Core {
                     gate.add_credit(self, bytes, slots);
                     Ok(())
                 }
+                // No handler is registered on this side (registration comes with the AM
+                // engine): like any id the receiver does not know, the peer broke the protocol.
+                wire::Chunk::Am { handler, .. } => {
+                    return gate
+                        .violation(self, &format!("active message for unregistered handler {handler}"));
+                }
             };
             if let Err(e) = r {
                 static IGNORED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
