@@ -32,6 +32,7 @@ mod loom;
 pub mod observe;
 pub mod strategies;
 
+pub use crate::core::am::AmHandler;
 pub use crate::core::request::{COMPLETED, Error, Event, MATCHED, Monitor, PEER_LOST, Request, Status};
 pub use crate::core::session::SessionMonitor;
 pub use crate::core::wire;
@@ -190,6 +191,14 @@ impl Nmad {
 
     pub fn strategy(&self) -> &str {
         self.0.core.strategy.name()
+    }
+
+    /// Registers the handler of active messages `id` (see [`AmHandler`]). Every process that
+    /// may receive AMs `id` registers it before its peers send them: an AM for an id not
+    /// registered fails its sender as a protocol violation. A second registration of one id is
+    /// an [`Error::InvalidArgument`].
+    pub fn register_am(&self, id: u16, handler: std::sync::Arc<dyn AmHandler>) -> Result<(), Error> {
+        self.0.core.ams.register(id, handler)
     }
 
     pub fn stats(&self) -> Stats {

@@ -1,7 +1,9 @@
-//! An active message for a handler the receiver never registered is a protocol violation of its
-//! sender: process 1 speaks the wire protocol itself over the real tcp driver and sends one AM
-//! chunk; process 0, an ordinary nmad peer, must report it by rank, fail it (sends to it fail at
-//! once) and close its link, which process 1 must see within [`CUT_OFF_WITHIN`].
+//! Active messages received from a peer that speaks the wire protocol itself (process 1, over
+//! the real tcp driver): one packet with two AMs for a registered handler, then one for a
+//! handler process 0 never registered. Process 0, an ordinary nmad peer, must run the handler
+//! on both, in order and with their bytes intact, then report the third as a protocol violation
+//! by rank, fail the peer (sends to it fail at once) and close its link, which process 1 must
+//! see within [`CUT_OFF_WITHIN`].
 //!
 //! Process 1 is this test binary started again (as in `budget_violation.rs`).
 
@@ -10,7 +12,7 @@ mod common;
 use common::{DirJob, pattern, put};
 use nmad::drivers::{BulkHeader, DriverEnv, Link, PeerId, SegmentMut, Sink};
 use nmad::wire::{Encoder, VERSION};
-use nmad::{Config, Error, Nmad};
+use nmad::{AmHandler, Config, Error, Nmad};
 use std::io::{self, IoSlice};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -21,7 +23,8 @@ use tools::secret::JobKey;
 const DIR_ENV: &str = "NMAD_AM_DIR";
 const KEY_ENV: &str = "NMAD_AM_KEY";
 const BUDGET: u64 = 1 << 20;
-const HANDLER: u16 = 4242;
+const UNREGISTERED: u16 = 4242;
+const ECHO: u16 = 7;
 const CUT_OFF_WITHIN: Duration = Duration::from_secs(60);
 
 fn env_dir_key() -> Option<(PathBuf, JobKey)> {
@@ -46,8 +49,9 @@ impl Sink for Cut {
     }
 }
 
-/// Not a test: process 1 (does nothing unless started by the test below). Sends one AM chunk
-/// for [`HANDLER`] to process 0, then waits until its link fails.
+/// Not a test: process 1 (does nothing unless started by the test below). Sends two AMs for
+/// [`ECHO`] and one for [`UNREGISTERED`] to process 0 in one packet, then waits until its link
+/// fails.
 #[test]
 fn am_sender() {
     let Some((dir, key)) = env_dir_key() else { return };
@@ -64,9 +68,12 @@ fn am_sender() {
     let card = cards.split('|').find_map(|e| e.strip_prefix("tcp/")).expect("process 0's tcp card");
     let link = tcp.connect(0, card).unwrap();
     let mut packet = vec![VERSION];
-    let payload = pattern(7, 40);
-    Encoder(&mut packet).am(HANDLER, b"hdr", payload.len());
-    packet.extend_from_slice(&payload);
+    for (i, header) in [&b"first"[..], b"second"].into_iter().enumerate() {
+        let payload = pattern(i as u64, 40 + i);
+        Encoder(&mut packet).am(ECHO, header, payload.len());
+        packet.extend_from_slice(&payload);
+    }
+    Encoder(&mut packet).am(UNREGISTERED, b"", 0);
     let (start, mut sent, mut sink) = (Instant::now(), false, Cut::default());
     while sink.0.is_none() {
         assert!(start.elapsed() < CUT_OFF_WITHIN, "process 0 never closed the link");
@@ -95,8 +102,18 @@ impl log::Log for Errors {
 
 static ERRORS: Errors = Errors(Mutex::new(Vec::new()));
 
+/// Records what it is given.
+#[derive(Default)]
+struct Record(Mutex<Vec<(PeerId, Vec<u8>, Vec<u8>)>>);
+
+impl AmHandler for Record {
+    fn on_message(&self, from: PeerId, header: &[u8], payload: &[u8]) {
+        self.0.lock().unwrap().push((from, header.to_vec(), payload.to_vec()));
+    }
+}
+
 #[test]
-fn an_active_message_for_an_unregistered_handler_fails_its_sender() {
+fn active_messages_run_their_handler_in_order_and_an_unregistered_one_fails_the_sender() {
     if log::set_logger(&ERRORS).is_ok() {
         log::set_max_level(log::LevelFilter::Error);
     }
@@ -111,6 +128,9 @@ fn an_active_message_for_an_unregistered_handler_fails_its_sender() {
         rdv_slots: 16,
     };
     let nm: Nmad = common::start(DirJob { dir: dir.clone(), base: 0, capacity: 2, key: key.clone() }, config);
+    let record = Arc::new(Record::default());
+    nm.register_am(ECHO, record.clone()).unwrap();
+    assert!(matches!(nm.register_am(ECHO, Arc::new(Record::default())), Err(Error::InvalidArgument(_))));
     let mut sender = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "am_sender", "--nocapture", "--test-threads=1"])
         .env(DIR_ENV, &dir)
@@ -127,6 +147,14 @@ fn an_active_message_for_an_unregistered_handler_fails_its_sender() {
         nm.pioman().progress();
     };
     assert!(status.success(), "the AM sender did not see its link fail: {status}");
+    while record.0.lock().unwrap().len() < 2 {
+        assert!(Instant::now() < end, "the handler did not run twice: {:?}", record.0.lock().unwrap());
+        nm.pioman().progress();
+    }
+    let got = record.0.lock().unwrap().clone();
+    let want: Vec<(PeerId, Vec<u8>, Vec<u8>)> =
+        vec![(1, b"first".to_vec(), pattern(0, 40)), (1, b"second".to_vec(), pattern(1, 41))];
+    assert_eq!(got, want);
     let errors = ERRORS.0.lock().unwrap().clone();
     assert!(
         errors
