@@ -201,6 +201,23 @@ impl Nmad {
         self.0.core.ams.register(id, handler)
     }
 
+    /// Sends active message `id` to `peer`: its handler there runs on `header` and `payload`.
+    /// Both are copied: they may be reused when this returns. The AM waits for the peer's
+    /// credit like eager data, and is aggregated with other traffic to the peer when the
+    /// strategy aggregates. AMs to one peer run there in call order (they may overtake data
+    /// sent before them). Errors: a header beyond [`wire::MAX_AM_HEADER`] or an AM beyond the
+    /// eager limit (the caller splits large ones), or a failed peer.
+    pub fn send_am(
+        &self,
+        peer: drivers::PeerId,
+        id: u16,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<(), Error> {
+        let core = &self.0.core;
+        core.gate(peer)?.send_am(core, id, header, payload)
+    }
+
     pub fn stats(&self) -> Stats {
         self.0.core.stats()
     }

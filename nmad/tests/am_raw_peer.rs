@@ -102,9 +102,12 @@ impl log::Log for Errors {
 
 static ERRORS: Errors = Errors(Mutex::new(Vec::new()));
 
+/// An AM as its handler saw it: sender, header, payload.
+type Received = (PeerId, Vec<u8>, Vec<u8>);
+
 /// Records what it is given.
 #[derive(Default)]
-struct Record(Mutex<Vec<(PeerId, Vec<u8>, Vec<u8>)>>);
+struct Record(Mutex<Vec<Received>>);
 
 impl AmHandler for Record {
     fn on_message(&self, from: PeerId, header: &[u8], payload: &[u8]) {
@@ -152,7 +155,7 @@ fn active_messages_run_their_handler_in_order_and_an_unregistered_one_fails_the_
         nm.pioman().progress();
     }
     let got = record.0.lock().unwrap().clone();
-    let want: Vec<(PeerId, Vec<u8>, Vec<u8>)> =
+    let want: Vec<Received> =
         vec![(1, b"first".to_vec(), pattern(0, 40)), (1, b"second".to_vec(), pattern(1, 41))];
     assert_eq!(got, want);
     let errors = ERRORS.0.lock().unwrap().clone();
