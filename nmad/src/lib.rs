@@ -32,6 +32,7 @@ mod loom;
 pub mod observe;
 pub mod strategies;
 
+pub use crate::core::am::AmHandler;
 pub use crate::core::request::{COMPLETED, Error, Event, MATCHED, Monitor, PEER_LOST, Request, Status};
 pub use crate::core::session::SessionMonitor;
 pub use crate::core::wire;
@@ -190,6 +191,31 @@ impl Nmad {
 
     pub fn strategy(&self) -> &str {
         self.0.core.strategy.name()
+    }
+
+    /// Registers the handler of active messages `id` (see [`AmHandler`]). Every process that
+    /// may receive AMs `id` registers it before its peers send them: an AM for an id not
+    /// registered fails its sender as a protocol violation. A second registration of one id is
+    /// an [`Error::InvalidArgument`].
+    pub fn register_am(&self, id: u16, handler: std::sync::Arc<dyn AmHandler>) -> Result<(), Error> {
+        self.0.core.ams.register(id, handler)
+    }
+
+    /// Sends active message `id` to `peer`: its handler there runs on `header` and `payload`.
+    /// Both are copied: they may be reused when this returns. The AM waits for the peer's
+    /// credit like eager data, and is aggregated with other traffic to the peer when the
+    /// strategy aggregates. AMs to one peer run there in call order (they may overtake data
+    /// sent before them). Errors: a header beyond [`wire::MAX_AM_HEADER`] or an AM beyond the
+    /// eager limit (the caller splits large ones), or a failed peer.
+    pub fn send_am(
+        &self,
+        peer: drivers::PeerId,
+        id: u16,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<(), Error> {
+        let core = &self.0.core;
+        core.gate(peer)?.send_am(core, id, header, payload)
     }
 
     pub fn stats(&self) -> Stats {

@@ -1,7 +1,7 @@
 //! The packet decoder against random and mutated input: errors, never a panic or an
 //! out-of-bounds read; and encode/decode round trips of random chunk sequences.
 
-use nmad::wire::{Chunk, Decoder, Encoder, FLAG_READ, FLAG_SYNC, MsgHeader, Piece, VERSION};
+use nmad::wire::{Chunk, Decoder, Encoder, FLAG_READ, FLAG_SYNC, MAX_AM_HEADER, MsgHeader, Piece, VERSION};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -12,6 +12,7 @@ enum Gen {
     Fin(u64),
     Ack(u64),
     Credit(u64, u64),
+    Am(u16, Vec<u8>, Vec<u8>),
 }
 
 fn header(flags: u8) -> impl Strategy<Value = MsgHeader> {
@@ -52,6 +53,12 @@ fn chunk() -> impl Strategy<Value = Gen> {
         any::<u64>().prop_map(Gen::Fin),
         any::<u64>().prop_map(Gen::Ack),
         (any::<u64>(), any::<u64>()).prop_map(|(b, s)| Gen::Credit(b, s)),
+        (
+            any::<u16>(),
+            prop::collection::vec(any::<u8>(), 0..=MAX_AM_HEADER),
+            prop::collection::vec(any::<u8>(), 0..300)
+        )
+            .prop_map(|(id, hd, p)| Gen::Am(id, hd, p)),
     ]
 }
 
@@ -84,6 +91,10 @@ fn encode(chunks: &[Gen]) -> Vec<u8> {
             Gen::Fin(c) => Encoder(&mut b).fin(*c),
             Gen::Ack(c) => Encoder(&mut b).ack(*c),
             Gen::Credit(x, y) => Encoder(&mut b).credit(*x, *y),
+            Gen::Am(id, hd, p) => {
+                Encoder(&mut b).am(*id, hd, p.len());
+                b.extend_from_slice(p);
+            }
         }
     }
     b
@@ -97,8 +108,13 @@ proptest! {
         let mut p = vec![VERSION];
         p.extend_from_slice(&bytes);
         for c in Decoder::new(&p).unwrap() {
-            if let Ok(Chunk::Data { payload, .. }) = c {
-                prop_assert!(payload.len() <= p.len());
+            match c {
+                Ok(Chunk::Data { payload, .. }) => prop_assert!(payload.len() <= p.len()),
+                Ok(Chunk::Am { header, payload, .. }) => {
+                    prop_assert!(header.len() <= MAX_AM_HEADER);
+                    prop_assert!(header.len() + payload.len() <= p.len());
+                }
+                _ => {}
             }
         }
     }
@@ -126,6 +142,10 @@ proptest! {
                 }
                 (Chunk::Fin { cookie }, Gen::Fin(c2)) | (Chunk::Ack { cookie }, Gen::Ack(c2)) => prop_assert_eq!(cookie, c2),
                 (Chunk::Credit { bytes, slots }, Gen::Credit(b2, s2)) => prop_assert_eq!((bytes, slots), (b2, s2)),
+                (Chunk::Am { handler, header, payload }, Gen::Am(id2, hd2, p2)) => {
+                    prop_assert_eq!(handler, id2);
+                    prop_assert_eq!((&header[..], &payload[..]), (&hd2[..], &p2[..]));
+                }
                 (g, c) => prop_assert!(false, "{:?} decoded as {:?}", c, g),
             }
         }

@@ -13,6 +13,7 @@
 //! on any packet to the peer or, past a threshold, in a packet of its own, and fails a peer that
 //! sends beyond it (`Gate::allowance`, see `budget`).
 
+mod am_out;
 mod connect_on_receive;
 mod eager_now;
 
@@ -109,6 +110,8 @@ pub(crate) enum Control {
     Ack(u64),
     /// The message of send `cookie` was dropped unmatched (see `deliver::refuse`).
     Nak(u64),
+    /// An active message (its credit taken when it was admitted: `am_out`).
+    Am(am_out::AmOut),
 }
 
 impl Control {
@@ -116,6 +119,7 @@ impl Control {
         match self {
             Control::Rtr { pieces, .. } => 1 + 40 + pieces.len() * (1 + wire::MAX_RAIL_NAME + 20),
             Control::Fin(_) | Control::Ack(_) | Control::Nak(_) => 11,
+            Control::Am(am) => am.wire_size(),
         }
     }
 }
@@ -136,6 +140,8 @@ enum Part {
 /// The send side of a gate (under the gate lock).
 pub(crate) struct Out {
     control: VecDeque<Control>,
+    /// Active messages waiting for credit.
+    ams: VecDeque<am_out::AmOut>,
     msgs: VecDeque<ReqPtr>,
     next_seq: HashMap<u32, u32>,
     /// Eager credit (bytes) and rendezvous slots the peer granted us.
@@ -215,6 +221,7 @@ impl Gate {
             rails,
             out: Mutex::new(Out {
                 control: VecDeque::new(),
+                ams: VecDeque::new(),
                 msgs: VecDeque::new(),
                 next_seq: HashMap::default(),
                 credit,
@@ -540,6 +547,10 @@ impl Gate {
                 Control::Fin(c) => e.fin(*c),
                 Control::Ack(c) => e.ack(*c),
                 Control::Nak(c) => e.nak(*c),
+                Control::Am(am) => {
+                    e.am(am.handler, &am.header, am.payload.len());
+                    o.hdr.extend_from_slice(&am.payload);
+                }
             }
         }
         for i in 0..plan.messages {
@@ -761,6 +772,7 @@ impl Gate {
             let mut out = self.out.lock().unwrap();
             out.credit = out.credit.saturating_add(bytes);
             out.slots = out.slots.saturating_add(slots);
+            am_out::admit_ams(&mut out);
             !out.msgs.is_empty() || !out.control.is_empty()
         };
         // Credit arrives with almost every packet of a ping-pong: flush only if something waits

@@ -6,6 +6,7 @@
 //! and none is held across a driver call that could call back into the core, nor while a
 //! request completes. The core never sees MPI objects: madmpi maps communicators to sessions.
 
+pub(crate) mod am;
 mod budget;
 mod buffers;
 mod counters;
@@ -168,6 +169,8 @@ pub(crate) struct Core {
     /// with the same id (madmpi reuses context ids) continues where the gates' counters are.
     resume_order: Mutex<HashMap<u32, Vec<u32>>>,
     pub(crate) reads: WorkQueue<deliver::ReadJob>,
+    /// Active-message handlers and the AMs waiting for them.
+    pub(crate) ams: am::AmRegistry,
     pub(crate) backlog: WorkQueue<PeerId>,
     tasks: Mutex<Vec<LtaskHandle>>,
     pub(crate) finalizing: AtomicBool,
@@ -253,6 +256,7 @@ impl Core {
             early: Mutex::new(HashMap::default()),
             resume_order: Mutex::new(HashMap::default()),
             reads: WorkQueue::default(),
+            ams: am::AmRegistry::default(),
             backlog: WorkQueue::default(),
             tasks: Mutex::new(Vec::new()),
             finalizing: AtomicBool::new(false),
@@ -580,6 +584,15 @@ impl Core {
                     gate.add_credit(self, bytes, slots);
                     Ok(())
                 }
+                // Charged like eager data; its handler runs later, outside this driver callback.
+                wire::Chunk::Am { handler, header, payload } => {
+                    let arrival = gate.allowance.charge_eager(header.len() + payload.len());
+                    if let Err(what) = arrival.and_then(|()| self.ams.arrived(from, handler, header, payload))
+                    {
+                        return gate.violation(self, &what);
+                    }
+                    Ok(())
+                }
             };
             if let Err(e) = r {
                 static IGNORED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
@@ -779,6 +792,9 @@ impl Source for DriverTask {
         let mut n = core.drivers[self.driver].poll(&mut sink);
         if !core.reads.is_empty() {
             n += deliver::run_reads(&core);
+        }
+        if !core.ams.jobs.is_empty() {
+            n += am::run_ams(&core);
         }
         if !core.backlog.is_empty() {
             n += core.flush_backlog();

@@ -108,6 +108,9 @@ fn decode(link: &Recording) -> Vec<String> {
                     Chunk::Rtr { accepted, pieces, .. } => format!("RTR {accepted}B/{}", pieces.len()),
                     Chunk::Credit { bytes, slots } => format!("CREDIT {bytes}B {slots}"),
                     Chunk::Nak { cookie } => format!("NAK {cookie}"),
+                    Chunk::Am { handler, header, payload } => {
+                        format!("AM h{handler} {}+{}B", header.len(), payload.len())
+                    }
                 })
                 .collect::<Vec<_>>()
                 .join(" | ")

@@ -11,6 +11,9 @@
 //! CREDIT := 6 bytes slots       (unexpected-message credit returned to the sender)
 //! NAK    := 7 cookie            (the message was dropped unmatched, its session revoked: the
 //!                                send that waited for an answer fails)
+//! AM     := 8 handler hlen len header[hlen] payload[len]
+//!           (an active message: the receiver runs handler `handler` (u16) on it; `header`
+//!           at most MAX_AM_HEADER bytes; the payload follows as a separate segment, like DATA's)
 //! ```
 //! A small message costs one packet: about 7 bytes of headers, then its data. The decoder treats
 //! every byte as hostile: lengths are checked against what remains, counts are capped, varints
@@ -33,6 +36,8 @@ pub const MAX_REMOTE_SEGMENTS: usize = 64;
 pub const MAX_PIECES: usize = 16;
 /// Longest rail name in an RTR.
 pub const MAX_RAIL_NAME: usize = 64;
+/// Bytes of handler header an AM may carry (the payload is bounded by the eager limit).
+pub const MAX_AM_HEADER: usize = 1024;
 /// An upper bound of a chunk header (without payload, user header or segments), for sizing.
 pub const MAX_HEADER: usize = 2 + 5 + 10 + 5 + 10 + 10;
 
@@ -43,6 +48,7 @@ const FIN: u8 = 4;
 const ACK: u8 = 5;
 const CREDIT: u8 = 6;
 const NAK: u8 = 7;
+const AM: u8 = 8;
 
 /// Where a message belongs: session, tag and its sequence number on (gate, session).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +77,7 @@ pub enum Chunk<'a> {
     Ack { cookie: u64 },
     Credit { bytes: u64, slots: u64 },
     Nak { cookie: u64 },
+    Am { handler: u16, header: &'a [u8], payload: &'a [u8] },
 }
 
 /// The sender's memory announced in an RDV ((address, length) pairs; the receiver's driver
@@ -241,6 +248,17 @@ impl<'a> Decoder<'a> {
             ACK => Ok(Chunk::Ack { cookie: self.varint()? }),
             CREDIT => Ok(Chunk::Credit { bytes: self.varint()?, slots: self.varint()? }),
             NAK => Ok(Chunk::Nak { cookie: self.varint()? }),
+            AM => {
+                let handler = self.varint()?;
+                let handler = u16::try_from(handler).or_else(|_| self.err("handler id exceeds 16 bits"))?;
+                let hlen = self.varint()?;
+                if hlen > MAX_AM_HEADER as u64 {
+                    return self.err("active message header too long");
+                }
+                let len = self.varint()?;
+                let header = self.bytes(hlen)?;
+                Ok(Chunk::Am { handler, header, payload: self.bytes(len)? })
+            }
             _ => {
                 self.at -= 1;
                 self.err("unknown chunk kind")
@@ -348,6 +366,17 @@ impl Encoder<'_> {
         self.varint(cookie);
     }
 
+    /// An AM header with its handler header copied in; `len` payload bytes must follow it.
+    /// `header` is at most [`MAX_AM_HEADER`] bytes (the decoder rejects longer ones).
+    pub fn am(&mut self, handler: u16, header: &[u8], len: usize) {
+        debug_assert!(header.len() <= MAX_AM_HEADER);
+        self.0.push(AM);
+        self.varint(u64::from(handler));
+        self.varint(header.len() as u64);
+        self.varint(len as u64);
+        self.0.extend_from_slice(header);
+    }
+
     pub fn credit(&mut self, bytes: u64, slots: u64) {
         self.0.push(CREDIT);
         self.varint(bytes);
@@ -402,6 +431,8 @@ mod tests {
         Encoder(&mut b).ack(6);
         Encoder(&mut b).credit(1 << 40, 3);
         Encoder(&mut b).nak(7);
+        Encoder(&mut b).am(u16::MAX, b"put", 2);
+        b.extend_from_slice(b"xy");
         let got: Vec<_> = Decoder::new(&b).unwrap().map(Result::unwrap).collect();
         assert_eq!(got[0], Chunk::Data { h, cookie: 42, payload: b"abc" });
         match &got[1] {
@@ -420,7 +451,8 @@ mod tests {
                 Chunk::Fin { cookie: 5 },
                 Chunk::Ack { cookie: 6 },
                 Chunk::Credit { bytes: 1 << 40, slots: 3 },
-                Chunk::Nak { cookie: 7 }
+                Chunk::Nak { cookie: 7 },
+                Chunk::Am { handler: u16::MAX, header: b"put", payload: b"xy" }
             ]
         );
     }
@@ -453,6 +485,10 @@ mod tests {
                 "remote segments do not add up to the message",
             ),
             (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 0], "bad number of remote segments"),
+            (vec![VERSION, AM, 0x80, 0x80, 0x04, 0, 0], "handler id exceeds 16 bits"),
+            (vec![VERSION, AM, 1, 0x81, 0x08, 0], "active message header too long"),
+            (vec![VERSION, AM, 1, 2, 0, b'h'], "length beyond the end of the packet"),
+            (vec![VERSION, AM, 1, 0, 3, b'a', b'b'], "length beyond the end of the packet"),
         ];
         for (p, want) in cases {
             let r = Decoder::new(&p).and_then(|mut d| d.next().unwrap());
