@@ -9,11 +9,11 @@
 
 mod common;
 
-use common::{DirJob, pattern, put};
-use nmad::drivers::{BulkHeader, DriverEnv, Link, PeerId, SegmentMut, Sink};
+use common::{Cut, DirJob, RawPeer, pattern};
+use nmad::drivers::PeerId;
 use nmad::wire::{Encoder, VERSION};
 use nmad::{AmHandler, Config, Error, Nmad};
-use std::io::{self, IoSlice};
+use std::io::IoSlice;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -32,41 +32,13 @@ fn env_dir_key() -> Option<(PathBuf, JobKey)> {
     Some((dir.into(), JobKey::from_hex(&std::env::var(KEY_ENV).unwrap()).unwrap()))
 }
 
-/// Ignores everything the driver reports but the link's failure.
-#[derive(Default)]
-struct Cut(Option<String>);
-
-impl Sink for Cut {
-    fn link_up(&mut self, _: Arc<dyn Link>) {}
-    fn packet(&mut self, _: PeerId, _: &[u8]) {}
-    fn bulk_dest(&mut self, _: PeerId, _: &BulkHeader, _: &mut Vec<SegmentMut>) -> bool {
-        false
-    }
-    fn bulk_done(&mut self, _: PeerId, _: &BulkHeader) {}
-    fn bulk_sent(&mut self, _: PeerId, _: u64) {}
-    fn link_failed(&mut self, _: PeerId, error: io::Error) {
-        self.0.get_or_insert(error.to_string());
-    }
-}
-
 /// Not a test: process 1 (does nothing unless started by the test below). Sends two AMs for
 /// [`ECHO`] and one for [`UNREGISTERED`] to process 0 in one packet, then waits until its link
 /// fails.
 #[test]
 fn am_sender() {
     let Some((dir, key)) = env_dir_key() else { return };
-    let env =
-        DriverEnv { rank: 1, size: 2, job_key: key, node: nmad::drivers::node_id(), single_node: false };
-    let tcp = nmad::drivers::by_spec("tcp", &env).unwrap();
-    put(&dir, "nmad-cards-1", &format!("credit/{BUDGET}/16|node/{}|tcp/{}", env.node, tcp.card())).unwrap();
-    let cards = loop {
-        if let Ok(c) = std::fs::read_to_string(dir.join("nmad-cards-0")) {
-            break c;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let card = cards.split('|').find_map(|e| e.strip_prefix("tcp/")).expect("process 0's tcp card");
-    let link = tcp.connect(0, card).unwrap();
+    let RawPeer { link, tcp } = RawPeer::connect(&dir, key, 1, 2, BUDGET);
     let mut packet = vec![VERSION];
     for (i, header) in [&b"first"[..], b"second"].into_iter().enumerate() {
         let payload = pattern(i as u64, 40 + i);

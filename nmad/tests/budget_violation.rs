@@ -11,15 +11,15 @@
 
 mod common;
 
-use common::{DirJob, pattern, put};
-use nmad::drivers::{BulkHeader, DriverEnv, Link, PeerId, SegmentMut, Sent, Sink};
+use common::{Cut, DirJob, RawPeer, pattern};
+use nmad::drivers::Sent;
 use nmad::wire::{Encoder, MsgHeader, VERSION};
 use nmad::{Config, Data, Error, Nmad, Request, SendMode, Source};
-use std::io::{self, IoSlice};
+use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tools::secret::JobKey;
 
@@ -76,42 +76,13 @@ fn honest_peer() {
     std::process::exit(0);
 }
 
-/// Ignores everything the driver reports but the link's failure.
-#[derive(Default)]
-struct Cut(Option<String>);
-
-impl Sink for Cut {
-    fn link_up(&mut self, _: Arc<dyn Link>) {}
-    fn packet(&mut self, _: PeerId, _: &[u8]) {}
-    fn bulk_dest(&mut self, _: PeerId, _: &BulkHeader, _: &mut Vec<SegmentMut>) -> bool {
-        false
-    }
-    fn bulk_done(&mut self, _: PeerId, _: &BulkHeader) {}
-    fn bulk_sent(&mut self, _: PeerId, _: u64) {}
-    fn link_failed(&mut self, peer: PeerId, error: io::Error) {
-        assert_eq!(peer, 0, "only process 0 is connected");
-        self.0.get_or_insert(error.to_string());
-    }
-}
-
 /// Not a test: process 2. Publishes a card as nmad would, connects to process 0 with the tcp
 /// driver and floods it with DATA chunks for a session that does not exist, ignoring credit,
 /// until its driver reports the link failed; fails if that takes longer than [`CUT_OFF_WITHIN`].
 #[test]
 fn flooding_peer() {
     let Some((dir, key)) = env_dir_key() else { return };
-    let env =
-        DriverEnv { rank: 2, size: 3, job_key: key, node: nmad::drivers::node_id(), single_node: false };
-    let tcp = nmad::drivers::by_spec("tcp", &env).unwrap();
-    put(&dir, "nmad-cards-2", &format!("credit/{BUDGET}/16|node/{}|tcp/{}", env.node, tcp.card())).unwrap();
-    let cards = loop {
-        if let Ok(c) = std::fs::read_to_string(dir.join("nmad-cards-0")) {
-            break c;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let card = cards.split('|').find_map(|e| e.strip_prefix("tcp/")).expect("process 0's tcp card");
-    let link = tcp.connect(0, card).unwrap();
+    let RawPeer { link, tcp } = RawPeer::connect(&dir, key, 2, 3, BUDGET);
     let payload = vec![0x5au8; FLOOD_LEN];
     let mut packet = Vec::new();
     let mut sink = Cut::default();

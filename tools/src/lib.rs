@@ -19,3 +19,4 @@ pub mod ccwrap;
 pub mod launcher;
 pub mod pmi;
 pub mod secret;
+pub mod unix_socket;

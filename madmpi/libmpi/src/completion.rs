@@ -175,41 +175,12 @@ pub(crate) fn report_some(
     in_status(func, &done, statuses).map_or(Ok(()), Err)
 }
 
-/// Reports every request of `active`, all complete (`MPI_Waitall`, `MPI_Testall`): inactive
-/// ones get the empty status.
+/// Reports every request of `active` (`MPI_Waitall`, `MPI_Testall`): inactive ones get the
+/// empty status, completed ones their outcome. Incomplete ones are there only when ULFM's rule
+/// stopped the wait (MPICH turns such a wait into a test): the receives from any source the rule
+/// stops are left active with `MPIX_ERR_PROC_FAILED_PENDING`, the others with `MPI_ERR_PENDING`;
+/// then `MPI_ERR_IN_STATUS`.
 pub(crate) fn report_all(
-    func: &str,
-    st: &State,
-    handles: &mut [abi::Request],
-    active: &[Option<Active>],
-    mut statuses: Option<&mut [Status]>,
-) -> Outcome {
-    let mut done = Vec::new();
-    for (i, a) in active.iter().enumerate() {
-        let status = statuses.as_deref_mut().map(|s| &mut s[i]);
-        let Some(a) = a else {
-            status::empty(status);
-            continue;
-        };
-        let r = finish(st, &mut handles[i], a, status);
-        done.push((i, r.err(), a.entry.clone()));
-    }
-    if done.iter().any(|d| d.1.is_some())
-        && let Some(s) = statuses.as_deref_mut()
-    {
-        // Every status says how its request went, the null and inactive ones included.
-        for s in s.iter_mut() {
-            s.error = 0;
-        }
-    }
-    in_status(func, &done, statuses).map_or(Ok(()), Err)
-}
-
-/// Reports `active` after ULFM's rule stopped a wait for all of them (`MPI_Waitall`,
-/// `MPI_Testall`; MPICH turns such a wait into a test): the completed ones as usual, the
-/// receives from any source that the rule stops left active with `MPIX_ERR_PROC_FAILED_PENDING`,
-/// the other incomplete ones left active with `MPI_ERR_PENDING`; then `MPI_ERR_IN_STATUS`.
-pub(crate) fn report_stopped(
     func: &str,
     st: &State,
     handles: &mut [abi::Request],
@@ -231,8 +202,13 @@ pub(crate) fn report_stopped(
         };
         done.push((i, r, a.entry.clone()));
     }
-    if let Some(s) = statuses.as_deref_mut() {
-        s.iter_mut().for_each(|s| s.error = 0);
+    if done.iter().any(|d| d.1.is_some())
+        && let Some(s) = statuses.as_deref_mut()
+    {
+        // Every status says how its request went, the null and inactive ones included.
+        for s in s.iter_mut() {
+            s.error = 0;
+        }
     }
     in_status(func, &done, statuses).map_or(Ok(()), Err)
 }

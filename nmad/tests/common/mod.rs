@@ -1,6 +1,10 @@
 //! What the multi-process nmad tests share: a job of one process in a universe of several whose
 //! key/value store is a directory the processes share (how separate test processes find each
-//! other's business cards without a launcher), and a data pattern to check messages with.
+//! other's business cards without a launcher), a data pattern to check messages with, and a raw
+//! peer that speaks the wire protocol itself over the tcp driver (to send what nmad never would).
+
+// Each test binary compiles this module and uses only part of it.
+#![allow(dead_code)]
 
 use nmad::bootstrap::{Bootstrap, Universe};
 use nmad::{Config, Nmad};
@@ -61,4 +65,55 @@ pub fn start(job: DirJob, config: Config) -> Nmad {
 /// The bytes of message `seed`.
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
     (0..len).map(|i| (seed as usize * 131 + i * 7 + (i >> 9)) as u8).collect()
+}
+
+/// A process that speaks nmad's wire protocol itself over the real tcp driver (to send what an
+/// honest nmad never would): rank `rank` of a universe of `size`, connected to process 0.
+pub struct RawPeer {
+    pub link: Arc<dyn nmad::drivers::Link>,
+    pub tcp: Arc<dyn nmad::drivers::Driver>,
+}
+
+impl RawPeer {
+    /// Publishes a card as nmad would (granting `budget` bytes of credit), waits for process
+    /// 0's card in `dir` and connects to it.
+    pub fn connect(dir: &Path, key: JobKey, rank: u32, size: u32, budget: u64) -> RawPeer {
+        use nmad::drivers::DriverEnv;
+        let env = DriverEnv { rank, size, job_key: key, node: nmad::drivers::node_id(), single_node: false };
+        let tcp = nmad::drivers::by_spec("tcp", &env).unwrap();
+        let card = format!("credit/{budget}/16|node/{}|tcp/{}", env.node, tcp.card());
+        put(dir, &format!("nmad-cards-{rank}"), &card).unwrap();
+        let cards = loop {
+            if let Ok(c) = std::fs::read_to_string(dir.join("nmad-cards-0")) {
+                break c;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let card = cards.split('|').find_map(|e| e.strip_prefix("tcp/")).expect("process 0's tcp card");
+        let link = tcp.connect(0, card).unwrap();
+        RawPeer { link, tcp }
+    }
+}
+
+/// A driver sink that ignores everything but the link's failure (only process 0 is connected).
+#[derive(Default)]
+pub struct Cut(pub Option<String>);
+
+impl nmad::drivers::Sink for Cut {
+    fn link_up(&mut self, _: Arc<dyn nmad::drivers::Link>) {}
+    fn packet(&mut self, _: nmad::drivers::PeerId, _: &[u8]) {}
+    fn bulk_dest(
+        &mut self,
+        _: nmad::drivers::PeerId,
+        _: &nmad::drivers::BulkHeader,
+        _: &mut Vec<nmad::drivers::SegmentMut>,
+    ) -> bool {
+        false
+    }
+    fn bulk_done(&mut self, _: nmad::drivers::PeerId, _: &nmad::drivers::BulkHeader) {}
+    fn bulk_sent(&mut self, _: nmad::drivers::PeerId, _: u64) {}
+    fn link_failed(&mut self, peer: nmad::drivers::PeerId, error: io::Error) {
+        assert_eq!(peer, 0, "only process 0 is connected");
+        self.0.get_or_insert(error.to_string());
+    }
 }

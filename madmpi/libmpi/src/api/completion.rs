@@ -22,9 +22,7 @@
 //! then the output pointers in parameter order.
 
 use crate::check;
-use crate::completion::{
-    Active, finish, ops, progress_once, report_all, report_first, report_some, report_stopped,
-};
+use crate::completion::{Active, finish, ops, progress_once, report_all, report_first, report_some};
 use crate::errors::{Fail, On};
 use crate::export::export;
 use crate::state::{State, state};
@@ -188,11 +186,8 @@ export! {
         // failure stops that receive (ULFM).
         loop {
             let left: Vec<&RawRequest> = ops.iter().copied().filter(|op| !op.is_complete()).collect();
-            if left.is_empty() {
+            if left.is_empty() || wait_any_or_failure_pending(&left) {
                 return report_all("MPI_Waitall", &st, handles, &active, statuses);
-            }
-            if wait_any_or_failure_pending(&left) {
-                return report_stopped("MPI_Waitall", &st, handles, &active, statuses);
             }
         }
     }
@@ -219,10 +214,7 @@ export! {
             op.test(); // drives progress once
         }
         *flag = c_int::from(ops.iter().all(|op| op.is_complete()));
-        if *flag == 0 {
-            if failure_pending(&active).is_some() {
-                return report_stopped("MPI_Testall", &st, handles, &active, statuses);
-            }
+        if *flag == 0 && failure_pending(&active).is_none() {
             return Ok(());
         }
         report_all("MPI_Testall", &st, handles, &active, statuses)

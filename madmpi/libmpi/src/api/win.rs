@@ -12,7 +12,8 @@
 //!
 //! Owns the C signatures and the order of the checks; the windows are `madmpi::rma`'s.
 
-use crate::check;
+use crate::api::family::widths;
+use crate::check::{self, CInt};
 use crate::comms::CommObj;
 use crate::errors::{Fail, On, Outcome};
 use crate::export::export;
@@ -126,112 +127,58 @@ fn shared_query(
     Ok(())
 }
 
+widths! {
+    /// Collective: exposes `size` bytes at `base` (the `_c` form's unit is an `MPI_Aint`).
+    (base: *mut c_void, size: abi::Aint, disp_unit: Displ, info: abi::Info, comm: abi::Comm, win: *mut abi::Win) {
+        create(base, size, disp_unit.wide(), info, comm, win)
+    }
+    int MPI_Win_create / PMPI_Win_create;
+    large MPI_Win_create_c / PMPI_Win_create_c;
+
+    /// Collective: `size` bytes allocated by MPI, their address written to `*(void **)baseptr`
+    /// (in shared memory when every member is on one node).
+    (
+        size: abi::Aint,
+        disp_unit: Displ,
+        info: abi::Info,
+        comm: abi::Comm,
+        baseptr: *mut c_void,
+        win: *mut abi::Win,
+    ) {
+        allocate(false, size, disp_unit.wide(), info, comm, baseptr, win)
+    }
+    int MPI_Win_allocate / PMPI_Win_allocate;
+    large MPI_Win_allocate_c / PMPI_Win_allocate_c;
+
+    /// Collective, every member on one node: this member's part of one segment all of them
+    /// map; contiguous unless `alloc_shared_noncontig` is `true`.
+    (
+        size: abi::Aint,
+        disp_unit: Displ,
+        info: abi::Info,
+        comm: abi::Comm,
+        baseptr: *mut c_void,
+        win: *mut abi::Win,
+    ) {
+        allocate(true, size, disp_unit.wide(), info, comm, baseptr, win)
+    }
+    int MPI_Win_allocate_shared / PMPI_Win_allocate_shared;
+    large MPI_Win_allocate_shared_c / PMPI_Win_allocate_shared_c;
+
+    /// Member `rank`'s part in this process's mapping (`MPI_PROC_NULL`: the first non-empty
+    /// part).
+    (win: abi::Win, rank: c_int, size: *mut abi::Aint, disp_unit: *mut Displ, baseptr: *mut c_void) {
+        shared_query(win, rank, size, baseptr, |u| {
+            // SAFETY: an output argument.
+            *unsafe { check::out(disp_unit, "disp_unit") }? = Displ::try_from(u).unwrap_or(Displ::MAX);
+            Ok(())
+        })
+    }
+    int MPI_Win_shared_query / PMPI_Win_shared_query;
+    large MPI_Win_shared_query_c / PMPI_Win_shared_query_c;
+}
+
 export! {
-    /// `MPI_Win_create` (collective): exposes `size` bytes at `base`.
-    fn MPI_Win_create / PMPI_Win_create(
-        base: *mut c_void,
-        size: abi::Aint,
-        disp_unit: c_int,
-        info: abi::Info,
-        comm: abi::Comm,
-        win: *mut abi::Win,
-    ) {
-        create(base, size, disp_unit.into(), info, comm, win)
-    }
-
-    /// `MPI_Win_create_c`: `MPI_Win_create` with an `MPI_Aint` displacement unit.
-    fn MPI_Win_create_c / PMPI_Win_create_c(
-        base: *mut c_void,
-        size: abi::Aint,
-        disp_unit: abi::Aint,
-        info: abi::Info,
-        comm: abi::Comm,
-        win: *mut abi::Win,
-    ) {
-        create(base, size, disp_unit, info, comm, win)
-    }
-
-    /// `MPI_Win_allocate` (collective): `size` bytes allocated by MPI, their address written to
-    /// `*(void **)baseptr` (in shared memory when every member is on one node).
-    fn MPI_Win_allocate / PMPI_Win_allocate(
-        size: abi::Aint,
-        disp_unit: c_int,
-        info: abi::Info,
-        comm: abi::Comm,
-        baseptr: *mut c_void,
-        win: *mut abi::Win,
-    ) {
-        allocate(false, size, disp_unit.into(), info, comm, baseptr, win)
-    }
-
-    /// `MPI_Win_allocate_c`.
-    fn MPI_Win_allocate_c / PMPI_Win_allocate_c(
-        size: abi::Aint,
-        disp_unit: abi::Aint,
-        info: abi::Info,
-        comm: abi::Comm,
-        baseptr: *mut c_void,
-        win: *mut abi::Win,
-    ) {
-        allocate(false, size, disp_unit, info, comm, baseptr, win)
-    }
-
-    /// `MPI_Win_allocate_shared` (collective, every member on one node): this member's part of
-    /// one segment all of them map; contiguous unless `alloc_shared_noncontig` is `true`.
-    fn MPI_Win_allocate_shared / PMPI_Win_allocate_shared(
-        size: abi::Aint,
-        disp_unit: c_int,
-        info: abi::Info,
-        comm: abi::Comm,
-        baseptr: *mut c_void,
-        win: *mut abi::Win,
-    ) {
-        allocate(true, size, disp_unit.into(), info, comm, baseptr, win)
-    }
-
-    /// `MPI_Win_allocate_shared_c`.
-    fn MPI_Win_allocate_shared_c / PMPI_Win_allocate_shared_c(
-        size: abi::Aint,
-        disp_unit: abi::Aint,
-        info: abi::Info,
-        comm: abi::Comm,
-        baseptr: *mut c_void,
-        win: *mut abi::Win,
-    ) {
-        allocate(true, size, disp_unit, info, comm, baseptr, win)
-    }
-
-    /// `MPI_Win_shared_query`: member `rank`'s part in this process's mapping (`MPI_PROC_NULL`:
-    /// the first non-empty part).
-    fn MPI_Win_shared_query / PMPI_Win_shared_query(
-        win: abi::Win,
-        rank: c_int,
-        size: *mut abi::Aint,
-        disp_unit: *mut c_int,
-        baseptr: *mut c_void,
-    ) {
-        shared_query(win, rank, size, baseptr, |u| {
-            // SAFETY: an output argument.
-            *unsafe { check::out(disp_unit, "disp_unit") }? = c_int::try_from(u).unwrap_or(c_int::MAX);
-            Ok(())
-        })
-    }
-
-    /// `MPI_Win_shared_query_c`: the unit as an `MPI_Aint`.
-    fn MPI_Win_shared_query_c / PMPI_Win_shared_query_c(
-        win: abi::Win,
-        rank: c_int,
-        size: *mut abi::Aint,
-        disp_unit: *mut abi::Aint,
-        baseptr: *mut c_void,
-    ) {
-        shared_query(win, rank, size, baseptr, |u| {
-            // SAFETY: an output argument.
-            *unsafe { check::out(disp_unit, "disp_unit") }? = abi::Aint::try_from(u).unwrap_or(abi::Aint::MAX);
-            Ok(())
-        })
-    }
-
     /// `MPI_Win_create_dynamic` (collective): a window whose memory `MPI_Win_attach` adds.
     fn MPI_Win_create_dynamic / PMPI_Win_create_dynamic(info: abi::Info, comm: abi::Comm, win: *mut abi::Win) {
         let c = state()?.comm(comm)?;
