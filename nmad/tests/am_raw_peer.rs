@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Cut, DirJob, RawPeer, pattern};
+use common::{Cut, DirJob, ERRORS, RawPeer, pattern};
 use nmad::drivers::PeerId;
 use nmad::wire::{Encoder, VERSION};
 use nmad::{AmHandler, Config, Error, Nmad};
@@ -56,23 +56,6 @@ fn am_sender() {
     }
     std::process::exit(0);
 }
-
-/// Records the errors logged in this process.
-struct Errors(Mutex<Vec<String>>);
-
-impl log::Log for Errors {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= log::Level::Error
-    }
-    fn log(&self, r: &log::Record<'_>) {
-        if self.enabled(r.metadata()) {
-            self.0.lock().unwrap().push(r.args().to_string());
-        }
-    }
-    fn flush(&self) {}
-}
-
-static ERRORS: Errors = Errors(Mutex::new(Vec::new()));
 
 /// An AM as its handler saw it: sender, header, payload.
 type Received = (PeerId, Vec<u8>, Vec<u8>);
@@ -130,7 +113,7 @@ fn active_messages_run_their_handler_in_order_and_an_unregistered_one_fails_the_
     let want: Vec<Received> =
         vec![(1, b"first".to_vec(), pattern(0, 40)), (1, b"second".to_vec(), pattern(1, 41))];
     assert_eq!(got, want);
-    let errors = ERRORS.0.lock().unwrap().clone();
+    let errors = ERRORS.taken();
     assert!(
         errors
             .iter()

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{Cut, DirJob, RawPeer, pattern};
+use common::{Cut, DirJob, ERRORS, RawPeer, pattern};
 use nmad::drivers::Sent;
 use nmad::wire::{Encoder, MsgHeader, VERSION};
 use nmad::{Config, Data, Error, Nmad, Request, SendMode, Source};
@@ -19,7 +19,6 @@ use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tools::secret::JobKey;
 
@@ -114,23 +113,6 @@ fn flooding_peer() {
     std::process::exit(0);
 }
 
-/// Records the errors logged in this process.
-struct Errors(Mutex<Vec<String>>);
-
-impl log::Log for Errors {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= log::Level::Error
-    }
-    fn log(&self, r: &log::Record<'_>) {
-        if self.enabled(r.metadata()) {
-            self.0.lock().unwrap().push(r.args().to_string());
-        }
-    }
-    fn flush(&self) {}
-}
-
-static ERRORS: Errors = Errors(Mutex::new(Vec::new()));
-
 /// Resident memory of this process now and at most so far (bytes).
 fn rss() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -213,7 +195,7 @@ fn a_peer_flooding_beyond_its_credit_is_cut_off_and_the_others_go_on() {
         rss_peak.saturating_sub(rss_before)
     );
     // Reported, naming the peer.
-    let errors = ERRORS.0.lock().unwrap().clone();
+    let errors = ERRORS.taken();
     assert!(
         errors.iter().any(|e| e.contains("peer 2 broke the protocol") && e.contains("beyond its credit")),
         "no error names the flooding peer: {errors:?}"

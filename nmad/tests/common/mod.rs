@@ -117,3 +117,27 @@ impl nmad::drivers::Sink for Cut {
         self.0.get_or_insert(error.to_string());
     }
 }
+
+/// Records the errors logged in this process (install with `log::set_logger(&ERRORS)`).
+pub struct Errors(std::sync::Mutex<Vec<String>>);
+
+impl Errors {
+    /// The errors logged so far.
+    pub fn taken(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl log::Log for Errors {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Error
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            self.0.lock().unwrap().push(r.args().to_string());
+        }
+    }
+    fn flush(&self) {}
+}
+
+pub static ERRORS: Errors = Errors(std::sync::Mutex::new(Vec::new()));
