@@ -2,9 +2,10 @@
 //! over the real shm and tcp drivers: request/reply round trips where the handler replies from
 //! progression, and misuse refused.
 
-use nmad::bootstrap::LocalJob;
+mod common;
+
 use nmad::drivers::PeerId;
-use nmad::{AmHandler, Config, Error, Nmad};
+use nmad::{AmHandler, Error, Nmad};
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -13,25 +14,7 @@ const REQUEST: u16 = 1;
 const REPLY: u16 = 2;
 
 fn ranks(drivers: &str, strategy: &str) -> Vec<Nmad> {
-    let boots = LocalJob::ranks(2).unwrap();
-    let handles: Vec<_> = boots
-        .into_iter()
-        .map(|b| {
-            let (drivers, strategy) = (drivers.to_string(), strategy.to_string());
-            std::thread::spawn(move || {
-                let config = Config {
-                    drivers: Some(drivers.split(',').map(String::from).collect()),
-                    strategy: nmad::strategies::by_name(&strategy).unwrap(),
-                    eager_limit: 32 << 10,
-                    unexpected_budget: 1 << 20,
-                    rdv_slots: 16,
-                };
-                let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
-                Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    common::ranks_in_process(2, drivers, strategy, 32 << 10, 1 << 20, 16)
 }
 
 fn finalize_all(nms: Vec<Nmad>) {

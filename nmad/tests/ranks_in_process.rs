@@ -2,31 +2,14 @@
 //! exchanges of every size, multi-rail splitting, many threads per rank at once
 //! (MPI_THREAD_MULTIPLE), and a peer that disappears.
 
-use nmad::bootstrap::LocalJob;
-use nmad::{Config, Error, Nmad, SendMode, Source, TagMatch, scope};
+mod common;
+
+use nmad::{Error, Nmad, SendMode, Source, TagMatch, scope};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn ranks(n: u32, drivers: &str, strategy: &str) -> Vec<Nmad> {
-    let boots = LocalJob::ranks(n).unwrap();
-    let handles: Vec<_> = boots
-        .into_iter()
-        .map(|b| {
-            let (drivers, strategy) = (drivers.to_string(), strategy.to_string());
-            std::thread::spawn(move || {
-                let config = Config {
-                    drivers: Some(drivers.split(',').map(String::from).collect()),
-                    strategy: nmad::strategies::by_name(&strategy).unwrap(),
-                    eager_limit: usize::MAX,
-                    unexpected_budget: 8 << 20,
-                    rdv_slots: 256,
-                };
-                let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
-                Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    common::ranks_in_process(n, drivers, strategy, usize::MAX, 8 << 20, 256)
 }
 
 fn pattern(seed: u64, len: usize) -> Vec<u8> {

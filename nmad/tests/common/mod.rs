@@ -141,3 +141,35 @@ impl log::Log for Errors {
 }
 
 pub static ERRORS: Errors = Errors(std::sync::Mutex::new(Vec::new()));
+
+/// `n` ranks of one job in this process (threads as ranks, `LocalJob`), started at once (their
+/// start is collective), over `drivers` (comma-separated) with `strategy`, the eager limit and
+/// the credit given, progressed by OS threads.
+pub fn ranks_in_process(
+    n: u32,
+    drivers: &str,
+    strategy: &str,
+    eager_limit: usize,
+    budget: u64,
+    rdv_slots: u64,
+) -> Vec<Nmad> {
+    let boots = nmad::bootstrap::LocalJob::ranks(n).unwrap();
+    let handles: Vec<_> = boots
+        .into_iter()
+        .map(|b| {
+            let (drivers, strategy) = (drivers.to_string(), strategy.to_string());
+            std::thread::spawn(move || {
+                let config = Config {
+                    drivers: Some(drivers.split(',').map(String::from).collect()),
+                    strategy: nmad::strategies::by_name(&strategy).unwrap(),
+                    eager_limit,
+                    unexpected_budget: budget,
+                    rdv_slots,
+                };
+                let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
+                Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
