@@ -60,6 +60,8 @@ enum Src {
 struct RankProc {
     pid: i32,
     exit: Option<Exit>,
+    /// Started here (not through a remote shell): signals reach the rank itself.
+    local: bool,
 }
 
 #[derive(Debug)]
@@ -130,7 +132,7 @@ impl Job {
     /// Takes over a started rank (ranks are added in order).
     pub fn add_rank(&mut self, l: Launched) {
         let rank = self.ranks.len() as u32;
-        self.ranks.push(RankProc { pid: l.pid, exit: None });
+        self.ranks.push(RankProc { pid: l.pid, exit: None, local: l.pmi.is_some() });
         for (file, to_stderr) in [(l.stdout, false), (l.stderr, true)] {
             // A blocking pipe would only make reads wait: the loop reads after poll anyway.
             let _ = set_nonblocking(&file);
@@ -454,6 +456,20 @@ impl Job {
             self.exit_code = code;
         }
         self.server.mark_dead(rank);
+        self.notify_survivors(rank);
+    }
+
+    /// Hydra's failure notice: SIGUSR1 to every live local rank that spoke PMI (its library
+    /// handles it from its first PMI word on; MPICH's reads `PMI_dead_processes`, ours wakes a
+    /// finalize fence). Without it, a survivor that has not seen the failure itself waits in
+    /// the job's fence while one that has waits for it among the survivors.
+    fn notify_survivors(&self, dead: u32) {
+        let live = self.ranks.iter().enumerate().filter(|&(r, p)| {
+            r as u32 != dead && p.local && p.exit.is_none() && self.server.inited(r as u32)
+        });
+        for (_, p) in live {
+            procs::signal_pid(p.pid, libc::SIGUSR1);
+        }
     }
 
     fn check_clock(&mut self) {

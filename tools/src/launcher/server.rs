@@ -425,9 +425,12 @@ impl Server {
         Ok(())
     }
 
+    /// A rank finalized: it is out of any barrier it entered and abandoned (a finalize fence
+    /// given up on a failure notice), so its exit does not block the others' next barrier.
     fn finalize(&mut self, id: ConnId) {
         if let Some(r) = self.rank_of(id) {
             self.ranks[r as usize].finalized = true;
+            self.barrier.retain(|&(b, _)| b != r);
         }
     }
 

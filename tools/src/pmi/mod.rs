@@ -607,9 +607,10 @@ impl Pmi {
     }
 
     /// A fence that gives up when the launcher reports that a process of the job ended without
-    /// finalizing (Hydra's notice, see [`notice`]): such a fence can never complete, the dead
-    /// never enter it. Without notices (madrun completes fences without the dead, Slurm ends
-    /// the job) it is [`Pmi::fence`].
+    /// finalizing (Hydra's notice, which madrun sends too, see [`notice`]): under Hydra such a
+    /// fence can never complete, the dead never enter it; under madrun it would, but a
+    /// survivor that saw the failure itself does not enter it. Without a notice handler (PMI-2:
+    /// Slurm ends the job) it is [`Pmi::fence`].
     pub fn fence_unless_failed(&mut self) -> Result<Fence, PmiError> {
         let Some(wake) = notice::wake_fd() else { return self.fence().map(|()| Fence::Done) };
         if notice::count() > 0 {

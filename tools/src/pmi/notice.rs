@@ -1,6 +1,6 @@
-//! Failure notices from Hydra: with `-disable-auto-cleanup`, Hydra's proxy sends SIGUSR1 to the
-//! processes it runs when one of them ends without finalizing PMI (MPICH's ch3/ch4 catch it and
-//! read `PMI_dead_processes`). Left at its default action, SIGUSR1 would end every survivor, so
+//! Failure notices from Hydra and madrun: with `-disable-auto-cleanup`, Hydra's proxy (and
+//! madrun) sends SIGUSR1 to the processes it runs when one of them ends without finalizing
+//! PMI (MPICH's ch3/ch4 catch it and read `PMI_dead_processes`). Left at its default action, SIGUSR1 would end every survivor, so
 //! [`super::Pmi::init`] installs a handler for PMI-1 jobs before it talks to the launcher
 //! (MPICH installs its own in `MPI_Init`), unless the program set a disposition of its own.
 //!

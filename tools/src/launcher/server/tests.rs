@@ -234,6 +234,25 @@ fn a_closed_connection_leaves_the_barrier() {
     assert!(take(&mut s, b).contains("barrier_out"));
 }
 
+/// A rank that gave up its finalize fence on a failure notice and finalized among the survivors
+/// is out of that barrier: another survivor that exits first does not block it.
+#[test]
+fn a_finalized_rank_leaves_the_barrier_it_abandoned() {
+    let mut s = server(3, false);
+    let ids: Vec<ConnId> = (0..3).map(|r| s.add_conn(Some(r), "local".into())).collect();
+    for &id in &ids {
+        s.input(id, b"cmd=init pmi_version=1 pmi_subversion=1\n").unwrap();
+        take(&mut s, id);
+    }
+    s.mark_dead(2);
+    s.input(ids[1], b"cmd=barrier_in\n").unwrap();
+    s.input(ids[1], b"cmd=finalize\n").unwrap();
+    s.input(ids[0], b"cmd=finalize\n").unwrap();
+    s.remove(ids[0]);
+    s.exited(0);
+    assert_eq!(s.blocked_barrier(), None, "rank 1 left the barrier when it finalized");
+}
+
 /// `-disable-auto-cleanup`: a dead rank no longer holds barriers up, whether it died before or
 /// while the others wait, and `PMI_dead_processes` lists it.
 #[test]
