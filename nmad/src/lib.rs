@@ -218,6 +218,12 @@ impl Nmad {
         core.gate(peer)?.send_am(core, id, header, payload)
     }
 
+    /// The most bytes of header and payload together that one AM to `peer` may carry (the
+    /// gate's eager limit): a caller splits larger transfers into AMs of at most this size.
+    pub fn am_capacity(&self, peer: drivers::PeerId) -> Result<usize, Error> {
+        Ok(self.0.core.gate(peer)?.eager_limit)
+    }
+
     pub fn stats(&self) -> Stats {
         self.0.core.stats()
     }

@@ -61,12 +61,30 @@ impl From<madmpi::datatype::TypeError> for Fail {
 
 /// Attaches the communicator whose handler applies to an error.
 pub(crate) trait On<T> {
-    fn on(self, comm: &Arc<CommObj>) -> Result<T, Fail>;
+    fn on(self, owner: &impl AsOwner) -> Result<T, Fail>;
 }
 
 impl<T> On<T> for Result<T, Error> {
-    fn on(self, comm: &Arc<CommObj>) -> Result<T, Fail> {
-        self.map_err(|error| Fail { error, comm: Some(comm.clone()) })
+    fn on(self, owner: &impl AsOwner) -> Result<T, Fail> {
+        self.map_err(|error| Fail { error, comm: Some(owner.owner()) })
+    }
+}
+
+/// A reference to an object whose handler errors go to (a communicator, a window, or either
+/// behind a request).
+pub(crate) trait AsOwner {
+    fn owner(&self) -> Arc<dyn HandlerOwner>;
+}
+
+impl<O: HandlerOwner + 'static> AsOwner for Arc<O> {
+    fn owner(&self) -> Arc<dyn HandlerOwner> {
+        self.clone()
+    }
+}
+
+impl AsOwner for Arc<dyn HandlerOwner> {
+    fn owner(&self) -> Arc<dyn HandlerOwner> {
+        self.clone()
     }
 }
 

@@ -15,7 +15,7 @@
 //! `status`) nor start operations (madmpi's `MpiRequest` does, and keeps persistent requests
 //! active or inactive).
 
-use crate::comms::CommObj;
+use crate::errors::{AsOwner, HandlerOwner};
 use crate::state::State;
 use madmpi::abi::{self, Handle};
 use madmpi::error::Error;
@@ -24,9 +24,9 @@ use madmpi::operation::Persistent;
 use madmpi::request::RawRequest;
 use std::sync::{Arc, PoisonError};
 
-/// A request and the communicator whose error handler its errors go to.
+/// A request and the communicator (or window) whose error handler its errors go to.
 pub(crate) struct ReqEntry {
-    pub(crate) comm: Arc<CommObj>,
+    pub(crate) comm: Arc<dyn HandlerOwner>,
     /// The request (madmpi's: one operation, or a persistent request active or inactive).
     pub(crate) req: MpiRequest,
 }
@@ -45,13 +45,13 @@ impl ReqEntry {
 
 impl State {
     /// Stores a new (active, not persistent) request; its handle.
-    pub(crate) fn add_request(&self, raw: RawRequest, comm: &Arc<CommObj>) -> Result<Handle, Error> {
-        self.insert_request(ReqEntry { comm: comm.clone(), req: MpiRequest::once(raw) })
+    pub(crate) fn add_request(&self, raw: RawRequest, comm: &impl AsOwner) -> Result<Handle, Error> {
+        self.insert_request(ReqEntry { comm: comm.owner(), req: MpiRequest::once(raw) })
     }
 
     /// Stores a new inactive persistent request; its handle.
-    pub(crate) fn add_persistent(&self, p: Persistent, comm: &Arc<CommObj>) -> Result<Handle, Error> {
-        self.insert_request(ReqEntry { comm: comm.clone(), req: MpiRequest::persistent(p) })
+    pub(crate) fn add_persistent(&self, p: Persistent, comm: &impl AsOwner) -> Result<Handle, Error> {
+        self.insert_request(ReqEntry { comm: comm.owner(), req: MpiRequest::persistent(p) })
     }
 
     fn insert_request(&self, entry: ReqEntry) -> Result<Handle, Error> {

@@ -787,6 +787,32 @@ fn shared_windows_are_loaded_and_stored_across_processes() {
     assert!(mpich.stdout.contains("OK 2: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
 }
 
+/// One-sided operations on every window flavour (create, allocate, dynamic) under fence,
+/// post/start/complete/wait(/test), lock/unlock and lock_all + flush: put, get, accumulate,
+/// get_accumulate, fetch_and_op, compare_and_swap, the request forms, derived datatypes on both
+/// sides, wrong synchronization and out-of-range accesses, every value checked, at 1 to 4
+/// processes; the program also passes on MPICH's own library.
+#[test]
+fn one_sided_operations_on_every_flavour_and_synchronization() {
+    for n in [1, 2, 3, 4] {
+        passes_on("rma_ops", n);
+    }
+    let _s = serial();
+    let mpich = run_on_mpichs_library(&compile("rma_ops", Build::Mpich), 3);
+    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
+    assert!(mpich.stdout.contains("OK 2: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+}
+
+/// Passive-target progress: the target computes 300 ms without calling MPI while the other
+/// ranks lock, put, accumulate, get and unlock; each origin's epoch ends well before the
+/// computation does (applied by the target's progression), at 2 and 4 processes.
+#[test]
+fn passive_target_operations_progress_while_the_target_computes() {
+    for n in [2, 4] {
+        passes_on("rma_passive", n);
+    }
+}
+
 /// Window keyvals (delete callbacks on replacement, delete and free; failing callbacks; freed
 /// keyvals) and window error handlers (fatal by default, user handlers called by failing calls
 /// and MPI_Win_call_errhandler); also on MPICH's own library.

@@ -68,6 +68,8 @@ struct Inner {
     flat: OnceLock<Arc<Flat>>,
     /// Built by a large-count (`_c`) constructor: its envelope lists counts as large counts.
     large: AtomicBool,
+    /// Never reused in the process (see [`Datatype::uid`]).
+    uid: u64,
 }
 
 /// How a type was built: what `get_envelope`/`get_contents` return, and what `parts` walks.
@@ -170,6 +172,8 @@ impl Attrs {
         Attrs { size: 0, lb: 0, extent: 0, true_lb: 0, true_ub: 0, align: 0, elements: 0, run: Some(0) };
 }
 
+static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 impl Datatype {
     fn new(kind: Kind, attrs: Attrs) -> Datatype {
         Datatype(Arc::new(Inner {
@@ -178,7 +182,14 @@ impl Datatype {
             name: RwLock::new(None),
             flat: OnceLock::new(),
             large: AtomicBool::new(false),
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
         }))
+    }
+
+    /// A number no other type of this process ever has, even after this one is dropped (peers
+    /// cache a type's description under it: one-sided operations send it once per peer).
+    pub fn uid(&self) -> u64 {
+        self.0.uid
     }
 
     /// Marks a type just built by a large-count constructor (`MPI_Type_contiguous_c`...): its

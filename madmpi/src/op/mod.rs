@@ -323,7 +323,7 @@ fn plan(b: Builtin, dt: &Datatype) -> Result<Plan> {
 ///
 /// Walks the constructors through `as_predefined`/`contents`: O(constructors), allocating their
 /// argument lists (the datatype module keeps no "basic type" attribute).
-fn element(dt: &Datatype) -> std::result::Result<Option<Predefined>, (Predefined, Predefined)> {
+pub(crate) fn element(dt: &Datatype) -> std::result::Result<Option<Predefined>, (Predefined, Predefined)> {
     fn walk(
         dt: &Datatype,
         found: &mut Option<Predefined>,

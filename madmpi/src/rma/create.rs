@@ -136,7 +136,7 @@ impl Win {
         check_disp_unit(disp_unit)?;
         let wc = window_comm(comm)?;
         let members = exchange_final(&wc, Ok(Exposure { base: base as usize, size, disp_unit }))?;
-        Ok(Win::new(wc, Flavor::Create, members, Memory::Program, WinHints::from_info(info)))
+        Win::new(wc, Flavor::Create, members, Memory::Program, WinHints::from_info(info))
     }
 
     /// `MPI_Win_create_dynamic` (collective): a window without memory until
@@ -144,13 +144,7 @@ impl Win {
     pub fn create_dynamic(info: &Info, comm: &Comm) -> Result<Win> {
         let wc = window_comm(comm)?;
         let members = exchange_final(&wc, Ok(Exposure { base: 0, size: 0, disp_unit: 1 }))?;
-        Ok(Win::new(
-            wc,
-            Flavor::Dynamic,
-            members,
-            Memory::Dynamic(Default::default()),
-            WinHints::from_info(info),
-        ))
+        Win::new(wc, Flavor::Dynamic, members, Memory::Dynamic(Default::default()), WinHints::from_info(info))
     }
 
     /// `MPI_Win_allocate` (collective): `size` bytes allocated for this member (see the module's
@@ -191,7 +185,7 @@ impl Win {
         let members = exchange_final(&wc, mine)?;
         // exchange_final returned our own error if we had one.
         let (memory, _) = made.expect("succeeded here");
-        Ok(Win::new(wc, flavor, members, memory, hints))
+        Win::new(wc, flavor, members, memory, hints)
     }
 }
 

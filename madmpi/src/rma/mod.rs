@@ -6,21 +6,39 @@
 //! Files: `create` (the collective constructors and where the memory lives), `window` (the
 //! object and its queries), `segment` (the memfd mapping of shared windows), `fdpass` (its fd
 //! passed over a Unix socket), `dynamic` (attached regions), `hints` (info keys), `typed`.
+//! The operations: `ops` (origin side: a call becomes records), `sync` (the epochs), `origin`
+//! (batches, lazy locks, counts), `wire` (the records), `service` (nmad's active-message
+//! handler, answer slots), `target` (records applied to memory, bounds), `shape` (a target
+//! datatype as its origin described it), `lock` (the reader/writer queue), `notify`.
 //!
-//! Owns windows; the one-sided operations and synchronizations come later over nmad's
-//! active messages and must find here what they need (every member's [`Exposure`], attached
-//! regions, hints). It must not reach into nmad's drivers.
+//! Operations travel as nmad active messages and are applied by whichever thread runs nmad's
+//! progression, so a passive target needs no MPI call of its own. It must not reach into
+//! nmad's drivers.
 
 pub(crate) mod create;
 mod dynamic;
+mod epoch;
 mod fdpass;
 mod hints;
+mod lock;
+mod notify;
+mod ops;
+mod origin;
 mod segment;
+mod service;
+mod shape;
+mod sync;
+mod target;
 #[cfg(test)]
 mod tests;
 mod typed;
 mod window;
+mod wire;
 
+pub use epoch::Epoch;
 pub use hints::{AccumulateOps, AccumulateOrdering, WinHints};
+pub use lock::LockKind;
+pub use ops::{At, Buf};
+pub use sync::mode;
 pub use typed::Window;
 pub use window::{Exposure, Flavor, Win};

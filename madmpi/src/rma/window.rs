@@ -6,13 +6,16 @@
 
 use super::dynamic::Regions;
 use super::hints::WinHints;
+use super::origin::Origin;
 use super::segment::Segment;
+use super::service::Service;
+use super::target::WinCore;
 use crate::comm::Comm;
 use crate::comm::internal::allgather;
 use crate::error::{Error, Result};
 use crate::group::Group;
 use std::alloc::Layout;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// How a window was made (`MPI_WIN_CREATE_FLAVOR`; the values are MPICH's constants).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -71,8 +74,11 @@ impl Drop for Memory {
 pub struct Win {
     pub(crate) comm: Comm,
     pub(crate) flavor: Flavor,
-    pub(crate) members: Vec<Exposure>,
-    pub(crate) memory: Memory,
+    /// What the message handler shares: every member's exposure, this process's memory, the
+    /// target side.
+    pub(crate) core: Arc<WinCore>,
+    /// The origin side (epochs, batches), one program call at a time.
+    pub(crate) origin: Mutex<Origin>,
     name: Mutex<String>,
     hints: Mutex<WinHints>,
 }
@@ -82,7 +88,7 @@ impl std::fmt::Debug for Win {
         f.debug_struct("Win")
             .field("context", &self.comm.context_id())
             .field("flavor", &self.flavor)
-            .field("members", &self.members)
+            .field("members", &self.core.members)
             .finish_non_exhaustive()
     }
 }
@@ -94,14 +100,32 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Win {
+    /// The window, once every member made its part: registered with the process's one-sided
+    /// service, then one more exchange so that no member addresses a window not registered.
     pub(crate) fn new(
         comm: Comm,
         flavor: Flavor,
         members: Vec<Exposure>,
         memory: Memory,
         hints: WinHints,
-    ) -> Win {
-        Win { comm, flavor, members, memory, name: Mutex::new(String::new()), hints: Mutex::new(hints) }
+    ) -> Result<Win> {
+        let service = Service::of(comm.runtime())?;
+        let n = comm.size();
+        let peers = (0..n).map(|r| comm.world_rank(r).expect("a member")).collect();
+        let nm = comm.runtime_nmad().clone();
+        let ctx = comm.context_id();
+        let core = Arc::new(WinCore::new(ctx, comm.rank(), peers, members, memory, nm, service.clone()));
+        service.add(ctx, &core);
+        let win = Win {
+            origin: Mutex::new(Origin::new(ctx, n as usize)),
+            comm,
+            flavor,
+            core,
+            name: Mutex::new(String::new()),
+            hints: Mutex::new(hints),
+        };
+        win.quiesce()?;
+        Ok(win)
     }
 
     /// The window's own communicator (a duplicate of the one it was made over).
@@ -121,12 +145,12 @@ impl Win {
 
     /// What member `rank` exposed (`None` for a rank outside the window).
     pub fn exposure(&self, rank: u32) -> Option<Exposure> {
-        self.members.get(rank as usize).copied()
+        self.core.members.get(rank as usize).copied()
     }
 
     /// `MPI_WIN_BASE`, `MPI_WIN_SIZE`, `MPI_WIN_DISP_UNIT`: this process's exposure.
     pub fn local(&self) -> Exposure {
-        self.members[self.comm.rank() as usize]
+        self.core.members[self.comm.rank() as usize]
     }
 
     /// `MPI_Win_get_name` (empty until set).
@@ -154,20 +178,20 @@ impl Win {
     /// non-empty part (member 0's if all are empty). `MPI_ERR_RMA_FLAVOR` unless the window is
     /// shared; `MPI_ERR_RANK` for a rank outside it.
     pub fn shared_query(&self, rank: Option<u32>) -> Result<(*mut u8, usize, usize)> {
-        let (Flavor::Shared, Memory::Segment { segment, offsets }) = (self.flavor, &self.memory) else {
+        let (Flavor::Shared, Memory::Segment { segment, offsets }) = (self.flavor, &self.core.memory) else {
             return Err(Error::rma_flavor(format!("{:?} window, not a shared one", self.flavor)));
         };
         let r = match rank {
-            Some(r) if r as usize >= self.members.len() => {
+            Some(r) if r as usize >= self.core.members.len() => {
                 return Err(Error::rank(format!(
                     "rank {r} is not in the window's {} ranks",
-                    self.members.len()
+                    self.core.members.len()
                 )));
             }
             Some(r) => r as usize,
-            None => self.members.iter().position(|e| e.size > 0).unwrap_or(0),
+            None => self.core.members.iter().position(|e| e.size > 0).unwrap_or(0),
         };
-        let e = self.members[r];
+        let e = self.core.members[r];
         // SAFETY: `create::layout` made the segment at least as long as the end of the last part,
         // so every member's offset is within this mapping of it.
         let ptr = unsafe { segment.base().add(offsets[r]) };
@@ -192,7 +216,7 @@ impl Win {
     }
 
     fn regions(&self) -> Result<MutexGuard<'_, Regions>> {
-        match &self.memory {
+        match &self.core.memory {
             Memory::Dynamic(r) => Ok(lock(r)),
             _ => Err(Error::rma_flavor(format!("{:?} window, not a dynamic one", self.flavor))),
         }
@@ -209,5 +233,11 @@ impl Win {
     /// library, whose handle an erroneous racing call may still hold).
     pub fn quiesce(&self) -> Result<()> {
         self.comm.internal(|m| allgather(m, 0, &[0u8]).map(drop).map_err(crate::comm::from_nmad))
+    }
+}
+
+impl Drop for Win {
+    fn drop(&mut self) {
+        self.core.service.remove(self.core.ctx);
     }
 }

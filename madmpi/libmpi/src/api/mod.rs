@@ -60,6 +60,8 @@ pub mod p2p;
 pub mod partitioned;
 pub mod persistent;
 pub mod profiling;
+pub mod rma;
+pub mod rma_sync;
 pub mod session;
 pub mod status;
 pub mod tools;

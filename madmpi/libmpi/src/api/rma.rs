@@ -1,0 +1,363 @@
+//! One-sided operations (MPI 4.0 §12.3): `MPI_Put`, `MPI_Get`, `MPI_Accumulate`,
+//! `MPI_Get_accumulate`, `MPI_Fetch_and_op`, `MPI_Compare_and_swap`, the request forms
+//! `MPI_Rput`, `MPI_Rget`, `MPI_Raccumulate`, `MPI_Rget_accumulate`, and their `_c` forms.
+//!
+//! Check order (MPICH's): window, counts, datatypes, rank, then the operation; errors go to
+//! the window's handler. `MPI_PROC_NULL` as target makes the call do nothing (a request form
+//! returns a completed request). Owns the C signatures; the operations are `madmpi::rma`'s.
+
+use crate::check::{self, CInt};
+use crate::errors::{Fail, Outcome};
+use crate::export::export;
+use crate::ops;
+use crate::state::{State, state};
+use crate::wins::{OnWin, WinObj};
+use madmpi::abi;
+use madmpi::datatype::Datatype;
+use madmpi::error::Error;
+use madmpi::op::Op;
+use madmpi::request::RawRequest;
+use madmpi::rma::{At, Buf};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// One buffer argument: count and datatype checked.
+struct Data {
+    buf: *const c_void,
+    count: i64,
+    ty: Datatype,
+}
+
+impl Data {
+    fn buf(&self) -> Buf<'_> {
+        Buf { buf: self.buf.cast(), count: self.count, ty: &self.ty }
+    }
+}
+
+fn data(
+    st: &State,
+    w: &Arc<WinObj>,
+    buf: *const c_void,
+    count: impl CInt,
+    ty: abi::Datatype,
+) -> Result<Data, Fail> {
+    let count = check::count(count).on_win(w)?;
+    let ty = st.committed_datatype(ty).on_win(w)?;
+    Ok(Data { buf, count, ty })
+}
+
+/// The target rank (`None` for `MPI_PROC_NULL`) and displacement.
+fn target(w: &Arc<WinObj>, rank: c_int, disp: abi::Aint) -> Result<Option<(u32, u64)>, Fail> {
+    if rank == abi::MPI_PROC_NULL {
+        return Ok(None);
+    }
+    let n = w.win.group().size();
+    let r = u32::try_from(rank)
+        .ok()
+        .filter(|&r| r < n)
+        .ok_or_else(|| Error::rank(format!("target rank {rank} is not in the window's {n} ranks")))
+        .on_win(w)?;
+    // A negative displacement is out of range (a dynamic window's are addresses).
+    let d = u64::try_from(disp)
+        .map_err(|_| Error::rma_range(format!("negative target displacement ({disp})")))
+        .on_win(w)?;
+    Ok(Some((r, d)))
+}
+
+/// The operation of an accumulate: a predefined one (user operations are not allowed).
+fn rma_op(w: &Arc<WinObj>, op: abi::Op) -> Result<Op, Fail> {
+    match ops::resolve(op).on_win(w)? {
+        r @ ops::OpRef::Builtin(_) => Ok(r.op(abi::MPI_DATATYPE_NULL)),
+        ops::OpRef::User(_) => {
+            Err(Error::op("one-sided accumulates take predefined operations only")).on_win(w)
+        }
+    }
+}
+
+/// Stores `raw` as a request of window `w` and writes its handle.
+fn store(st: &State, w: &Arc<WinObj>, raw: RawRequest, request: *mut abi::Request) -> Outcome {
+    // SAFETY: an output argument.
+    let out = unsafe { check::out(request, "request") }.on_win(w)?;
+    *out = st.add_request(raw, w).on_win(w)?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn put_like(
+    kind: Kind,
+    origin_addr: *const c_void,
+    origin_count: impl CInt,
+    origin_datatype: abi::Datatype,
+    target_rank: c_int,
+    target_disp: abi::Aint,
+    target_count: impl CInt,
+    target_datatype: abi::Datatype,
+    op: Option<abi::Op>,
+    win: abi::Win,
+    request: Option<*mut abi::Request>,
+) -> Outcome {
+    let st = state()?;
+    let w = st.win(win)?;
+    let origin = data(&st, &w, origin_addr, origin_count, origin_datatype)?;
+    let tgt = data(&st, &w, std::ptr::null(), target_count, target_datatype)?;
+    let op = op.map(|op| rma_op(&w, op)).transpose()?;
+    let Some((rank, disp)) = target(&w, target_rank, target_disp)? else {
+        return request.map_or(Ok(()), |r| store(&st, &w, RawRequest::completed(w.win.comm()), r));
+    };
+    let at = At { rank, disp, count: tgt.count, ty: &tgt.ty };
+    // SAFETY: MPI's contract: the origin buffer holds its type map, readable for a put or an
+    // accumulate (copied before the call returns), writable until completion for a get.
+    let r = unsafe {
+        match (kind, request.is_some()) {
+            (Kind::Put, _) => w.win.put(origin.buf(), at).map(|()| None),
+            (Kind::Acc, _) => w.win.accumulate(origin.buf(), at, op.as_ref().expect("an op")).map(|()| None),
+            (Kind::Get, false) => w.win.get(origin.buf(), at).map(|()| None),
+            (Kind::Get, true) => w.win.rget(origin.buf(), at).map(Some),
+        }
+    }
+    .on_win(&w)?;
+    match (request, r) {
+        (Some(out), Some(raw)) => store(&st, &w, raw, out),
+        (Some(out), None) => store(&st, &w, RawRequest::completed(w.win.comm()), out),
+        (None, _) => Ok(()),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Put,
+    Get,
+    Acc,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn get_accumulate(
+    origin_addr: *const c_void,
+    origin_count: impl CInt,
+    origin_datatype: abi::Datatype,
+    result_addr: *mut c_void,
+    result_count: impl CInt,
+    result_datatype: abi::Datatype,
+    target_rank: c_int,
+    target_disp: abi::Aint,
+    target_count: impl CInt,
+    target_datatype: abi::Datatype,
+    op: abi::Op,
+    win: abi::Win,
+    request: Option<*mut abi::Request>,
+) -> Outcome {
+    let st = state()?;
+    let w = st.win(win)?;
+    let op = rma_op(&w, op)?;
+    // MPI_NO_OP ignores the origin buffer, whose datatype may then be anything valid.
+    let no_op = op.as_builtin() == Some(madmpi::op::Builtin::NoOp);
+    let origin = if no_op {
+        Data { buf: origin_addr, count: 0, ty: Datatype::predefined(madmpi::datatype::Predefined::Byte) }
+    } else {
+        data(&st, &w, origin_addr, origin_count, origin_datatype)?
+    };
+    let result = data(&st, &w, result_addr, result_count, result_datatype)?;
+    let tgt = data(&st, &w, std::ptr::null(), target_count, target_datatype)?;
+    let Some((rank, disp)) = target(&w, target_rank, target_disp)? else {
+        return request.map_or(Ok(()), |r| store(&st, &w, RawRequest::completed(w.win.comm()), r));
+    };
+    let at = At { rank, disp, count: tgt.count, ty: &tgt.ty };
+    // SAFETY: MPI's contract, as for MPI_Get (result) and MPI_Accumulate (origin).
+    unsafe {
+        match request {
+            Some(out) => {
+                let raw = w.win.rget_accumulate(origin.buf(), result.buf(), at, &op).on_win(&w)?;
+                store(&st, &w, raw, out)
+            }
+            None => w.win.get_accumulate(origin.buf(), result.buf(), at, &op).on_win(&w),
+        }
+    }
+}
+
+crate::api::family::widths! {
+    /// Writes the origin data to the target's window (copied before the call returns).
+    (
+        origin_addr: *const c_void,
+        origin_count: Count,
+        origin_datatype: abi::Datatype,
+        target_rank: c_int,
+        target_disp: abi::Aint,
+        target_count: Count,
+        target_datatype: abi::Datatype,
+        win: abi::Win,
+    ) {
+        put_like(Kind::Put, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+            target_count, target_datatype, None, win, None)
+    }
+    int MPI_Put / PMPI_Put;
+    large MPI_Put_c / PMPI_Put_c;
+
+    /// Reads the target's window into the origin buffer (complete at the next synchronization).
+    (
+        origin_addr: *mut c_void,
+        origin_count: Count,
+        origin_datatype: abi::Datatype,
+        target_rank: c_int,
+        target_disp: abi::Aint,
+        target_count: Count,
+        target_datatype: abi::Datatype,
+        win: abi::Win,
+    ) {
+        put_like(Kind::Get, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+            target_count, target_datatype, None, win, None)
+    }
+    int MPI_Get / PMPI_Get;
+    large MPI_Get_c / PMPI_Get_c;
+
+    /// Combines the origin data into the target's window with a predefined operation.
+    (
+        origin_addr: *const c_void,
+        origin_count: Count,
+        origin_datatype: abi::Datatype,
+        target_rank: c_int,
+        target_disp: abi::Aint,
+        target_count: Count,
+        target_datatype: abi::Datatype,
+        op: abi::Op,
+        win: abi::Win,
+    ) {
+        put_like(Kind::Acc, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+            target_count, target_datatype, Some(op), win, None)
+    }
+    int MPI_Accumulate / PMPI_Accumulate;
+    large MPI_Accumulate_c / PMPI_Accumulate_c;
+
+    /// `MPI_Put` with a request (complete at once: the data is copied).
+    (
+        origin_addr: *const c_void,
+        origin_count: Count,
+        origin_datatype: abi::Datatype,
+        target_rank: c_int,
+        target_disp: abi::Aint,
+        target_count: Count,
+        target_datatype: abi::Datatype,
+        win: abi::Win,
+        request: *mut abi::Request,
+    ) {
+        put_like(Kind::Put, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+            target_count, target_datatype, None, win, Some(request))
+    }
+    int MPI_Rput / PMPI_Rput;
+    large MPI_Rput_c / PMPI_Rput_c;
+
+    /// `MPI_Get` with a request, complete when the data is in the origin buffer.
+    (
+        origin_addr: *mut c_void,
+        origin_count: Count,
+        origin_datatype: abi::Datatype,
+        target_rank: c_int,
+        target_disp: abi::Aint,
+        target_count: Count,
+        target_datatype: abi::Datatype,
+        win: abi::Win,
+        request: *mut abi::Request,
+    ) {
+        put_like(Kind::Get, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+            target_count, target_datatype, None, win, Some(request))
+    }
+    int MPI_Rget / PMPI_Rget;
+    large MPI_Rget_c / PMPI_Rget_c;
+
+    /// `MPI_Accumulate` with a request (complete at once: the data is copied).
+    (
+        origin_addr: *const c_void,
+        origin_count: Count,
+        origin_datatype: abi::Datatype,
+        target_rank: c_int,
+        target_disp: abi::Aint,
+        target_count: Count,
+        target_datatype: abi::Datatype,
+        op: abi::Op,
+        win: abi::Win,
+        request: *mut abi::Request,
+    ) {
+        put_like(Kind::Acc, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+            target_count, target_datatype, Some(op), win, Some(request))
+    }
+    int MPI_Raccumulate / PMPI_Raccumulate;
+    large MPI_Raccumulate_c / PMPI_Raccumulate_c;
+
+    /// Fetches the target data into the result buffer, then combines the origin data into it.
+    (
+        origin_addr: *const c_void,
+        origin_count: Count,
+        origin_datatype: abi::Datatype,
+        result_addr: *mut c_void,
+        result_count: Count,
+        result_datatype: abi::Datatype,
+        target_rank: c_int,
+        target_disp: abi::Aint,
+        target_count: Count,
+        target_datatype: abi::Datatype,
+        op: abi::Op,
+        win: abi::Win,
+    ) {
+        get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+            result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, None)
+    }
+    int MPI_Get_accumulate / PMPI_Get_accumulate;
+    large MPI_Get_accumulate_c / PMPI_Get_accumulate_c;
+
+    /// `MPI_Get_accumulate` with a request, complete when the result is in.
+    (
+        origin_addr: *const c_void,
+        origin_count: Count,
+        origin_datatype: abi::Datatype,
+        result_addr: *mut c_void,
+        result_count: Count,
+        result_datatype: abi::Datatype,
+        target_rank: c_int,
+        target_disp: abi::Aint,
+        target_count: Count,
+        target_datatype: abi::Datatype,
+        op: abi::Op,
+        win: abi::Win,
+        request: *mut abi::Request,
+    ) {
+        get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+            result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, Some(request))
+    }
+    int MPI_Rget_accumulate / PMPI_Rget_accumulate;
+    large MPI_Rget_accumulate_c / PMPI_Rget_accumulate_c;
+}
+
+export! {
+    /// `MPI_Fetch_and_op`: `MPI_Get_accumulate` of one element of a predefined type.
+    fn MPI_Fetch_and_op / PMPI_Fetch_and_op(
+        origin_addr: *const c_void,
+        result_addr: *mut c_void,
+        datatype: abi::Datatype,
+        target_rank: c_int,
+        target_disp: abi::Aint,
+        op: abi::Op,
+        win: abi::Win,
+    ) {
+        get_accumulate(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1,
+            datatype, op, win, None)
+    }
+
+    /// `MPI_Compare_and_swap`: replaces one element at the target by the origin's if it equals
+    /// the compare value; the old element lands in the result buffer.
+    fn MPI_Compare_and_swap / PMPI_Compare_and_swap(
+        origin_addr: *const c_void,
+        compare_addr: *const c_void,
+        result_addr: *mut c_void,
+        datatype: abi::Datatype,
+        target_rank: c_int,
+        target_disp: abi::Aint,
+        win: abi::Win,
+    ) {
+        let st = state()?;
+        let w = st.win(win)?;
+        let ty = st.committed_datatype(datatype).on_win(&w)?;
+        let Some((rank, disp)) = target(&w, target_rank, target_disp)? else { return Ok(()) };
+        // SAFETY: MPI's contract: one element at each address, the result written later.
+        unsafe { w.win.compare_and_swap(origin_addr.cast(), compare_addr.cast(), result_addr.cast(), &ty, rank, disp) }
+            .on_win(&w)
+    }
+}

@@ -1,0 +1,66 @@
+/* Passive-target progress: the target computes for 300 ms without calling MPI while every
+ * other rank locks its window, puts, gets, accumulates and unlocks. The operations are applied
+ * by the target's progression, not by its next MPI call: each origin's epoch ends long before
+ * the target's computation does (MPICH's and Open MPI's wait for the target). */
+#include "check.h"
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+    int provided, rank, size;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_rank = rank;
+    CHECK(size >= 2, "%d processes", size);
+    int *mem;
+    MPI_Win win;
+    MPI_Win_allocate(64 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+    for (int i = 0; i < 64; i++)
+        mem[i] = i;
+    MPI_Barrier(MPI_COMM_WORLD);
+    const int target = 0;
+    const double compute = 0.3;
+    double took = 0;
+    if (rank == target) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double end = now() + compute;
+        volatile double x = 1;
+        while (now() < end)
+            x = x * 1.0000001 + 1e-9; /* no MPI call */
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        struct timespec pause = {0, 20 * 1000 * 1000}; /* the target is computing by then */
+        nanosleep(&pause, NULL);
+        int v[4] = {100 * rank, 100 * rank + 1, 100 * rank + 2, 100 * rank + 3}, got[4] = {0}, one = 1;
+        double t0 = now();
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win);
+        MPI_Put(v, 4, MPI_INT, target, 4 * rank, 4, MPI_INT, win);
+        MPI_Accumulate(&one, 1, MPI_INT, target, 0, 1, MPI_INT, MPI_SUM, win);
+        MPI_Get(got, 4, MPI_INT, target, 4 * rank, 4, MPI_INT, win);
+        MPI_Win_unlock(target, win);
+        took = now() - t0;
+        CHECK(got[0] == 100 * rank && got[3] == 100 * rank + 3, "the get read the put's values back");
+        CHECK(took < compute / 3, "lock/put/accumulate/get/unlock took %.3f ms while the target computed %.0f ms",
+              took * 1e3, compute * 1e3);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == target) {
+        CHECK(mem[0] == size - 1, "every origin's accumulate landed (%d)", mem[0]);
+        int ok = 1;
+        for (int r = 1; r < size; r++)
+            ok &= mem[4 * r] == 100 * r && mem[4 * r + 3] == 100 * r + 3;
+        CHECK(ok, "every origin's put landed");
+    }
+    MPI_Win_free(&win);
+    CHECK(1, "all checks passed");
+    MPI_Finalize();
+    return 0;
+}

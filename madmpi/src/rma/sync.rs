@@ -1,0 +1,348 @@
+//! The synchronizations (MPI 4.0 §12.5): fence, post/start/complete/wait/test, lock/unlock,
+//! lock_all/unlock_all, the flushes, and `MPI_Win_sync`.
+//!
+//! - Fence: the batches leave, the answers of this process's gets come in, then one
+//!   exchange of how many operations each process sent each target; each waits until it
+//!   applied as many from every origin (one origin's records are applied in order, so its
+//!   count says all of them are in). No acknowledgement per operation.
+//! - PSCW: `post` sends a post record to each origin; `start` waits for them; `complete` sends
+//!   a complete record after the epoch's operations; `wait` waits for one from each origin.
+//! - Lock: requested lazily (see `origin`); unlock sends the unlock record after the
+//!   operations and waits for its ack, so lock + put + unlock is one message and one answer.
+//!   A lock on our own rank is acquired before `MPI_Win_lock` returns (the program may then
+//!   load and store its memory).
+//! - Flush: a flush record answered once the operations before it are applied.
+//!
+//! Wrong sequences are `MPI_ERR_RMA_SYNC`. Owns the epoch transitions; the target side counts.
+
+use super::lock::LockKind;
+use super::origin::{Access, Held, Origin};
+use super::service::Slot;
+use super::window::Win;
+use super::wire::Record;
+use crate::comm::from_nmad;
+use crate::comm::internal::allgather;
+use crate::error::{Error, Result};
+use crate::group::Group;
+use std::sync::{Arc, MutexGuard, PoisonError};
+
+/// The `assert` bits of the synchronization calls (MPICH's values).
+pub mod mode {
+    pub const NOCHECK: i32 = 1024;
+    pub const NOSTORE: i32 = 2048;
+    pub const NOPUT: i32 = 4096;
+    pub const NOPRECEDE: i32 = 8192;
+    pub const NOSUCCEED: i32 = 16384;
+}
+
+fn sync_error(what: &str) -> Error {
+    Error::rma_sync(what.to_string())
+}
+
+impl Win {
+    fn origin_state(&self) -> MutexGuard<'_, Origin> {
+        self.origin.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The fault an earlier operation met at its target, if any (reported once).
+    fn take_fault(&self) -> Result<()> {
+        match self.core.fault.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for the answers awaited from `targets`.
+    fn wait_answers(&self, o: &mut Origin, targets: impl IntoIterator<Item = u32>) -> Result<()> {
+        let mut first = Ok(());
+        for t in targets {
+            for slot in std::mem::take(&mut o.to[t as usize].awaited) {
+                let r = slot.wait(&self.core.nm);
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+        }
+        first
+    }
+
+    /// Sends `rec` (a flush or unlock answered by an ack) to each target after its batch,
+    /// then waits for all the acks.
+    fn acked(&self, o: &mut Origin, targets: &[u32], make: impl Fn(u64) -> Record) -> Result<()> {
+        let slots: Vec<Arc<Slot>> = targets
+            .iter()
+            .map(|&t| {
+                let slot = self.core.service.slot(self.core.peers[t as usize], 0, None);
+                o.push(&self.core, t, make(slot.id), &[]);
+                o.flush_out(&self.core, t);
+                slot
+            })
+            .collect();
+        let mut first = Ok(());
+        for s in slots {
+            let r = s.wait(&self.core.nm);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    fn ranks_of(&self, group: &Group) -> Result<Vec<u32>> {
+        group
+            .members()
+            .iter()
+            .map(|&w| {
+                self.comm
+                    .group()
+                    .rank_of(w)
+                    .ok_or_else(|| Error::group(format!("process {w} of the group is not in the window")))
+            })
+            .collect()
+    }
+
+    /// `MPI_Win_fence` (collective).
+    pub fn fence(&self, assert: i32) -> Result<()> {
+        let mut o = self.origin_state();
+        if !matches!(o.access, Access::None | Access::Fence { .. }) || o.exposure.is_some() {
+            return Err(sync_error("MPI_Win_fence inside another synchronization's epoch"));
+        }
+        let n = self.core.members.len() as u32;
+        (0..n).for_each(|t| o.flush_out(&self.core, t));
+        let answers = self.wait_answers(&mut o, 0..n);
+        if assert & mode::NOPRECEDE == 0 || assert & mode::NOSUCCEED == 0 {
+            let mine: Vec<u8> = o.to.iter().flat_map(|t| t.ops.to_le_bytes()).collect();
+            let all = self.comm.internal(|m| allgather(m, 0, &mine).map_err(from_nmad))?;
+            let me = self.core.me as usize;
+            let sent_to_me: Vec<u64> = all
+                .chunks_exact(8 * n as usize)
+                .map(|row| u64::from_le_bytes(row[8 * me..8 * me + 8].try_into().expect("8 bytes")))
+                .collect();
+            self.core.notify.wait_until(&self.core.nm, &self.core.peers, || {
+                sent_to_me.iter().enumerate().all(|(origin, &sent)| self.core.counts(origin as u32).0 >= sent)
+            })?;
+        }
+        o.access = if assert & mode::NOSUCCEED != 0 { Access::None } else { Access::Fence { used: false } };
+        answers?;
+        self.take_fault()
+    }
+
+    /// `MPI_Win_post`: opens an exposure epoch to the origins of `group`.
+    pub fn post(&self, group: &Group, _assert: i32) -> Result<()> {
+        let ranks = self.ranks_of(group)?;
+        let mut o = self.origin_state();
+        if o.exposure.is_some() {
+            return Err(sync_error("MPI_Win_post while an exposure epoch is open"));
+        }
+        for &r in &ranks {
+            o.push(&self.core, r, Record::Post, &[]);
+            o.flush_out(&self.core, r);
+        }
+        o.exposure = Some(ranks);
+        Ok(())
+    }
+
+    /// `MPI_Win_start`: opens an access epoch to the targets of `group`, once each posted.
+    pub fn start(&self, group: &Group, _assert: i32) -> Result<()> {
+        let ranks = self.ranks_of(group)?;
+        let mut o = self.origin_state();
+        if !matches!(o.access, Access::None | Access::Fence { used: false }) {
+            return Err(sync_error("MPI_Win_start inside another access epoch"));
+        }
+        let watch: Vec<u32> = ranks.iter().map(|&r| self.core.peers[r as usize]).collect();
+        for &t in &ranks {
+            self.core.notify.wait_until(&self.core.nm, &watch, || self.core.consume(t, true))?;
+        }
+        o.access = Access::Pscw(ranks);
+        Ok(())
+    }
+
+    /// `MPI_Win_complete`: ends the access epoch of `MPI_Win_start`.
+    pub fn complete(&self) -> Result<()> {
+        let mut o = self.origin_state();
+        let Access::Pscw(ranks) = o.access.clone() else {
+            return Err(sync_error("MPI_Win_complete without MPI_Win_start"));
+        };
+        for &t in &ranks {
+            o.push(&self.core, t, Record::Complete, &[]);
+            o.flush_out(&self.core, t);
+        }
+        o.access = Access::None;
+        self.wait_answers(&mut o, ranks)?;
+        self.take_fault()
+    }
+
+    /// `MPI_Win_wait`: ends the exposure epoch once every origin completed.
+    pub fn wait(&self) -> Result<()> {
+        let mut o = self.origin_state();
+        let Some(ranks) = o.exposure.clone() else {
+            return Err(sync_error("MPI_Win_wait without MPI_Win_post"));
+        };
+        let watch: Vec<u32> = ranks.iter().map(|&r| self.core.peers[r as usize]).collect();
+        for &r in &ranks {
+            self.core.notify.wait_until(&self.core.nm, &watch, || self.core.consume(r, false))?;
+        }
+        o.exposure = None;
+        Ok(())
+    }
+
+    /// `MPI_Win_test`: [`Win::wait`] if every origin completed (true), else nothing (false).
+    pub fn test(&self) -> Result<bool> {
+        self.core.nm.pioman().progress();
+        let mut o = self.origin_state();
+        let Some(ranks) = o.exposure.clone() else {
+            return Err(sync_error("MPI_Win_test without MPI_Win_post"));
+        };
+        if !ranks.iter().all(|&r| self.core.counts(r).2 > 0) {
+            return Ok(false);
+        }
+        ranks.iter().for_each(|&r| {
+            self.core.consume(r, false);
+        });
+        o.exposure = None;
+        Ok(true)
+    }
+
+    /// Requests the lock on our own rank and waits for it.
+    fn lock_own(&self, o: &mut Origin, kind: LockKind) -> Result<()> {
+        let me = self.core.me;
+        o.to[me as usize].lock = Held::Sent(kind);
+        o.push(&self.core, me, Record::Lock { exclusive: kind == LockKind::Exclusive }, &[]);
+        o.flush_out(&self.core, me);
+        self.core.notify.wait_until(&self.core.nm, &[], || self.core.holds_own_lock())
+    }
+
+    fn wanted(&self, kind: LockKind, assert: i32) -> Held {
+        if assert & mode::NOCHECK != 0 { Held::Unchecked } else { Held::Wanted(kind) }
+    }
+
+    /// `MPI_Win_lock`.
+    pub fn lock(&self, kind: LockKind, rank: u32, assert: i32) -> Result<()> {
+        let n = self.core.members.len() as u32;
+        if rank >= n {
+            return Err(Error::rank(format!("rank {rank} is not in the window's {n} ranks")));
+        }
+        if self.hints().no_locks {
+            return Err(sync_error("MPI_Win_lock on a window created with no_locks"));
+        }
+        let mut o = self.origin_state();
+        match o.access {
+            Access::None | Access::Fence { used: false } | Access::Locks => {}
+            _ => return Err(sync_error("MPI_Win_lock inside another access epoch")),
+        }
+        if o.to[rank as usize].lock != Held::None {
+            return Err(sync_error("MPI_Win_lock on a rank this process has locked"));
+        }
+        o.access = Access::Locks;
+        match self.wanted(kind, assert) {
+            Held::Wanted(k) if rank == self.core.me => self.lock_own(&mut o, k),
+            h => {
+                o.to[rank as usize].lock = h;
+                Ok(())
+            }
+        }
+    }
+
+    /// Ends the passive epoch on `targets`: their unlock records (or a flush, for
+    /// `MPI_MODE_NOCHECK`), then the acks and the answers.
+    fn release(&self, o: &mut Origin, targets: &[u32]) -> Result<()> {
+        let (mut unlock, mut flush) = (Vec::new(), Vec::new());
+        for &t in targets {
+            match std::mem::replace(&mut o.to[t as usize].lock, Held::None) {
+                Held::Sent(_) => unlock.push(t),
+                Held::Unchecked => flush.push(t),
+                Held::Wanted(_) | Held::None => {}
+            }
+        }
+        let a = self.acked(o, &unlock, |reply| Record::Unlock { reply });
+        let b = self.acked(o, &flush, |reply| Record::Flush { reply });
+        let c = self.wait_answers(o, targets.iter().copied());
+        a.and(b).and(c)?;
+        self.take_fault()
+    }
+
+    /// `MPI_Win_unlock`.
+    pub fn unlock(&self, rank: u32) -> Result<()> {
+        let mut o = self.origin_state();
+        if o.access != Access::Locks || o.to.get(rank as usize).is_none_or(|t| t.lock == Held::None) {
+            return Err(sync_error("MPI_Win_unlock without MPI_Win_lock on that rank"));
+        }
+        let r = self.release(&mut o, &[rank]);
+        if o.to.iter().all(|t| t.lock == Held::None) {
+            o.access = Access::None;
+        }
+        r
+    }
+
+    /// `MPI_Win_lock_all`: a shared lock on every rank.
+    pub fn lock_all(&self, assert: i32) -> Result<()> {
+        if self.hints().no_locks {
+            return Err(sync_error("MPI_Win_lock_all on a window created with no_locks"));
+        }
+        let mut o = self.origin_state();
+        if !matches!(o.access, Access::None | Access::Fence { used: false }) {
+            return Err(sync_error("MPI_Win_lock_all inside another access epoch"));
+        }
+        let held = self.wanted(LockKind::Shared, assert);
+        o.to.iter_mut().for_each(|t| t.lock = held);
+        o.access = Access::LockAll;
+        if held != Held::Unchecked {
+            self.lock_own(&mut o, LockKind::Shared)?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_unlock_all`.
+    pub fn unlock_all(&self) -> Result<()> {
+        let mut o = self.origin_state();
+        if o.access != Access::LockAll {
+            return Err(sync_error("MPI_Win_unlock_all without MPI_Win_lock_all"));
+        }
+        let all: Vec<u32> = (0..self.core.members.len() as u32).collect();
+        o.access = Access::None;
+        self.release(&mut o, &all)
+    }
+
+    fn passive_targets(&self, o: &Origin, rank: Option<u32>) -> Result<Vec<u32>> {
+        let locked = |t: u32| o.to[t as usize].lock != Held::None;
+        match (&o.access, rank) {
+            (Access::Locks | Access::LockAll, Some(t)) if (t as usize) < o.to.len() && locked(t) => {
+                Ok(vec![t])
+            }
+            (Access::Locks | Access::LockAll, None) => {
+                Ok((0..o.to.len() as u32).filter(|&t| locked(t)).collect())
+            }
+            _ => Err(sync_error("a flush outside a passive-target epoch on that rank")),
+        }
+    }
+
+    /// `MPI_Win_flush` (`Some(rank)`) and `MPI_Win_flush_all` (`None`): the operations to
+    /// those targets are complete there.
+    pub fn flush(&self, rank: Option<u32>) -> Result<()> {
+        let mut o = self.origin_state();
+        let targets = self.passive_targets(&o, rank)?;
+        // A target whose lock request has not left got no operation.
+        let sent: Vec<u32> =
+            targets.iter().copied().filter(|&t| !matches!(o.to[t as usize].lock, Held::Wanted(_))).collect();
+        let a = self.acked(&mut o, &sent, |reply| Record::Flush { reply });
+        let b = self.wait_answers(&mut o, targets);
+        a.and(b)?;
+        self.take_fault()
+    }
+
+    /// `MPI_Win_flush_local` / `_all`: the origin buffers are free again (puts and
+    /// accumulates copied them at the call; the answers of gets are in).
+    pub fn flush_local(&self, rank: Option<u32>) -> Result<()> {
+        let mut o = self.origin_state();
+        let targets = self.passive_targets(&o, rank)?;
+        targets.iter().for_each(|&t| o.flush_out(&self.core, t));
+        self.wait_answers(&mut o, targets)?;
+        self.take_fault()
+    }
+
+    /// `MPI_Win_sync`: the memory of the window and this process's view of it agree.
+    pub fn sync(&self) -> Result<()> {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}

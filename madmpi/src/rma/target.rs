@@ -1,0 +1,503 @@
+//! A window's target side: what every origin's records do to this process's memory, under one
+//! lock per window (accumulates are element-wise atomic and ordered: one origin's records are
+//! applied in its send order, and local operations of the window's own rank take the same
+//! lock), plus the passive-target lock queue, the counts fence and PSCW wait on, and the
+//! derived types origins described.
+//!
+//! Bounds: every operation is checked against the window before a byte moves (its whole span,
+//! for a derived target type): outside, nothing is written and the origin gets
+//! `MPI_ERR_RMA_RANGE` (in the answer of a get-like operation, or as a fault reported at its
+//! next synchronization). Records of an origin whose lock is not granted yet wait, in order.
+//!
+//! Owns [`WinCore`] (shared between the window and the service's handler) and the answers it
+//! sends; it must not wait (it runs on progression threads) nor touch origin-side state.
+
+use super::lock::{LockKind, LockQueue};
+use super::notify::Notify;
+use super::service::{Service, elem_size};
+use super::shape::{Element, MAX_BLOCKS, Shape};
+use super::window::{Exposure, Memory};
+use super::wire::{self, Malformed, Record, Target, TypeRef};
+use crate::datatype::{Datatype, Predefined};
+use crate::error::{Error, ErrorClass, Result};
+use crate::op::{Builtin, Op};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// Most derived types one origin may describe to one window.
+const MAX_TYPES: usize = 4096;
+
+/// What the window and the message handler share.
+pub(crate) struct WinCore {
+    pub(crate) ctx: u32,
+    /// This process's rank in the window.
+    pub(crate) me: u32,
+    /// Window rank → nmad peer.
+    pub(crate) peers: Vec<u32>,
+    ranks: HashMap<u32, u32>,
+    pub(crate) members: Vec<Exposure>,
+    pub(crate) memory: Memory,
+    pub(crate) nm: nmad::Nmad,
+    pub(crate) service: Arc<Service>,
+    state: Mutex<TargetState>,
+    pub(crate) notify: Notify,
+    /// A fault an origin operation of this process met at a target, until reported.
+    pub(crate) fault: Mutex<Option<Error>>,
+}
+
+/// A derived type an origin is describing or has described.
+enum TypeDef {
+    Partial { extent: i64, total: u32, blocks: Vec<(i64, u64)> },
+    Done(Arc<Element>),
+}
+
+#[derive(Default)]
+struct PerOrigin {
+    held: Option<LockKind>,
+    /// Its lock request waits: its later records wait with it.
+    waiting: bool,
+    deferred: VecDeque<(Record, Vec<u8>)>,
+    applied: u64,
+    posts: u64,
+    posts_used: u64,
+    completes: u64,
+    completes_used: u64,
+    types: HashMap<u64, TypeDef>,
+}
+
+#[derive(Default)]
+struct TargetState {
+    lock: LockQueue,
+    of: Vec<PerOrigin>,
+}
+
+/// Messages to send once the state's lock is released: (window rank, header, payload).
+#[derive(Default)]
+struct Answers {
+    done: Vec<(u32, Vec<u8>, Vec<u8>)>,
+    open: HashMap<u32, (Vec<u8>, Vec<u8>)>,
+}
+
+impl Answers {
+    fn push(&mut self, core: &WinCore, to: u32, rec: Record, data: &[u8]) {
+        let cap = core.capacity(to);
+        let (h, p) = self.open.entry(to).or_insert_with(|| (wire::header(core.ctx), Vec::new()));
+        if h.len() + wire::MAX_RECORD > nmad::wire::MAX_AM_HEADER
+            || h.len() + p.len() + data.len() + wire::MAX_RECORD > cap
+        {
+            let full = std::mem::replace(h, wire::header(core.ctx));
+            self.done.push((to, full, std::mem::take(p)));
+        }
+        rec.encode(h);
+        p.extend_from_slice(data);
+    }
+
+    fn ack(&mut self, core: &WinCore, to: u32, reply: u64, r: Result<()>) {
+        let class = r.err().map_or(0, |e| e.class().code() as u16);
+        self.push(core, to, Record::Ack { reply, class }, &[]);
+    }
+
+    fn send(mut self, core: &WinCore) {
+        self.done.extend(self.open.drain().map(|(to, (h, p))| (to, h, p)));
+        for (to, h, p) in self.done {
+            core.send(to, &h, &p);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl WinCore {
+    pub(crate) fn new(
+        ctx: u32,
+        me: u32,
+        peers: Vec<u32>,
+        members: Vec<Exposure>,
+        memory: Memory,
+        nm: nmad::Nmad,
+        service: Arc<Service>,
+    ) -> WinCore {
+        let ranks = peers.iter().enumerate().map(|(r, &p)| (p, r as u32)).collect();
+        let n = peers.len();
+        let state =
+            TargetState { lock: LockQueue::default(), of: (0..n).map(|_| PerOrigin::default()).collect() };
+        WinCore {
+            ctx,
+            me,
+            peers,
+            ranks,
+            members,
+            memory,
+            nm,
+            service,
+            state: Mutex::new(state),
+            notify: Notify::default(),
+            fault: Mutex::new(None),
+        }
+    }
+
+    /// The most header and payload bytes of one message to window rank `to`.
+    pub(crate) fn capacity(&self, to: u32) -> usize {
+        if to == self.me {
+            return usize::MAX;
+        }
+        self.nm.am_capacity(self.peers[to as usize]).unwrap_or(16 << 10)
+    }
+
+    /// Sends a message to window rank `to` (handled here at once for our own rank). A failed
+    /// peer is not an error here: whoever waits for an answer finds it failed.
+    pub(crate) fn send(&self, to: u32, header: &[u8], payload: &[u8]) {
+        let peer = self.peers[to as usize];
+        if to == self.me {
+            self.service.handle(peer, header, payload);
+        } else if let Err(e) = self.nm.send_am(peer, wire::AM_ID, header, payload) {
+            log::debug!("one-sided: to process {peer}: {e}");
+        }
+    }
+
+    /// Records from nmad peer `from`.
+    pub(crate) fn receive(
+        &self,
+        from: u32,
+        records: Vec<(Record, &[u8])>,
+    ) -> std::result::Result<(), Malformed> {
+        let origin =
+            *self.ranks.get(&from).ok_or_else(|| Malformed(format!("process {from} is not a member")))?;
+        let mut out = Answers::default();
+        let r = {
+            let mut st = lock(&self.state);
+            records.into_iter().try_for_each(|(rec, data)| self.take(&mut st, origin, rec, data, &mut out))
+        };
+        self.notify.notify_all();
+        out.send(self);
+        r
+    }
+
+    fn take(
+        &self,
+        st: &mut TargetState,
+        origin: u32,
+        rec: Record,
+        data: &[u8],
+        out: &mut Answers,
+    ) -> std::result::Result<(), Malformed> {
+        let o = origin as usize;
+        match rec {
+            Record::Post => st.of[o].posts += 1,
+            Record::Fault { class } => {
+                let class = ErrorClass::from_code(i32::from(class)).unwrap_or(ErrorClass::Other);
+                lock(&self.fault).get_or_insert_with(|| {
+                    Error::new(class, format!("an operation to rank {origin} failed there"))
+                });
+            }
+            _ if st.of[o].waiting => st.of[o].deferred.push_back((rec, data.to_vec())),
+            Record::Lock { exclusive } => {
+                if st.of[o].held.is_some() {
+                    return Err(Malformed(format!("rank {origin} locks a window it holds")));
+                }
+                let kind = if exclusive { LockKind::Exclusive } else { LockKind::Shared };
+                if st.lock.request(origin, kind) {
+                    st.of[o].held = Some(kind);
+                } else {
+                    st.of[o].waiting = true;
+                }
+            }
+            Record::Unlock { reply } => match st.of[o].held.take() {
+                None => out.ack(self, origin, reply, Err(Error::rma_sync("unlock without the lock"))),
+                Some(kind) => {
+                    out.ack(self, origin, reply, Ok(()));
+                    for (who, k) in st.lock.release(kind) {
+                        let w = &mut st.of[who as usize];
+                        (w.held, w.waiting) = (Some(k), false);
+                        let queued = std::mem::take(&mut w.deferred);
+                        for (r, d) in queued {
+                            self.take(st, who, r, &d, out)?;
+                        }
+                    }
+                }
+            },
+            Record::Flush { reply } => out.ack(self, origin, reply, Ok(())),
+            Record::Complete => st.of[o].completes += 1,
+            Record::TypeDef { id, extent, total, first, n } => {
+                Self::define(st, o, id, extent, total, first, n, data)?
+            }
+            Record::Put { .. }
+            | Record::Acc { .. }
+            | Record::Get { .. }
+            | Record::GetAcc { .. }
+            | Record::Cas { .. } => {
+                st.of[o].applied += 1;
+                if let Err(e) = self.apply(st, origin, rec, data, out) {
+                    match reply_of(&rec) {
+                        Some(reply) => out.ack(self, origin, reply, Err(e)),
+                        None => out.push(self, origin, Record::Fault { class: e.class().code() as u16 }, &[]),
+                    }
+                }
+            }
+            Record::Ack { .. } | Record::Data { .. } => {
+                return Err(Malformed("an answer routed to a target".into()));
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn define(
+        st: &mut TargetState,
+        o: usize,
+        id: u64,
+        extent: i64,
+        total: u32,
+        first: u32,
+        n: u32,
+        data: &[u8],
+    ) -> std::result::Result<(), Malformed> {
+        let types = &mut st.of[o].types;
+        if total == 0
+            || total > MAX_BLOCKS
+            || (first == 0 && types.len() >= MAX_TYPES && !types.contains_key(&id))
+        {
+            return Err(Malformed(format!("a type of {total} blocks, or too many types")));
+        }
+        if first == 0 {
+            let blocks = Vec::with_capacity(total.min(4096) as usize);
+            types.insert(id, TypeDef::Partial { extent, total, blocks });
+        }
+        let Some(TypeDef::Partial { extent, total, blocks }) = types.get_mut(&id) else {
+            return Err(Malformed(format!("blocks for type {id}, which is not being described")));
+        };
+        if blocks.len() != first as usize || first as u64 + n as u64 > *total as u64 {
+            return Err(Malformed(format!("blocks {first}+{n} of type {id} out of order")));
+        }
+        for b in data.chunks_exact(wire::TYPE_BLOCK) {
+            let off = i64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+            let len = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
+            blocks.push((off, len));
+        }
+        if blocks.len() == *total as usize {
+            let elem = Element::new(std::mem::take(blocks), *extent)
+                .ok_or_else(|| Malformed(format!("type {id}: empty or overflowing blocks")))?;
+            types.insert(id, TypeDef::Done(Arc::new(elem)));
+        }
+        Ok(())
+    }
+
+    /// The address of the displacement and the shape of an operation's target, after checking
+    /// its whole span and its bytes `[off, off + len)` against the window.
+    fn resolve(
+        &self,
+        st: &TargetState,
+        origin: u32,
+        at: &Target,
+        off: u64,
+        len: u64,
+    ) -> Result<(*mut u8, Shape)> {
+        let shape = match at.ty {
+            TypeRef::Bytes { span } => Shape::Bytes(span),
+            TypeRef::Derived { id, count } => match st.of[origin as usize].types.get(&id) {
+                Some(TypeDef::Done(e)) => Shape::Derived { elem: e.clone(), count },
+                _ => return Err(Error::intern(format!("rank {origin} used target type {id} undescribed"))),
+            },
+        };
+        let range = |what: String| Error::rma_range(format!("rank {origin}'s access {what}"));
+        let size = shape.size().ok_or_else(|| range("overflows".into()))?;
+        if off.checked_add(len).is_none_or(|end| end > size) {
+            return Err(range(format!("of bytes {off}+{len} beyond its {size} bytes")));
+        }
+        let (lo, hi) = shape.span().ok_or_else(|| range("overflows".into()))?;
+        if lo == hi {
+            return Ok((std::ptr::null_mut(), shape));
+        }
+        let Ok(width) = usize::try_from(hi - lo) else { return Err(range("overflows".into())) };
+        match &self.memory {
+            Memory::Dynamic(regions) => {
+                let start = (at.disp as i64).checked_add(lo).and_then(|s| usize::try_from(s).ok());
+                let covered = start.is_some_and(|s| lock(regions).covers(s, width));
+                if !covered {
+                    return Err(range(format!("at address {:#x} is outside the attached memory", at.disp)));
+                }
+                Ok((at.disp as usize as *mut u8, shape))
+            }
+            _ => {
+                let e = self.members[self.me as usize];
+                let at_byte = i64::try_from(at.disp)
+                    .ok()
+                    .and_then(|d| d.checked_mul(e.disp_unit as i64))
+                    .filter(|b| b.checked_add(lo).is_some_and(|s| s >= 0))
+                    .filter(|b| b.checked_add(hi).is_some_and(|end| end as u64 <= e.size as u64));
+                let Some(at_byte) = at_byte else {
+                    return Err(range(format!(
+                        "at displacement {} (bytes {lo}..{hi} from it) is outside the window's {} bytes",
+                        at.disp, e.size
+                    )));
+                };
+                Ok(((e.base as *mut u8).wrapping_offset(at_byte as isize), shape))
+            }
+        }
+    }
+
+    fn apply(
+        &self,
+        st: &TargetState,
+        origin: u32,
+        rec: Record,
+        data: &[u8],
+        out: &mut Answers,
+    ) -> Result<()> {
+        match rec {
+            Record::Put { at, off, len } => {
+                let (ptr, shape) = self.resolve(st, origin, &at, off, len as u64)?;
+                check_len(data, len)?;
+                // SAFETY: resolve checked the access inside this process's window memory.
+                unsafe { scatter(ptr, &shape, off, data) };
+            }
+            Record::Get { at, off, len, reply } => {
+                let (ptr, shape) = self.resolve(st, origin, &at, off, len as u64)?;
+                // SAFETY: as for Put.
+                let old = unsafe { gather(ptr, &shape, off, len as usize) };
+                out.push(self, origin, Record::Data { reply, off, len }, &old);
+            }
+            Record::Acc { at, off, len, op, elem } => {
+                let (ptr, shape) = self.resolve(st, origin, &at, off, len as u64)?;
+                check_len(data, len)?;
+                let (op, dt) = op_on(op, elem)?;
+                // SAFETY: as for Put.
+                unsafe { combine(ptr, &shape, off, data, &op, &dt)? };
+            }
+            Record::GetAcc { at, off, len, op, elem, reply } => {
+                let (ptr, shape) = self.resolve(st, origin, &at, off, len as u64)?;
+                let (op, dt) = op_on(op, elem)?;
+                // SAFETY: as for Put.
+                let old = unsafe { gather(ptr, &shape, off, len as usize) };
+                if op.as_builtin() != Some(Builtin::NoOp) {
+                    check_len(data, len)?;
+                    // SAFETY: as for Put.
+                    unsafe { combine(ptr, &shape, off, data, &op, &dt)? };
+                }
+                out.push(self, origin, Record::Data { reply, off, len }, &old);
+            }
+            Record::Cas { disp, elem, reply } => {
+                let size = elem_size(elem).ok_or_else(|| Error::datatype("unknown element type"))?;
+                let at = Target { disp, ty: TypeRef::Bytes { span: size } };
+                let (ptr, shape) = self.resolve(st, origin, &at, 0, size)?;
+                // SAFETY: as for Put.
+                let old = unsafe { gather(ptr, &shape, 0, size as usize) };
+                let (new, compare) = data.split_at(size as usize);
+                if old == compare {
+                    // SAFETY: as for Put.
+                    unsafe { scatter(ptr, &shape, 0, new) };
+                }
+                out.push(self, origin, Record::Data { reply, off: 0, len: size as u32 }, &old);
+            }
+            _ => unreachable!("not an operation"),
+        }
+        Ok(())
+    }
+
+    /// Window rank `origin`'s applied operations, the posts it sent us, the completes it sent
+    /// us (see [`WinCore::consume`]).
+    pub(crate) fn counts(&self, origin: u32) -> (u64, u64, u64) {
+        let st = lock(&self.state);
+        let o = &st.of[origin as usize];
+        (o.applied, o.posts - o.posts_used, o.completes - o.completes_used)
+    }
+
+    /// Uses one post (`post`) or one complete of `origin`: false if none is there.
+    pub(crate) fn consume(&self, origin: u32, post: bool) -> bool {
+        let mut st = lock(&self.state);
+        let o = &mut st.of[origin as usize];
+        let (have, used) =
+            if post { (o.posts, &mut o.posts_used) } else { (o.completes, &mut o.completes_used) };
+        if have > *used {
+            *used += 1;
+            return true;
+        }
+        false
+    }
+
+    /// Whether this process's own lock request on its window is granted.
+    pub(crate) fn holds_own_lock(&self) -> bool {
+        lock(&self.state).of[self.me as usize].held.is_some()
+    }
+}
+
+fn reply_of(rec: &Record) -> Option<u64> {
+    match *rec {
+        Record::Get { reply, .. } | Record::GetAcc { reply, .. } | Record::Cas { reply, .. } => Some(reply),
+        _ => None,
+    }
+}
+
+fn check_len(data: &[u8], len: u32) -> Result<()> {
+    if data.len() != len as usize {
+        return Err(Error::intern(format!("{} bytes for a {len}-byte record", data.len())));
+    }
+    Ok(())
+}
+
+/// The operation and element type of an accumulate record (`elem` unused by `REPLACE`/`NO_OP`).
+fn op_on(op: u8, elem: u16) -> Result<(Op, Datatype)> {
+    let b = *Builtin::ALL.get(op as usize).ok_or_else(|| Error::op(format!("operation {op}")))?;
+    let p = match Predefined::ALL.get(elem as usize) {
+        Some(p) => *p,
+        None if matches!(b, Builtin::Replace | Builtin::NoOp) => Predefined::Byte,
+        None => return Err(Error::datatype(format!("element type {elem}"))),
+    };
+    let (op, dt) = (Op::builtin(b), Datatype::predefined(p));
+    op.check(&dt)?;
+    Ok((op, dt))
+}
+
+/// Writes `data`, bytes `[off, ..)` of an access of `shape` at `ptr`.
+///
+/// # Safety
+/// Every byte the shape maps `[off, off + data.len())` to must be writable memory of the window.
+unsafe fn scatter(ptr: *mut u8, shape: &Shape, off: u64, data: &[u8]) {
+    shape.walk(off, data.len() as u64, |o, a, n| {
+        // SAFETY: the caller vouches for the target bytes; `a + n` is within `data` (walk).
+        unsafe { std::ptr::copy(data.as_ptr().add(a), ptr.wrapping_offset(o as isize), n) }
+    });
+}
+
+/// Reads bytes `[off, off + len)` of an access of `shape` at `ptr`.
+///
+/// # Safety
+/// As [`scatter`], readable.
+unsafe fn gather(ptr: *mut u8, shape: &Shape, off: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    shape.walk(off, len as u64, |o, a, n| {
+        // SAFETY: the caller vouches for the target bytes; `a + n` is within `v` (walk).
+        unsafe { std::ptr::copy(ptr.wrapping_offset(o as isize), v.as_mut_ptr().add(a), n) }
+    });
+    v
+}
+
+/// `target = input op target` over bytes `[off, ..)` of an access of `shape` at `ptr`.
+///
+/// # Safety
+/// As [`scatter`], readable and writable.
+unsafe fn combine(ptr: *mut u8, shape: &Shape, off: u64, input: &[u8], op: &Op, dt: &Datatype) -> Result<()> {
+    let size = dt.size() as usize;
+    let whole = size > 0 && input.len().is_multiple_of(size) && off.is_multiple_of(size as u64);
+    let Some(count) = input.len().checked_div(size).filter(|_| whole) else {
+        return Err(Error::intern(format!(
+            "{} accumulate bytes at {off} are not whole elements",
+            input.len()
+        )));
+    };
+    if let Shape::Bytes(_) = shape {
+        // SAFETY: the caller vouches for these bytes; a contiguous target's packed form is its
+        // memory form, so the elements are combined in place.
+        let target =
+            unsafe { std::slice::from_raw_parts_mut(ptr.wrapping_offset(off as isize), input.len()) };
+        return op.reduce(input, target, count, dt);
+    }
+    // SAFETY: the caller vouches for the bytes the shape maps the range to.
+    let mut packed = unsafe { gather(ptr, shape, off, input.len()) };
+    op.reduce(input, &mut packed, count, dt)?;
+    // SAFETY: as above.
+    unsafe { scatter(ptr, shape, off, &packed) };
+    Ok(())
+}
