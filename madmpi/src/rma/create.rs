@@ -19,6 +19,7 @@
 use super::fdpass::{self, Server};
 use super::hints::WinHints;
 use super::segment::{Segment, page_rounded, page_size};
+use super::shm;
 use super::window::{Exposure, Flavor, Memory, Win};
 use crate::comm::internal::allgather;
 use crate::comm::{Comm, from_nmad};
@@ -201,8 +202,9 @@ pub(super) fn in_segment(flavor: Flavor, plans: &[Plan]) -> Result<bool> {
     }
 }
 
-/// Where each member's part starts in the segment, and the segment's length.
-pub(super) fn layout(plans: &[Plan]) -> Result<(Vec<usize>, usize)> {
+/// Where each member's part starts in the segment, where the control area of the fast path
+/// starts (on the page after the parts), and the segment's length.
+pub(super) fn layout(plans: &[Plan]) -> Result<(Vec<usize>, usize, usize)> {
     let noncontig = plans[0].noncontig;
     let page = page_size();
     let mut offsets = Vec::with_capacity(plans.len());
@@ -215,12 +217,16 @@ pub(super) fn layout(plans: &[Plan]) -> Result<(Vec<usize>, usize)> {
         offsets.push(end);
         end = end.checked_add(size).ok_or_else(|| Error::no_mem("segment too large"))?;
     }
-    Ok((offsets, page_rounded(end)))
+    let control = page_rounded(end);
+    let len = control
+        .checked_add(shm::control_len(plans.len()))
+        .ok_or_else(|| Error::no_mem("segment too large"))?;
+    Ok((offsets, control, page_rounded(len)))
 }
 
 /// This member's mapping of the node's segment, and its part's address.
 fn shared_part(wc: &Comm, plans: &[Plan], server: Option<Result<Server>>) -> Result<(Memory, usize)> {
-    let (offsets, len) = layout(plans)?;
+    let (offsets, control, len) = layout(plans)?;
     let segment = match server {
         Some(server) => {
             let server = server?;
@@ -241,7 +247,7 @@ fn shared_part(wc: &Comm, plans: &[Plan], server: Option<Result<Server>>) -> Res
     debug_assert!(offsets.iter().zip(plans).all(|(&o, p)| o + p.size as usize <= segment.len()));
     // SAFETY: this member's offset plus its size is within the segment (layout computed both).
     let base = unsafe { segment.base().add(offsets[wc.rank() as usize]) } as usize;
-    Ok((Memory::Segment { segment, offsets }, base))
+    Ok((Memory::Segment { segment, offsets, control }, base))
 }
 
 /// A private allocation of `size` bytes, and its address.

@@ -16,6 +16,7 @@
 //! nmad's drivers.
 
 pub(crate) mod create;
+mod direct;
 mod dynamic;
 mod epoch;
 mod fdpass;
@@ -27,6 +28,7 @@ mod origin;
 mod segment;
 mod service;
 mod shape;
+mod shm;
 mod sync;
 mod target;
 #[cfg(test)]

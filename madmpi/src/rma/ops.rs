@@ -11,6 +11,7 @@
 //! Owns the origin-side translation of a call into records; the target applies them
 //! (`target`), the synchronizations complete them (`sync`).
 
+use super::direct;
 use super::origin::Origin;
 use super::service::{Sink, Slot};
 use super::window::{Flavor, Win};
@@ -182,6 +183,11 @@ impl Win {
     pub unsafe fn put(&self, origin: Buf<'_>, at: At<'_>) -> Result<()> {
         let mut o = self.origin.lock().unwrap_or_else(|e| e.into_inner());
         let c = self.check(&o, Some(origin), at)?;
+        if let Some(shm) = &self.core.shm {
+            o.used();
+            // SAFETY: the caller's contract; `check` put the target range inside the window.
+            return unsafe { direct::put(shm, origin, at, c.bytes as usize) };
+        }
         self.emit(&mut o, &at, &c, 1, |target, off, len| Record::Put { at: target, off, len }, Some(origin))
     }
 
@@ -197,6 +203,11 @@ impl Win {
         if code == op_code(&Op::builtin(Builtin::NoOp)) {
             return Ok(());
         }
+        if let Some(shm) = &self.core.shm {
+            o.used();
+            // SAFETY: as for put.
+            return unsafe { direct::accumulate(shm, origin, at, c.bytes as usize, op, c.elem) };
+        }
         let (elem, unit) = (c.elem, elem_unit(c.elem));
         let rec = |target, off, len| Record::Acc { at: target, off, len, op: code, elem };
         self.emit(&mut o, &at, &c, unit, rec, Some(origin))
@@ -211,6 +222,12 @@ impl Win {
     pub(crate) unsafe fn get_slot(&self, result: Buf<'_>, at: At<'_>) -> Result<Arc<Slot>> {
         let mut o = self.origin.lock().unwrap_or_else(|e| e.into_inner());
         let c = self.check(&o, Some(result), at)?;
+        if let Some(shm) = &self.core.shm {
+            o.used();
+            // SAFETY: the caller's contract; `check` put the target range inside the window.
+            unsafe { direct::get(shm, result, at, c.bytes as usize) }?;
+            return Ok(Slot::done());
+        }
         let slot = self.answer_slot(at.rank, c.bytes, result)?;
         let reply = slot.id;
         self.emit(&mut o, &at, &c, 1, |target, off, len| Record::Get { at: target, off, len, reply }, None)?;
@@ -235,6 +252,13 @@ impl Win {
             self.check(&o, Some(origin), at)?;
         }
         c.elem = Self::element(op, (!no_op).then_some(origin.ty), at.ty)?;
+        if let Some(shm) = &self.core.shm {
+            o.used();
+            let (from, bytes) = ((!no_op).then_some(origin), c.bytes as usize);
+            // SAFETY: as for get and accumulate.
+            unsafe { direct::get_accumulate(shm, from, result, at, bytes, op, c.elem) }?;
+            return Ok(Slot::done());
+        }
         let slot = self.answer_slot(at.rank, c.bytes, result)?;
         let (reply, code, elem) = (slot.id, op_code(op), c.elem);
         let rec = |target, off, len| Record::GetAcc { at: target, off, len, op: code, elem, reply };
@@ -262,6 +286,12 @@ impl Win {
         let at = At { rank, disp, count: 1, ty };
         let c = self.check(&o, None, at)?;
         let size = c.bytes as usize;
+        if let Some(shm) = &self.core.shm {
+            o.used();
+            // SAFETY: the caller's contract for the three elements; `check` put the target inside.
+            unsafe { direct::compare_and_swap(shm, new, compare, result, at, size) };
+            return Ok(Slot::done());
+        }
         let mut payload = Vec::with_capacity(2 * size);
         // SAFETY: the caller vouches for one element at `new` and at `compare`.
         unsafe {

@@ -59,6 +59,8 @@ pub(crate) struct Origin {
     /// The window ranks of the exposure epoch opened by `MPI_Win_post`.
     pub(crate) exposure: Option<Vec<u32>>,
     pub(crate) to: Vec<TargetOut>,
+    /// The fast path's PSCW counters used so far, per peer: posts, completes.
+    pub(crate) seen: [Vec<u32>; 2],
 }
 
 impl Origin {
@@ -73,7 +75,7 @@ impl Origin {
                 awaited: Vec::new(),
             })
             .collect();
-        Origin { access: Access::None, exposure: None, to }
+        Origin { access: Access::None, exposure: None, to, seen: [vec![0; n], vec![0; n]] }
     }
 
     /// Whether operations may target window rank `t` now (else `MPI_ERR_RMA_SYNC`).

@@ -18,12 +18,14 @@
 use super::lock::LockKind;
 use super::origin::{Access, Held, Origin};
 use super::service::Slot;
+use super::shm::{ShmPath, wait};
 use super::window::Win;
 use super::wire::Record;
 use crate::comm::from_nmad;
 use crate::comm::internal::allgather;
 use crate::error::{Error, Result};
 use crate::group::Group;
+use std::sync::atomic::{Ordering::SeqCst, fence};
 use std::sync::{Arc, MutexGuard, PoisonError};
 
 /// The `assert` bits of the synchronization calls (MPICH's values).
@@ -107,6 +109,16 @@ impl Win {
         if !matches!(o.access, Access::None | Access::Fence { .. }) || o.exposure.is_some() {
             return Err(sync_error("MPI_Win_fence inside another synchronization's epoch"));
         }
+        if self.core.shm.is_some() {
+            // Every operation completed in its call: a memory fence and a barrier.
+            fence(SeqCst);
+            if assert & mode::NOPRECEDE == 0 || assert & mode::NOSUCCEED == 0 {
+                self.comm.internal(|m| allgather(m, 0, &[]).map(drop).map_err(from_nmad))?;
+            }
+            o.access =
+                if assert & mode::NOSUCCEED != 0 { Access::None } else { Access::Fence { used: false } };
+            return Ok(());
+        }
         let n = self.core.members.len() as u32;
         (0..n).for_each(|t| o.flush_out(&self.core, t));
         let answers = self.wait_answers(&mut o, 0..n);
@@ -135,8 +147,13 @@ impl Win {
             return Err(sync_error("MPI_Win_post while an exposure epoch is open"));
         }
         for &r in &ranks {
-            o.push(&self.core, r, Record::Post, &[]);
-            o.flush_out(&self.core, r);
+            match &self.core.shm {
+                Some(shm) => shm.raise(POSTS, r, self.core.me),
+                None => {
+                    o.push(&self.core, r, Record::Post, &[]);
+                    o.flush_out(&self.core, r);
+                }
+            }
         }
         o.exposure = Some(ranks);
         Ok(())
@@ -151,7 +168,10 @@ impl Win {
         }
         let watch: Vec<u32> = ranks.iter().map(|&r| self.core.peers[r as usize]).collect();
         for &t in &ranks {
-            self.core.notify.wait_until(&self.core.nm, &watch, || self.core.consume(t, true))?;
+            match &self.core.shm {
+                Some(shm) => shm_take(shm, self.core.me, &mut o, POSTS, t),
+                None => self.core.notify.wait_until(&self.core.nm, &watch, || self.core.consume(t, true))?,
+            }
         }
         o.access = Access::Pscw(ranks);
         Ok(())
@@ -164,8 +184,13 @@ impl Win {
             return Err(sync_error("MPI_Win_complete without MPI_Win_start"));
         };
         for &t in &ranks {
-            o.push(&self.core, t, Record::Complete, &[]);
-            o.flush_out(&self.core, t);
+            match &self.core.shm {
+                Some(shm) => shm.raise(COMPLETES, t, self.core.me),
+                None => {
+                    o.push(&self.core, t, Record::Complete, &[]);
+                    o.flush_out(&self.core, t);
+                }
+            }
         }
         o.access = Access::None;
         self.wait_answers(&mut o, ranks)?;
@@ -180,7 +205,10 @@ impl Win {
         };
         let watch: Vec<u32> = ranks.iter().map(|&r| self.core.peers[r as usize]).collect();
         for &r in &ranks {
-            self.core.notify.wait_until(&self.core.nm, &watch, || self.core.consume(r, false))?;
+            match &self.core.shm {
+                Some(shm) => shm_take(shm, self.core.me, &mut o, COMPLETES, r),
+                None => self.core.notify.wait_until(&self.core.nm, &watch, || self.core.consume(r, false))?,
+            }
         }
         o.exposure = None;
         Ok(())
@@ -193,6 +221,16 @@ impl Win {
         let Some(ranks) = o.exposure.clone() else {
             return Err(sync_error("MPI_Win_test without MPI_Win_post"));
         };
+        if let Some(shm) = &self.core.shm {
+            let me = self.core.me;
+            if !ranks.iter().all(|&r| shm.count(COMPLETES, me, r) > o.seen[COMPLETES][r as usize]) {
+                return Ok(false);
+            }
+            ranks.iter().for_each(|&r| o.seen[COMPLETES][r as usize] += 1);
+            fence(SeqCst);
+            o.exposure = None;
+            return Ok(true);
+        }
         if !ranks.iter().all(|&r| self.core.counts(r).2 > 0) {
             return Ok(false);
         }
@@ -235,6 +273,11 @@ impl Win {
         }
         o.access = Access::Locks;
         match self.wanted(kind, assert) {
+            Held::Wanted(k) if self.core.shm.is_some() => {
+                self.core.shm.as_ref().expect("fast path").lock(rank, k == LockKind::Exclusive);
+                o.to[rank as usize].lock = Held::Sent(k);
+                Ok(())
+            }
             Held::Wanted(k) if rank == self.core.me => self.lock_own(&mut o, k),
             h => {
                 o.to[rank as usize].lock = h;
@@ -246,6 +289,15 @@ impl Win {
     /// Ends the passive epoch on `targets`: their unlock records (or a flush, for
     /// `MPI_MODE_NOCHECK`), then the acks and the answers.
     fn release(&self, o: &mut Origin, targets: &[u32]) -> Result<()> {
+        if let Some(shm) = &self.core.shm {
+            fence(SeqCst);
+            for &t in targets {
+                if let Held::Sent(k) = std::mem::replace(&mut o.to[t as usize].lock, Held::None) {
+                    shm.unlock(t, k == LockKind::Exclusive);
+                }
+            }
+            return Ok(());
+        }
         let (mut unlock, mut flush) = (Vec::new(), Vec::new());
         for &t in targets {
             match std::mem::replace(&mut o.to[t as usize].lock, Held::None) {
@@ -286,10 +338,17 @@ impl Win {
         let held = self.wanted(LockKind::Shared, assert);
         o.to.iter_mut().for_each(|t| t.lock = held);
         o.access = Access::LockAll;
-        if held != Held::Unchecked {
-            self.lock_own(&mut o, LockKind::Shared)?;
+        match &self.core.shm {
+            Some(shm) if held != Held::Unchecked => {
+                for (t, out) in o.to.iter_mut().enumerate() {
+                    shm.lock(t as u32, false);
+                    out.lock = Held::Sent(LockKind::Shared);
+                }
+                Ok(())
+            }
+            None if held != Held::Unchecked => self.lock_own(&mut o, LockKind::Shared),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// `MPI_Win_unlock_all`.
@@ -301,6 +360,16 @@ impl Win {
         let all: Vec<u32> = (0..self.core.members.len() as u32).collect();
         o.access = Access::None;
         self.release(&mut o, &all)
+    }
+
+    /// Whether a flush of `rank` (or of all) is in a passive-target epoch on it.
+    fn check_passive(&self, o: &Origin, rank: Option<u32>) -> Result<()> {
+        let locked = |t: u32| o.to.get(t as usize).is_some_and(|t| t.lock != Held::None);
+        match (&o.access, rank) {
+            (Access::Locks | Access::LockAll, Some(t)) if locked(t) => Ok(()),
+            (Access::Locks | Access::LockAll, None) => Ok(()),
+            _ => Err(sync_error("a flush outside a passive-target epoch on that rank")),
+        }
     }
 
     fn passive_targets(&self, o: &Origin, rank: Option<u32>) -> Result<Vec<u32>> {
@@ -320,6 +389,11 @@ impl Win {
     /// those targets are complete there.
     pub fn flush(&self, rank: Option<u32>) -> Result<()> {
         let mut o = self.origin_state();
+        if self.core.shm.is_some() {
+            self.check_passive(&o, rank)?;
+            fence(SeqCst);
+            return Ok(());
+        }
         let targets = self.passive_targets(&o, rank)?;
         // A target whose lock request has not left got no operation.
         let sent: Vec<u32> =
@@ -334,6 +408,9 @@ impl Win {
     /// accumulates copied them at the call; the answers of gets are in).
     pub fn flush_local(&self, rank: Option<u32>) -> Result<()> {
         let mut o = self.origin_state();
+        if self.core.shm.is_some() {
+            return self.check_passive(&o, rank);
+        }
         let targets = self.passive_targets(&o, rank)?;
         targets.iter().for_each(|&t| o.flush_out(&self.core, t));
         self.wait_answers(&mut o, targets)?;
@@ -342,7 +419,19 @@ impl Win {
 
     /// `MPI_Win_sync`: the memory of the window and this process's view of it agree.
     pub fn sync(&self) -> Result<()> {
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        fence(SeqCst);
         Ok(())
     }
+}
+
+/// The fast path's PSCW counters: posts (origin side), completes (target side).
+const POSTS: usize = 0;
+const COMPLETES: usize = 1;
+
+/// Waits until `from` raised counter `which` for us once more than we used, and uses it.
+fn shm_take(shm: &ShmPath, me: u32, o: &mut Origin, which: usize, from: u32) {
+    let used = o.seen[which][from as usize];
+    wait(|| shm.count(which, me, from) > used);
+    o.seen[which][from as usize] += 1;
+    fence(SeqCst);
 }

@@ -16,6 +16,7 @@ use super::lock::{LockKind, LockQueue};
 use super::notify::Notify;
 use super::service::{Service, elem_size};
 use super::shape::{Element, MAX_BLOCKS, Shape};
+use super::shm::ShmPath;
 use super::window::{Exposure, Memory};
 use super::wire::{self, Malformed, Record, Target, TypeRef};
 use crate::datatype::{Datatype, Predefined};
@@ -37,6 +38,8 @@ pub(crate) struct WinCore {
     ranks: HashMap<u32, u32>,
     pub(crate) members: Vec<Exposure>,
     pub(crate) memory: Memory,
+    /// Every member's memory mapped here: operations are loads and stores (`shm`).
+    pub(crate) shm: Option<ShmPath>,
     pub(crate) nm: nmad::Nmad,
     pub(crate) service: Arc<Service>,
     state: Mutex<TargetState>,
@@ -123,7 +126,16 @@ impl WinCore {
         let n = peers.len();
         let state =
             TargetState { lock: LockQueue::default(), of: (0..n).map(|_| PerOrigin::default()).collect() };
+        let shm = match &memory {
+            Memory::Segment { segment, offsets, control } => {
+                // SAFETY: `create::layout` placed the parts and the control area of `n` members
+                // inside the segment, which lives in `memory` as long as this value.
+                Some(unsafe { ShmPath::new(segment.base(), offsets, *control, members.clone()) })
+            }
+            _ => None,
+        };
         WinCore {
+            shm,
             ctx,
             me,
             peers,

@@ -162,10 +162,11 @@ fn shared_layouts_and_the_one_node_rule() {
     let one_node = [plan(7, 10, false), plan(7, 0, true), plan(7, 3, true)];
     assert_eq!(Plan::decode(&one_node[2].encode()), one_node[2]);
     // Member 0's noncontig value decides.
-    assert_eq!(layout(&one_node).unwrap(), (vec![0, 10, 10], page));
+    // The control area of the fast path follows the parts, on a page of its own.
+    assert_eq!(layout(&one_node).unwrap(), (vec![0, 10, 10], page, 2 * page));
     let spread = [plan(7, 10, true), plan(7, 0, false), plan(7, 3, false)];
-    assert_eq!(layout(&spread).unwrap(), (vec![0, page, page], 2 * page));
-    assert_eq!(layout(&[plan(7, 0, false)]).unwrap(), (vec![0], page), "never an empty mapping");
+    assert_eq!(layout(&spread).unwrap(), (vec![0, page, page], 2 * page, 3 * page));
+    assert_eq!(layout(&[plan(7, 0, false)]).unwrap(), (vec![0], page, 2 * page), "never an empty mapping");
     assert!(layout(&[plan(7, u64::MAX, false), plan(7, 1, false)]).is_err());
     assert!(in_segment(Flavor::Shared, &one_node).unwrap());
     assert!(in_segment(Flavor::Allocate, &one_node).unwrap());

@@ -47,9 +47,9 @@ pub(crate) enum Memory {
     Program,
     /// Allocated here for `MPI_Win_allocate` across nodes; freed with the window.
     Private { ptr: *mut u8, layout: Layout },
-    /// The node's segment, with each member's offset in it (shared windows, and allocated
-    /// windows whose members are all on one node).
-    Segment { segment: Segment, offsets: Vec<usize> },
+    /// The node's segment, with each member's offset in it and the fast path's control area
+    /// (shared windows, and allocated windows whose members are all on one node).
+    Segment { segment: Segment, offsets: Vec<usize>, control: usize },
     /// What `MPI_Win_attach` added.
     Dynamic(Mutex<Regions>),
 }
@@ -178,7 +178,8 @@ impl Win {
     /// non-empty part (member 0's if all are empty). `MPI_ERR_RMA_FLAVOR` unless the window is
     /// shared; `MPI_ERR_RANK` for a rank outside it.
     pub fn shared_query(&self, rank: Option<u32>) -> Result<(*mut u8, usize, usize)> {
-        let (Flavor::Shared, Memory::Segment { segment, offsets }) = (self.flavor, &self.core.memory) else {
+        let (Flavor::Shared, Memory::Segment { segment, offsets, .. }) = (self.flavor, &self.core.memory)
+        else {
             return Err(Error::rma_flavor(format!("{:?} window, not a shared one", self.flavor)));
         };
         let r = match rank {
