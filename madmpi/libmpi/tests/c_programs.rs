@@ -171,6 +171,19 @@ fn passes_on(name: &str, n: u32) -> Vec<Done> {
     runs
 }
 
+/// [`passes_on`] at each count of `counts`, then the MPICH build on MPICH's own library at
+/// `mpich_n` processes: every rank passes there too.
+fn passes_here_and_on_mpichs_library(name: &str, counts: &[u32], mpich_n: u32) {
+    for &n in counts {
+        passes_on(name, n);
+    }
+    let _s = serial();
+    let mpich = run_on_mpichs_library(&compile(name, Build::Mpich), mpich_n);
+    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
+    let last = format!("OK {}: all checks passed", mpich_n - 1);
+    assert!(mpich.stdout.contains(&last) && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+}
+
 #[test]
 fn p2p_basic_passes_with_both_headers_under_both_launchers() {
     for done in passes("p2p_basic") {
@@ -764,13 +777,7 @@ fn finalize_after_a_peer_died_returns_or_ends_the_job() {
 /// library (which skips the overlap checks: MPICH does not make them).
 #[test]
 fn windows_of_every_flavour_report_each_ranks_memory() {
-    for n in [1, 2, 3, 4] {
-        passes_on("win_flavors", n);
-    }
-    let _s = serial();
-    let mpich = run_on_mpichs_library(&compile("win_flavors", Build::Mpich), 4);
-    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
-    assert!(mpich.stdout.contains("OK 3: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+    passes_here_and_on_mpichs_library("win_flavors", &[1, 2, 3, 4], 4);
 }
 
 /// Shared windows: stores by one process are loads of the others (barrier-ordered), in
@@ -778,13 +785,7 @@ fn windows_of_every_flavour_report_each_ranks_memory() {
 /// also passes on MPICH's own library.
 #[test]
 fn shared_windows_are_loaded_and_stored_across_processes() {
-    for n in [1, 2, 4] {
-        passes_on("win_shared", n);
-    }
-    let _s = serial();
-    let mpich = run_on_mpichs_library(&compile("win_shared", Build::Mpich), 3);
-    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
-    assert!(mpich.stdout.contains("OK 2: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+    passes_here_and_on_mpichs_library("win_shared", &[1, 2, 4], 3);
 }
 
 /// One-sided operations on every window flavour (create, allocate, dynamic) under fence,
@@ -794,13 +795,7 @@ fn shared_windows_are_loaded_and_stored_across_processes() {
 /// processes; the program also passes on MPICH's own library.
 #[test]
 fn one_sided_operations_on_every_flavour_and_synchronization() {
-    for n in [1, 2, 3, 4] {
-        passes_on("rma_ops", n);
-    }
-    let _s = serial();
-    let mpich = run_on_mpichs_library(&compile("rma_ops", Build::Mpich), 3);
-    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
-    assert!(mpich.stdout.contains("OK 2: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+    passes_here_and_on_mpichs_library("rma_ops", &[1, 2, 3, 4], 3);
 }
 
 /// Passive-target progress: the target computes 300 ms without calling MPI while the other
@@ -818,11 +813,7 @@ fn passive_target_operations_progress_while_the_target_computes() {
 /// and MPI_Win_call_errhandler); also on MPICH's own library.
 #[test]
 fn window_attributes_and_error_handlers_call_back() {
-    passes("win_attrs");
-    let _s = serial();
-    let mpich = run_on_mpichs_library(&compile("win_attrs", Build::Mpich), 2);
-    assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
-    assert!(mpich.stdout.contains("OK 1: all checks passed") && !mpich.stdout.contains("FAIL"), "{mpich:?}");
+    passes_here_and_on_mpichs_library("win_attrs", &[2], 2);
 }
 
 /// Errors in window calls go to the window's handler, `MPI_ERRORS_ARE_FATAL` by default even

@@ -31,6 +31,7 @@ mod shape;
 mod shm;
 mod sync;
 mod target;
+mod ticket;
 #[cfg(test)]
 mod tests;
 mod typed;

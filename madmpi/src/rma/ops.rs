@@ -307,7 +307,7 @@ impl Win {
     /// `MPI_Get`.
     ///
     /// # Safety
-    /// As [`Win::get_slot`].
+    /// As `Win::get_slot`.
     pub unsafe fn get(&self, result: Buf<'_>, at: At<'_>) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { self.get_slot(result, at) }.map(drop)
@@ -316,7 +316,7 @@ impl Win {
     /// `MPI_Rget`: the request completes when the data is in `result`.
     ///
     /// # Safety
-    /// As [`Win::get_slot`], until the request completes.
+    /// As `Win::get_slot`, until the request completes.
     pub unsafe fn rget(&self, result: Buf<'_>, at: At<'_>) -> Result<RawRequest> {
         // SAFETY: the caller's contract.
         let slot = unsafe { self.get_slot(result, at) }?;
@@ -326,7 +326,7 @@ impl Win {
     /// `MPI_Get_accumulate` (and `MPI_Fetch_and_op`: one element).
     ///
     /// # Safety
-    /// As [`Win::get_accumulate_slot`].
+    /// As `Win::get_accumulate_slot`.
     pub unsafe fn get_accumulate(&self, origin: Buf<'_>, result: Buf<'_>, at: At<'_>, op: &Op) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { self.get_accumulate_slot(origin, result, at, op) }.map(drop)
@@ -335,7 +335,7 @@ impl Win {
     /// `MPI_Rget_accumulate`.
     ///
     /// # Safety
-    /// As [`Win::get_accumulate_slot`], until the request completes.
+    /// As `Win::get_accumulate_slot`, until the request completes.
     pub unsafe fn rget_accumulate(
         &self,
         origin: Buf<'_>,
@@ -351,7 +351,7 @@ impl Win {
     /// `MPI_Compare_and_swap`.
     ///
     /// # Safety
-    /// As [`Win::compare_and_swap_slot`].
+    /// As `Win::compare_and_swap_slot`.
     pub unsafe fn compare_and_swap(
         &self,
         new: *const u8,

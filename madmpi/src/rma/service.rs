@@ -131,6 +131,11 @@ impl Service {
                     Ok(())
                 }),
                 Record::Data { reply, off, .. } => self.answer(from, reply, |st| st.deliver(off, data)),
+                // Recorded before the acks that follow it: a flush woken by its ack reports it.
+                Record::Fault { class } => match self.window(ctx) {
+                    Some(core) => core.fault(from, class),
+                    None => log::warn!("one-sided: a fault from {from} for window {ctx}, which is not here"),
+                },
                 _ => ours.push((rec, data)),
             }
         }

@@ -3,8 +3,7 @@
 //! stores by the origin itself, and synchronization uses atomics in the segment's control area
 //! instead of messages (the paper's "shared semaphores"):
 //!
-//! - each member's passive-target lock is a FIFO-fair reader/writer ticket lock (Mellor-Crummey
-//!   and Scott): a writer waits for every earlier request, a reader for every earlier writer, so
+//! - each member's passive-target lock is a FIFO-fair reader/writer ticket lock ([`Ticket`]):
 //!   a waiting writer is never starved by later readers;
 //! - each member's accumulate lock (a spin lock) makes accumulate, get_accumulate,
 //!   fetch_and_op and compare_and_swap element-wise atomic with each other, whoever the origin;
@@ -17,6 +16,7 @@
 //!
 //! Owns the control area's layout and the waits on it; the operations' checks stay in `ops`.
 
+use super::ticket::Ticket;
 use super::window::Exposure;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 
@@ -42,10 +42,6 @@ pub(crate) struct ShmPath {
 unsafe impl Send for ShmPath {}
 // SAFETY: as for Send.
 unsafe impl Sync for ShmPath {}
-
-/// Request halves of the ticket lock: readers in the low 32 bits, writers in the high ones.
-const READER: u64 = 1;
-const WRITER: u64 = 1 << 32;
 
 impl ShmPath {
     /// # Safety
@@ -97,23 +93,18 @@ impl ShmPath {
     /// Takes member `t`'s lock (`exclusive` or shared), waiting in FIFO order.
     pub(crate) fn lock(&self, t: u32, exclusive: bool) {
         let (requests, done) = self.lock_words(t);
-        if exclusive {
-            let ticket = requests.fetch_add(WRITER, Acquire);
-            wait(|| done.load(Acquire) == ticket);
-        } else {
-            let ticket = requests.fetch_add(READER, Acquire);
-            wait(|| done.load(Acquire) >> 32 == ticket >> 32);
-        }
+        Ticket { requests, done }.lock(exclusive, |ready| wait(ready));
     }
 
     pub(crate) fn unlock(&self, t: u32, exclusive: bool) {
-        self.lock_words(t).1.fetch_add(if exclusive { WRITER } else { READER }, Release);
+        let (requests, done) = self.lock_words(t);
+        Ticket { requests, done }.unlock(exclusive);
     }
 
     /// Runs `f` under member `t`'s accumulate lock.
     pub(crate) fn atomically<R>(&self, t: u32, f: impl FnOnce() -> R) -> R {
         let w = self.acc_word(t);
-        wait(|| w.compare_exchange_weak(0, 1, Acquire, Relaxed).is_ok());
+        wait(&|| w.compare_exchange_weak(0, 1, Acquire, Relaxed).is_ok());
         let r = f();
         w.store(0, Release);
         r
@@ -131,7 +122,7 @@ impl ShmPath {
 }
 
 /// Spins until `ready()`, yielding the core after a while (the holder may need it).
-pub(crate) fn wait(mut ready: impl FnMut() -> bool) {
+pub(crate) fn wait(ready: &dyn Fn() -> bool) {
     let mut spins = 0u32;
     while !ready() {
         spins += 1;

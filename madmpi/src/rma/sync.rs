@@ -103,6 +103,35 @@ impl Win {
             .collect()
     }
 
+    /// PSCW: tells each of `ranks` of a post (`POSTS`, to origins) or a complete (`COMPLETES`,
+    /// to targets), after this process's operations to it.
+    fn tell(&self, o: &mut Origin, ranks: &[u32], which: usize) {
+        for &r in ranks {
+            match &self.core.shm {
+                Some(shm) => shm.raise(which, r, self.core.me),
+                None => {
+                    o.push(&self.core, r, if which == POSTS { Record::Post } else { Record::Complete }, &[]);
+                    o.flush_out(&self.core, r);
+                }
+            }
+        }
+    }
+
+    /// PSCW: waits until each of `ranks` told us of a post or a complete ([`Win::tell`]).
+    fn heard(&self, o: &mut Origin, ranks: &[u32], which: usize) -> Result<()> {
+        let watch: Vec<u32> = ranks.iter().map(|&r| self.core.peers[r as usize]).collect();
+        for &r in ranks {
+            match &self.core.shm {
+                Some(shm) => shm_take(shm, self.core.me, o, which, r),
+                None => {
+                    let post = which == POSTS;
+                    self.core.notify.wait_until(&self.core.nm, &watch, || self.core.consume(r, post))?
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `MPI_Win_fence` (collective).
     pub fn fence(&self, assert: i32) -> Result<()> {
         let mut o = self.origin_state();
@@ -146,15 +175,7 @@ impl Win {
         if o.exposure.is_some() {
             return Err(sync_error("MPI_Win_post while an exposure epoch is open"));
         }
-        for &r in &ranks {
-            match &self.core.shm {
-                Some(shm) => shm.raise(POSTS, r, self.core.me),
-                None => {
-                    o.push(&self.core, r, Record::Post, &[]);
-                    o.flush_out(&self.core, r);
-                }
-            }
-        }
+        self.tell(&mut o, &ranks, POSTS);
         o.exposure = Some(ranks);
         Ok(())
     }
@@ -166,13 +187,7 @@ impl Win {
         if !matches!(o.access, Access::None | Access::Fence { used: false }) {
             return Err(sync_error("MPI_Win_start inside another access epoch"));
         }
-        let watch: Vec<u32> = ranks.iter().map(|&r| self.core.peers[r as usize]).collect();
-        for &t in &ranks {
-            match &self.core.shm {
-                Some(shm) => shm_take(shm, self.core.me, &mut o, POSTS, t),
-                None => self.core.notify.wait_until(&self.core.nm, &watch, || self.core.consume(t, true))?,
-            }
-        }
+        self.heard(&mut o, &ranks, POSTS)?;
         o.access = Access::Pscw(ranks);
         Ok(())
     }
@@ -183,15 +198,7 @@ impl Win {
         let Access::Pscw(ranks) = o.access.clone() else {
             return Err(sync_error("MPI_Win_complete without MPI_Win_start"));
         };
-        for &t in &ranks {
-            match &self.core.shm {
-                Some(shm) => shm.raise(COMPLETES, t, self.core.me),
-                None => {
-                    o.push(&self.core, t, Record::Complete, &[]);
-                    o.flush_out(&self.core, t);
-                }
-            }
-        }
+        self.tell(&mut o, &ranks, COMPLETES);
         o.access = Access::None;
         self.wait_answers(&mut o, ranks)?;
         self.take_fault()
@@ -203,13 +210,7 @@ impl Win {
         let Some(ranks) = o.exposure.clone() else {
             return Err(sync_error("MPI_Win_wait without MPI_Win_post"));
         };
-        let watch: Vec<u32> = ranks.iter().map(|&r| self.core.peers[r as usize]).collect();
-        for &r in &ranks {
-            match &self.core.shm {
-                Some(shm) => shm_take(shm, self.core.me, &mut o, COMPLETES, r),
-                None => self.core.notify.wait_until(&self.core.nm, &watch, || self.core.consume(r, false))?,
-            }
-        }
+        self.heard(&mut o, &ranks, COMPLETES)?;
         o.exposure = None;
         Ok(())
     }
@@ -431,7 +432,7 @@ const COMPLETES: usize = 1;
 /// Waits until `from` raised counter `which` for us once more than we used, and uses it.
 fn shm_take(shm: &ShmPath, me: u32, o: &mut Origin, which: usize, from: u32) {
     let used = o.seen[which][from as usize];
-    wait(|| shm.count(which, me, from) > used);
+    wait(&|| shm.count(which, me, from) > used);
     o.seen[which][from as usize] += 1;
     fence(SeqCst);
 }

@@ -198,12 +198,7 @@ impl WinCore {
         let o = origin as usize;
         match rec {
             Record::Post => st.of[o].posts += 1,
-            Record::Fault { class } => {
-                let class = ErrorClass::from_code(i32::from(class)).unwrap_or(ErrorClass::Other);
-                lock(&self.fault).get_or_insert_with(|| {
-                    Error::new(class, format!("an operation to rank {origin} failed there"))
-                });
-            }
+            Record::Fault { .. } => return Err(Malformed("a fault routed to a target".into())),
             _ if st.of[o].waiting => st.of[o].deferred.push_back((rec, data.to_vec())),
             Record::Lock { exclusive } => {
                 if st.of[o].held.is_some() {
@@ -406,6 +401,15 @@ impl WinCore {
             _ => unreachable!("not an operation"),
         }
         Ok(())
+    }
+
+    /// An operation of ours to nmad peer `from` failed there (error class `class`): kept for
+    /// the next synchronization to report.
+    pub(crate) fn fault(&self, from: u32, class: u16) {
+        let class = ErrorClass::from_code(i32::from(class)).unwrap_or(ErrorClass::Other);
+        let rank = self.ranks.get(&from).copied().unwrap_or(u32::MAX);
+        lock(&self.fault)
+            .get_or_insert_with(|| Error::new(class, format!("an operation to rank {rank} failed there")));
     }
 
     /// Window rank `origin`'s applied operations, the posts it sent us, the completes it sent
