@@ -32,6 +32,8 @@ mod target;
 #[cfg(test)]
 mod tests;
 mod typed;
+#[cfg(test)]
+mod typed_tests;
 mod window;
 mod wire;
 
