@@ -27,7 +27,7 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
                allreduce, allgather, alltoall, 64 B-1 MiB, at 2 and 4 ranks: where the choice
                should switch on this machine
 
-  --quick      a smoke run (< 60 s): fewer sizes and points
+  --quick      a smoke run (about 90 s): fewer sizes and points
   --json       one JSON object per measurement and line, to FILE (bench-results/madbench.json)
   --out DIR    where CSV files, plots and config.json go (bench-results)
   --only       the MPI libraries to run (all three by default; missing compilers are reported)

@@ -49,7 +49,7 @@ impl Ctx<'_> {
                              (a known Open MPI crash): {}",
                             imp.label(),
                             t.label(),
-                            e.lines().next().unwrap_or("")
+                            e.lines().next().unwrap_or("").trim_end_matches(':')
                         )),
                         Err(e) => {
                             *self.failures += 1;
@@ -80,7 +80,8 @@ impl Ctx<'_> {
             // An MCA variable, as `--mca osc sm` would set it, but without changing the command line.
             cmd.env("OMPI_MCA_osc", o);
         }
-        let name = format!("rma {part} {} {} {}", imp.key(), t.label(), osc.map_or(l.policy_label(), |o| o.into()));
+        let name =
+            format!("rma {part} {} {} {}", imp.key(), t.label(), osc.map_or(l.policy_label(), |o| o.into()));
         self.commands.insert(name, describe(&cmd));
         let mut ms = l.run_command(cmd, HANG)?;
         if osc.is_some() {
@@ -158,10 +159,22 @@ mod tests {
     fn osc_sm_is_its_own_column_with_a_ratio() {
         let stat = crate::record::Stat { median: 2.0, min: 1.0, max: 3.0 };
         let m = |imp, policy: &str, v: f64| {
-            Measurement::new("rma", "lock+put", imp, "shm", 8, crate::record::Stat { median: v, ..stat }, "ns")
-                .policy(policy)
+            Measurement::new(
+                "rma",
+                "lock+put",
+                imp,
+                "shm",
+                8,
+                crate::record::Stat { median: v, ..stat },
+                "ns",
+            )
+            .policy(policy)
         };
-        let ms = [m(Impl::Madmpi, "adaptive", 2.0), m(Impl::OpenMpi, "default", 4.0), m(Impl::OpenMpi, OSC_SM, 1.0)];
+        let ms = [
+            m(Impl::Madmpi, "adaptive", 2.0),
+            m(Impl::OpenMpi, "default", 4.0),
+            m(Impl::OpenMpi, OSC_SM, 1.0),
+        ];
         let t = &tables(&ms)[0];
         assert_eq!(t.columns, ["madmpi", "Open MPI", "Open MPI (osc sm)"]);
         let text = t.render();
