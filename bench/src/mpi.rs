@@ -15,12 +15,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The programs, by name: their sources, embedded.
-pub const PROGRAMS: [(&str, &str); 5] = [
+pub const PROGRAMS: [(&str, &str); 6] = [
     ("pingpong", include_str!("../mpi/pingpong.c")),
     ("overlap", include_str!("../mpi/overlap.c")),
     ("reactivity", include_str!("../mpi/reactivity.c")),
     ("mt", include_str!("../mpi/mt.c")),
     ("coll", include_str!("../mpi/coll.c")),
+    ("rma", include_str!("../mpi/rma.c")),
 ];
 
 const PIN_SH: &str = include_str!("../mpi/pin.sh");

@@ -68,15 +68,23 @@ fn quick_run_writes_well_formed_json_tables_and_plots() {
         "sched",
         "mt",
         "coll",
+        "rma",
+        "rma-bw",
+        "rma-passive",
     ] {
         assert!(benches.contains(b), "no {b} measurement in {benches:?}");
     }
     for i in libs.iter().chain(&["limit", "os"]) {
         assert!(impls.contains(*i), "no {i} measurement in {impls:?}");
     }
-    for f in
-        ["latency-shm.png", "bandwidth-tcp.png", "overlap-madmpi-shm.png", "reactivity-os.png", "sched.png"]
-    {
+    for f in [
+        "latency-shm.png",
+        "bandwidth-tcp.png",
+        "overlap-madmpi-shm.png",
+        "reactivity-os.png",
+        "sched.png",
+        "rma-lock-put-shm.png",
+    ] {
         let bytes = std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(bytes.starts_with(b"\x89PNG"), "{f} is not a PNG");
     }

@@ -86,6 +86,26 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
                 )?;
             }
         }
+        let lock_put: Vec<Measurement> =
+            all.iter().filter(|m| m.bench == "rma" && m.case == "lock+put").cloned().collect();
+        let rma = curves(&lock_put, "rma", t, &[]);
+        if !rma.is_empty() {
+            let name = format!("rma-lock-put-{t}.png");
+            out(
+                name.clone(),
+                lines(
+                    &dir.join(&name),
+                    &format!("MPI_Win_lock + MPI_Put + MPI_Win_unlock over {t} (lower is better)"),
+                    "message size",
+                    "time per operation",
+                    Scale::Log,
+                    Scale::Log,
+                    &rma,
+                    &bytes,
+                    &ns,
+                ),
+            )?;
+        }
         let paper = curves(all, "overlap-paper", t, &[]);
         if !paper.is_empty() {
             let name = format!("overlap-paper-{t}.png");
@@ -160,8 +180,12 @@ fn curves(all: &[Measurement], bench: &str, transport: &str, extra: &[Series]) -
         .into_iter()
         .map(|((i, p), mut points)| {
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let name =
-                if i == Impl::Madmpi && ours > 1 { format!("{} ({p})", i.label()) } else { i.label().into() };
+            // Our policies when several; a peer's variant (Open MPI's osc sm) always.
+            let name = if (i == Impl::Madmpi && ours > 1) || (i != Impl::Madmpi && p != "default") {
+                format!("{} ({p})", i.label())
+            } else {
+                i.label().into()
+            };
             Series { name, points }
         })
         .collect();

@@ -12,6 +12,7 @@ pub mod figures;
 pub mod options;
 pub mod output;
 pub mod progress;
+pub mod rma;
 pub mod tables;
 
 use crate::mpi::{Launch, Toolchain, Transport, describe};
@@ -127,6 +128,7 @@ pub fn run(opts: &Options, exe: &Path) -> i32 {
             Stage::Mt => ctx.programs(&mut p, "mt", &[Transport::Shm], &[None]),
             Stage::Coll => ctx.collectives(&mut p, (c0, c1)),
             Stage::CollAlgos => ctx.coll_algos(&mut p, (c0, c1)),
+            Stage::Rma => ctx.rma(&mut p),
         };
         p.clear();
         print_tables(stage, &ms, &all);
@@ -306,6 +308,7 @@ fn count_steps(o: &Options) -> usize {
             Stage::Mt => libs,
             Stage::Coll => libs * COLL_RANKS.len(),
             Stage::CollAlgos => ours * coll_algos::steps(),
+            Stage::Rma => o.transports.iter().map(|&t| rma::variants(&o.libs, t).len()).sum(),
             Stage::Limits | Stage::Overhead | Stage::Sched => 1,
         })
         .sum()
@@ -491,6 +494,7 @@ pub fn stage_tables(stage: Stage, all: &[Measurement]) -> Vec<tables::Table> {
                 &|m| (m.imp, m.extra.get("algorithm").and_then(|v| v.as_str()).unwrap_or("").to_string()),
             ));
         }
+        Stage::Rma => out.extend(rma::tables(all)),
         Stage::Mt => {
             out.extend(tables::pivot(
                 all,

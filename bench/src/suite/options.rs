@@ -5,7 +5,7 @@ use crate::record::Impl;
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
-usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched | mt | limits | coll]...
+usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched | mt | limits | coll | rma]...
                 [--quick] [--json[=FILE]] [--out DIR] [--only madmpi,mpich,openmpi]
                 [--transport shm,tcp] [--reps N] [--rounds N] [--policy NAME] [--no-plots] [--quiet]
 
@@ -20,11 +20,14 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
   limits       the machine's physical limits (cache line, memcpy, raw TCP)
   coll         Barrier, Bcast, Allreduce (8 B, 64 KiB, 1 MiB), Alltoall (1 KiB per peer) at 2, 4
                and 8 ranks (4 and 8 ranks share the 2 CPUs of the other benchmarks: oversubscribed)
+  rma          one-sided latency (put, get, accumulate, atomics under fence, lock, lock_all, pscw),
+               put/get bandwidth, and lock/put/get/acc/unlock while the target computes 200 ms;
+               Open MPI also with `--mca osc sm`; tcp for madmpi and MPICH only
   coll-algos   not in `all`: each of our algorithms forced in turn (MADMPI_COLL_*) for bcast,
                allreduce, allgather, alltoall, 64 B-1 MiB, at 2 and 4 ranks: where the choice
                should switch on this machine
 
-  --quick      a smoke run (< 60 s): fewer sizes and points
+  --quick      a smoke run (about 90 s): fewer sizes and points
   --json       one JSON object per measurement and line, to FILE (bench-results/madbench.json)
   --out DIR    where CSV files, plots and config.json go (bench-results)
   --only       the MPI libraries to run (all three by default; missing compilers are reported)
@@ -45,12 +48,13 @@ pub enum Stage {
     Sched,
     Mt,
     Coll,
+    Rma,
     /// Our collective algorithms side by side (not part of `all`).
     CollAlgos,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 9] = [
+    pub const ALL: [Stage; 10] = [
         Stage::Limits,
         Stage::Pingpong,
         Stage::Bw,
@@ -60,6 +64,7 @@ impl Stage {
         Stage::Sched,
         Stage::Mt,
         Stage::Coll,
+        Stage::Rma,
     ];
 
     pub fn name(self) -> &'static str {
@@ -73,6 +78,7 @@ impl Stage {
             Stage::Sched => "sched",
             Stage::Mt => "mt",
             Stage::Coll => "coll",
+            Stage::Rma => "rma",
             Stage::CollAlgos => "coll-algos",
         }
     }
@@ -85,6 +91,7 @@ impl Stage {
             Stage::Reactivity => Some("reactivity"),
             Stage::Mt => Some("mt"),
             Stage::Coll | Stage::CollAlgos => Some("coll"),
+            Stage::Rma => Some("rma"),
             _ => None,
         }
     }
@@ -248,7 +255,7 @@ mod tests {
         assert_eq!((o.reps, o.rounds, o.quick), (5, 3, false));
         assert!(o.json.is_none());
         assert_eq!(o.libs, LIBS);
-        assert_eq!(o.programs(), ["pingpong", "overlap", "reactivity", "mt", "coll"]);
+        assert_eq!(o.programs(), ["pingpong", "overlap", "reactivity", "mt", "coll", "rma"]);
     }
 
     #[test]

@@ -808,6 +808,16 @@ fn passive_target_operations_progress_while_the_target_computes() {
     }
 }
 
+/// MPI_THREAD_MULTIPLE one-sided traffic: 4 threads per rank, each with 1000 accumulates and
+/// 1000 fetch_and_ops (each flushed) on the same ints at rank 0 inside one lock_all epoch; the
+/// sums and the distinctness of the fetched values are checked exactly, at 2 and 4 processes.
+#[test]
+fn threads_accumulate_and_fetch_and_op_on_one_int_at_once() {
+    for n in [2, 4] {
+        passes_on("rma_threads", n);
+    }
+}
+
 /// Window keyvals (delete callbacks on replacement, delete and free; failing callbacks; freed
 /// keyvals) and window error handlers (fatal by default, user handlers called by failing calls
 /// and MPI_Win_call_errhandler); also on MPICH's own library.

@@ -35,6 +35,8 @@ mod ticket;
 #[cfg(test)]
 mod tests;
 mod typed;
+#[cfg(test)]
+mod typed_tests;
 mod window;
 mod wire;
 
