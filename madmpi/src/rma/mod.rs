@@ -31,9 +31,9 @@ mod shape;
 mod shm;
 mod sync;
 mod target;
-mod ticket;
 #[cfg(test)]
 mod tests;
+mod ticket;
 mod typed;
 #[cfg(test)]
 mod typed_tests;
