@@ -12,8 +12,9 @@
 //! Parts are contiguous (member i+1's starts where member i's ends) unless
 //! `alloc_shared_noncontig` (member 0's value) asks for each on a page of its own.
 //!
-//! `MPI_Win_allocate` uses the same segment when every member is on one node: the memory the
-//! operations target is then memory the origin maps, so they can become loads and stores. Across
+//! `MPI_Win_allocate` uses the same segment when every member is on one node and runs nmad's
+//! shm driver: the memory the operations target is then memory the origin maps, so they become
+//! loads and stores. Across
 //! nodes each member allocates its part privately (64-byte aligned).
 
 use super::fdpass::{self, Server};
@@ -43,6 +44,10 @@ pub(super) struct Plan {
     pub(super) nonce: u64,
     pub(super) size: u64,
     pub(super) noncontig: bool,
+    /// nmad's shm driver runs here: an allocated window may then live in the node's segment
+    /// (without it the job asked for its messages to go over the network, as MPICH's
+    /// `MPIR_CVAR_NOLOCAL`, and one-sided operations follow).
+    pub(super) direct: bool,
 }
 
 impl Plan {
@@ -54,7 +59,7 @@ impl Plan {
         b[8..12].copy_from_slice(&self.pid.to_le_bytes());
         b[12..20].copy_from_slice(&self.nonce.to_le_bytes());
         b[20..28].copy_from_slice(&self.size.to_le_bytes());
-        b[28] = u8::from(self.noncontig);
+        b[28] = u8::from(self.noncontig) | (u8::from(self.direct) << 1);
         b
     }
 
@@ -65,7 +70,8 @@ impl Plan {
             pid: u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")),
             nonce: u64_at(12),
             size: u64_at(20),
-            noncontig: b[28] != 0,
+            noncontig: b[28] & 1 != 0,
+            direct: b[28] & 2 != 0,
         }
     }
 }
@@ -173,6 +179,7 @@ impl Win {
             nonce: server.as_ref().and_then(|s| s.as_ref().ok()).map_or(NO_SERVER, |s| s.nonce),
             size: size as u64,
             noncontig: hints.alloc_shared_noncontig,
+            direct: wc.runtime().nm.driver_stats().iter().any(|d| d.name == "shm"),
         };
         let all = wc.internal(|m| allgather(m, 0, &mine.encode()).map_err(from_nmad))?;
         let plans: Vec<Plan> = all.chunks_exact(Plan::LEN).map(Plan::decode).collect();
@@ -198,7 +205,8 @@ pub(super) fn in_segment(flavor: Flavor, plans: &[Plan]) -> Result<bool> {
         (Flavor::Shared, false) => Err(Error::rma_shared(
             "MPI_Win_allocate_shared needs every member of the communicator on one node",
         )),
-        (_, one_node) => Ok(one_node),
+        (Flavor::Shared, true) => Ok(true),
+        (_, one_node) => Ok(one_node && plans.iter().all(|p| p.direct)),
     }
 }
 

@@ -79,9 +79,17 @@ pub(crate) unsafe fn put(shm: &ShmPath, origin: Buf<'_>, at: At<'_>, bytes: usiz
 /// # Safety
 /// The result buffer writable along its type; the target range checked inside the window.
 pub(crate) unsafe fn get(shm: &ShmPath, result: Buf<'_>, at: At<'_>, bytes: usize) -> Result<()> {
-    // SAFETY: the caller's contract, for both sides.
+    let from = address(shm, &at);
+    // SAFETY: the caller's contract, for both sides (a memmove: a get from our own part may
+    // land in it).
     unsafe {
-        let data = read(address(shm, &at), at.ty, at.count, bytes)?.into_owned();
+        if let (Some(t), Some(r)) = (at.ty.contiguous_offset(), result.ty.contiguous_offset()) {
+            let (src, dst) =
+                (from.wrapping_offset(t as isize), result.buf.cast_mut().wrapping_offset(r as isize));
+            std::ptr::copy(src, dst, bytes);
+            return Ok(());
+        }
+        let data = read(from, at.ty, at.count, bytes)?.into_owned();
         write(result.buf.cast_mut(), result.ty, result.count, &data)
     }
 }

@@ -157,7 +157,7 @@ fn typed_windows_keep_their_memory_and_free_on_drop() {
 #[test]
 fn shared_layouts_and_the_one_node_rule() {
     use super::create::{Plan, in_segment, layout};
-    let plan = |node, size, noncontig| Plan { node, pid: 1, nonce: 0, size, noncontig };
+    let plan = |node, size, noncontig| Plan { node, pid: 1, nonce: 0, size, noncontig, direct: true };
     let page = super::segment::page_size();
     let one_node = [plan(7, 10, false), plan(7, 0, true), plan(7, 3, true)];
     assert_eq!(Plan::decode(&one_node[2].encode()), one_node[2]);
@@ -170,6 +170,9 @@ fn shared_layouts_and_the_one_node_rule() {
     assert!(layout(&[plan(7, u64::MAX, false), plan(7, 1, false)]).is_err());
     assert!(in_segment(Flavor::Shared, &one_node).unwrap());
     assert!(in_segment(Flavor::Allocate, &one_node).unwrap());
+    let no_shm = [plan(7, 1, false), Plan { direct: false, ..plan(7, 1, false) }];
+    assert!(!in_segment(Flavor::Allocate, &no_shm).unwrap(), "messages when a member runs without shm");
+    assert!(in_segment(Flavor::Shared, &no_shm).unwrap());
     let two_nodes = [plan(7, 1, false), plan(8, 1, false)];
     assert!(!in_segment(Flavor::Allocate, &two_nodes).unwrap());
     assert_eq!(in_segment(Flavor::Shared, &two_nodes).unwrap_err().class(), ErrorClass::RmaShared);

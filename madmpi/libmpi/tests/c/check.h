@@ -35,6 +35,19 @@ static inline int check_init(int *argc, char ***argv, int size)
     return rank;
 }
 
+/* check_init for threaded programs: MPI_Init_thread asking MPI_THREAD_MULTIPLE (checked
+ * provided), this process's rank (returned) and the job's size in `*size`. */
+static inline int check_init_multiple(int *argc, char ***argv, int *size)
+{
+    int rank = -1, provided = -1;
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    check_rank = rank;
+    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE provided");
+    return rank;
+}
+
 /* The class of an error code (MPI_Error_class must work for any code a call returned). */
 static inline int class_of(int code)
 {

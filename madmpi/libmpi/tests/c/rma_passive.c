@@ -14,11 +14,8 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
-    int provided, rank, size;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
+    int size = 0;
+    int rank = check_init_multiple(&argc, &argv, &size);
     CHECK(size >= 2, "%d processes", size);
     int *mem;
     MPI_Win win;

@@ -40,12 +40,8 @@ static int by_value(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    int provided, rank, size;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE provided");
+    int size = 0;
+    int rank = check_init_multiple(&argc, &argv, &size);
     int *mem;
     MPI_Win_allocate(2 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
     mem[0] = mem[1] = 0;
