@@ -122,12 +122,16 @@ impl Toolchain {
             Impl::Limit | Impl::Os => return Err("not an MPI library".into()),
         };
         // gcc 12 warns about MPI_STATUSES_IGNORE passed for an array parameter, with every header.
-        c.args(["-O2", "-Wall", "-Wno-stringop-overflow"]).arg(&src).arg("-o").arg(&exe);
+        // Built aside, then renamed into place: another madbench may be running the old binary
+        // (the tests run several at once), and a file being written cannot be executed.
+        let fresh = self.work.join(format!("{name}.{}.{}.tmp", imp.key(), std::process::id()));
+        c.args(["-O2", "-Wall", "-Wno-stringop-overflow"]).arg(&src).arg("-o").arg(&fresh);
         c.arg("-lpthread");
         let out = c.output().map_err(|e| format!("{e} (Debian: apt-get install {package})"))?;
         if !out.status.success() {
             return Err(format!("compiling {name} failed: {}", String::from_utf8_lossy(&out.stderr)));
         }
+        std::fs::rename(&fresh, &exe).map_err(|e| format!("{}: {e}", exe.display()))?;
         Ok(exe)
     }
 }
@@ -139,7 +143,10 @@ fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {
     if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
         return Ok(());
     }
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    // Written aside and renamed: a compiler of another madbench may be reading it.
+    let fresh = path.with_extension(format!("{}.tmp", std::process::id()));
+    std::fs::write(&fresh, text).map_err(|e| format!("{}: {e}", fresh.display()))?;
+    std::fs::rename(&fresh, path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// One launch: a program under a library, over a transport, with our pioman policy.
