@@ -79,6 +79,30 @@ const PREDEFINED: [(Handle, Predefined); 58] = {
     ]
 };
 
+/// The builtin predefined handles by low byte (0 where none): what the hot one-sided calls
+/// check a datatype against, without the lazy table.
+const BUILTIN: [Handle; 256] = {
+    let mut t = [0; 256];
+    let mut i = 0;
+    while i < PREDEFINED.len() {
+        let h = PREDEFINED[i].0;
+        if matches!(abi::handle_kind(h), HandleKind::Builtin) {
+            t[(h & 0xff) as usize] = h;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// The element size of `h` when it is a builtin predefined datatype (one contiguous element:
+/// not a pair type, not `MPI_LB`/`MPI_UB`), read from the handle as MPICH encodes it.
+pub(crate) fn builtin_size(h: Handle) -> Option<usize> {
+    if BUILTIN[(h & 0xff) as usize] != h || h == 0 {
+        return None;
+    }
+    abi::builtin_datatype_size(h)
+}
+
 /// Number of MPICH's direct (pair) datatype handles.
 const DIRECT_PAIRS: usize = 5;
 
@@ -146,6 +170,25 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn builtin_sizes_are_the_types_and_only_contiguous_ones() {
+        for (h, p) in PREDEFINED {
+            let t = predefined(h).expect("predefined");
+            match builtin_size(h) {
+                Some(n) => {
+                    assert_eq!(n as u64, t.size(), "{p:?}");
+                    assert_eq!(t.contiguous_offset(), Some(0), "{p:?}");
+                }
+                None => {
+                    assert!(!matches!(abi::handle_kind(h), HandleKind::Builtin), "{p:?}: the pair types only")
+                }
+            }
+        }
+        for h in [abi::MPI_DATATYPE_NULL, abi::MPI_LB, abi::MPI_UB, abi::MPI_COMM_WORLD, 0] {
+            assert_eq!(builtin_size(h), None, "{h:#x}");
+        }
+    }
 
     #[test]
     fn every_predefined_type_has_its_handle() {

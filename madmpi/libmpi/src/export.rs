@@ -17,8 +17,22 @@ pub(crate) const SUCCESS: c_int = 0;
 
 /// Runs the body of the exported function `func` and returns its code: `MPI_SUCCESS`, or what
 /// the error handler made of the failure (a panic is an `MPI_ERR_INTERN` failure).
+#[inline]
 pub(crate) fn guard(func: &'static str, body: impl FnOnce() -> Outcome) -> c_int {
-    let run = || match catch_unwind(AssertUnwindSafe(body)) {
+    let r = catch_unwind(AssertUnwindSafe(body));
+    if let Ok(Ok(())) = r {
+        // Nothing to drop: spares the hot calls the drop glue of the error types.
+        std::mem::forget(r);
+        return SUCCESS;
+    }
+    failure(func, r)
+}
+
+/// The code of a failed call, from its error handler.
+#[cold]
+#[inline(never)]
+fn failure(func: &'static str, failed: std::thread::Result<Outcome>) -> c_int {
+    let run = || match failed {
         Ok(Ok(())) => SUCCESS,
         Ok(Err(fail)) => raise(func, fail),
         Err(payload) => raise(func, Fail::from(panic_error(&*payload))),

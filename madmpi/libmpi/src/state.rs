@@ -156,7 +156,9 @@ fn drop_objects(st: &State) {
     let _ = st.world.comm.bsend_pool().detach();
     drop(st.messages.drain());
     drop(st.take_all_requests());
-    drop(st.wins.drain());
+    let wins = st.wins.drain();
+    crate::wins::forget_recent();
+    drop(wins);
     drop(st.comms.drain());
     drop(st.groups.drain());
     drop(st.datatypes.drain());

@@ -13,7 +13,9 @@ use crate::state::State;
 use madmpi::abi::{self, Handle};
 use madmpi::error::Error;
 use madmpi::rma::Win;
+use std::cell::Cell;
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, OnceLock};
 
 /// `MPI_WIN_UNIFIED`: public and private copies of window memory are one (MPICH's value).
@@ -92,6 +94,118 @@ impl State {
 
     /// Forgets window `h`.
     pub(crate) fn remove_win(&self, h: Handle) {
-        drop(self.wins.remove(h));
+        let w = self.wins.remove(h);
+        forget_recent();
+        drop(w);
     }
+}
+
+/// Windows freed so far: a thread's [`Recent`] window is stale once this moved.
+static FREES: AtomicU64 = AtomicU64::new(0);
+
+/// The window this thread called last: its handle, [`FREES`] when it was looked up, and a
+/// strong reference (from `Arc::into_raw`) that keeps it alive: a window freed meanwhile stays
+/// valid until this thread's next window call finds the entry stale. No destructor, so the hot
+/// calls pay one thread-local access; [`KEEPER`] releases the reference at thread exit.
+struct Recent {
+    handle: Cell<Handle>,
+    frees: Cell<u64>,
+    win: Cell<*const WinObj>,
+    /// Set while a call runs on `win`: a nested lookup then leaves the entry alone.
+    in_use: Cell<bool>,
+}
+
+thread_local! {
+    static RECENT: Recent = const {
+        Recent {
+            handle: Cell::new(abi::MPI_WIN_NULL),
+            frees: Cell::new(0),
+            win: Cell::new(std::ptr::null()),
+            in_use: Cell::new(false),
+        }
+    };
+    /// Releases this thread's [`RECENT`] reference when the thread ends (touched on misses only).
+    static KEEPER: Keeper = const { Keeper };
+}
+
+struct Keeper;
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        let _ = RECENT.try_with(Recent::release);
+    }
+}
+
+impl Recent {
+    /// Drops the reference, unless a call is using it.
+    fn release(&self) {
+        if self.in_use.get() {
+            return;
+        }
+        let w = self.win.replace(std::ptr::null());
+        self.handle.set(abi::MPI_WIN_NULL);
+        if !w.is_null() {
+            // SAFETY: `w` came from `Arc::into_raw` in `with_win` and is released only here,
+            // once (the cell was nulled above).
+            drop(unsafe { Arc::from_raw(w) });
+        }
+    }
+}
+
+/// Marks every thread's recent window stale (a window was freed, or all were), and releases
+/// this thread's.
+pub(crate) fn forget_recent() {
+    FREES.fetch_add(1, Release);
+    let _ = RECENT.try_with(Recent::release);
+}
+
+/// Clears [`Recent::in_use`] when the call ends, a panic included.
+struct Done<'a>(&'a Recent);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.in_use.set(false);
+    }
+}
+
+/// Runs the hot call `f` on the window of handle `h` when it is this thread's recent one, and
+/// returns its answer; `false` otherwise (the general path then looks the window up, and makes
+/// it the recent one).
+#[inline]
+pub(crate) fn hot(h: Handle, f: impl FnOnce(&Win) -> bool) -> bool {
+    RECENT.with(|r| {
+        let w = r.win.get();
+        if r.in_use.get() || r.handle.get() != h || w.is_null() || r.frees.get() != FREES.load(Acquire) {
+            return false;
+        }
+        r.in_use.set(true);
+        let _done = Done(r);
+        // SAFETY: `win` holds a strong reference that nothing releases while `in_use` is set.
+        f(unsafe { &(*w).win })
+    })
+}
+
+/// Runs `f` on the window of handle `h` (`MPI_ERR_WIN` if there is none), found through this
+/// thread's recent window: the hot one-sided calls take no lock and no reference count.
+pub(crate) fn with_win<R>(h: Handle, f: impl FnOnce(&Arc<WinObj>) -> Result<R, Fail>) -> Result<R, Fail> {
+    RECENT.with(|r| {
+        if r.in_use.get() {
+            return f(&crate::state::state()?.win(h)?);
+        }
+        let frees = FREES.load(Acquire);
+        if r.handle.get() != h || r.frees.get() != frees || r.win.get().is_null() {
+            let w = crate::state::state()?.win(h)?;
+            r.release();
+            KEEPER.with(|_| {});
+            r.win.set(Arc::into_raw(w));
+            r.handle.set(h);
+            r.frees.set(frees);
+        }
+        r.in_use.set(true);
+        let _done = Done(r);
+        // SAFETY: `win` holds a strong reference (from `Arc::into_raw`) that nothing releases
+        // while `in_use` is set; the Arc is rebuilt without taking ownership.
+        let w = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(r.win.get()) });
+        f(&w)
+    })
 }

@@ -818,6 +818,17 @@ fn threads_accumulate_and_fetch_and_op_on_one_int_at_once() {
     }
 }
 
+/// The hot one-sided calls of the intra-node fast path against the general path's rules, with
+/// threads: exclusive locks exclude across processes and threads (get + put increments exact),
+/// compare_and_swap loops and fetch_and_op on one counter (exact), a window freed under another
+/// thread's cached last call (`MPI_ERR_WIN`, or the new window that took its handle), and the
+/// synchronization errors around them (`MPI_ERR_RMA_SYNC`, `MPI_ERR_LOCKTYPE`, range, rank), at 2
+/// and 3 processes; the program also passes on MPICH's own library.
+#[test]
+fn hot_one_sided_calls_keep_the_rules_of_the_general_path() {
+    passes_here_and_on_mpichs_library("rma_hot", &[2, 3], 3);
+}
+
 /// Window keyvals (delete callbacks on replacement, delete and free; failing callbacks; freed
 /// keyvals) and window error handlers (fatal by default, user handlers called by failing calls
 /// and MPI_Win_call_errhandler); also on MPICH's own library.

@@ -8,7 +8,7 @@
 //! passed over a Unix socket), `dynamic` (attached regions), `hints` (info keys), `typed`.
 //! The operations: `ops` (origin side: a call becomes records), `sync` (the epochs), `origin`
 //! (batches, lazy locks, counts), `wire` (the records), `service` (nmad's active-message
-//! handler, answer slots), `target` (records applied to memory, bounds), `shape` (a target
+//! handler, answer slots), `fast` (the fast path's hot calls: lock states in atomics), `target` (records applied to memory, bounds), `shape` (a target
 //! datatype as its origin described it), `lock` (the reader/writer queue), `notify`.
 //!
 //! Operations travel as nmad active messages and are applied by whichever thread runs nmad's
@@ -19,6 +19,7 @@ pub(crate) mod create;
 mod direct;
 mod dynamic;
 mod epoch;
+mod fast;
 mod fdpass;
 mod hints;
 mod lock;

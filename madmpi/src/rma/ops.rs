@@ -78,7 +78,9 @@ impl Win {
         if at.rank >= n {
             return Err(Error::rank(format!("rank {} is not in the window's {n} ranks", at.rank)));
         }
-        o.check_access(at.rank)?;
+        if !self.fast.as_ref().is_some_and(|f| f.locked(at.rank)) {
+            o.check_access(at.rank)?;
+        }
         let bytes = packed(at.ty, at.count)?;
         if let Some(b) = origin {
             let theirs = packed(b.ty, b.count)?;

@@ -104,7 +104,10 @@ impl ShmPath {
     /// Runs `f` under member `t`'s accumulate lock.
     pub(crate) fn atomically<R>(&self, t: u32, f: impl FnOnce() -> R) -> R {
         let w = self.acc_word(t);
-        wait(&|| w.compare_exchange_weak(0, 1, Acquire, Relaxed).is_ok());
+        let take = || w.compare_exchange_weak(0, 1, Acquire, Relaxed).is_ok();
+        if !take() {
+            wait(&take);
+        }
         let r = f();
         w.store(0, Release);
         r

@@ -42,8 +42,22 @@ fn sync_error(what: &str) -> Error {
 }
 
 impl Win {
-    fn origin_state(&self) -> MutexGuard<'_, Origin> {
+    pub(super) fn origin_state(&self) -> MutexGuard<'_, Origin> {
         self.origin.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Enters epoch `a` (mirrored for the fast path's hot calls).
+    fn set_access(&self, o: &mut Origin, a: Access) {
+        if let Some(f) = &self.fast {
+            f.mirror(&a);
+        }
+        o.access = a;
+    }
+
+    /// Whether the fast path holds a lock from `MPI_Win_lock` (which then excludes the
+    /// other epochs).
+    fn fast_locked(&self) -> bool {
+        self.fast.as_ref().is_some_and(|f| f.any_locked())
     }
 
     /// The fault an earlier operation met at its target, if any (reported once).
@@ -135,7 +149,10 @@ impl Win {
     /// `MPI_Win_fence` (collective).
     pub fn fence(&self, assert: i32) -> Result<()> {
         let mut o = self.origin_state();
-        if !matches!(o.access, Access::None | Access::Fence { .. }) || o.exposure.is_some() {
+        if !matches!(o.access, Access::None | Access::Fence { .. })
+            || o.exposure.is_some()
+            || self.fast_locked()
+        {
             return Err(sync_error("MPI_Win_fence inside another synchronization's epoch"));
         }
         if self.core.shm.is_some() {
@@ -144,8 +161,10 @@ impl Win {
             if assert & mode::NOPRECEDE == 0 || assert & mode::NOSUCCEED == 0 {
                 self.comm.internal(|m| allgather(m, 0, &[]).map(drop).map_err(from_nmad))?;
             }
-            o.access =
-                if assert & mode::NOSUCCEED != 0 { Access::None } else { Access::Fence { used: false } };
+            self.set_access(
+                &mut o,
+                if assert & mode::NOSUCCEED != 0 { Access::None } else { Access::Fence { used: false } },
+            );
             return Ok(());
         }
         let n = self.core.members.len() as u32;
@@ -163,7 +182,10 @@ impl Win {
                 sent_to_me.iter().enumerate().all(|(origin, &sent)| self.core.counts(origin as u32).0 >= sent)
             })?;
         }
-        o.access = if assert & mode::NOSUCCEED != 0 { Access::None } else { Access::Fence { used: false } };
+        self.set_access(
+            &mut o,
+            if assert & mode::NOSUCCEED != 0 { Access::None } else { Access::Fence { used: false } },
+        );
         answers?;
         self.take_fault()
     }
@@ -184,11 +206,11 @@ impl Win {
     pub fn start(&self, group: &Group, _assert: i32) -> Result<()> {
         let ranks = self.ranks_of(group)?;
         let mut o = self.origin_state();
-        if !matches!(o.access, Access::None | Access::Fence { used: false }) {
+        if !matches!(o.access, Access::None | Access::Fence { used: false }) || self.fast_locked() {
             return Err(sync_error("MPI_Win_start inside another access epoch"));
         }
         self.heard(&mut o, &ranks, POSTS)?;
-        o.access = Access::Pscw(ranks);
+        self.set_access(&mut o, Access::Pscw(ranks));
         Ok(())
     }
 
@@ -199,7 +221,7 @@ impl Win {
             return Err(sync_error("MPI_Win_complete without MPI_Win_start"));
         };
         self.tell(&mut o, &ranks, COMPLETES);
-        o.access = Access::None;
+        self.set_access(&mut o, Access::None);
         self.wait_answers(&mut o, ranks)?;
         self.take_fault()
     }
@@ -261,6 +283,9 @@ impl Win {
         if rank >= n {
             return Err(Error::rank(format!("rank {rank} is not in the window's {n} ranks")));
         }
+        if let Some(r) = self.fast_lock(kind, rank, assert) {
+            return r;
+        }
         if self.hints().no_locks {
             return Err(sync_error("MPI_Win_lock on a window created with no_locks"));
         }
@@ -272,7 +297,7 @@ impl Win {
         if o.to[rank as usize].lock != Held::None {
             return Err(sync_error("MPI_Win_lock on a rank this process has locked"));
         }
-        o.access = Access::Locks;
+        self.set_access(&mut o, Access::Locks);
         match self.wanted(kind, assert) {
             Held::Wanted(k) if self.core.shm.is_some() => {
                 self.core.shm.as_ref().expect("fast path").lock(rank, k == LockKind::Exclusive);
@@ -316,13 +341,16 @@ impl Win {
 
     /// `MPI_Win_unlock`.
     pub fn unlock(&self, rank: u32) -> Result<()> {
+        if let Some(r) = self.fast_unlock(rank) {
+            return r;
+        }
         let mut o = self.origin_state();
         if o.access != Access::Locks || o.to.get(rank as usize).is_none_or(|t| t.lock == Held::None) {
             return Err(sync_error("MPI_Win_unlock without MPI_Win_lock on that rank"));
         }
         let r = self.release(&mut o, &[rank]);
         if o.to.iter().all(|t| t.lock == Held::None) {
-            o.access = Access::None;
+            self.set_access(&mut o, Access::None);
         }
         r
     }
@@ -333,12 +361,12 @@ impl Win {
             return Err(sync_error("MPI_Win_lock_all on a window created with no_locks"));
         }
         let mut o = self.origin_state();
-        if !matches!(o.access, Access::None | Access::Fence { used: false }) {
+        if !matches!(o.access, Access::None | Access::Fence { used: false }) || self.fast_locked() {
             return Err(sync_error("MPI_Win_lock_all inside another access epoch"));
         }
         let held = self.wanted(LockKind::Shared, assert);
         o.to.iter_mut().for_each(|t| t.lock = held);
-        o.access = Access::LockAll;
+        self.set_access(&mut o, Access::LockAll);
         match &self.core.shm {
             Some(shm) if held != Held::Unchecked => {
                 for (t, out) in o.to.iter_mut().enumerate() {
@@ -359,16 +387,19 @@ impl Win {
             return Err(sync_error("MPI_Win_unlock_all without MPI_Win_lock_all"));
         }
         let all: Vec<u32> = (0..self.core.members.len() as u32).collect();
-        o.access = Access::None;
+        self.set_access(&mut o, Access::None);
         self.release(&mut o, &all)
     }
 
     /// Whether a flush of `rank` (or of all) is in a passive-target epoch on it.
     fn check_passive(&self, o: &Origin, rank: Option<u32>) -> Result<()> {
+        let fast = |t: u32| self.fast.as_ref().is_some_and(|f| f.locked(t));
         let locked = |t: u32| o.to.get(t as usize).is_some_and(|t| t.lock != Held::None);
         match (&o.access, rank) {
             (Access::Locks | Access::LockAll, Some(t)) if locked(t) => Ok(()),
             (Access::Locks | Access::LockAll, None) => Ok(()),
+            (Access::None, Some(t)) if fast(t) => Ok(()),
+            (Access::None, None) if self.fast_locked() => Ok(()),
             _ => Err(sync_error("a flush outside a passive-target epoch on that rank")),
         }
     }
@@ -389,6 +420,9 @@ impl Win {
     /// `MPI_Win_flush` (`Some(rank)`) and `MPI_Win_flush_all` (`None`): the operations to
     /// those targets are complete there.
     pub fn flush(&self, rank: Option<u32>) -> Result<()> {
+        if rank.is_some_and(|t| self.flush_hot(t)) {
+            return Ok(());
+        }
         let mut o = self.origin_state();
         if self.core.shm.is_some() {
             self.check_passive(&o, rank)?;
@@ -408,6 +442,9 @@ impl Win {
     /// `MPI_Win_flush_local` / `_all`: the origin buffers are free again (puts and
     /// accumulates copied them at the call; the answers of gets are in).
     pub fn flush_local(&self, rank: Option<u32>) -> Result<()> {
+        if rank.is_some_and(|t| self.flush_hot(t)) {
+            return Ok(());
+        }
         let mut o = self.origin_state();
         if self.core.shm.is_some() {
             return self.check_passive(&o, rank);

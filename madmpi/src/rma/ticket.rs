@@ -49,12 +49,19 @@ pub(crate) struct Ticket<'a, W: Word> {
 impl<W: Word> Ticket<'_, W> {
     /// Takes the lock (`exclusive`: as a writer); `wait` spins or yields until its condition.
     pub(crate) fn lock(&self, exclusive: bool, wait: impl Fn(&dyn Fn() -> bool)) {
+        // The first look is inline: an uncontended lock is one increment and one load.
         if exclusive {
             let ticket = self.requests.fetch_add(WRITER, Acquire);
-            wait(&|| self.done.load(Acquire) == ticket);
+            let ready = || self.done.load(Acquire) == ticket;
+            if !ready() {
+                wait(&ready);
+            }
         } else {
             let ticket = self.requests.fetch_add(READER, Acquire);
-            wait(&|| self.done.load(Acquire) >> 32 == ticket >> 32);
+            let ready = || self.done.load(Acquire) >> 32 == ticket >> 32;
+            if !ready() {
+                wait(&ready);
+            }
         }
     }
 

@@ -5,6 +5,7 @@
 //! read [`Win::exposure`] and the memory through this type).
 
 use super::dynamic::Regions;
+use super::fast::Fast;
 use super::hints::WinHints;
 use super::origin::Origin;
 use super::segment::Segment;
@@ -79,6 +80,8 @@ pub struct Win {
     pub(crate) core: Arc<WinCore>,
     /// The origin side (epochs, batches), one program call at a time.
     pub(crate) origin: Mutex<Origin>,
+    /// The origin side of the fast path's hot calls, when the window is on it.
+    pub(crate) fast: Option<Fast>,
     name: Mutex<String>,
     hints: Mutex<WinHints>,
 }
@@ -116,8 +119,10 @@ impl Win {
         let ctx = comm.context_id();
         let core = Arc::new(WinCore::new(ctx, comm.rank(), peers, members, memory, nm, service.clone()));
         service.add(ctx, &core);
+        let fast = core.shm.is_some().then(|| Fast::new(n as usize, hints.no_locks));
         let win = Win {
             origin: Mutex::new(Origin::new(ctx, n as usize)),
+            fast,
             comm,
             flavor,
             core,
@@ -170,7 +175,11 @@ impl Win {
 
     /// `MPI_Win_set_info`: the recognized keys of `info` update the hints.
     pub fn set_info(&self, info: &crate::info::Info) {
-        lock(&self.hints).update(info);
+        let mut h = lock(&self.hints);
+        h.update(info);
+        if let Some(f) = &self.fast {
+            f.no_locks.store(h.no_locks, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// `MPI_Win_shared_query`: member `rank`'s part in this process's mapping (its address,

@@ -11,7 +11,7 @@ use crate::errors::{Fail, Outcome};
 use crate::export::export;
 use crate::ops;
 use crate::state::{State, state};
-use crate::wins::{OnWin, WinObj};
+use crate::wins::{OnWin, WinObj, hot, with_win};
 use madmpi::abi;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
@@ -82,7 +82,9 @@ fn store(st: &State, w: &Arc<WinObj>, raw: RawRequest, request: *mut abi::Reques
     Ok(())
 }
 
+/// `MPI_Put`/`MPI_Get` and the like: the hot call inline, else [`put_like_general`].
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn put_like(
     kind: Kind,
     origin_addr: *const c_void,
@@ -96,6 +98,54 @@ fn put_like(
     win: abi::Win,
     request: Option<*mut abi::Request>,
 ) -> Outcome {
+    if request.is_none() && op.is_none() {
+        let args = Contiguous { addr: origin_addr, count: origin_count.wide(), ty: origin_datatype };
+        if let Some(bytes) = args.bytes((target_rank, target_disp, target_count.wide(), target_datatype))
+            && hot(win, |w| args.move_bytes(w, kind, bytes, target_rank, target_disp))
+        {
+            return Ok(());
+        }
+    }
+    put_like_general(
+        kind,
+        origin_addr,
+        origin_count,
+        origin_datatype,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+        op,
+        win,
+        request,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn put_like_general(
+    kind: Kind,
+    origin_addr: *const c_void,
+    origin_count: impl CInt,
+    origin_datatype: abi::Datatype,
+    target_rank: c_int,
+    target_disp: abi::Aint,
+    target_count: impl CInt,
+    target_datatype: abi::Datatype,
+    op: Option<abi::Op>,
+    win: abi::Win,
+    request: Option<*mut abi::Request>,
+) -> Outcome {
+    if request.is_none() && op.is_none() {
+        let args = Contiguous { addr: origin_addr, count: origin_count.wide(), ty: origin_datatype };
+        let target = (target_rank, target_disp, target_count.wide(), target_datatype);
+        // The window was not this thread's recent one: now it is.
+        if let Some(bytes) = args.bytes(target)
+            && with_win(win, |w| Ok(args.move_bytes(&w.win, kind, bytes, target_rank, target_disp)))?
+        {
+            return Ok(());
+        }
+    }
     let st = state()?;
     let w = st.win(win)?;
     let origin = data(&st, &w, origin_addr, origin_count, origin_datatype)?;
@@ -120,6 +170,46 @@ fn put_like(
         (Some(out), Some(raw)) => store(&st, &w, raw, out),
         (Some(out), None) => store(&st, &w, RawRequest::completed(w.win.comm()), out),
         (None, _) => Ok(()),
+    }
+}
+
+/// An origin buffer that may take the intra-node fast path's hot calls.
+struct Contiguous {
+    addr: *const c_void,
+    count: i64,
+    ty: abi::Datatype,
+}
+
+impl Contiguous {
+    /// Its bytes, when the target side (rank, displacement, count, type) is the same count of
+    /// the same contiguous predefined type at a valid rank and displacement: what the hot calls
+    /// take. `None` sends the call down the general path, which checks everything.
+    fn bytes(&self, (rank, disp, count, ty): (c_int, abi::Aint, i64, abi::Datatype)) -> Option<usize> {
+        let size = crate::datatypes::builtin_size(self.ty)?;
+        let ok = ty == self.ty && count == self.count && count >= 0 && rank >= 0 && disp >= 0;
+        (ok && !self.addr.is_null()).then(|| usize::try_from(count).ok()?.checked_mul(size)).flatten()
+    }
+
+    /// The hot put or get of [`Contiguous::bytes`]' answer (`rank`, `disp`: as it checked).
+    #[inline(always)]
+    fn move_bytes(
+        &self,
+        w: &madmpi::rma::Win,
+        kind: Kind,
+        bytes: usize,
+        rank: c_int,
+        disp: abi::Aint,
+    ) -> bool {
+        let (rank, disp) = (rank as u32, disp as u64);
+        // SAFETY: MPI's contract: the origin buffer holds `bytes` bytes (its type is
+        // contiguous), readable for a put, writable for a get.
+        unsafe {
+            match kind {
+                Kind::Put => w.put_bytes(self.addr.cast(), bytes, rank, disp),
+                Kind::Get => w.get_bytes(self.addr.cast_mut().cast(), bytes, rank, disp),
+                Kind::Acc => false,
+            }
+        }
     }
 }
 
@@ -352,6 +442,20 @@ export! {
         target_disp: abi::Aint,
         win: abi::Win,
     ) {
+        let one = Contiguous { addr: origin_addr, count: 1, ty: datatype };
+        if let Some(size) = one.bytes((target_rank, target_disp, 1, datatype))
+            && !compare_addr.is_null()
+            && !result_addr.is_null()
+        {
+            let (rank, disp) = (target_rank as u32, target_disp as u64);
+            // SAFETY: MPI's contract: one element at each address, the result written.
+            let run = |w: &madmpi::rma::Win| unsafe {
+                w.compare_and_swap_bytes(origin_addr.cast(), compare_addr.cast(), result_addr.cast(), size, rank, disp)
+            };
+            if hot(win, run) || with_win(win, |w| Ok(run(&w.win)))? {
+                return Ok(());
+            }
+        }
         let st = state()?;
         let w = st.win(win)?;
         let ty = st.committed_datatype(datatype).on_win(&w)?;

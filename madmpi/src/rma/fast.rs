@@ -1,0 +1,277 @@
+//! The hot calls of the intra-node fast path ([`super::shm`]): `MPI_Win_lock`/`unlock`,
+//! `MPI_Win_flush`, and puts, gets and compare-and-swaps of contiguous bytes, with no mutex, no
+//! allocation and no reference count: what the origin must remember (which targets it holds a
+//! lock on, which epoch it is in) is kept here in atomics.
+//!
+//! On a window of the fast path, `MPI_Win_lock` and `MPI_Win_unlock` live here entirely (the
+//! origin's `Access::Locks` is never used there); fence, PSCW and lock_all stay in
+//! [`super::origin::Origin`] under its mutex, which mirrors its epoch in [`Fast::epoch`] so a
+//! hot call knows whether it may go on. A hot operation that meets anything unusual (another
+//! epoch, a rank or a range outside, no lock) declines: the caller then takes the general path,
+//! which checks everything and reports what is wrong.
+//!
+//! Owns the per-target lock states of the fast path; the lock words themselves are `shm`'s.
+
+use super::lock::LockKind;
+use super::origin::Access;
+use super::shm::ShmPath;
+use super::window::Win;
+use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*, fence};
+
+/// What this process holds on one target.
+const FREE: u8 = 0;
+const SHARED: u8 = 1;
+const EXCLUSIVE: u8 = 2;
+/// `MPI_MODE_NOCHECK`: an epoch without a lock.
+const UNCHECKED: u8 = 3;
+/// Between the claim and the grant of `MPI_Win_lock` (the target is not accessible yet).
+const TAKING: u8 = 4;
+
+/// The origin's epoch as the hot calls need it (mirrors `Origin::access`).
+pub(crate) const QUIET: u8 = 0;
+pub(crate) const LOCK_ALL: u8 = 1;
+/// A fence or PSCW epoch: the hot operations decline, the general path handles them.
+pub(crate) const OTHER: u8 = 2;
+
+/// The origin side of the fast path.
+pub(crate) struct Fast {
+    held: Box<[AtomicU8]>,
+    pub(crate) epoch: AtomicU8,
+    pub(crate) no_locks: AtomicBool,
+}
+
+impl Fast {
+    pub(crate) fn new(members: usize, no_locks: bool) -> Fast {
+        Fast {
+            held: (0..members).map(|_| AtomicU8::new(FREE)).collect(),
+            epoch: AtomicU8::new(QUIET),
+            no_locks: AtomicBool::new(no_locks),
+        }
+    }
+
+    /// The mirror of `access`.
+    pub(crate) fn mirror(&self, access: &Access) {
+        let e = match access {
+            Access::None | Access::Locks => QUIET,
+            Access::LockAll => LOCK_ALL,
+            Access::Fence { .. } | Access::Pscw(_) => OTHER,
+        };
+        self.epoch.store(e, Relaxed);
+    }
+
+    /// Whether `MPI_Win_lock` gives this process access to target `t` now.
+    pub(crate) fn locked(&self, t: u32) -> bool {
+        self.held.get(t as usize).is_some_and(|h| matches!(h.load(Acquire), SHARED | EXCLUSIVE | UNCHECKED))
+    }
+
+    /// Whether any target is locked (or being locked) with `MPI_Win_lock`.
+    pub(crate) fn any_locked(&self) -> bool {
+        self.held.iter().any(|h| h.load(Acquire) != FREE)
+    }
+
+    /// Whether operations may target `t` without the general path.
+    fn open(&self, t: u32) -> bool {
+        self.epoch.load(Relaxed) == LOCK_ALL || self.locked(t)
+    }
+}
+
+fn sync_error(what: &str) -> Error {
+    Error::rma_sync(what.to_string())
+}
+
+impl Win {
+    /// The fast path's two halves, when the window is on it.
+    fn fast(&self) -> Option<(&Fast, &ShmPath)> {
+        Some((self.fast.as_ref()?, self.core.shm.as_ref()?))
+    }
+
+    /// `MPI_Win_lock` when the fast path can grant it with no check failing: `false` (nothing
+    /// done) otherwise, for [`Win::lock`] to check and report.
+    pub fn lock_hot(&self, exclusive: bool, rank: u32, assert: i32) -> bool {
+        let Some((f, shm)) = self.fast() else { return false };
+        if f.no_locks.load(Relaxed) || f.epoch.load(Relaxed) != QUIET {
+            return false;
+        }
+        let Some(h) = f.held.get(rank as usize) else { return false };
+        if h.compare_exchange(FREE, TAKING, Acquire, Relaxed).is_err() {
+            return false;
+        }
+        let state = if assert & super::sync::mode::NOCHECK != 0 {
+            UNCHECKED
+        } else {
+            shm.lock(rank, exclusive);
+            if exclusive { EXCLUSIVE } else { SHARED }
+        };
+        h.store(state, Release);
+        true
+    }
+
+    /// `MPI_Win_lock` on the fast path, every check made (`None`: the window is not on it).
+    pub(super) fn fast_lock(&self, kind: LockKind, rank: u32, assert: i32) -> Option<Result<()>> {
+        let (f, _) = self.fast()?;
+        let exclusive = kind == LockKind::Exclusive;
+        Some((|| {
+            if self.lock_hot(exclusive, rank, assert) {
+                return Ok(());
+            }
+            if f.no_locks.load(Relaxed) {
+                return Err(sync_error("MPI_Win_lock on a window created with no_locks"));
+            }
+            if f.epoch.load(Relaxed) != QUIET {
+                // A fence epoch no operation used yet ends here; any other refuses the lock.
+                let mut o = self.origin_state();
+                if o.access != (Access::Fence { used: false }) {
+                    return Err(sync_error("MPI_Win_lock inside another access epoch"));
+                }
+                o.access = Access::None;
+                f.mirror(&o.access);
+                drop(o);
+                if self.lock_hot(exclusive, rank, assert) {
+                    return Ok(());
+                }
+            }
+            Err(sync_error("MPI_Win_lock on a rank this process has locked"))
+        })())
+    }
+
+    /// `MPI_Win_unlock` when this process holds the lock through the fast path: every
+    /// operation completed in its call, so releasing the lock word (a release increment)
+    /// publishes them. `false` (nothing done) otherwise.
+    pub fn unlock_hot(&self, rank: u32) -> bool {
+        let Some((f, shm)) = self.fast() else { return false };
+        let Some(h) = f.held.get(rank as usize) else { return false };
+        let state = h.load(Acquire);
+        if !matches!(state, SHARED | EXCLUSIVE | UNCHECKED) {
+            return false;
+        }
+        h.store(FREE, Release);
+        match state {
+            SHARED | EXCLUSIVE => shm.unlock(rank, state == EXCLUSIVE),
+            _ => fence(Release),
+        }
+        true
+    }
+
+    /// `MPI_Win_unlock` on the fast path, every check made (`None`: the window is not on it).
+    pub(super) fn fast_unlock(&self, rank: u32) -> Option<Result<()>> {
+        let (f, _) = self.fast()?;
+        Some(match self.unlock_hot(rank) {
+            true => Ok(()),
+            false if rank as usize >= f.held.len() => {
+                Err(Error::rank(format!("rank {rank} is not in the window's {} ranks", f.held.len())))
+            }
+            false => Err(sync_error("MPI_Win_unlock without MPI_Win_lock on that rank")),
+        })
+    }
+
+    /// `MPI_Win_flush` / `flush_local` of `rank` when a lock or lock_all of the fast path
+    /// covers it: the operations completed in their calls, and this orders them before what
+    /// follows. `false` (nothing done) otherwise, for the general path.
+    pub fn flush_hot(&self, rank: u32) -> bool {
+        let open = self.fast().is_some_and(|(f, _)| f.open(rank));
+        if open {
+            fence(Release);
+        }
+        open
+    }
+
+    /// The address of `bytes` bytes at displacement `disp` of `rank`, when the fast path may
+    /// reach them now.
+    fn reach(&self, rank: u32, disp: u64, bytes: usize) -> Option<*mut u8> {
+        let (f, shm) = self.fast()?;
+        if !f.open(rank) {
+            return None;
+        }
+        let (base, e) = shm.part(rank);
+        let start = usize::try_from(disp).ok()?.checked_mul(e.disp_unit)?;
+        (start.checked_add(bytes)? <= e.size).then(|| base.wrapping_add(start))
+    }
+
+    /// `MPI_Put` of `bytes` contiguous bytes from `src` to displacement `disp` of `rank`, on
+    /// the fast path inside a lock or lock_all epoch; `false` (nothing done) when that does
+    /// not apply, for [`Win::put`] to check and do.
+    ///
+    /// # Safety
+    /// `src` readable for `bytes` bytes.
+    pub unsafe fn put_bytes(&self, src: *const u8, bytes: usize, rank: u32, disp: u64) -> bool {
+        let Some(dst) = self.reach(rank, disp, bytes) else { return false };
+        // SAFETY: `reach` put the range inside the target's part of the mapping; the caller
+        // vouches for `src`.
+        unsafe { copy(src, dst, bytes) };
+        true
+    }
+
+    /// `MPI_Get` of `bytes` contiguous bytes into `dst`, as [`Win::put_bytes`].
+    ///
+    /// # Safety
+    /// `dst` writable for `bytes` bytes.
+    pub unsafe fn get_bytes(&self, dst: *mut u8, bytes: usize, rank: u32, disp: u64) -> bool {
+        let Some(src) = self.reach(rank, disp, bytes) else { return false };
+        // SAFETY: as for put_bytes, the other way.
+        unsafe { copy(src, dst, bytes) };
+        true
+    }
+
+    /// `MPI_Compare_and_swap` of one `size`-byte element, as [`Win::put_bytes`], under the
+    /// target's accumulate lock (atomic with every accumulate-like operation on it).
+    ///
+    /// # Safety
+    /// `new` and `compare` readable, `result` writable, for `size` bytes.
+    pub unsafe fn compare_and_swap_bytes(
+        &self,
+        new: *const u8,
+        compare: *const u8,
+        result: *mut u8,
+        size: usize,
+        rank: u32,
+        disp: u64,
+    ) -> bool {
+        const MAX: usize = 32;
+        if size > MAX {
+            return false;
+        }
+        let Some(ptr) = self.reach(rank, disp, size) else { return false };
+        let shm = self.core.shm.as_ref().expect("reach found the fast path");
+        shm.atomically(rank, || {
+            // SAFETY: `reach` checked the target element; the caller vouches for the three
+            // buffers; under the accumulate lock, nobody else combines into the element.
+            unsafe {
+                if size == 8 {
+                    let old = ptr.cast::<u64>().read_unaligned();
+                    if old == compare.cast::<u64>().read_unaligned() {
+                        copy(new, ptr, 8);
+                    }
+                    result.cast::<u64>().write_unaligned(old);
+                    return;
+                }
+                let mut old = [0u8; MAX];
+                std::ptr::copy_nonoverlapping(ptr, old.as_mut_ptr(), size);
+                if old[..size] == *std::slice::from_raw_parts(compare, size) {
+                    std::ptr::copy(new, ptr, size);
+                }
+                std::ptr::copy(old.as_ptr(), result, size);
+            }
+        });
+        true
+    }
+}
+
+/// Copies `n` bytes from `src` to `dst`, which may overlap (a put from our own part of the
+/// window to itself); an element of 1 to 8 bytes by one load and one store, not a call.
+///
+/// # Safety
+/// `src` readable and `dst` writable for `n` bytes.
+#[inline(always)]
+unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: the caller's contract; each arm reads then writes its whole width.
+    unsafe {
+        match n {
+            8 => dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()),
+            4 => dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()),
+            2 => dst.cast::<u16>().write_unaligned(src.cast::<u16>().read_unaligned()),
+            1 => dst.write(src.read()),
+            _ => std::ptr::copy(src, dst, n),
+        }
+    }
+}
