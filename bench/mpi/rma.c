@@ -6,7 +6,8 @@
  *   latency (ns per operation and its synchronization), sizes 8 B to 4 MiB for put/get/accumulate:
  *     fence+put, lock+put+unlock (exclusive), lock+get+unlock, lock+acc+unlock (MPI_SUM, doubles),
  *     lock+get_acc+unlock, lock+fetch_op+unlock and lock+cas+unlock (one 8-byte element),
- *     lock_all+put+flush and lock_all+get+flush (one epoch, a flush per operation), pscw+put
+ *     lock_all+put+flush and lock_all+get+flush (one epoch, a flush per operation), pscw+put,
+ *     and an 8-byte MPI_Send + MPI_Recv round trip (what one message there and one back costs)
  *   bandwidth: lock_all, 8 puts (gets) then a flush, 64 KiB to 4 MiB
  *   passive target: the target computes 200 ms (a busy loop, no MPI call) while the origin does
  *     lock, put, get, accumulate, unlock: the origin's time and its ratio to the target's compute
@@ -30,13 +31,14 @@
 #define MAX_REPS 99
 #define TAG_SYNC 3
 #define TAG_TIME 4
+#define TAG_RTT 5
 #define BW_WINDOW 8
 #define COMPUTE_NS 200e6
 
-enum op { FENCE_PUT, PUT, GET, ACC, GET_ACC, FETCH_OP, CAS, ALL_PUT, ALL_GET, PSCW_PUT };
+enum op { FENCE_PUT, PUT, GET, ACC, GET_ACC, FETCH_OP, CAS, ALL_PUT, ALL_GET, PSCW_PUT, RTT };
 static const char *op_name[] = {"fence+put", "lock+put", "lock+get", "lock+acc", "lock+get_acc",
                                 "lock+fetch_op", "lock+cas", "lock_all+put+flush",
-                                "lock_all+get+flush", "pscw+put"};
+                                "lock_all+get+flush", "pscw+put", "send+recv"};
 
 static MPI_Win win;
 static char *src, *dst;
@@ -85,7 +87,17 @@ static void one(enum op o, int size)
 static double run(enum op o, int rank, int size, int n)
 {
     double t = now_ns();
-    if (o == FENCE_PUT) {
+    if (o == RTT) {
+        for (int i = 0; i < n; i++) {
+            if (rank == 0) {
+                check(MPI_Send(src, size, MPI_BYTE, 1, TAG_RTT, MPI_COMM_WORLD), "MPI_Send");
+                check(MPI_Recv(dst, size, MPI_BYTE, 1, TAG_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+            } else {
+                check(MPI_Recv(dst, size, MPI_BYTE, 0, TAG_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+                check(MPI_Send(src, size, MPI_BYTE, 0, TAG_RTT, MPI_COMM_WORLD), "MPI_Send");
+            }
+        }
+    } else if (o == FENCE_PUT) {
         for (int i = 0; i < n; i++) {
             if (rank == 0)
                 one(o, size);
@@ -234,10 +246,10 @@ int main(int argc, char **argv)
     const int *sizes = quick ? brief : full;
     int nsizes = quick ? 2 : 8;
     check(MPI_Win_fence(0, win), "MPI_Win_fence");
-    for (int o = FENCE_PUT; o <= PSCW_PUT; o++) {
+    for (int o = FENCE_PUT; o <= RTT; o++) {
         if ((only_cas && o != CAS) || (no_cas && o == CAS))
             continue;
-        int single = o == FETCH_OP || o == CAS;
+        int single = o == FETCH_OP || o == CAS || o == RTT;
         for (int k = 0; k < (single ? 1 : nsizes); k++) {
             int size = single ? 8 : sizes[k], n = iters(size, quick);
             run(o, rank, size, n / 10 + 1); /* warm-up */

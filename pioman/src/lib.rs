@@ -42,7 +42,9 @@
 //! Configuration (builder values win): `PIOMAN_POLICY` (`poll`, `block`, `timer`, `adaptive`
 //! (default), or a name registered with [`policy::register`]), `PIOMAN_TICK_US` (default 1000),
 //! `PIOMAN_SPIN_US` (waiters' spin before sleeping, default 100), `PIOMAN_THREADS` (progression
-//! threads without marcel: `0`, or a count; default one per NUMA node), `PIOMAN_STATS=path` (JSON
+//! threads without marcel: `0`, or a count; default one per NUMA node), `PIOMAN_THREAD_NICE`
+//! (the nice value of a progression thread pinned to the application's one CPU, where allowed;
+//! default -10, 0 keeps the process's), `PIOMAN_STATS=path` (JSON
 //! statistics written when the instance shuts down or the process exits; instance `k > 0` writes
 //! `path.k`).
 

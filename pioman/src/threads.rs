@@ -32,6 +32,45 @@ pub(crate) fn pin_to(cpus: &[usize]) {
     }
 }
 
+/// What a node or core progression thread does of the policy's idle answer: under marcel the
+/// idle LWPs poll, not it; alone on the application's one CPU it never polls (see
+/// `progression_main`).
+fn idle_action(policy: IdleAction, under_marcel: bool, shares_one_cpu: bool) -> IdleAction {
+    match policy {
+        IdleAction::Poll if under_marcel => IdleAction::Sleep,
+        IdleAction::Poll if shares_one_cpu => IdleAction::Block,
+        a => a,
+    }
+}
+
+/// The nice value of a progression thread that shares its only CPU with the application
+/// (`PIOMAN_THREAD_NICE`, default -10; 0 leaves it alone).
+fn thread_nice() -> i32 {
+    std::env::var("PIOMAN_THREAD_NICE").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(-10)
+}
+
+/// Gives the calling progression thread a higher scheduling weight (a lower nice value), where
+/// the process may (root, `CAP_SYS_NICE` or `RLIMIT_NICE`): on a core shared with a computing
+/// application thread, the kernel then lets each wake-up of this thread (a message for a passive
+/// target) preempt the computation at once, instead of after the computation's time slice once
+/// this thread has used its fair share. It never busy-polls there, so the weight only makes its
+/// short bursts prompt.
+fn raise_priority() {
+    let nice = thread_nice();
+    if nice == 0 {
+        return;
+    }
+    // SAFETY: gettid and setpriority have no memory preconditions; PRIO_PROCESS with a thread
+    // id changes that thread only (Linux).
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) };
+    if r != 0 {
+        log::debug!(
+            "progression thread keeps its priority (nice {nice} refused: {})",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// CPUs of NUMA node `n` that the process may use.
 pub(crate) fn cpus_of_node(n: usize) -> Vec<usize> {
     crate::machine::topology()
@@ -56,14 +95,19 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
     };
     inner.poke_bells.lock().unwrap().push(ws.doorbell.clone());
     let under_marcel = inner.marcel.is_some();
+    // Pinned to the one CPU of the process's own threads (a rank bound to a core): polling there
+    // only takes the core from the application, which either computes (and, CFS being fair, our
+    // later wake-ups would then wait for its time slice: milliseconds for a passive target) or
+    // waits in MPI and polls itself. Such a thread blocks instead.
+    let shares_one_cpu = cpus.len() <= 1;
+    if shares_one_cpu {
+        raise_priority();
+    }
     let mut next_tick = Instant::now() + inner.tick;
     while !inner.shutdown.load(Relaxed) {
         let m = inner.machine(None);
         let p = inner.policy();
-        let action = match p.idle(&m) {
-            IdleAction::Poll if under_marcel => IdleAction::Sleep, // idle LWPs poll
-            a => a,
-        };
+        let action = idle_action(p.idle(&m), under_marcel, shares_one_cpu);
         match action {
             IdleAction::Poll if inner.waiter_spins_on(node) || inner.waiter_blocks_on(node) => {
                 // A waiting thread polls these sources itself, or sleeps in their fds: do not
@@ -139,5 +183,20 @@ pub(crate) fn custom_wait_main(inner: Arc<Inner>, lt: Arc<Ltask>, scope: Scope) 
         } else {
             std::thread::park_timeout(inner.tick);
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_progression_thread_on_the_applications_one_cpu_blocks_instead_of_polling() {
+        use IdleAction::*;
+        assert_eq!(idle_action(Poll, false, true), Block);
+        assert_eq!(idle_action(Poll, false, false), Poll, "several CPUs: it may poll an idle one");
+        assert_eq!(idle_action(Poll, true, true), Sleep, "under marcel the idle LWPs poll");
+        assert_eq!(idle_action(Block, false, true), Block);
+        assert_eq!(idle_action(Sleep, false, true), Sleep);
     }
 }

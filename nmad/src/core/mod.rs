@@ -811,10 +811,11 @@ impl Source for DriverTask {
 
     fn arm(&self) -> bool {
         let Some(core) = self.core.upgrade() else { return true };
-        // Always arm the driver (each arm is paired with a disarm); then: pending reads or busy
-        // gates are work to do, not reasons to sleep.
+        // Always arm the driver (each arm is paired with a disarm); then: pending reads, busy
+        // gates or queued active messages (another thread's runner may have missed the last one)
+        // are work to do, not reasons to sleep.
         let quiet = core.drivers[self.driver].arm();
-        quiet && core.reads.is_empty() && core.backlog.is_empty()
+        quiet && core.reads.is_empty() && core.backlog.is_empty() && core.ams.jobs.is_empty()
     }
 
     fn disarm(&self) {
