@@ -79,15 +79,15 @@ const PREDEFINED: [(Handle, Predefined); 58] = {
     ]
 };
 
-/// The builtin predefined handles by low byte (0 where none): what the hot one-sided calls
-/// check a datatype against, without the lazy table.
-const BUILTIN: [Handle; 256] = {
-    let mut t = [0; 256];
+/// The builtin predefined handles by low byte, with their index in [`PREDEFINED`] (handle 0
+/// where none): what the hot one-sided calls check a datatype against, without the lazy table.
+const BUILTIN: [(Handle, u8); 256] = {
+    let mut t = [(0, 0); 256];
     let mut i = 0;
     while i < PREDEFINED.len() {
         let h = PREDEFINED[i].0;
         if matches!(abi::handle_kind(h), HandleKind::Builtin) {
-            t[(h & 0xff) as usize] = h;
+            t[(h & 0xff) as usize] = (h, i as u8);
         }
         i += 1;
     }
@@ -97,10 +97,16 @@ const BUILTIN: [Handle; 256] = {
 /// The element size of `h` when it is a builtin predefined datatype (one contiguous element:
 /// not a pair type, not `MPI_LB`/`MPI_UB`), read from the handle as MPICH encodes it.
 pub(crate) fn builtin_size(h: Handle) -> Option<usize> {
-    if BUILTIN[(h & 0xff) as usize] != h || h == 0 {
+    builtin_elem(h).map(|(_, n)| n)
+}
+
+/// [`builtin_size`] with the element's type.
+pub(crate) fn builtin_elem(h: Handle) -> Option<(Predefined, usize)> {
+    let (handle, i) = BUILTIN[(h & 0xff) as usize];
+    if handle != h || h == 0 {
         return None;
     }
-    abi::builtin_datatype_size(h)
+    Some((PREDEFINED[i as usize].1, abi::builtin_datatype_size(h)?))
 }
 
 /// Number of MPICH's direct (pair) datatype handles.
@@ -178,6 +184,7 @@ mod tests {
             match builtin_size(h) {
                 Some(n) => {
                     assert_eq!(n as u64, t.size(), "{p:?}");
+                    assert_eq!(builtin_elem(h).map(|e| e.0), Some(p));
                     assert_eq!(t.contiguous_offset(), Some(0), "{p:?}");
                 }
                 None => {

@@ -55,7 +55,7 @@ pub(crate) enum OpRef {
 }
 
 /// The builtin of handle `h`, if it is one.
-fn builtin(h: Handle) -> Option<Builtin> {
+pub(crate) fn builtin(h: Handle) -> Option<Builtin> {
     let first = abi::MPI_MAX;
     let i = h.checked_sub(first)?;
     Builtin::ALL.get(usize::try_from(i).ok()?).copied()

@@ -125,8 +125,18 @@ enum Inner {
     User { f: Arc<UserFn>, commutative: bool },
 }
 
+/// How builtin `b` combines elements of predefined type `p` into a target in place (`None`: not
+/// defined on it): what the one-sided fast path applies under a target's accumulate lock.
+pub(crate) fn combiner(b: Builtin, p: Predefined) -> Option<Plan> {
+    match b {
+        Builtin::Replace => Some(Plan::Copy),
+        Builtin::NoOp => Some(Plan::Nothing),
+        _ => kernels::kernel(b, p).map(Plan::Kernel),
+    }
+}
+
 /// What a builtin does to a buffer pair, once the datatype is checked.
-enum Plan {
+pub(crate) enum Plan {
     /// `MPI_REPLACE`: copy the input.
     Copy,
     /// `MPI_NO_OP`, or a type with no basic element: nothing to do.

@@ -1,5 +1,6 @@
 //! The hot calls of the intra-node fast path ([`super::shm`]): `MPI_Win_lock`/`unlock`,
-//! `MPI_Win_flush`, and puts, gets and compare-and-swaps of contiguous bytes, with no mutex, no
+//! `MPI_Win_flush`, and puts, gets, accumulates (and get_accumulate, fetch_and_op) and
+//! compare-and-swaps of contiguous predefined elements, with no mutex, no
 //! allocation and no reference count: what the origin must remember (which targets it holds a
 //! lock on, which epoch it is in) is kept here in atomics.
 //!
@@ -16,7 +17,9 @@ use super::lock::LockKind;
 use super::origin::Access;
 use super::shm::ShmPath;
 use super::window::Win;
+use crate::datatype::Predefined;
 use crate::error::{Error, Result};
+use crate::op::{Builtin, Plan};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*, fence};
 
 /// What this process holds on one target.
@@ -251,6 +254,60 @@ impl Win {
                     std::ptr::copy(new, ptr, size);
                 }
                 std::ptr::copy(old.as_ptr(), result, size);
+            }
+        });
+        true
+    }
+}
+
+impl Win {
+    /// `MPI_Accumulate` (`result` null), `MPI_Get_accumulate` and `MPI_Fetch_and_op` (`result`
+    /// gets the old target data) of `bytes` bytes of elements of `elem` with builtin `op`, as
+    /// [`Win::put_bytes`], under the target's accumulate lock (atomic with every accumulate-like
+    /// operation on it). `false` (nothing done) also when `op` is not defined on `elem`: the
+    /// general path reports that.
+    ///
+    /// # Safety
+    /// `src` readable (unless `op` is `MPI_NO_OP`) and `result`, when not null, writable for
+    /// `bytes` bytes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn accumulate_bytes(
+        &self,
+        src: *const u8,
+        result: *mut u8,
+        bytes: usize,
+        elem: Predefined,
+        op: Builtin,
+        rank: u32,
+        disp: u64,
+    ) -> bool {
+        let Some(plan) = crate::op::combiner(op, elem) else { return false };
+        if !bytes.is_multiple_of(elem.size().max(1) as usize) || (src.is_null() && op != Builtin::NoOp) {
+            return false;
+        }
+        let Some(ptr) = self.reach(rank, disp, bytes) else { return false };
+        // Overlapping buffers (the origin in our own part of the window) take the general path,
+        // which copies the input first.
+        let apart = |a: *const u8, b: *const u8| (a as usize).abs_diff(b as usize) >= bytes;
+        if !apart(src, ptr) || (!result.is_null() && (!apart(result, ptr) || !apart(result, src))) {
+            return false;
+        }
+        let shm = self.core.shm.as_ref().expect("reach found the fast path");
+        shm.atomically(rank, || {
+            // SAFETY: `reach` checked the target range; the caller vouches for `src` and
+            // `result`, which do not overlap it or each other (checked above); under the
+            // accumulate lock nobody else combines into the range.
+            unsafe {
+                if !result.is_null() {
+                    copy(ptr, result, bytes);
+                }
+                match plan {
+                    Plan::Copy => copy(src, ptr, bytes),
+                    Plan::Nothing => {}
+                    Plan::Kernel(k) => {
+                        k(std::slice::from_raw_parts(src, bytes), std::slice::from_raw_parts_mut(ptr, bytes))
+                    }
+                }
             }
         });
         true

@@ -15,7 +15,7 @@ use crate::wins::{OnWin, WinObj, hot, with_win};
 use madmpi::abi;
 use madmpi::datatype::Datatype;
 use madmpi::error::Error;
-use madmpi::op::Op;
+use madmpi::op::{Builtin, Op};
 use madmpi::request::RawRequest;
 use madmpi::rma::{At, Buf};
 use std::ffi::{c_int, c_void};
@@ -98,10 +98,12 @@ fn put_like(
     win: abi::Win,
     request: Option<*mut abi::Request>,
 ) -> Outcome {
-    if request.is_none() && op.is_none() {
+    // An accumulate's operation must be a builtin one for the hot call.
+    let b = op.map(ops::builtin);
+    if request.is_none() && b != Some(None) {
         let args = Contiguous { addr: origin_addr, count: origin_count.wide(), ty: origin_datatype };
         if let Some(bytes) = args.bytes((target_rank, target_disp, target_count.wide(), target_datatype))
-            && hot(win, |w| args.move_bytes(w, kind, bytes, target_rank, target_disp))
+            && hot(win, |w| args.move_bytes(w, kind, b.flatten(), bytes, target_rank, target_disp))
         {
             return Ok(());
         }
@@ -136,12 +138,15 @@ fn put_like_general(
     win: abi::Win,
     request: Option<*mut abi::Request>,
 ) -> Outcome {
-    if request.is_none() && op.is_none() {
+    let b = op.map(ops::builtin);
+    if request.is_none() && b != Some(None) {
         let args = Contiguous { addr: origin_addr, count: origin_count.wide(), ty: origin_datatype };
         let target = (target_rank, target_disp, target_count.wide(), target_datatype);
         // The window was not this thread's recent one: now it is.
         if let Some(bytes) = args.bytes(target)
-            && with_win(win, |w| Ok(args.move_bytes(&w.win, kind, bytes, target_rank, target_disp)))?
+            && with_win(win, |w| {
+                Ok(args.move_bytes(&w.win, kind, b.flatten(), bytes, target_rank, target_disp))
+            })?
         {
             return Ok(());
         }
@@ -190,24 +195,38 @@ impl Contiguous {
         (ok && !self.addr.is_null()).then(|| usize::try_from(count).ok()?.checked_mul(size)).flatten()
     }
 
-    /// The hot put or get of [`Contiguous::bytes`]' answer (`rank`, `disp`: as it checked).
+    /// The hot put, get or accumulate (with builtin `op`) of [`Contiguous::bytes`]' answer
+    /// (`rank`, `disp`: as it checked).
     #[inline(always)]
     fn move_bytes(
         &self,
         w: &madmpi::rma::Win,
         kind: Kind,
+        op: Option<Builtin>,
         bytes: usize,
         rank: c_int,
         disp: abi::Aint,
     ) -> bool {
         let (rank, disp) = (rank as u32, disp as u64);
         // SAFETY: MPI's contract: the origin buffer holds `bytes` bytes (its type is
-        // contiguous), readable for a put, writable for a get.
+        // contiguous), readable for a put or an accumulate, writable for a get.
         unsafe {
-            match kind {
-                Kind::Put => w.put_bytes(self.addr.cast(), bytes, rank, disp),
-                Kind::Get => w.get_bytes(self.addr.cast_mut().cast(), bytes, rank, disp),
-                Kind::Acc => false,
+            match (kind, op) {
+                (Kind::Put, _) => w.put_bytes(self.addr.cast(), bytes, rank, disp),
+                (Kind::Get, _) => w.get_bytes(self.addr.cast_mut().cast(), bytes, rank, disp),
+                (Kind::Acc, Some(op)) => match crate::datatypes::builtin_elem(self.ty) {
+                    Some((elem, _)) => w.accumulate_bytes(
+                        self.addr.cast(),
+                        std::ptr::null_mut(),
+                        bytes,
+                        elem,
+                        op,
+                        rank,
+                        disp,
+                    ),
+                    None => false,
+                },
+                (Kind::Acc, None) => false,
             }
         }
     }
@@ -220,8 +239,65 @@ enum Kind {
     Acc,
 }
 
+/// `MPI_Get_accumulate` and the like: the hot call inline, else [`get_accumulate_general`].
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn get_accumulate(
+    origin_addr: *const c_void,
+    origin_count: impl CInt,
+    origin_datatype: abi::Datatype,
+    result_addr: *mut c_void,
+    result_count: impl CInt,
+    result_datatype: abi::Datatype,
+    target_rank: c_int,
+    target_disp: abi::Aint,
+    target_count: impl CInt,
+    target_datatype: abi::Datatype,
+    op: abi::Op,
+    win: abi::Win,
+    request: Option<*mut abi::Request>,
+) -> Outcome {
+    let result = Contiguous { addr: result_addr, count: result_count.wide(), ty: result_datatype };
+    // MPI_NO_OP ignores the origin; any other operation needs it alike the result.
+    let b = ops::builtin(op);
+    let origin_ok = b == Some(Builtin::NoOp)
+        || (origin_datatype == result_datatype && origin_count.wide() == result_count.wide());
+    if request.is_none()
+        && origin_ok
+        && let Some(b) = b
+        && let Some(bytes) = result.bytes((target_rank, target_disp, target_count.wide(), target_datatype))
+        && let Some((elem, _)) = crate::datatypes::builtin_elem(result_datatype)
+    {
+        let (rank, disp) = (target_rank as u32, target_disp as u64);
+        // SAFETY: MPI's contract: the origin readable and the result writable, `bytes` bytes
+        // each (the same contiguous type and count).
+        let run = |w: &madmpi::rma::Win| unsafe {
+            w.accumulate_bytes(origin_addr.cast(), result_addr.cast(), bytes, elem, b, rank, disp)
+        };
+        if hot(win, run) || with_win(win, |w| Ok(run(&w.win)))? {
+            return Ok(());
+        }
+    }
+    get_accumulate_general(
+        origin_addr,
+        origin_count,
+        origin_datatype,
+        result_addr,
+        result_count,
+        result_datatype,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+        op,
+        win,
+        request,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn get_accumulate_general(
     origin_addr: *const c_void,
     origin_count: impl CInt,
     origin_datatype: abi::Datatype,
