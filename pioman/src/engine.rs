@@ -401,7 +401,8 @@ impl Inner {
         }
     }
 
-    /// The spin phase: `Some(result)` if the condition (or the deadline) came.
+    /// The spin phase: `Some(result)` if the condition (or the deadline) came. The spin time
+    /// counts from the last useful poll: a waiter that serves traffic keeps spinning.
     ///
     /// The clock is read every [`CLOCK_EVERY`] rounds only: spin and deadline may overshoot by
     /// that many poll rounds (microseconds).
@@ -414,7 +415,8 @@ impl Inner {
         deadline: Option<Instant>,
     ) -> Option<bool> {
         let in_user_thread = marcel::current_lwp().is_some();
-        let spin_end = crate::clock::now_ns() + plan.spin.as_nanos() as u64;
+        let spin_ns = plan.spin.as_nanos() as u64;
+        let mut spin_end = crate::clock::now_ns() + spin_ns;
         let node = self.node_index(scope);
         let spinning = &self.spinning_waiters[node];
         spinning.fetch_add(1, AcqRel);
@@ -424,9 +426,15 @@ impl Inner {
         let clock_every = if plan.spin < Duration::from_micros(20) || os_yield { 1 } else { CLOCK_EVERY };
         let mut round = 0u32;
         let spun = loop {
-            self.progress(Context::Waiter, scope, false, None);
+            let (useful, _) = self.progress(Context::Waiter, scope, false, None);
             if cond.test(mask) {
                 break Some(true);
+            }
+            if useful > 0 && spin_ns > 0 {
+                // Traffic for others (a passive target's operations, unexpected messages) keeps
+                // coming: the spin lasts until it has been quiet for the whole spin time, so the
+                // next arrival needs no kernel wake-up.
+                spin_end = crate::clock::now_ns() + spin_ns;
             }
             // Reading the clock costs as much as an empty poll round: look every few rounds.
             round = round.wrapping_add(1);

@@ -436,3 +436,92 @@ fn the_last_handle_dropped_by_a_progression_thread_shuts_down_cleanly() {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// Useful progress every 50 µs for `until`, then nothing; records when waiters polled it.
+struct Trickle {
+    start: Instant,
+    until: Duration,
+    last: Mutex<Instant>,
+    waiter_polls: Mutex<Vec<Duration>>,
+}
+
+impl Source for Trickle {
+    fn name(&self) -> &str {
+        "trickle"
+    }
+    fn poll(&self, ctx: &mut PollCtx) -> Poll {
+        let now = Instant::now();
+        if ctx.context() == Context::Waiter {
+            self.waiter_polls.lock().unwrap().push(now - self.start);
+        }
+        let mut last = self.last.lock().unwrap();
+        if now - self.start < self.until && now - *last >= Duration::from_micros(50) {
+            *last = now;
+            return Poll::Progress;
+        }
+        Poll::Idle
+    }
+}
+
+/// Spins 300 µs, then parks.
+struct ShortSpin;
+
+impl policy::Policy for ShortSpin {
+    fn name(&self) -> &str {
+        "short-spin"
+    }
+    fn idle(&self, _: &policy::MachineState) -> policy::IdleAction {
+        policy::IdleAction::Sleep
+    }
+    fn poll_at_switch(&self, _: &policy::MachineState) -> bool {
+        false
+    }
+    fn poll_at_tick(&self, _: &policy::MachineState) -> bool {
+        false
+    }
+    fn wait(&self, _: &policy::MachineState) -> policy::WaitPlan {
+        policy::WaitPlan {
+            spin: Duration::from_micros(300),
+            yield_while_spinning: false,
+            yield_cpu: false,
+            then: policy::AfterSpin::Park,
+        }
+    }
+}
+
+/// A waiter whose own request does not come keeps spinning while its polls find other work
+/// (a passive target's operations), and parks once that has been quiet for the spin time.
+#[test]
+fn a_waiter_spins_on_while_its_polls_are_useful() {
+    // A long tick: a parked waiter stays parked until its condition is signalled.
+    let pio = Pioman::builder()
+        .policy(Arc::new(ShortSpin))
+        .without_marcel()
+        .threads(0)
+        .tick(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    let src = Arc::new(Trickle {
+        start,
+        until: Duration::from_millis(5),
+        last: Mutex::new(start),
+        waiter_polls: Mutex::new(Vec::new()),
+    });
+    let h = pio.register(src.clone(), Options::default()).unwrap();
+    let cond = Arc::new(Cond::new());
+    let c = cond.clone();
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        c.signal(1);
+    });
+    pio.wait(&cond, 1);
+    setter.join().unwrap();
+    let polls = src.waiter_polls.lock().unwrap().clone();
+    let during = |a: u64, b: u64| {
+        polls.iter().any(|t| *t >= Duration::from_millis(a) && *t < Duration::from_millis(b))
+    };
+    assert!(during(3, 5), "the waiter still spun 3-5 ms in, while the source was useful");
+    assert!(!during(8, 19), "the waiter parked once the source went quiet");
+    h.remove();
+}
