@@ -202,7 +202,8 @@ impl Nmad {
     }
 
     /// Sends active message `id` to `peer`: its handler there runs on `header` and `payload`.
-    /// Both are copied: they may be reused when this returns. The AM waits for the peer's
+    /// Owned buffers (`Vec<u8>`) are moved in; borrowed ones are copied (they may be reused when
+    /// this returns). The AM waits for the peer's
     /// credit like eager data, and is aggregated with other traffic to the peer when the
     /// strategy aggregates. AMs to one peer run there in call order (they may overtake data
     /// sent before them). Errors: a header beyond [`wire::MAX_AM_HEADER`] or an AM beyond the
@@ -211,11 +212,11 @@ impl Nmad {
         &self,
         peer: drivers::PeerId,
         id: u16,
-        header: &[u8],
-        payload: &[u8],
+        header: impl Into<Vec<u8>>,
+        payload: impl Into<Vec<u8>>,
     ) -> Result<(), Error> {
         let core = &self.0.core;
-        core.gate(peer)?.send_am(core, id, header, payload)
+        core.gate(peer)?.send_am(core, id, header.into(), payload.into())
     }
 
     /// The most bytes of header and payload together that one AM to `peer` may carry (the

@@ -30,7 +30,7 @@ struct Replier(OnceLock<Nmad>);
 impl AmHandler for Replier {
     fn on_message(&self, from: PeerId, header: &[u8], payload: &[u8]) {
         let back: Vec<u8> = payload.iter().rev().copied().collect();
-        self.0.get().unwrap().send_am(from, REPLY, header, &back).unwrap();
+        self.0.get().unwrap().send_am(from, REPLY, header, back.as_slice()).unwrap();
     }
 }
 
@@ -71,7 +71,7 @@ fn round_trips(drivers: &str, n: usize) {
         });
         let end = Instant::now() + Duration::from_secs(60);
         for i in 0..n {
-            nms[0].send_am(1, REQUEST, &(i as u32).to_le_bytes(), &payload_of(i)).unwrap();
+            nms[0].send_am(1, REQUEST, &(i as u32).to_le_bytes(), payload_of(i)).unwrap();
         }
         while record.0.lock().unwrap().len() < n {
             assert!(Instant::now() < end, "{} replies of {n}", record.0.lock().unwrap().len());
@@ -103,7 +103,10 @@ fn misuse_is_refused() {
     nms[0].register_am(REQUEST, record.clone()).unwrap();
     assert!(matches!(nms[0].register_am(REQUEST, record), Err(Error::InvalidArgument(_))));
     let long_header = vec![0u8; nmad::wire::MAX_AM_HEADER + 1];
-    assert!(matches!(nms[0].send_am(1, REQUEST, &long_header, b""), Err(Error::InvalidArgument(_))));
-    assert!(matches!(nms[0].send_am(1, REQUEST, b"", &vec![0u8; 33 << 10]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        nms[0].send_am(1, REQUEST, long_header.as_slice(), b""),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(nms[0].send_am(1, REQUEST, b"", vec![0u8; 33 << 10]), Err(Error::InvalidArgument(_))));
     finalize_all(nms);
 }

@@ -129,7 +129,7 @@ impl Origin {
         if out.header.len() > 4 {
             let header = std::mem::replace(&mut out.header, wire::header(core.ctx));
             let payload = std::mem::take(&mut out.payload);
-            core.send(t, &header, &payload);
+            core.send(t, header, payload);
         }
     }
 

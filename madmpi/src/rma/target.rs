@@ -103,7 +103,7 @@ impl Answers {
     fn send(mut self, core: &WinCore) {
         self.done.extend(self.open.drain().map(|(to, (h, p))| (to, h, p)));
         for (to, h, p) in self.done {
-            core.send(to, &h, &p);
+            core.send(to, h, p);
         }
     }
 }
@@ -160,10 +160,10 @@ impl WinCore {
 
     /// Sends a message to window rank `to` (handled here at once for our own rank). A failed
     /// peer is not an error here: whoever waits for an answer finds it failed.
-    pub(crate) fn send(&self, to: u32, header: &[u8], payload: &[u8]) {
+    pub(crate) fn send(&self, to: u32, header: Vec<u8>, payload: Vec<u8>) {
         let peer = self.peers[to as usize];
         if to == self.me {
-            self.service.handle(peer, header, payload);
+            self.service.handle(peer, &header, &payload);
         } else if let Err(e) = self.nm.send_am(peer, wire::AM_ID, header, payload) {
             log::debug!("one-sided: to process {peer}: {e}");
         }

@@ -1,5 +1,5 @@
-//! Active messages, sending side: an AM is copied at once (the caller's buffers are free when
-//! `send_am` returns), waits in `Out::ams` for credit, then goes as a control chunk, so the
+//! Active messages, sending side: an AM's buffers are the caller's, moved in (the caller's
+//! borrowed slices are copied at once by [`crate::Nmad::send_am`]), waits in `Out::ams` for credit, then goes as a control chunk, so the
 //! strategy aggregates it with other chunks and messages to the peer like any other.
 //!
 //! Owns `Gate::send_am` and the admission of waiting AMs; the encoding is in `build` (gate.rs).
@@ -11,7 +11,7 @@ use crate::core::Core;
 use crate::core::request::Error;
 use crate::core::wire;
 
-/// An AM waiting for credit (header and payload copied).
+/// An AM waiting for credit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct AmOut {
     pub(crate) handler: u16,
@@ -36,14 +36,15 @@ impl Gate {
         &self,
         core: &Core,
         handler: u16,
-        header: &[u8],
-        payload: &[u8],
+        header: Vec<u8>,
+        payload: Vec<u8>,
     ) -> Result<(), Error> {
-        let am = AmOut { handler, header: header.to_vec(), payload: payload.to_vec() };
-        if header.len() > wire::MAX_AM_HEADER {
+        let (header_len, payload_len) = (header.len(), payload.len());
+        let am = AmOut { handler, header, payload };
+        if header_len > wire::MAX_AM_HEADER {
             return Err(Error::InvalidArgument(format!(
                 "active message header of {} bytes, beyond {}",
-                header.len(),
+                header_len,
                 wire::MAX_AM_HEADER
             )));
         }
@@ -53,11 +54,11 @@ impl Gate {
                 return Err(e);
             }
             let room = out.rails.iter().map(|r| r.room()).min().unwrap_or(0);
-            if header.len() + payload.len() > self.eager_limit || am.wire_size() > room {
+            if header_len + payload_len > self.eager_limit || am.wire_size() > room {
                 return Err(Error::InvalidArgument(format!(
                     "active message of {} bytes, beyond the eager limit ({}) or a packet ({room}): \
                      split it",
-                    header.len() + payload.len(),
+                    header_len + payload_len,
                     self.eager_limit
                 )));
             }
