@@ -71,7 +71,7 @@ fn round_trips(drivers: &str, n: usize) {
         });
         let end = Instant::now() + Duration::from_secs(60);
         for i in 0..n {
-            nms[0].send_am(1, REQUEST, &(i as u32).to_le_bytes(), payload_of(i)).unwrap();
+            nms[0].send_am(1, REQUEST, (i as u32).to_le_bytes(), payload_of(i)).unwrap();
         }
         while record.0.lock().unwrap().len() < n {
             assert!(Instant::now() < end, "{} replies of {n}", record.0.lock().unwrap().len());
