@@ -82,7 +82,15 @@ fn store(st: &State, w: &Arc<WinObj>, raw: RawRequest, request: *mut abi::Reques
     Ok(())
 }
 
-/// `MPI_Put`/`MPI_Get` and the like: the hot call inline, else [`put_like_general`].
+/// Runs a call's general path apart from its hot one, so the hot function's frame stays small.
+#[cold]
+#[inline(never)]
+fn general(f: impl FnOnce() -> Outcome) -> Outcome {
+    f()
+}
+
+/// `MPI_Put`/`MPI_Get` and the like: the hot call inline (through this thread's recent window,
+/// then through a lookup that makes the window the recent one), else the general path.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn put_like(
@@ -98,84 +106,50 @@ fn put_like(
     win: abi::Win,
     request: Option<*mut abi::Request>,
 ) -> Outcome {
+    let args = Contiguous { addr: origin_addr, count: origin_count.wide(), ty: origin_datatype };
     // An accumulate's operation must be a builtin one for the hot call.
     let b = op.map(ops::builtin);
-    if request.is_none() && b != Some(None) {
-        let args = Contiguous { addr: origin_addr, count: origin_count.wide(), ty: origin_datatype };
-        if let Some(bytes) = args.bytes((target_rank, target_disp, target_count.wide(), target_datatype))
-            && hot(win, |w| args.move_bytes(w, kind, b.flatten(), bytes, target_rank, target_disp))
-        {
-            return Ok(());
-        }
-    }
-    put_like_general(
-        kind,
-        origin_addr,
-        origin_count,
-        origin_datatype,
-        target_rank,
-        target_disp,
-        target_count,
-        target_datatype,
-        op,
-        win,
-        request,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn put_like_general(
-    kind: Kind,
-    origin_addr: *const c_void,
-    origin_count: impl CInt,
-    origin_datatype: abi::Datatype,
-    target_rank: c_int,
-    target_disp: abi::Aint,
-    target_count: impl CInt,
-    target_datatype: abi::Datatype,
-    op: Option<abi::Op>,
-    win: abi::Win,
-    request: Option<*mut abi::Request>,
-) -> Outcome {
-    let b = op.map(ops::builtin);
-    if request.is_none() && b != Some(None) {
-        let args = Contiguous { addr: origin_addr, count: origin_count.wide(), ty: origin_datatype };
-        let target = (target_rank, target_disp, target_count.wide(), target_datatype);
-        // The window was not this thread's recent one: now it is.
-        if let Some(bytes) = args.bytes(target)
-            && with_win(win, |w| {
-                Ok(args.move_bytes(&w.win, kind, b.flatten(), bytes, target_rank, target_disp))
-            })?
-        {
-            return Ok(());
-        }
-    }
-    let st = state()?;
-    let w = st.win(win)?;
-    let origin = data(&st, &w, origin_addr, origin_count, origin_datatype)?;
-    let tgt = data(&st, &w, std::ptr::null(), target_count, target_datatype)?;
-    let op = op.map(|op| rma_op(&w, op)).transpose()?;
-    let Some((rank, disp)) = target(&w, target_rank, target_disp)? else {
-        return request.map_or(Ok(()), |r| store(&st, &w, RawRequest::completed(w.win.comm()), r));
+    let bytes = (request.is_none() && b != Some(None))
+        .then(|| args.bytes((target_rank, target_disp, target_count.wide(), target_datatype)))
+        .flatten();
+    let run = |w: &madmpi::rma::Win| {
+        bytes.is_some_and(|n| args.move_bytes(w, kind, b.flatten(), n, target_rank, target_disp))
     };
-    let at = At { rank, disp, count: tgt.count, ty: &tgt.ty };
-    // SAFETY: MPI's contract: the origin buffer holds its type map, readable for a put or an
-    // accumulate (copied before the call returns), writable until completion for a get.
-    let r = unsafe {
-        match (kind, request.is_some()) {
-            (Kind::Put, _) => w.win.put(origin.buf(), at).map(|()| None),
-            (Kind::Acc, _) => w.win.accumulate(origin.buf(), at, op.as_ref().expect("an op")).map(|()| None),
-            (Kind::Get, false) => w.win.get(origin.buf(), at).map(|()| None),
-            (Kind::Get, true) => w.win.rget(origin.buf(), at).map(Some),
+    if bytes.is_some() && hot(win, run) {
+        return Ok(());
+    }
+    general(move || {
+        if bytes.is_some() && with_win(win, |w| Ok(run(&w.win)))? {
+            return Ok(());
         }
-    }
-    .on_win(&w)?;
-    match (request, r) {
-        (Some(out), Some(raw)) => store(&st, &w, raw, out),
-        (Some(out), None) => store(&st, &w, RawRequest::completed(w.win.comm()), out),
-        (None, _) => Ok(()),
-    }
+        let st = state()?;
+        let w = st.win(win)?;
+        let origin = data(&st, &w, origin_addr, origin_count, origin_datatype)?;
+        let tgt = data(&st, &w, std::ptr::null(), target_count, target_datatype)?;
+        let op = op.map(|op| rma_op(&w, op)).transpose()?;
+        let Some((rank, disp)) = target(&w, target_rank, target_disp)? else {
+            return request.map_or(Ok(()), |r| store(&st, &w, RawRequest::completed(w.win.comm()), r));
+        };
+        let at = At { rank, disp, count: tgt.count, ty: &tgt.ty };
+        // SAFETY: MPI's contract: the origin buffer holds its type map, readable for a put or an
+        // accumulate (copied before the call returns), writable until completion for a get.
+        let r = unsafe {
+            match (kind, request.is_some()) {
+                (Kind::Put, _) => w.win.put(origin.buf(), at).map(|()| None),
+                (Kind::Acc, _) => {
+                    w.win.accumulate(origin.buf(), at, op.as_ref().expect("an op")).map(|()| None)
+                }
+                (Kind::Get, false) => w.win.get(origin.buf(), at).map(|()| None),
+                (Kind::Get, true) => w.win.rget(origin.buf(), at).map(Some),
+            }
+        }
+        .on_win(&w)?;
+        match (request, r) {
+            (Some(out), Some(raw)) => store(&st, &w, raw, out),
+            (Some(out), None) => store(&st, &w, RawRequest::completed(w.win.comm()), out),
+            (None, _) => Ok(()),
+        }
+    })
 }
 
 /// An origin buffer that may take the intra-node fast path's hot calls.
@@ -239,7 +213,7 @@ enum Kind {
     Acc,
 }
 
-/// `MPI_Get_accumulate` and the like: the hot call inline, else [`get_accumulate_general`].
+/// `MPI_Get_accumulate` and the like: the hot call inline, else the general path.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn get_accumulate(
@@ -262,82 +236,54 @@ fn get_accumulate(
     let b = ops::builtin(op);
     let origin_ok = b == Some(Builtin::NoOp)
         || (origin_datatype == result_datatype && origin_count.wide() == result_count.wide());
-    if request.is_none()
-        && origin_ok
-        && let Some(b) = b
-        && let Some(bytes) = result.bytes((target_rank, target_disp, target_count.wide(), target_datatype))
-        && let Some((elem, _)) = crate::datatypes::builtin_elem(result_datatype)
-    {
-        let (rank, disp) = (target_rank as u32, target_disp as u64);
-        // SAFETY: MPI's contract: the origin readable and the result writable, `bytes` bytes
-        // each (the same contiguous type and count).
-        let run = |w: &madmpi::rma::Win| unsafe {
-            w.accumulate_bytes(origin_addr.cast(), result_addr.cast(), bytes, elem, b, rank, disp)
-        };
-        if hot(win, run) || with_win(win, |w| Ok(run(&w.win)))? {
+    let hot_call = (request.is_none() && origin_ok)
+        .then(|| {
+            let bytes = result.bytes((target_rank, target_disp, target_count.wide(), target_datatype))?;
+            Some((b?, bytes, crate::datatypes::builtin_elem(result_datatype)?.0))
+        })
+        .flatten();
+    let (rank, disp) = (target_rank as u32, target_disp as u64);
+    let run = |w: &madmpi::rma::Win| {
+        hot_call.is_some_and(|(b, bytes, elem)| {
+            // SAFETY: MPI's contract: the origin readable and the result writable, `bytes`
+            // bytes each (the same contiguous type and count).
+            unsafe { w.accumulate_bytes(origin_addr.cast(), result_addr.cast(), bytes, elem, b, rank, disp) }
+        })
+    };
+    if hot_call.is_some() && hot(win, run) {
+        return Ok(());
+    }
+    general(move || {
+        if hot_call.is_some() && with_win(win, |w| Ok(run(&w.win)))? {
             return Ok(());
         }
-    }
-    get_accumulate_general(
-        origin_addr,
-        origin_count,
-        origin_datatype,
-        result_addr,
-        result_count,
-        result_datatype,
-        target_rank,
-        target_disp,
-        target_count,
-        target_datatype,
-        op,
-        win,
-        request,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn get_accumulate_general(
-    origin_addr: *const c_void,
-    origin_count: impl CInt,
-    origin_datatype: abi::Datatype,
-    result_addr: *mut c_void,
-    result_count: impl CInt,
-    result_datatype: abi::Datatype,
-    target_rank: c_int,
-    target_disp: abi::Aint,
-    target_count: impl CInt,
-    target_datatype: abi::Datatype,
-    op: abi::Op,
-    win: abi::Win,
-    request: Option<*mut abi::Request>,
-) -> Outcome {
-    let st = state()?;
-    let w = st.win(win)?;
-    let op = rma_op(&w, op)?;
-    // MPI_NO_OP ignores the origin buffer, whose datatype may then be anything valid.
-    let no_op = op.as_builtin() == Some(madmpi::op::Builtin::NoOp);
-    let origin = if no_op {
-        Data { buf: origin_addr, count: 0, ty: Datatype::predefined(madmpi::datatype::Predefined::Byte) }
-    } else {
-        data(&st, &w, origin_addr, origin_count, origin_datatype)?
-    };
-    let result = data(&st, &w, result_addr, result_count, result_datatype)?;
-    let tgt = data(&st, &w, std::ptr::null(), target_count, target_datatype)?;
-    let Some((rank, disp)) = target(&w, target_rank, target_disp)? else {
-        return request.map_or(Ok(()), |r| store(&st, &w, RawRequest::completed(w.win.comm()), r));
-    };
-    let at = At { rank, disp, count: tgt.count, ty: &tgt.ty };
-    // SAFETY: MPI's contract, as for MPI_Get (result) and MPI_Accumulate (origin).
-    unsafe {
-        match request {
-            Some(out) => {
-                let raw = w.win.rget_accumulate(origin.buf(), result.buf(), at, &op).on_win(&w)?;
-                store(&st, &w, raw, out)
+        let st = state()?;
+        let w = st.win(win)?;
+        let op = rma_op(&w, op)?;
+        // MPI_NO_OP ignores the origin buffer, whose datatype may then be anything valid.
+        let no_op = op.as_builtin() == Some(madmpi::op::Builtin::NoOp);
+        let origin = if no_op {
+            Data { buf: origin_addr, count: 0, ty: Datatype::predefined(madmpi::datatype::Predefined::Byte) }
+        } else {
+            data(&st, &w, origin_addr, origin_count, origin_datatype)?
+        };
+        let result = data(&st, &w, result_addr, result_count, result_datatype)?;
+        let tgt = data(&st, &w, std::ptr::null(), target_count, target_datatype)?;
+        let Some((rank, disp)) = target(&w, target_rank, target_disp)? else {
+            return request.map_or(Ok(()), |r| store(&st, &w, RawRequest::completed(w.win.comm()), r));
+        };
+        let at = At { rank, disp, count: tgt.count, ty: &tgt.ty };
+        // SAFETY: MPI's contract, as for MPI_Get (result) and MPI_Accumulate (origin).
+        unsafe {
+            match request {
+                Some(out) => {
+                    let raw = w.win.rget_accumulate(origin.buf(), result.buf(), at, &op).on_win(&w)?;
+                    store(&st, &w, raw, out)
+                }
+                None => w.win.get_accumulate(origin.buf(), result.buf(), at, &op).on_win(&w),
             }
-            None => w.win.get_accumulate(origin.buf(), result.buf(), at, &op).on_win(&w),
         }
-    }
+    })
 }
 
 crate::api::family::widths! {
