@@ -37,20 +37,38 @@ pub(crate) const LOCK_ALL: u8 = 1;
 /// A fence or PSCW epoch: the hot operations decline, the general path handles them.
 pub(crate) const OTHER: u8 = 2;
 
+/// One target as the hot calls see it: what this process holds on it, and its part of the
+/// window in this process's mapping (one bounds check reaches all of it).
+struct Target {
+    held: AtomicU8,
+    base: *mut u8,
+    size: usize,
+    unit: usize,
+}
+
 /// The origin side of the fast path.
 pub(crate) struct Fast {
-    held: Box<[AtomicU8]>,
+    targets: Box<[Target]>,
     pub(crate) epoch: AtomicU8,
     pub(crate) no_locks: AtomicBool,
 }
 
+// SAFETY: the parts' pointers are into the window's shared mapping, which the window's core owns
+// and keeps while the window (and so this value) lives; they are only used for copies MPI's
+// epochs order, the lock states are atomics.
+unsafe impl Send for Fast {}
+// SAFETY: as for Send.
+unsafe impl Sync for Fast {}
+
 impl Fast {
-    pub(crate) fn new(members: usize, no_locks: bool) -> Fast {
-        Fast {
-            held: (0..members).map(|_| AtomicU8::new(FREE)).collect(),
-            epoch: AtomicU8::new(QUIET),
-            no_locks: AtomicBool::new(no_locks),
-        }
+    pub(crate) fn new(shm: &ShmPath, no_locks: bool) -> Fast {
+        let targets = (0..shm.members() as u32)
+            .map(|t| {
+                let (base, e) = shm.part(t);
+                Target { held: AtomicU8::new(FREE), base, size: e.size, unit: e.disp_unit }
+            })
+            .collect();
+        Fast { targets, epoch: AtomicU8::new(QUIET), no_locks: AtomicBool::new(no_locks) }
     }
 
     /// The mirror of `access`.
@@ -65,12 +83,14 @@ impl Fast {
 
     /// Whether `MPI_Win_lock` gives this process access to target `t` now.
     pub(crate) fn locked(&self, t: u32) -> bool {
-        self.held.get(t as usize).is_some_and(|h| matches!(h.load(Acquire), SHARED | EXCLUSIVE | UNCHECKED))
+        self.targets
+            .get(t as usize)
+            .is_some_and(|x| matches!(x.held.load(Acquire), SHARED | EXCLUSIVE | UNCHECKED))
     }
 
     /// Whether any target is locked (or being locked) with `MPI_Win_lock`.
     pub(crate) fn any_locked(&self) -> bool {
-        self.held.iter().any(|h| h.load(Acquire) != FREE)
+        self.targets.iter().any(|x| x.held.load(Acquire) != FREE)
     }
 
     /// Whether operations may target `t` without the general path.
@@ -96,7 +116,7 @@ impl Win {
         if f.no_locks.load(Relaxed) || f.epoch.load(Relaxed) != QUIET {
             return false;
         }
-        let Some(h) = f.held.get(rank as usize) else { return false };
+        let Some(h) = f.targets.get(rank as usize).map(|x| &x.held) else { return false };
         if h.compare_exchange(FREE, TAKING, Acquire, Relaxed).is_err() {
             return false;
         }
@@ -143,7 +163,7 @@ impl Win {
     /// publishes them. `false` (nothing done) otherwise.
     pub fn unlock_hot(&self, rank: u32) -> bool {
         let Some((f, shm)) = self.fast() else { return false };
-        let Some(h) = f.held.get(rank as usize) else { return false };
+        let Some(h) = f.targets.get(rank as usize).map(|x| &x.held) else { return false };
         let state = h.load(Acquire);
         if !matches!(state, SHARED | EXCLUSIVE | UNCHECKED) {
             return false;
@@ -161,8 +181,8 @@ impl Win {
         let (f, _) = self.fast()?;
         Some(match self.unlock_hot(rank) {
             true => Ok(()),
-            false if rank as usize >= f.held.len() => {
-                Err(Error::rank(format!("rank {rank} is not in the window's {} ranks", f.held.len())))
+            false if rank as usize >= f.targets.len() => {
+                Err(Error::rank(format!("rank {rank} is not in the window's {} ranks", f.targets.len())))
             }
             false => Err(sync_error("MPI_Win_unlock without MPI_Win_lock on that rank")),
         })
@@ -181,14 +201,14 @@ impl Win {
 
     /// The address of `bytes` bytes at displacement `disp` of `rank`, when the fast path may
     /// reach them now.
+    #[inline]
     fn reach(&self, rank: u32, disp: u64, bytes: usize) -> Option<*mut u8> {
-        let (f, shm) = self.fast()?;
-        if !f.open(rank) {
-            return None;
-        }
-        let (base, e) = shm.part(rank);
-        let start = usize::try_from(disp).ok()?.checked_mul(e.disp_unit)?;
-        (start.checked_add(bytes)? <= e.size).then(|| base.wrapping_add(start))
+        let f = self.fast.as_ref()?;
+        let t = f.targets.get(rank as usize)?;
+        let open = f.epoch.load(Relaxed) == LOCK_ALL
+            || matches!(t.held.load(Acquire), SHARED | EXCLUSIVE | UNCHECKED);
+        let start = usize::try_from(disp).ok()?.checked_mul(t.unit)?;
+        (open && start.checked_add(bytes)? <= t.size).then(|| t.base.wrapping_add(start))
     }
 
     /// `MPI_Put` of `bytes` contiguous bytes from `src` to displacement `disp` of `rank`, on

@@ -62,6 +62,11 @@ impl ShmPath {
         }
     }
 
+    /// How many members the window has.
+    pub(crate) fn members(&self) -> usize {
+        self.n
+    }
+
     /// Member `t`'s part in this mapping, and its exposure.
     pub(crate) fn part(&self, t: u32) -> (*mut u8, Exposure) {
         (self.parts[t as usize], self.members[t as usize])

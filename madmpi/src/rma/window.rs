@@ -119,7 +119,7 @@ impl Win {
         let ctx = comm.context_id();
         let core = Arc::new(WinCore::new(ctx, comm.rank(), peers, members, memory, nm, service.clone()));
         service.add(ctx, &core);
-        let fast = core.shm.is_some().then(|| Fast::new(n as usize, hints.no_locks));
+        let fast = core.shm.as_ref().map(|shm| Fast::new(shm, hints.no_locks));
         let win = Win {
             origin: Mutex::new(Origin::new(ctx, n as usize)),
             fast,
