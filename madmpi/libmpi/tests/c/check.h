@@ -8,16 +8,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int check_rank = -1;
+
+/* One line per check, written with one write(2): the ranks' lines never interleave, even where
+ * the library leaves stdout unbuffered (MPICH's did, and a line came out as "OK 2: OK 0: ..."). */
+static inline void check_emit(char *line, size_t cap, int n)
+{
+    size_t len = n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+    fflush(stdout);
+    while (len > 0) {
+        ssize_t w = write(STDOUT_FILENO, line, len);
+        if (w <= 0)
+            break;
+        line += w;
+        len -= (size_t)w;
+    }
+}
 
 #define CHECK(cond, ...)                                                                       \
     do {                                                                                       \
         int ok_ = (cond);                                                                      \
-        printf("%s %d: ", ok_ ? "OK" : "FAIL", check_rank);                                    \
-        printf(__VA_ARGS__);                                                                   \
-        printf(ok_ ? "\n" : " [%s:%d: %s]\n", __FILE__, __LINE__, #cond);                      \
-        fflush(stdout);                                                                        \
+        char line_[8192];                                                                      \
+        size_t at_ = 0;                                                                        \
+        int n_ = snprintf(line_, sizeof line_, "%s %d: ", ok_ ? "OK" : "FAIL", check_rank);  \
+        at_ = n_ > 0 && (size_t)n_ < sizeof line_ ? (size_t)n_ : 0;                            \
+        n_ = snprintf(line_ + at_, sizeof line_ - at_, __VA_ARGS__);                           \
+        at_ += n_ > 0 && (size_t)n_ < sizeof line_ - at_ ? (size_t)n_ : 0;                     \
+        n_ = snprintf(line_ + at_, sizeof line_ - at_, ok_ ? "\n" : " [%s:%d: %s]\n", __FILE__, \
+                      __LINE__, #cond);                                                        \
+        at_ += n_ > 0 && (size_t)n_ < sizeof line_ - at_ ? (size_t)n_ : 0;                     \
+        check_emit(line_, sizeof line_, (int)at_);                                             \
         if (!ok_)                                                                              \
             exit(1);                                                                           \
     } while (0)
