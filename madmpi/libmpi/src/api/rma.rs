@@ -89,6 +89,27 @@ fn general(f: impl FnOnce() -> Outcome) -> Outcome {
     f()
 }
 
+/// A call with a hot form: when `ready`, `run` tries it on the window of handle `win` through
+/// this thread's recent window, then (in the general path) through a lookup that makes the window
+/// the recent one; if it declines, `rest` does the call the general way.
+#[inline(always)]
+fn hot_or_general(
+    win: abi::Win,
+    ready: bool,
+    run: impl Fn(&madmpi::rma::Win) -> bool + Copy,
+    rest: impl FnOnce() -> Outcome,
+) -> Outcome {
+    if ready && hot(win, run) {
+        return Ok(());
+    }
+    general(move || {
+        if ready && with_win(win, |w| Ok(run(&w.win)))? {
+            return Ok(());
+        }
+        rest()
+    })
+}
+
 /// `MPI_Put`/`MPI_Get` and the like: the hot call inline (through this thread's recent window,
 /// then through a lookup that makes the window the recent one), else the general path.
 #[allow(clippy::too_many_arguments)]
@@ -115,13 +136,7 @@ fn put_like(
     let run = |w: &madmpi::rma::Win| {
         bytes.is_some_and(|n| args.move_bytes(w, kind, b.flatten(), n, target_rank, target_disp))
     };
-    if bytes.is_some() && hot(win, run) {
-        return Ok(());
-    }
-    general(move || {
-        if bytes.is_some() && with_win(win, |w| Ok(run(&w.win)))? {
-            return Ok(());
-        }
+    hot_or_general(win, bytes.is_some(), run, move || {
         let st = state()?;
         let w = st.win(win)?;
         let origin = data(&st, &w, origin_addr, origin_count, origin_datatype)?;
@@ -250,13 +265,7 @@ fn get_accumulate(
             unsafe { w.accumulate_bytes(origin_addr.cast(), result_addr.cast(), bytes, elem, b, rank, disp) }
         })
     };
-    if hot_call.is_some() && hot(win, run) {
-        return Ok(());
-    }
-    general(move || {
-        if hot_call.is_some() && with_win(win, |w| Ok(run(&w.win)))? {
-            return Ok(());
-        }
+    hot_or_general(win, hot_call.is_some(), run, move || {
         let st = state()?;
         let w = st.win(win)?;
         let op = rma_op(&w, op)?;
