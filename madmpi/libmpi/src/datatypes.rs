@@ -94,13 +94,16 @@ const BUILTIN: [(Handle, u8); 256] = {
     t
 };
 
-/// The element size of `h` when it is a builtin predefined datatype (one contiguous element:
-/// not a pair type, not `MPI_LB`/`MPI_UB`), read from the handle as MPICH encodes it.
-pub(crate) fn builtin_size(h: Handle) -> Option<usize> {
+/// The element size of `h` when it is a builtin predefined datatype (what the tests check of
+/// [`builtin_elem`]).
+#[cfg(test)]
+fn builtin_size(h: Handle) -> Option<usize> {
     builtin_elem(h).map(|(_, n)| n)
 }
 
-/// [`builtin_size`] with the element's type.
+/// The element type and size of `h` when it is a builtin predefined datatype (one contiguous
+/// element: not a pair type, not `MPI_LB`/`MPI_UB`), the size read from the handle as MPICH
+/// encodes it.
 pub(crate) fn builtin_elem(h: Handle) -> Option<(Predefined, usize)> {
     let (handle, i) = BUILTIN[(h & 0xff) as usize];
     if handle != h || h == 0 {

@@ -137,6 +137,12 @@ impl Drop for Keeper {
 }
 
 impl Recent {
+    /// The window if the entry names handle `h` and no window was freed since it was looked up.
+    fn current(&self, h: Handle) -> Option<*const WinObj> {
+        let w = self.win.get();
+        (self.handle.get() == h && !w.is_null() && self.frees.get() == FREES.load(Acquire)).then_some(w)
+    }
+
     /// Drops the reference, unless a call is using it.
     fn release(&self) {
         if self.in_use.get() {
@@ -174,10 +180,7 @@ impl Drop for Done<'_> {
 #[inline]
 pub(crate) fn hot(h: Handle, f: impl FnOnce(&Win) -> bool) -> bool {
     RECENT.with(|r| {
-        let w = r.win.get();
-        if r.in_use.get() || r.handle.get() != h || w.is_null() || r.frees.get() != FREES.load(Acquire) {
-            return false;
-        }
+        let Some(w) = r.current(h).filter(|_| !r.in_use.get()) else { return false };
         r.in_use.set(true);
         let _done = Done(r);
         // SAFETY: `win` holds a strong reference that nothing releases while `in_use` is set.
@@ -192,8 +195,9 @@ pub(crate) fn with_win<R>(h: Handle, f: impl FnOnce(&Arc<WinObj>) -> Result<R, F
         if r.in_use.get() {
             return f(&crate::state::state()?.win(h)?);
         }
-        let frees = FREES.load(Acquire);
-        if r.handle.get() != h || r.frees.get() != frees || r.win.get().is_null() {
+        if r.current(h).is_none() {
+            // Read before the lookup: a window freed meanwhile leaves the entry stale.
+            let frees = FREES.load(Acquire);
             let w = crate::state::state()?.win(h)?;
             r.release();
             KEEPER.with(|_| {});

@@ -192,14 +192,45 @@ pub(crate) unsafe fn compare_and_swap(
     size: usize,
 ) {
     let ptr = address(shm, &at);
-    shm.atomically(at.rank, || {
-        // SAFETY: the caller's contract; under the member's accumulate lock.
-        unsafe {
-            let old = std::slice::from_raw_parts(ptr, size).to_vec();
-            if old == std::slice::from_raw_parts(compare, size) {
-                std::ptr::copy(new, ptr, size);
+    // SAFETY: the caller's contract; under the member's accumulate lock.
+    shm.atomically(at.rank, || unsafe { swap_if_equal(ptr, new, compare, result, size) })
+}
+
+/// The compare-and-swap itself: the `size`-byte element at `ptr` becomes `new` if it equals
+/// `compare`; its old value lands in `result`. An 8-byte element is one load and one compare.
+///
+/// # Safety
+/// All four pointers valid for `size` bytes; the caller holds the target's accumulate lock.
+pub(crate) unsafe fn swap_if_equal(
+    ptr: *mut u8,
+    new: *const u8,
+    compare: *const u8,
+    result: *mut u8,
+    size: usize,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if size == 8 {
+            let old = ptr.cast::<u64>().read_unaligned();
+            if old == compare.cast::<u64>().read_unaligned() {
+                std::ptr::copy(new, ptr, 8);
             }
-            std::ptr::copy_nonoverlapping(old.as_ptr(), result, size);
+            result.cast::<u64>().write_unaligned(old);
+            return;
         }
-    })
+        // Predefined elements are at most 32 bytes (a long double complex).
+        let mut stack = [0u8; 32];
+        let mut heap = Vec::new();
+        let old: &mut [u8] = if size <= stack.len() {
+            &mut stack[..size]
+        } else {
+            heap.resize(size, 0);
+            &mut heap
+        };
+        std::ptr::copy_nonoverlapping(ptr, old.as_mut_ptr(), size);
+        if *old == *std::slice::from_raw_parts(compare, size) {
+            std::ptr::copy(new, ptr, size);
+        }
+        std::ptr::copy(old.as_ptr(), result, size);
+    }
 }

@@ -60,6 +60,12 @@ unsafe impl Send for Fast {}
 // SAFETY: as for Send.
 unsafe impl Sync for Fast {}
 
+impl Target {
+    fn locked(&self) -> bool {
+        matches!(self.held.load(Acquire), SHARED | EXCLUSIVE | UNCHECKED)
+    }
+}
+
 impl Fast {
     pub(crate) fn new(shm: &ShmPath, no_locks: bool) -> Fast {
         let targets = (0..shm.members() as u32)
@@ -83,9 +89,7 @@ impl Fast {
 
     /// Whether `MPI_Win_lock` gives this process access to target `t` now.
     pub(crate) fn locked(&self, t: u32) -> bool {
-        self.targets
-            .get(t as usize)
-            .is_some_and(|x| matches!(x.held.load(Acquire), SHARED | EXCLUSIVE | UNCHECKED))
+        self.targets.get(t as usize).is_some_and(Target::locked)
     }
 
     /// Whether any target is locked (or being locked) with `MPI_Win_lock`.
@@ -93,9 +97,9 @@ impl Fast {
         self.targets.iter().any(|x| x.held.load(Acquire) != FREE)
     }
 
-    /// Whether operations may target `t` without the general path.
-    fn open(&self, t: u32) -> bool {
-        self.epoch.load(Relaxed) == LOCK_ALL || self.locked(t)
+    /// Whether operations may reach `t` without the general path (a lock or lock_all).
+    fn open(&self, t: &Target) -> bool {
+        self.epoch.load(Relaxed) == LOCK_ALL || t.locked()
     }
 }
 
@@ -192,7 +196,8 @@ impl Win {
     /// covers it: the operations completed in their calls, and this orders them before what
     /// follows. `false` (nothing done) otherwise, for the general path.
     pub fn flush_hot(&self, rank: u32) -> bool {
-        let open = self.fast().is_some_and(|(f, _)| f.open(rank));
+        let open =
+            self.fast.as_ref().is_some_and(|f| f.targets.get(rank as usize).is_some_and(|t| f.open(t)));
         if open {
             fence(Release);
         }
@@ -205,10 +210,8 @@ impl Win {
     fn reach(&self, rank: u32, disp: u64, bytes: usize) -> Option<*mut u8> {
         let f = self.fast.as_ref()?;
         let t = f.targets.get(rank as usize)?;
-        let open = f.epoch.load(Relaxed) == LOCK_ALL
-            || matches!(t.held.load(Acquire), SHARED | EXCLUSIVE | UNCHECKED);
         let start = usize::try_from(disp).ok()?.checked_mul(t.unit)?;
-        (open && start.checked_add(bytes)? <= t.size).then(|| t.base.wrapping_add(start))
+        (f.open(t) && start.checked_add(bytes)? <= t.size).then(|| t.base.wrapping_add(start))
     }
 
     /// `MPI_Put` of `bytes` contiguous bytes from `src` to displacement `disp` of `rank`, on
@@ -250,32 +253,14 @@ impl Win {
         rank: u32,
         disp: u64,
     ) -> bool {
-        const MAX: usize = 32;
-        if size > MAX {
+        if size > 32 {
             return false;
         }
         let Some(ptr) = self.reach(rank, disp, size) else { return false };
         let shm = self.core.shm.as_ref().expect("reach found the fast path");
-        shm.atomically(rank, || {
-            // SAFETY: `reach` checked the target element; the caller vouches for the three
-            // buffers; under the accumulate lock, nobody else combines into the element.
-            unsafe {
-                if size == 8 {
-                    let old = ptr.cast::<u64>().read_unaligned();
-                    if old == compare.cast::<u64>().read_unaligned() {
-                        copy(new, ptr, 8);
-                    }
-                    result.cast::<u64>().write_unaligned(old);
-                    return;
-                }
-                let mut old = [0u8; MAX];
-                std::ptr::copy_nonoverlapping(ptr, old.as_mut_ptr(), size);
-                if old[..size] == *std::slice::from_raw_parts(compare, size) {
-                    std::ptr::copy(new, ptr, size);
-                }
-                std::ptr::copy(old.as_ptr(), result, size);
-            }
-        });
+        // SAFETY: `reach` checked the target element; the caller vouches for the three
+        // buffers; under the accumulate lock, nobody else combines into the element.
+        shm.atomically(rank, || unsafe { super::direct::swap_if_equal(ptr, new, compare, result, size) });
         true
     }
 }

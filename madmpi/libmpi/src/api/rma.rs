@@ -13,7 +13,7 @@ use crate::ops;
 use crate::state::{State, state};
 use crate::wins::{OnWin, WinObj, hot, with_win};
 use madmpi::abi;
-use madmpi::datatype::Datatype;
+use madmpi::datatype::{Datatype, Predefined};
 use madmpi::error::Error;
 use madmpi::op::{Builtin, Op};
 use madmpi::request::RawRequest;
@@ -134,7 +134,7 @@ fn put_like(
         .then(|| args.bytes((target_rank, target_disp, target_count.wide(), target_datatype)))
         .flatten();
     let run = |w: &madmpi::rma::Win| {
-        bytes.is_some_and(|n| args.move_bytes(w, kind, b.flatten(), n, target_rank, target_disp))
+        bytes.is_some_and(|found| args.move_bytes(w, kind, b.flatten(), found, target_rank, target_disp))
     };
     hot_or_general(win, bytes.is_some(), run, move || {
         let st = state()?;
@@ -175,13 +175,19 @@ struct Contiguous {
 }
 
 impl Contiguous {
-    /// Its bytes, when the target side (rank, displacement, count, type) is the same count of
-    /// the same contiguous predefined type at a valid rank and displacement: what the hot calls
-    /// take. `None` sends the call down the general path, which checks everything.
-    fn bytes(&self, (rank, disp, count, ty): (c_int, abi::Aint, i64, abi::Datatype)) -> Option<usize> {
-        let size = crate::datatypes::builtin_size(self.ty)?;
+    /// Its bytes and element type, when the target side (rank, displacement, count, type) is
+    /// the same count of the same contiguous predefined type at a valid rank and displacement:
+    /// what the hot calls take. `None` sends the call down the general path, which checks
+    /// everything.
+    fn bytes(
+        &self,
+        (rank, disp, count, ty): (c_int, abi::Aint, i64, abi::Datatype),
+    ) -> Option<(usize, Predefined)> {
+        let (elem, size) = crate::datatypes::builtin_elem(self.ty)?;
         let ok = ty == self.ty && count == self.count && count >= 0 && rank >= 0 && disp >= 0;
-        (ok && !self.addr.is_null()).then(|| usize::try_from(count).ok()?.checked_mul(size)).flatten()
+        let bytes =
+            (ok && !self.addr.is_null()).then(|| usize::try_from(count).ok()?.checked_mul(size)).flatten()?;
+        Some((bytes, elem))
     }
 
     /// The hot put, get or accumulate (with builtin `op`) of [`Contiguous::bytes`]' answer
@@ -192,7 +198,7 @@ impl Contiguous {
         w: &madmpi::rma::Win,
         kind: Kind,
         op: Option<Builtin>,
-        bytes: usize,
+        (bytes, elem): (usize, Predefined),
         rank: c_int,
         disp: abi::Aint,
     ) -> bool {
@@ -203,18 +209,9 @@ impl Contiguous {
             match (kind, op) {
                 (Kind::Put, _) => w.put_bytes(self.addr.cast(), bytes, rank, disp),
                 (Kind::Get, _) => w.get_bytes(self.addr.cast_mut().cast(), bytes, rank, disp),
-                (Kind::Acc, Some(op)) => match crate::datatypes::builtin_elem(self.ty) {
-                    Some((elem, _)) => w.accumulate_bytes(
-                        self.addr.cast(),
-                        std::ptr::null_mut(),
-                        bytes,
-                        elem,
-                        op,
-                        rank,
-                        disp,
-                    ),
-                    None => false,
-                },
+                (Kind::Acc, Some(op)) => {
+                    w.accumulate_bytes(self.addr.cast(), std::ptr::null_mut(), bytes, elem, op, rank, disp)
+                }
                 (Kind::Acc, None) => false,
             }
         }
@@ -253,8 +250,9 @@ fn get_accumulate(
         || (origin_datatype == result_datatype && origin_count.wide() == result_count.wide());
     let hot_call = (request.is_none() && origin_ok)
         .then(|| {
-            let bytes = result.bytes((target_rank, target_disp, target_count.wide(), target_datatype))?;
-            Some((b?, bytes, crate::datatypes::builtin_elem(result_datatype)?.0))
+            let (bytes, elem) =
+                result.bytes((target_rank, target_disp, target_count.wide(), target_datatype))?;
+            Some((b?, bytes, elem))
         })
         .flatten();
     let (rank, disp) = (target_rank as u32, target_disp as u64);
@@ -474,7 +472,7 @@ export! {
         win: abi::Win,
     ) {
         let one = Contiguous { addr: origin_addr, count: 1, ty: datatype };
-        if let Some(size) = one.bytes((target_rank, target_disp, 1, datatype))
+        if let Some((size, _)) = one.bytes((target_rank, target_disp, 1, datatype))
             && !compare_addr.is_null()
             && !result_addr.is_null()
         {
