@@ -591,12 +591,32 @@ impl Inner {
 
     /// Whether a waiter spin-polls the sources of NUMA node `node` now, or did within a tick.
     pub(crate) fn waiter_spins_on(&self, node: usize) -> bool {
-        let now = crate::clock::now_ns();
+        self.waiter_spun_within(node, self.tick)
+    }
+
+    /// Whether a waiter spin-polls the sources of NUMA node `node` now, or did within `window`.
+    pub(crate) fn waiter_spun_within(&self, node: usize, window: Duration) -> bool {
+        self.waiter_quiet_in(node, window) > Duration::ZERO
+    }
+
+    /// Whether a waiter spin-polls the sources of NUMA node `node` now.
+    pub(crate) fn waiter_spinning(&self, node: usize) -> bool {
         self.spinning_waiters.get(node).is_some_and(|c| c.load(Acquire) > 0)
-            || self.last_spin_ns.get(node).is_some_and(|t| {
-                let t = t.load(Relaxed);
-                t != 0 && now.saturating_sub(t) < self.tick.as_nanos() as u64
-            })
+    }
+
+    /// How long until the sources of NUMA node `node` will have had no spinning waiter for
+    /// `window` (all of `window` while one spins; zero once they have).
+    pub(crate) fn waiter_quiet_in(&self, node: usize, window: Duration) -> Duration {
+        if self.waiter_spinning(node) {
+            return window;
+        }
+        let now = crate::clock::now_ns();
+        let last = self.last_spin_ns.get(node).map_or(0, |t| t.load(Relaxed));
+        let since = now.saturating_sub(last);
+        match window.as_nanos() as u64 {
+            w if last != 0 && since < w => Duration::from_nanos(w - since),
+            _ => Duration::ZERO,
+        }
     }
 
     // ---------------------------------------------------------------- stats

@@ -20,6 +20,18 @@ use std::time::{Duration, Instant};
 /// How long a polling progression thread spins before looking at the machine state again.
 const POLL_SLICE: Duration = Duration::from_micros(200);
 
+/// How soon a progression thread on the application's one CPU takes over the sources' watch
+/// once the application's last waiting thread left the library: it stands back while a waiter
+/// spun this recently, looking again after as long. A computing passive target then serves
+/// the first operation after its last MPI call within this time instead of a tick, for one
+/// short wake-up per period while the application is in MPI (a tight loop of MPI calls never
+/// looks idle that long, so its messages cost no wake-up of this thread).
+const ONE_CPU_HANDOVER: Duration = Duration::from_micros(200);
+
+/// How long a progression thread on the application's one CPU polls on after its last useful
+/// poll before it sleeps in the sources' fds again ([`poll_burst`]).
+const BURST_QUIET: Duration = Duration::from_micros(30);
+
 pub(crate) fn pin_to(cpus: &[usize]) {
     // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity(0) targets the
     // calling thread and only reads the set.
@@ -69,6 +81,54 @@ fn raise_priority() {
             std::io::Error::last_os_error()
         );
     }
+    shorten_slice(nice);
+}
+
+/// The time slice a progression thread on the application's one CPU asks for
+/// (`PIOMAN_THREAD_SLICE_US`, default 100 µs; 0 leaves it alone).
+fn thread_slice() -> Duration {
+    let us = std::env::var("PIOMAN_THREAD_SLICE_US").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(100);
+    Duration::from_micros(us)
+}
+
+/// `struct sched_attr` of `sched_setattr(2)` (its first version, 48 bytes).
+#[repr(C)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// Asks for a short time slice (EEVDF kernels, 6.6 and later): a waking task with a shorter
+/// slice than the running one preempts it at once instead of when the runner's slice ends, so
+/// a message for a passive target that computes is served in microseconds rather than after up
+/// to a slice of the computation (a few milliseconds). Older kernels ignore the slice.
+fn shorten_slice(nice: i32) {
+    let slice = thread_slice();
+    if slice.is_zero() {
+        return;
+    }
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: libc::SCHED_OTHER as u32,
+        flags: 0,
+        nice,
+        priority: 0,
+        runtime: slice.as_nanos() as u64,
+        deadline: 0,
+        period: 0,
+    };
+    // SAFETY: sched_setattr reads `size` bytes of a valid, initialized sched_attr; pid 0 is the
+    // calling thread.
+    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0u32) };
+    if r != 0 {
+        log::debug!("progression thread keeps its time slice ({})", std::io::Error::last_os_error());
+    }
 }
 
 /// CPUs of NUMA node `n` that the process may use.
@@ -103,6 +163,8 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
     if shares_one_cpu {
         raise_priority();
     }
+    // How recent a waiter's spin keeps this thread standing back (see ONE_CPU_HANDOVER).
+    let recent = if shares_one_cpu { ONE_CPU_HANDOVER } else { inner.tick };
     let mut next_tick = Instant::now() + inner.tick;
     while !inner.shutdown.load(Relaxed) {
         let m = inner.machine(None);
@@ -136,7 +198,7 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
             // (sleeping in them, or spinning on them): a second sleeper would only add wake-ups.
             IdleAction::Block
                 if !inner.waiter_blocks_on(node)
-                    && !inner.waiter_spins_on(node)
+                    && !inner.waiter_spun_within(node, recent)
                     && inner.has_blocking_sources(scope)
                     && inner.watch(node).try_take() =>
             {
@@ -146,9 +208,17 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                 // Waiters that came meanwhile sleep passively: hand them the watch.
                 inner.watch(node).release(inner.waiter_blocks_on(node));
                 inner.note_blocking_wait(scope, woke);
-                inner.progress(Context::Blocking, scope, false, None);
+                let (useful, _) = inner.progress(Context::Blocking, scope, false, None);
+                if useful > 0 && shares_one_cpu {
+                    poll_burst(&inner, scope);
+                }
             }
-            _ => std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now())),
+            _ => {
+                // Alone on one CPU, look again as soon as the waiters may have gone quiet.
+                let until_tick = next_tick.saturating_duration_since(Instant::now());
+                let quiet_in = inner.waiter_quiet_in(node, recent).max(Duration::from_micros(10));
+                std::thread::park_timeout(if shares_one_cpu { quiet_in.min(until_tick) } else { until_tick })
+            }
         }
         if !under_marcel && Instant::now() >= next_tick {
             if p.poll_at_tick(&m) {
@@ -160,6 +230,23 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
         }
     }
     inner.put_waitset(ws);
+}
+
+/// Polls on while polls are useful, until none was for [`BURST_QUIET`]: a transfer that
+/// arrives in pieces (a rendezvous, a passive target's stream of operations) is served without
+/// a kernel wake-up per piece, each of which would preempt the application's computation.
+fn poll_burst(inner: &Inner, scope: Scope) {
+    let node = scope.numa.unwrap_or(0);
+    let mut last_useful = Instant::now();
+    while last_useful.elapsed() < BURST_QUIET && !inner.shutdown.load(Relaxed) {
+        if inner.waiter_blocks_on(node) || inner.waiter_spinning(node) {
+            return; // a waiting thread polls them now
+        }
+        if inner.progress(Context::Blocking, scope, false, None).0 > 0 {
+            last_useful = Instant::now();
+        }
+        std::hint::spin_loop();
+    }
 }
 
 fn tick_only(inner: Arc<Inner>, scope: Scope) {

@@ -409,3 +409,13 @@ fn threads_accumulate_at_once_across_namespace_hosts() {
     }
     c_program_passes_across_namespace_hosts("rma_threads");
 }
+
+/// `rma_bulk.c` between hosts: large puts, gets and accumulates sent apart from the active
+/// messages (nmad's rendezvous over tcp), under every synchronization, refusals included.
+#[test]
+fn large_one_sided_transfers_pass_across_namespace_hosts() {
+    if skip() {
+        return;
+    }
+    c_program_passes_across_namespace_hosts("rma_bulk");
+}

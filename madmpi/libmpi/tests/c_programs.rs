@@ -798,6 +798,15 @@ fn one_sided_operations_on_every_flavour_and_synchronization() {
     passes_here_and_on_mpichs_library("rma_ops", &[1, 2, 3, 4], 3);
 }
 
+/// Large one-sided transfers (256 KiB: sent apart from the active messages) on every flavour
+/// under every synchronization: puts, gets and accumulates in flight together, a strided origin,
+/// request forms, a small accumulate ordered after a large one, refusals by a dynamic window's
+/// target reported at the synchronization; at 2 to 4 processes, and on MPICH's library.
+#[test]
+fn large_one_sided_transfers_on_every_flavour_and_synchronization() {
+    passes_here_and_on_mpichs_library("rma_bulk", &[2, 3, 4], 3);
+}
+
 /// Passive-target progress: the target computes 300 ms without calling MPI while the other
 /// ranks lock, put, accumulate, get and unlock; each origin's epoch ends well before the
 /// computation does (applied by the target's progression), at 2 and 4 processes.

@@ -5,14 +5,13 @@
 //!
 //! Who advances it: the thread that starts it (the first rounds are posted before the call
 //! returns), then whoever polls the process's collective progress source
-//! ([`super::progress::Progress`]): every nmad request of a schedule carries a monitor that only
+//! ([`crate::request::background`]): every nmad request of a schedule carries a monitor that only
 //! counts the completion and queues the schedule there; the source's poll calls
-//! [`Exec::advance`]. See the module docs of `coll` for why monitors do not advance schedules
+//! [`Exec::step`]. See the module docs of `coll` for why monitors do not advance schedules
 //! themselves.
 //!
 //! Owns schedule execution state and the temporaries; it must not choose algorithms.
 
-use super::progress::Progress;
 use super::rounds::{self, Advance, Rounds};
 use super::schedule::{Local, Range, SEND, Schedule, Xfer};
 use crate::comm::tags::{self, Kind};
@@ -20,6 +19,7 @@ use crate::comm::{Comm, from_nmad};
 use crate::datatype::Datatype;
 use crate::error::{Error, ErrorClass, Result};
 use crate::loom::atomic::AtomicUsize;
+use crate::request::background::{self, Progress};
 use crate::request::{Outcome, Pending, RawRequest};
 use nmad::{Data, Event, Monitor, SendMode, Source, TagMatch};
 use std::pin::Pin;
@@ -100,6 +100,16 @@ pub(crate) struct Bind {
     pub recv: (*mut u8, usize),
 }
 
+impl background::Advance for Exec {
+    fn queued(&self) -> &AtomicBool {
+        &self.queued
+    }
+
+    fn advance(self: Arc<Self>) -> bool {
+        self.step()
+    }
+}
+
 impl Exec {
     /// Starts `sched` on `comm` as collective number `seq`, over `bind`: allocates the
     /// temporaries, posts what can start, and returns the running schedule.
@@ -120,7 +130,7 @@ impl Exec {
                 .validate(bind.send.1, bind.recv.1)
                 .map_err(|e| Error::intern(format!("bad schedule: {e}")))?;
         }
-        let progress = comm.coll_state().progress(comm.runtime_nmad().pioman())?;
+        let progress = background::of(comm.runtime())?;
         let mut bufs = vec![bind.send, bind.recv];
         let mut tmp = Vec::new();
         for &len in &sched.tmp_len[2..] {
@@ -161,7 +171,7 @@ impl Exec {
                 result: Mutex::new(None),
             }
         });
-        if exec.advance() {
+        if exec.step() {
             exec.progress.push(&exec);
         }
         Ok(exec)
@@ -258,7 +268,7 @@ impl Exec {
 
     /// Advances the schedule as far as it can go now. Returns `true` if it must be advanced
     /// again soon: a monitor reported a completion whose request has not signalled yet.
-    pub(crate) fn advance(self: &Arc<Self>) -> bool {
+    pub(crate) fn step(self: &Arc<Self>) -> bool {
         let mut guard = lock(&self.state);
         let st = &mut *guard;
         if st.finished {

@@ -32,8 +32,8 @@
 //! condition is signalled, so the schedule could not even see that request as complete yet.
 //!
 //! So monitors only count the completion and queue the schedule on the process's collective
-//! progress source (`progress`, one per runtime, registered with the communicator's pioman on
-//! the first collective). pioman polls it from the same contexts as nmad's driver sources: idle
+//! background-work source (`crate::request::background`, one per runtime, registered with
+//! the communicator's pioman on the first collective). pioman polls it from the same contexts as nmad's driver sources: idle
 //! cores, progression threads (a rank that computes without calling MPI still advances its
 //! schedules there), context switches and ticks under marcel, and threads waiting in MPI. The
 //! poll advances each queued schedule under its lock, outside any nmad lock or callback. A
@@ -61,9 +61,8 @@
 //!   persistent (MPI 4.0's `*_init`) with its collective number reserved at init;
 //! - `engine`: executing a schedule (buffers, nmad requests, local operations, completion);
 //! - `rounds`: the engine's round state machine and completion accounting (loom-modelled);
-//! - `progress`: the pioman source that advances schedules in the background;
-//! - `state`: what the collectives keep per process and per communicator (in their extensions:
-//!   the progress source, the collective count, the node layout);
+//! - `state`: what the collectives keep per communicator (in its extensions: the collective
+//!   count, the node layout);
 //! - `api_gather`: the Rust API of gather, scatter, allgather and alltoall (and their `v`
 //!   forms, and alltoallw);
 //! - `api`: the Rust API (`Comm::barrier`, `bcast`, `reduce`, `allreduce`, nonblocking and
@@ -87,7 +86,6 @@ pub mod inter;
 pub mod neighbor;
 mod plan;
 mod planned;
-mod progress;
 pub mod raw;
 mod rounds;
 mod schedule;

@@ -1,42 +1,13 @@
-//! What the collectives keep per process (the progress source) and per communicator (the count
-//! of collectives started, the members' node layout), in the runtime's and the communicator's
-//! extensions.
+//! What the collectives keep per communicator (the count of collectives started, the members'
+//! node layout), in the communicator's extensions.
 //!
 //! Owns that state; the communicator stores it without knowing it.
 
-use super::{Layout, progress};
+use super::Layout;
 use crate::comm::{Comm, Extension, from_nmad};
 use crate::error::Result;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, OnceLock};
-
-/// What the collectives keep per runtime (process): the progress source, registered on first use.
-#[derive(Default)]
-pub(crate) struct RuntimeState {
-    progress: Mutex<Option<Arc<progress::Progress>>>,
-}
-
-impl Extension for RuntimeState {}
-
-impl RuntimeState {
-    pub(crate) fn progress(&self, pio: &pioman::Pioman) -> Result<Arc<progress::Progress>> {
-        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = &*p {
-            return Ok(p.clone());
-        }
-        let new = progress::Progress::register(pio)?;
-        *p = Some(new.clone());
-        Ok(new)
-    }
-}
-
-impl Drop for RuntimeState {
-    fn drop(&mut self) {
-        if let Some(p) = self.progress.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
-            p.cancel();
-        }
-    }
-}
+use std::sync::{Arc, OnceLock};
 
 /// What the collectives keep per communicator (a duplicate starts afresh).
 #[derive(Default)]
@@ -77,10 +48,5 @@ impl Comm {
         let l = Layout::new(&nodes);
         let l = l.is_hierarchical().then(|| Arc::new(l));
         Ok(state.layout.get_or_init(|| l).clone())
-    }
-
-    /// The process's collective state (progress source).
-    pub(crate) fn coll_state(&self) -> &RuntimeState {
-        self.runtime().extensions().get_or_default()
     }
 }

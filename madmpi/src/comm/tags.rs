@@ -39,6 +39,8 @@ pub enum Kind {
     FaultTolerance = 0xf0,
     /// Ports and joins (`dynamic`): the two roots' meeting, by a port's token ([`tagged`]).
     Port = 5,
+    /// One-sided transfers too large for active messages ([`one_sided`]).
+    OneSided = 6,
 }
 
 const KIND_SHIFT: u32 = 32;
@@ -95,6 +97,12 @@ pub fn partitioned_data(channel: u32, k: u32) -> u64 {
     internal(Kind::Partitioned, u64::from(channel), k)
 }
 
+/// The nmad tag of large one-sided transfer number `seq` from one origin to one target, on
+/// the window's own communicator.
+pub fn one_sided(seq: u64) -> u64 {
+    internal(Kind::OneSided, seq, 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +118,7 @@ mod tests {
         assert!(!matches(any, internal(Kind::Management, 0, 0)));
         assert!(!matches(any, internal(Kind::Collective, 5, 3)));
         assert!(!matches(any, internal(Kind::PointToPoint, 1, 0)), "a sequence number sets it apart");
+        assert!(!matches(any, one_sided(0)) && !matches(any, one_sided(9)));
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //!
 //! Files: this one (the request, its kinds, completion, the typed [`Request`]); `sendrecv`
 //! (`MPI_Isendrecv(_replace)`); `kinds` (the kinds other modules run, [`Pending`], and
-//! generalized requests); [`completion`] (waiting for the first of several). The operations the
+//! generalized requests); [`completion`] (waiting for the first of several); `background` (the
+//! pioman source that advances work nmad request monitors queued). The operations the
 //! C binding runs, starts once or keeps as persistent templates are [`crate::operation`]'s.
 //!
 //! Owns request state and completion; it must not touch nmad's internals, nor import the
@@ -26,6 +27,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub(crate) mod background;
 pub mod completion;
 mod kinds;
 mod sendrecv;

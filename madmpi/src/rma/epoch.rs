@@ -61,9 +61,9 @@ impl<T: Equivalence> Epoch<'_, T> {
         let t = ty::<T>();
         let at = At { rank, disp: disp as u64, count: data.len() as i64, ty: &t };
         // SAFETY: `data` is a live slice of `T` (one predefined element each), copied before
-        // `put` returns.
+        // `rput` returns.
         unsafe {
-            self.window.win().put(Buf { buf: data.as_ptr().cast(), count: data.len() as i64, ty: &t }, at)
+            self.window.win().rput(Buf { buf: data.as_ptr().cast(), count: data.len() as i64, ty: &t }, at)
         }
     }
 
@@ -73,7 +73,7 @@ impl<T: Equivalence> Epoch<'_, T> {
         let at = At { rank, disp: disp as u64, count: data.len() as i64, ty: &t };
         // SAFETY: as for put.
         unsafe {
-            self.window.win().accumulate(
+            self.window.win().raccumulate(
                 Buf { buf: data.as_ptr().cast(), count: data.len() as i64, ty: &t },
                 at,
                 op,
@@ -88,7 +88,7 @@ impl<T: Equivalence> Epoch<'_, T> {
         let into = Buf { buf: buf.as_mut_ptr().cast(), count: buf.len() as i64, ty: &t };
         // SAFETY: `buf` is borrowed mutably for this call, which waits for the answer before
         // it returns (waiting inside the call keeps this sound even if the guard is leaked).
-        let slot = unsafe { self.window.win().get_slot(into, at) }?;
+        let slot = unsafe { self.window.win().get_slot(into, at, true) }?;
         slot.wait(&self.window.win().core.nm)
     }
 

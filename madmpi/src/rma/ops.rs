@@ -4,13 +4,16 @@
 //! Each is checked once here (epoch, rank, committed types, matching sizes, the element type
 //! of an accumulate, and the target range when the target's window size is known), then
 //! becomes records in the target's batch: the origin data packed into the payload, split at
-//! the message size (on element boundaries for accumulates). A derived target type is
+//! the message size (on element boundaries for accumulates); or, for a large put, get or
+//! accumulate into a contiguous target, one record and one nmad message from or into the
+//! origin buffer itself (`bulk`). A derived target type is
 //! described once per target and window. Answers (a get's data) are unpacked by the handler
 //! straight into the origin buffer.
 //!
 //! Owns the origin-side translation of a call into records; the target applies them
 //! (`target`), the synchronizations complete them (`sync`).
 
+use super::bulk::{BULK_MIN, Transfer};
 use super::direct;
 use super::origin::Origin;
 use super::service::{Sink, Slot};
@@ -177,18 +180,74 @@ impl Win {
         Ok(())
     }
 
+    /// Whether an operation goes as one large transfer ([`super::bulk`]): large, to another
+    /// process, into a contiguous target, and not a request form (whose request completes when
+    /// the call returns, the data copied).
+    fn is_bulk(&self, at: &At<'_>, c: &Checked, request: bool) -> bool {
+        !request
+            && c.bytes >= BULK_MIN
+            && at.rank != self.core.me
+            && matches!(c.target.ty, TypeRef::Bytes { .. })
+    }
+
+    /// Sends `origin` as a large transfer to window rank `t` after its record.
+    ///
+    /// # Safety
+    /// The origin buffer must stay readable and unchanged until the operation completes,
+    /// which waits for the transfer (`Win::wait_answers`).
+    unsafe fn send_bulk(
+        &self,
+        o: &mut Origin,
+        origin: Buf<'_>,
+        t: u32,
+        rec: impl FnOnce(u64) -> Record,
+    ) -> Result<()> {
+        let seq = o.next_transfer(t);
+        // SAFETY: the caller's contract.
+        let transfer = unsafe {
+            let data = origin.ty.data(origin.buf.cast_mut(), origin.count)?;
+            Transfer::send(&self.core.session, self.core.peers[t as usize], seq, data, None)
+        }?;
+        o.push(&self.core, t, rec(seq), &[]);
+        o.to[t as usize].transfers.push(transfer);
+        o.used();
+        Ok(())
+    }
+
     /// `MPI_Put`.
     ///
     /// # Safety
-    /// `origin.buf` must be readable along its type for the duration of the call (the data is
-    /// copied before it returns).
+    /// `origin.buf` must be readable along its type, and unchanged, until the operation
+    /// completes (a large put is sent from it; a smaller one is copied before the call
+    /// returns).
     pub unsafe fn put(&self, origin: Buf<'_>, at: At<'_>) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.put_as(origin, at, false) }
+    }
+
+    /// `MPI_Rput`: the data is copied before the call returns (its request is complete).
+    ///
+    /// # Safety
+    /// `origin.buf` must be readable along its type for the duration of the call.
+    pub unsafe fn rput(&self, origin: Buf<'_>, at: At<'_>) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.put_as(origin, at, true) }
+    }
+
+    /// # Safety
+    /// As [`Win::put`] (`request`: as [`Win::rput`]).
+    unsafe fn put_as(&self, origin: Buf<'_>, at: At<'_>, request: bool) -> Result<()> {
         let mut o = self.origin.lock().unwrap_or_else(|e| e.into_inner());
         let c = self.check(&o, Some(origin), at)?;
         if let Some(shm) = &self.core.shm {
             o.used();
             // SAFETY: the caller's contract; `check` put the target range inside the window.
             return unsafe { direct::put(shm, origin, at, c.bytes as usize) };
+        }
+        if self.is_bulk(&at, &c, request) {
+            let rec = |seq| Record::PutBulk { at: c.target, len: c.bytes, seq };
+            // SAFETY: the caller's contract.
+            return unsafe { self.send_bulk(&mut o, origin, at.rank, rec) };
         }
         self.emit(&mut o, &at, &c, 1, |target, off, len| Record::Put { at: target, off, len }, Some(origin))
     }
@@ -198,6 +257,22 @@ impl Win {
     /// # Safety
     /// As [`Win::put`].
     pub unsafe fn accumulate(&self, origin: Buf<'_>, at: At<'_>, op: &Op) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.accumulate_as(origin, at, op, false) }
+    }
+
+    /// `MPI_Raccumulate`: the data is copied before the call returns (its request is complete).
+    ///
+    /// # Safety
+    /// As [`Win::rput`].
+    pub unsafe fn raccumulate(&self, origin: Buf<'_>, at: At<'_>, op: &Op) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.accumulate_as(origin, at, op, true) }
+    }
+
+    /// # Safety
+    /// As [`Win::put`] (`request`: as [`Win::rput`]).
+    unsafe fn accumulate_as(&self, origin: Buf<'_>, at: At<'_>, op: &Op, request: bool) -> Result<()> {
         let mut o = self.origin.lock().unwrap_or_else(|e| e.into_inner());
         let mut c = self.check(&o, Some(origin), at)?;
         c.elem = Self::element(op, Some(origin.ty), at.ty)?;
@@ -211,6 +286,11 @@ impl Win {
             return unsafe { direct::accumulate(shm, origin, at, c.bytes as usize, op, c.elem) };
         }
         let (elem, unit) = (c.elem, elem_unit(c.elem));
+        if self.is_bulk(&at, &c, request) {
+            let rec = |seq| Record::AccBulk { at: c.target, len: c.bytes, seq, op: code, elem };
+            // SAFETY: the caller's contract.
+            return unsafe { self.send_bulk(&mut o, origin, at.rank, rec) };
+        }
         let rec = |target, off, len| Record::Acc { at: target, off, len, op: code, elem };
         self.emit(&mut o, &at, &c, unit, rec, Some(origin))
     }
@@ -221,13 +301,33 @@ impl Win {
     /// # Safety
     /// `result.buf` must stay writable along its type, and not be accessed otherwise, until
     /// the operation completes.
-    pub(crate) unsafe fn get_slot(&self, result: Buf<'_>, at: At<'_>) -> Result<Arc<Slot>> {
+    pub(crate) unsafe fn get_slot(&self, result: Buf<'_>, at: At<'_>, request: bool) -> Result<Arc<Slot>> {
         let mut o = self.origin.lock().unwrap_or_else(|e| e.into_inner());
         let c = self.check(&o, Some(result), at)?;
         if let Some(shm) = &self.core.shm {
             o.used();
             // SAFETY: the caller's contract; `check` put the target range inside the window.
             unsafe { direct::get(shm, result, at, c.bytes as usize) }?;
+            return Ok(Slot::done());
+        }
+        if self.is_bulk(&at, &c, request) {
+            let seq = o.next_transfer(at.rank);
+            // SAFETY: the caller keeps the result buffer writable and untouched until the
+            // operation completes, which waits for the transfer (`Win::wait_answers`).
+            let t = unsafe {
+                let data = result.ty.data(result.buf.cast_mut(), result.count)?;
+                Transfer::recv(
+                    &self.core.session,
+                    self.core.peers[at.rank as usize],
+                    seq,
+                    data,
+                    Some(c.bytes),
+                    None,
+                )
+            }?;
+            o.push(&self.core, at.rank, Record::GetBulk { at: c.target, len: c.bytes, seq }, &[]);
+            o.to[at.rank as usize].transfers.push(t);
+            o.used();
             return Ok(Slot::done());
         }
         let slot = self.answer_slot(at.rank, c.bytes, result)?;
@@ -312,7 +412,7 @@ impl Win {
     /// As `Win::get_slot`.
     pub unsafe fn get(&self, result: Buf<'_>, at: At<'_>) -> Result<()> {
         // SAFETY: the caller's contract.
-        unsafe { self.get_slot(result, at) }.map(drop)
+        unsafe { self.get_slot(result, at, false) }.map(drop)
     }
 
     /// `MPI_Rget`: the request completes when the data is in `result`.
@@ -321,7 +421,7 @@ impl Win {
     /// As `Win::get_slot`, until the request completes.
     pub unsafe fn rget(&self, result: Buf<'_>, at: At<'_>) -> Result<RawRequest> {
         // SAFETY: the caller's contract.
-        let slot = unsafe { self.get_slot(result, at) }?;
+        let slot = unsafe { self.get_slot(result, at, true) }?;
         Ok(self.request(slot))
     }
 

@@ -6,6 +6,7 @@
 //! Batches leave at synchronization calls, when full, and at once for operations whose answer
 //! a request may wait for. Owns [`Origin`]; it must not touch target-side state.
 
+use super::bulk::Transfer;
 use super::lock::LockKind;
 use super::service::Slot;
 use super::target::WinCore;
@@ -52,6 +53,9 @@ pub(crate) struct TargetOut {
     described: HashSet<u64>,
     /// Answers awaited (gets and the like), pruned when done.
     pub(crate) awaited: Vec<Arc<Slot>>,
+    /// Large transfers ([`super::bulk`]) started to it, and the number of the next one.
+    pub(crate) transfers: Vec<Transfer>,
+    pub(crate) next_transfer: u64,
 }
 
 pub(crate) struct Origin {
@@ -73,6 +77,8 @@ impl Origin {
                 ops: 0,
                 described: HashSet::new(),
                 awaited: Vec::new(),
+                transfers: Vec::new(),
+                next_transfer: 0,
             })
             .collect();
         Origin { access: Access::None, exposure: None, to, seen: [vec![0; n], vec![0; n]] }
@@ -172,5 +178,12 @@ impl Origin {
     /// Forgets the answers already in.
     pub(crate) fn prune(&mut self, t: u32) {
         self.to[t as usize].awaited.retain(|s| !s.is_done());
+    }
+
+    /// The number of the next large transfer to target `t`.
+    pub(crate) fn next_transfer(&mut self, t: u32) -> u64 {
+        let out = &mut self.to[t as usize];
+        out.next_transfer += 1;
+        out.next_transfer - 1
     }
 }

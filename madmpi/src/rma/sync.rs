@@ -11,7 +11,9 @@
 //!   operations and waits for its ack, so lock + put + unlock is one message and one answer.
 //!   A lock on our own rank is acquired before `MPI_Win_lock` returns (the program may then
 //!   load and store its memory).
-//! - Flush: a flush record answered once the operations before it are applied.
+//! - Flush: a flush record answered once the operations before it are applied. Every
+//!   synchronization that completes operations also waits for this process's large transfers
+//!   to the targets (`bulk`): their buffers are the program's.
 //!
 //! Wrong sequences are `MPI_ERR_RMA_SYNC`. Owns the epoch transitions; the target side counts.
 
@@ -68,12 +70,16 @@ impl Win {
         }
     }
 
-    /// Waits for the answers awaited from `targets`.
+    /// Waits for the answers awaited from `targets`, and for the large transfers to them.
     fn wait_answers(&self, o: &mut Origin, targets: impl IntoIterator<Item = u32>) -> Result<()> {
         let mut first = Ok(());
         for t in targets {
-            for slot in std::mem::take(&mut o.to[t as usize].awaited) {
-                let r = slot.wait(&self.core.nm);
+            let peer = self.core.peers[t as usize];
+            let out = &mut o.to[t as usize];
+            let slots = std::mem::take(&mut out.awaited).into_iter().map(|s| s.wait(&self.core.nm));
+            let transfers =
+                std::mem::take(&mut out.transfers).into_iter().map(|x| x.wait(&self.core.nm, peer));
+            for r in slots.chain(transfers) {
                 if first.is_ok() {
                     first = r;
                 }
@@ -439,8 +445,8 @@ impl Win {
         self.take_fault()
     }
 
-    /// `MPI_Win_flush_local` / `_all`: the origin buffers are free again (puts and
-    /// accumulates copied them at the call; the answers of gets are in).
+    /// `MPI_Win_flush_local` / `_all`: the origin buffers are free again (small puts and
+    /// accumulates copied them at the call; large ones left; the answers of gets are in).
     pub fn flush_local(&self, rank: Option<u32>) -> Result<()> {
         if rank.is_some_and(|t| self.flush_hot(t)) {
             return Ok(());

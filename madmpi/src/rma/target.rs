@@ -2,7 +2,9 @@
 //! lock per window (accumulates are element-wise atomic and ordered: one origin's records are
 //! applied in its send order, and local operations of the window's own rank take the same
 //! lock), plus the passive-target lock queue, the counts fence and PSCW wait on, and the
-//! derived types origins described.
+//! derived types origins described, and the large transfers in flight (`bulk`: the target posts
+//! its side when it reaches the record; an origin's later synchronizations, and accumulates after
+//! a large accumulate, wait for them; the process's background-work source resumes them).
 //!
 //! Bounds: every operation is checked against the window before a byte moves (its whole span,
 //! for a derived target type): outside, nothing is written and the origin gets
@@ -12,6 +14,7 @@
 //! Owns [`WinCore`] (shared between the window and the service's handler) and the answers it
 //! sends; it must not wait (it runs on progression threads) nor touch origin-side state.
 
+use super::bulk::Transfer;
 use super::lock::{LockKind, LockQueue};
 use super::notify::Notify;
 use super::service::{Service, elem_size};
@@ -19,11 +22,14 @@ use super::shape::{Element, MAX_BLOCKS, Shape};
 use super::shm::ShmPath;
 use super::window::{Exposure, Memory};
 use super::wire::{self, Malformed, Record, Target, TypeRef};
+use crate::comm::Comm;
 use crate::datatype::{Datatype, Predefined};
 use crate::error::{Error, ErrorClass, Result};
 use crate::op::{Builtin, Op};
+use crate::request::background::{self, Advance, Progress};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 /// Most derived types one origin may describe to one window.
 const MAX_TYPES: usize = 4096;
@@ -41,7 +47,17 @@ pub(crate) struct WinCore {
     /// Every member's memory mapped here: operations are loads and stores (`shm`).
     pub(crate) shm: Option<ShmPath>,
     pub(crate) nm: nmad::Nmad,
+    /// The window communicator's session: large transfers ([`super::bulk`]).
+    pub(crate) session: nmad::Session,
     pub(crate) service: Arc<Service>,
+    /// Resumes origins whose large transfer completed (from its request's monitor).
+    background: Arc<Progress>,
+    queued: AtomicBool,
+    /// Large transfers of this target completed per their monitors (`reaped` counts those seen).
+    finished: AtomicU64,
+    this: Weak<WinCore>,
+    /// The last large accumulate's buffer, for the next (page faults cost as much as the copy).
+    scratch: Mutex<Vec<u8>>,
     state: Mutex<TargetState>,
     pub(crate) notify: Notify,
     /// A fault an origin operation of this process met at a target, until reported.
@@ -66,12 +82,62 @@ struct PerOrigin {
     completes: u64,
     completes_used: u64,
     types: HashMap<u64, TypeDef>,
+    /// Its large transfers in flight (see [`PerOrigin::must_wait`]).
+    bulk: Vec<Bulk>,
+}
+
+impl PerOrigin {
+    /// Whether `rec` must wait for this origin's large transfers in flight: a synchronization
+    /// waits for all of them; an accumulate-like operation for the large accumulates (MPI's
+    /// default ordering of accumulates). Puts and gets go on: MPI orders them with nothing in
+    /// an epoch (a conflicting access would be erroneous), so the transfers overlap. Once one
+    /// record waits, the later ones wait behind it.
+    fn must_wait(&self, rec: &Record) -> bool {
+        if self.waiting || !self.deferred.is_empty() {
+            return true;
+        }
+        match rec {
+            Record::Unlock { .. } | Record::Flush { .. } | Record::Complete => !self.bulk.is_empty(),
+            Record::Acc { .. } | Record::GetAcc { .. } | Record::Cas { .. } | Record::AccBulk { .. } => {
+                self.bulk.iter().any(|b| b.combine.is_some())
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A large transfer in flight at the target, and for an accumulate what to do once it is in.
+struct Bulk {
+    transfer: Transfer,
+    combine: Option<Combine>,
+}
+
+/// A large accumulate's data, received apart, then combined into the window at `ptr`.
+struct Combine {
+    ptr: *mut u8,
+    data: Vec<u8>,
+    op: Op,
+    dt: Datatype,
+}
+
+// SAFETY: `ptr` is window memory that `resolve` checked for the whole of `data`, valid while
+// the window lives; it is only written under the target state's lock, like every operation.
+unsafe impl Send for Combine {}
+
+/// Which large transfer a record starts.
+#[derive(Clone, Copy)]
+enum BulkKind {
+    Put,
+    Get,
+    Acc { op: u8, elem: u16 },
 }
 
 #[derive(Default)]
 struct TargetState {
     lock: LockQueue,
     of: Vec<PerOrigin>,
+    /// Large transfers completed and taken out of `of`.
+    reaped: u64,
 }
 
 /// Messages to send once the state's lock is released: (window rank, header, payload).
@@ -113,19 +179,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl WinCore {
+    /// The target side of a window over `comm` (its members' nmad peers, what each exposed).
     pub(crate) fn new(
-        ctx: u32,
-        me: u32,
+        comm: &Comm,
         peers: Vec<u32>,
         members: Vec<Exposure>,
         memory: Memory,
-        nm: nmad::Nmad,
         service: Arc<Service>,
-    ) -> WinCore {
+    ) -> Result<Arc<WinCore>> {
         let ranks = peers.iter().enumerate().map(|(r, &p)| (p, r as u32)).collect();
         let n = peers.len();
-        let state =
-            TargetState { lock: LockQueue::default(), of: (0..n).map(|_| PerOrigin::default()).collect() };
+        let of = (0..n).map(|_| PerOrigin::default()).collect();
+        let state = TargetState { lock: LockQueue::default(), of, reaped: 0 };
+        let background = background::of(comm.runtime())?;
         let shm = match &memory {
             Memory::Segment { segment, offsets, control } => {
                 // SAFETY: `create::layout` placed the parts and the control area of `n` members
@@ -134,20 +200,26 @@ impl WinCore {
             }
             _ => None,
         };
-        WinCore {
+        Ok(Arc::new_cyclic(|this| WinCore {
             shm,
-            ctx,
-            me,
+            ctx: comm.context_id(),
+            me: comm.rank(),
             peers,
             ranks,
             members,
             memory,
-            nm,
+            nm: comm.runtime_nmad().clone(),
+            session: comm.session().clone(),
             service,
+            background,
+            queued: AtomicBool::new(false),
+            finished: AtomicU64::new(0),
+            this: this.clone(),
+            scratch: Mutex::new(Vec::new()),
             state: Mutex::new(state),
             notify: Notify::default(),
             fault: Mutex::new(None),
-        }
+        }))
     }
 
     /// The most header and payload bytes of one message to window rank `to`.
@@ -199,7 +271,7 @@ impl WinCore {
         match rec {
             Record::Post => st.of[o].posts += 1,
             Record::Fault { .. } => return Err(Malformed("a fault routed to a target".into())),
-            _ if st.of[o].waiting => st.of[o].deferred.push_back((rec, data.to_vec())),
+            _ if st.of[o].must_wait(&rec) => st.of[o].deferred.push_back((rec, data.to_vec())),
             Record::Lock { exclusive } => {
                 if st.of[o].held.is_some() {
                     return Err(Malformed(format!("rank {origin} locks a window it holds")));
@@ -218,10 +290,7 @@ impl WinCore {
                     for (who, k) in st.lock.release(kind) {
                         let w = &mut st.of[who as usize];
                         (w.held, w.waiting) = (Some(k), false);
-                        let queued = std::mem::take(&mut w.deferred);
-                        for (r, d) in queued {
-                            self.take(st, who, r, &d, out)?;
-                        }
+                        self.replay(st, who, out)?;
                     }
                 }
             },
@@ -243,11 +312,160 @@ impl WinCore {
                     }
                 }
             }
+            Record::PutBulk { at, len, seq }
+            | Record::GetBulk { at, len, seq }
+            | Record::AccBulk { at, len, seq, .. } => {
+                let kind = match rec {
+                    Record::PutBulk { .. } => BulkKind::Put,
+                    Record::AccBulk { op, elem, .. } => BulkKind::Acc { op, elem },
+                    _ => BulkKind::Get,
+                };
+                match self.start_bulk(st, origin, kind, &at, len, seq, out) {
+                    Ok(t) => st.of[o].bulk.push(t),
+                    Err(e) => {
+                        st.of[o].applied += 1;
+                        out.push(self, origin, Record::Fault { class: e.class().code() as u16 }, &[]);
+                    }
+                }
+            }
             Record::Ack { .. } | Record::Data { .. } => {
                 return Err(Malformed("an answer routed to a target".into()));
             }
         }
         Ok(())
+    }
+
+    /// Applies `origin`'s deferred records again (its lock was granted, or its large transfer
+    /// completed); they stop, deferred anew, at the next wait.
+    fn replay(
+        &self,
+        st: &mut TargetState,
+        origin: u32,
+        out: &mut Answers,
+    ) -> std::result::Result<(), Malformed> {
+        for (r, d) in std::mem::take(&mut st.of[origin as usize].deferred) {
+            self.take(st, origin, r, &d, out)?;
+        }
+        Ok(())
+    }
+
+    /// Posts this side of a large transfer: the receive into the window (put) or into a
+    /// buffer to combine (accumulate), or the send from the window (get). A refused one (out
+    /// of range, a bad operation) is reported in a fault record, and its message still drained
+    /// (put, accumulate) or answered empty (get), so the origin's side completes.
+    #[allow(clippy::too_many_arguments)]
+    fn start_bulk(
+        &self,
+        st: &TargetState,
+        origin: u32,
+        kind: BulkKind,
+        at: &Target,
+        len: u64,
+        seq: u64,
+        out: &mut Answers,
+    ) -> Result<Bulk> {
+        let place = self.resolve(st, origin, at, 0, len).and_then(|(ptr, shape)| match shape {
+            Shape::Bytes(_) => Ok(ptr),
+            Shape::Derived { .. } => {
+                Err(Error::intern("a large transfer to a derived target type".to_string()))
+            }
+        });
+        let place = place.and_then(|ptr| match kind {
+            BulkKind::Acc { op, elem } => {
+                let (op, dt) = op_on(op, elem)?;
+                if dt.size() == 0 || !len.is_multiple_of(dt.size()) {
+                    return Err(Error::intern(format!("{len} accumulate bytes are not whole elements")));
+                }
+                // `len` is within the window (resolve): the buffer is no larger than it.
+                let mut data = std::mem::take(&mut *lock(&self.scratch));
+                data.resize(len as usize, 0);
+                Ok((ptr, Some(Combine { ptr, data, op, dt })))
+            }
+            _ => Ok((ptr, None)),
+        });
+        let refused = place.is_err();
+        let expect = if refused { 0 } else { len };
+        let (data, mut combine) = match place {
+            Ok((_, Some(mut c))) => {
+                // SAFETY: the buffer lives in the `Combine` kept with the transfer until it
+                // completes; moving a Vec does not move its heap buffer.
+                (unsafe { nmad::Data::from_raw(c.data.as_mut_ptr(), c.data.len()) }, Some(c))
+            }
+            // SAFETY: resolve checked `[ptr, ptr + len)` inside this process's window memory,
+            // which outlives the transfer (the window is freed only after every epoch ended,
+            // and an epoch ends after this origin's records that wait for the transfer).
+            Ok((ptr, None)) if len > 0 => (unsafe { nmad::Data::from_raw(ptr, len as usize) }, None),
+            Ok(_) => (nmad::Data::default(), None),
+            Err(e) => {
+                out.push(self, origin, Record::Fault { class: e.class().code() as u16 }, &[]);
+                (nmad::Data::default(), None)
+            }
+        };
+        let peer = self.peers[origin as usize];
+        let this = self.this.clone();
+        let monitor: nmad::Monitor = Arc::new(move |ev, _| {
+            if ev == nmad::Event::DataArrived {
+                return;
+            }
+            if let Some(core) = this.upgrade() {
+                core.finished.fetch_add(1, SeqCst);
+                core.background.push(&core);
+            }
+        });
+        // SAFETY: `data` is window memory checked above, or the combine buffer (or empty),
+        // valid until completion.
+        let mut transfer = unsafe {
+            match kind {
+                BulkKind::Get => Transfer::send(&self.session, peer, seq, data, Some(monitor)),
+                _ => Transfer::recv(&self.session, peer, seq, data, Some(expect), Some(monitor)),
+            }
+        }?;
+        transfer.refused = refused;
+        Ok(Bulk { transfer, combine: combine.take() })
+    }
+
+    /// Takes the completed large transfers out, counts them applied, and applies what their
+    /// origins deferred. Returns whether a monitor reported a completion not signalled yet.
+    fn resume(&self) -> bool {
+        let mut out = Answers::default();
+        let again = {
+            let mut st = lock(&self.state);
+            for o in 0..st.of.len() {
+                let all = std::mem::take(&mut st.of[o].bulk);
+                let (done, going): (Vec<Bulk>, Vec<Bulk>) =
+                    all.into_iter().partition(|b| b.transfer.is_done());
+                st.of[o].bulk = going;
+                if done.is_empty() {
+                    continue;
+                }
+                st.reaped += done.len() as u64;
+                st.of[o].applied += done.len() as u64;
+                for Bulk { transfer, combine: acc } in done {
+                    let r = transfer.outcome().and_then(|()| match &acc {
+                        // SAFETY: `start_bulk` checked the accumulate's bytes inside the window.
+                        Some(c) => unsafe {
+                            combine(c.ptr, &Shape::Bytes(c.data.len() as u64), 0, &c.data, &c.op, &c.dt)
+                        },
+                        None => Ok(()),
+                    });
+                    if let Some(c) = acc {
+                        *lock(&self.scratch) = c.data; // the next large accumulate's buffer
+                    }
+                    if let (Err(e), false) = (r, transfer.refused) {
+                        out.push(self, o as u32, Record::Fault { class: e.class().code() as u16 }, &[]);
+                    }
+                }
+                if !st.of[o].waiting
+                    && let Err(Malformed(e)) = self.replay(&mut st, o as u32, &mut out)
+                {
+                    log::error!("one-sided: from rank {o}: window {}: {e}", self.ctx);
+                }
+            }
+            self.finished.load(SeqCst) > st.reaped
+        };
+        self.notify.notify_all();
+        out.send(self);
+        again
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -436,6 +654,16 @@ impl WinCore {
     /// Whether this process's own lock request on its window is granted.
     pub(crate) fn holds_own_lock(&self) -> bool {
         lock(&self.state).of[self.me as usize].held.is_some()
+    }
+}
+
+impl Advance for WinCore {
+    fn queued(&self) -> &AtomicBool {
+        &self.queued
+    }
+
+    fn advance(self: Arc<Self>) -> bool {
+        self.resume()
     }
 }
 

@@ -115,9 +115,8 @@ impl Win {
         let service = Service::of(comm.runtime())?;
         let n = comm.size();
         let peers = (0..n).map(|r| comm.world_rank(r).expect("a member")).collect();
-        let nm = comm.runtime_nmad().clone();
         let ctx = comm.context_id();
-        let core = Arc::new(WinCore::new(ctx, comm.rank(), peers, members, memory, nm, service.clone()));
+        let core = WinCore::new(&comm, peers, members, memory, service.clone())?;
         service.add(ctx, &core);
         let fast = core.shm.as_ref().map(|shm| Fast::new(shm, hints.no_locks));
         let win = Win {

@@ -61,6 +61,15 @@ pub(crate) enum Record {
     /// Blocks `first .. first + n` of a derived type of `total` blocks (payload: `n` pairs of
     /// little-endian i64 offset, u64 length), whose elements are `extent` bytes apart.
     TypeDef { id: u64, extent: i64, total: u32, first: u32, n: u32 },
+    /// `len` bytes into a contiguous target, sent apart as nmad message `seq` of this origin
+    /// to this target ([`crate::comm::tags::one_sided`]); later records wait for it.
+    PutBulk { at: Target, len: u64, seq: u64 },
+    /// `len` bytes combined element-wise into a contiguous target with `op`, sent apart as
+    /// nmad message `seq` (as [`Record::PutBulk`]).
+    AccBulk { at: Target, len: u64, seq: u64, op: u8, elem: u16 },
+    /// `len` bytes of a contiguous target, sent back as nmad message `seq` (empty if refused,
+    /// with a [`Record::Fault`] first); later records wait until it left.
+    GetBulk { at: Target, len: u64, seq: u64 },
     /// Target to origin: slot `reply` is answered; `class` 0 or the MPI error class.
     Ack { reply: u64, class: u16 },
     /// Target to origin: bytes `[off, off + len)` of slot `reply`'s stream (payload).
@@ -81,6 +90,9 @@ const FLUSH: u8 = 8;
 const COMPLETE: u8 = 9;
 const POST: u8 = 10;
 const TYPE_DEF: u8 = 11;
+const PUT_BULK: u8 = 12;
+const GET_BULK: u8 = 13;
+const ACC_BULK: u8 = 14;
 const ACK: u8 = 20;
 const DATA: u8 = 21;
 const FAULT: u8 = 22;
@@ -120,6 +132,9 @@ impl Record {
                 | Record::Get { .. }
                 | Record::GetAcc { .. }
                 | Record::Cas { .. }
+                | Record::PutBulk { .. }
+                | Record::GetBulk { .. }
+                | Record::AccBulk { .. }
         )
     }
 
@@ -196,6 +211,20 @@ impl Record {
                 put_u32(out, total);
                 put_u32(out, first);
                 put_u32(out, n);
+            }
+            Record::PutBulk { at, len, seq } | Record::GetBulk { at, len, seq } => {
+                out.push(if matches!(self, Record::PutBulk { .. }) { PUT_BULK } else { GET_BULK });
+                target(out, &at);
+                put_u64(out, len);
+                put_u64(out, seq);
+            }
+            Record::AccBulk { at, len, seq, op, elem } => {
+                out.push(ACC_BULK);
+                target(out, &at);
+                put_u64(out, len);
+                put_u64(out, seq);
+                out.push(op);
+                out.extend_from_slice(&elem.to_le_bytes());
             }
             Record::Ack { reply, class } => {
                 out.push(ACK);
@@ -341,10 +370,86 @@ impl Reader<'_> {
                 first: self.u32()?,
                 n: self.u32()?,
             },
+            PUT_BULK => Record::PutBulk { at: self.target()?, len: self.u64()?, seq: self.u64()? },
+            GET_BULK => Record::GetBulk { at: self.target()?, len: self.u64()?, seq: self.u64()? },
+            ACC_BULK => Record::AccBulk {
+                at: self.target()?,
+                len: self.u64()?,
+                seq: self.u64()?,
+                op: self.u8()?,
+                elem: self.u16()?,
+            },
             ACK => Record::Ack { reply: self.u64()?, class: self.u16()? },
             DATA => Record::Data { reply: self.u64()?, off: self.u64()?, len: self.u32()? },
             FAULT => Record::Fault { class: self.u16()? },
             k => return Err(Malformed(format!("record kind {k}"))),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_record() -> Vec<Record> {
+        let at = Target { disp: 7, ty: TypeRef::Bytes { span: 4096 } };
+        let derived = Target { disp: u64::MAX, ty: TypeRef::Derived { id: 3, count: 9 } };
+        vec![
+            Record::Put { at, off: 1, len: 2 },
+            Record::Acc { at: derived, off: 0, len: 8, op: 0, elem: 5 },
+            Record::Get { at, off: 3, len: 4, reply: 99 },
+            Record::GetAcc { at, off: 0, len: 8, op: 1, elem: 2, reply: 1 },
+            Record::Cas { disp: 12, elem: 2, reply: 5 },
+            Record::Lock { exclusive: true },
+            Record::Unlock { reply: 6 },
+            Record::Flush { reply: 7 },
+            Record::Complete,
+            Record::Post,
+            Record::TypeDef { id: 4, extent: -16, total: 3, first: 1, n: 2 },
+            Record::PutBulk { at: derived, len: 1 << 40, seq: 17 },
+            Record::GetBulk { at, len: 65536, seq: 0 },
+            Record::AccBulk { at, len: 1 << 20, seq: u64::MAX, op: 3, elem: 7 },
+            Record::Ack { reply: 8, class: 11 },
+            Record::Data { reply: 9, off: 10, len: 11 },
+            Record::Fault { class: 12 },
+        ]
+    }
+
+    #[test]
+    fn every_record_round_trips_within_its_room() {
+        let size = |_| Some(8usize);
+        let mut header = header(42);
+        let mut payload = Vec::new();
+        for r in every_record() {
+            let before = header.len();
+            r.encode(&mut header);
+            assert!(header.len() - before <= MAX_RECORD, "{r:?} takes {} bytes", header.len() - before);
+            payload.extend(std::iter::repeat_n(0xab, r.payload_len(size).unwrap()));
+        }
+        let (ctx, got) = decode(&header, &payload, size).unwrap();
+        assert_eq!(ctx, 42);
+        assert_eq!(got.into_iter().map(|(r, _)| r).collect::<Vec<_>>(), every_record());
+    }
+
+    #[test]
+    fn cut_or_unknown_input_is_malformed() {
+        let size = |_| Some(8usize);
+        for r in every_record() {
+            let mut h = header(1);
+            r.encode(&mut h);
+            let payload = vec![0u8; r.payload_len(size).unwrap()];
+            for cut in 5..h.len() {
+                assert!(decode(&h[..cut], &payload, size).is_err(), "{r:?} cut at {cut}");
+            }
+            if !payload.is_empty() {
+                assert!(decode(&h, &payload[1..], size).is_err(), "{r:?}: a payload byte short");
+            }
+            assert!(
+                decode(&h, &[payload.as_slice(), &[0]].concat(), size).is_err(),
+                "{r:?}: a byte too many"
+            );
+        }
+        assert!(decode(&[1, 0, 0, 0, 200], &[], size).is_err(), "an unknown kind");
+        assert!(decode(&[1, 0], &[], size).is_err(), "no context id");
     }
 }

@@ -146,13 +146,18 @@ fn put_like(
             return request.map_or(Ok(()), |r| store(&st, &w, RawRequest::completed(w.win.comm()), r));
         };
         let at = At { rank, disp, count: tgt.count, ty: &tgt.ty };
-        // SAFETY: MPI's contract: the origin buffer holds its type map, readable for a put or an
-        // accumulate (copied before the call returns), writable until completion for a get.
+        // SAFETY: MPI's contract: the origin buffer holds its type map, readable (and unchanged)
+        // until completion for a put or an accumulate (`rput` and accumulates copy it before
+        // the call returns), writable until completion for a get.
         let r = unsafe {
             match (kind, request.is_some()) {
-                (Kind::Put, _) => w.win.put(origin.buf(), at).map(|()| None),
-                (Kind::Acc, _) => {
+                (Kind::Put, false) => w.win.put(origin.buf(), at).map(|()| None),
+                (Kind::Put, true) => w.win.rput(origin.buf(), at).map(|()| None),
+                (Kind::Acc, false) => {
                     w.win.accumulate(origin.buf(), at, op.as_ref().expect("an op")).map(|()| None)
+                }
+                (Kind::Acc, true) => {
+                    w.win.raccumulate(origin.buf(), at, op.as_ref().expect("an op")).map(|()| None)
                 }
                 (Kind::Get, false) => w.win.get(origin.buf(), at).map(|()| None),
                 (Kind::Get, true) => w.win.rget(origin.buf(), at).map(Some),

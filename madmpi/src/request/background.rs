@@ -1,25 +1,36 @@
-//! The process's collective progress source: a pioman source whose poll advances the schedules
-//! that nmad request monitors queued (see `coll`'s module docs for why).
+//! The process's background-work source: a pioman source whose poll advances work that nmad
+//! request monitors queued — collective schedules (see `coll`'s module docs for why monitors
+//! must not advance them themselves) and one-sided transfers a target waits for.
 //!
-//! It is polled like nmad's own sources, from every context pioman uses: idle marcel LWPs,
-//! context switches and ticks, progression threads, and threads waiting in MPI (which drive
-//! progress themselves). Its blocking wait is an eventfd, written only when a schedule is queued
+//! It is polled like nmad's own sources, from every context pioman uses: idle cores, context
+//! switches and ticks under marcel, progression threads, and threads waiting in MPI (which drive
+//! progress themselves). Its blocking wait is an eventfd, written only when work is queued
 //! while a context sleeps armed in the sources' fds; a context about to sleep is told not to
-//! (`arm` returns `false`) when schedules are queued. Without queued schedules it is inactive:
-//! busy contexts skip it.
+//! (`arm` returns `false`) when work is queued. Without queued work it is inactive: busy
+//! contexts skip it.
 //!
-//! Owns the queue and the eventfd; it must not know algorithms.
+//! Owns the queue, the eventfd and the per-runtime registration; it must not know what the
+//! work is ([`Advance`]).
 
-use super::engine::Exec;
+use crate::comm::{Extension, Runtime};
 use crate::error::{Error, Result};
 use pioman::{BlockingWait, Poll, PollCtx, Source};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
+/// Work a monitor queues, advanced by the source's poll outside nmad's completion path.
+pub(crate) trait Advance: Send + Sync {
+    /// Set while queued, so that pushing it again before the poll queues it once.
+    fn queued(&self) -> &AtomicBool;
+    /// Advances as far as it can go now; `true` to be advanced again soon (a monitor reported
+    /// a completion whose request has not signalled yet).
+    fn advance(self: Arc<Self>) -> bool;
+}
+
 pub(crate) struct Progress {
-    queue: Mutex<Vec<Arc<Exec>>>,
-    /// Schedules in `queue` (read without the lock).
+    queue: Mutex<Vec<Arc<dyn Advance>>>,
+    /// Work in `queue` (read without the lock).
     queued: AtomicUsize,
     /// Contexts sleeping (armed) in our fd.
     armed: AtomicUsize,
@@ -33,7 +44,10 @@ impl Progress {
         // SAFETY: eventfd takes an initial value and flags; a non-negative return is our fd.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
-            return Err(Error::other(format!("collectives: eventfd: {}", std::io::Error::last_os_error())));
+            return Err(Error::other(format!(
+                "background work: eventfd: {}",
+                std::io::Error::last_os_error()
+            )));
         }
         let p = Arc::new(Progress {
             queue: Mutex::new(Vec::new()),
@@ -45,19 +59,23 @@ impl Progress {
         });
         let h = pio
             .register(p.clone(), pioman::Options::default())
-            .map_err(|e| Error::other(format!("collectives: cannot register the progress source: {e}")))?;
+            .map_err(|e| Error::other(format!("cannot register the background-work source: {e}")))?;
         *p.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
         Ok(p)
     }
 
     /// Queues `e` to be advanced (once, however often it is pushed before the next poll).
-    pub(crate) fn push(&self, e: &Arc<Exec>) {
-        if e.queued.swap(true, SeqCst) {
+    pub(crate) fn push<T: Advance + 'static>(&self, e: &Arc<T>) {
+        self.push_dyn(e.clone());
+    }
+
+    fn push_dyn(&self, e: Arc<dyn Advance>) {
+        if e.queued().swap(true, SeqCst) {
             return;
         }
         {
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-            q.push(e.clone());
+            q.push(e);
             self.queued.fetch_add(1, SeqCst);
         }
         if self.armed.load(SeqCst) > 0 {
@@ -78,7 +96,7 @@ impl Progress {
 
 impl Source for Progress {
     fn name(&self) -> &str {
-        "madmpi-collectives"
+        "madmpi-background"
     }
 
     fn poll(&self, _ctx: &mut PollCtx) -> Poll {
@@ -94,9 +112,9 @@ impl Source for Progress {
             std::mem::take(&mut *q)
         };
         for e in ready {
-            e.queued.store(false, SeqCst);
-            if e.advance() {
-                self.push(&e);
+            e.queued().store(false, SeqCst);
+            if e.clone().advance() {
+                self.push_dyn(e);
             }
         }
         Poll::Progress
@@ -118,4 +136,30 @@ impl Source for Progress {
     fn disarm(&self) {
         self.armed.fetch_sub(1, SeqCst);
     }
+}
+
+/// The runtime's source, registered on first use.
+#[derive(Default)]
+struct Registered(Mutex<Option<Arc<Progress>>>);
+
+impl Extension for Registered {}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+            p.cancel();
+        }
+    }
+}
+
+/// The background-work source of runtime `rt` (registered with its pioman on first use).
+pub(crate) fn of(rt: &Runtime) -> Result<Arc<Progress>> {
+    let r: &Registered = rt.extensions().get_or_default();
+    let mut p = r.0.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = &*p {
+        return Ok(p.clone());
+    }
+    let new = Progress::register(rt.nm.pioman())?;
+    *p = Some(new.clone());
+    Ok(new)
 }
