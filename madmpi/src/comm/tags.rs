@@ -97,10 +97,12 @@ pub fn partitioned_data(channel: u32, k: u32) -> u64 {
     internal(Kind::Partitioned, u64::from(channel), k)
 }
 
-/// The nmad tag of large one-sided transfer number `seq` from one origin to one target, on
-/// the window's own communicator.
-pub fn one_sided(seq: u64) -> u64 {
-    internal(Kind::OneSided, seq, 0)
+/// The nmad tag of large one-sided transfer number `seq` of one origin to one target, on the
+/// window's own communicator: `answer` for the data a get brings back. The two ways apart,
+/// since two processes are each other's origin and target on one session, and a get's answer
+/// and a put of the same number travel between the same two processes in the same direction.
+pub fn one_sided(seq: u64, answer: bool) -> u64 {
+    internal(Kind::OneSided, seq, u32::from(answer))
 }
 
 #[cfg(test)]
@@ -118,7 +120,8 @@ mod tests {
         assert!(!matches(any, internal(Kind::Management, 0, 0)));
         assert!(!matches(any, internal(Kind::Collective, 5, 3)));
         assert!(!matches(any, internal(Kind::PointToPoint, 1, 0)), "a sequence number sets it apart");
-        assert!(!matches(any, one_sided(0)) && !matches(any, one_sided(9)));
+        assert!(!matches(any, one_sided(0, false)) && !matches(any, one_sided(9, true)));
+        assert_ne!(one_sided(3, false), one_sided(3, true), "a put and a get's answer of one number");
     }
 
     #[test]

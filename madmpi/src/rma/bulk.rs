@@ -21,6 +21,13 @@ use std::pin::Pin;
 /// Smallest transfer sent apart: below it, active messages (no rendezvous round trip) win.
 pub(crate) const BULK_MIN: u64 = 64 << 10;
 
+/// Which way a transfer's data goes: a put's or an accumulate's to the target, a get's back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Way {
+    ToTarget,
+    ToOrigin,
+}
+
 /// One transfer's nmad request, on either side.
 pub(crate) struct Transfer {
     req: Pin<Box<Request>>,
@@ -43,15 +50,16 @@ impl Transfer {
     pub(crate) unsafe fn send(
         session: &Session,
         peer: u32,
-        seq: u64,
+        (seq, way): (u64, Way),
         data: Data,
         monitor: Option<Monitor>,
     ) -> Result<Transfer> {
         let mut req = Box::pin(Request::new());
         req.as_mut().set_monitor(monitor);
+        let tag = tags::one_sided(seq, way == Way::ToOrigin);
         // SAFETY: the caller's contract for `data`; the request is pinned in its box, which
         // the transfer keeps until it completes (a dropped request waits).
-        unsafe { session.isend(peer, tags::one_sided(seq), data, SendMode::default(), req.as_ref()) }
+        unsafe { session.isend(peer, tag, data, SendMode::default(), req.as_ref()) }
             .map_err(crate::comm::from_nmad)?;
         Ok(Transfer { req, expect: None, refused: false })
     }
@@ -64,14 +72,14 @@ impl Transfer {
     pub(crate) unsafe fn recv(
         session: &Session,
         peer: u32,
-        seq: u64,
+        (seq, way): (u64, Way),
         data: Data,
         expect: Option<u64>,
         monitor: Option<Monitor>,
     ) -> Result<Transfer> {
         let mut req = Box::pin(Request::new());
         req.as_mut().set_monitor(monitor);
-        let tag = TagMatch::exact(tags::one_sided(seq));
+        let tag = TagMatch::exact(tags::one_sided(seq, way == Way::ToOrigin));
         // SAFETY: as for `send`.
         unsafe { session.irecv(Source::Rank(peer), tag, data, req.as_ref()) }
             .map_err(crate::comm::from_nmad)?;

@@ -13,7 +13,7 @@
 //! Owns the origin-side translation of a call into records; the target applies them
 //! (`target`), the synchronizations complete them (`sync`).
 
-use super::bulk::{BULK_MIN, Transfer};
+use super::bulk::{BULK_MIN, Transfer, Way};
 use super::direct;
 use super::origin::Origin;
 use super::service::{Sink, Slot};
@@ -206,7 +206,7 @@ impl Win {
         // SAFETY: the caller's contract.
         let transfer = unsafe {
             let data = origin.ty.data(origin.buf.cast_mut(), origin.count)?;
-            Transfer::send(&self.core.session, self.core.peers[t as usize], seq, data, None)
+            Transfer::send(&self.core.session, self.core.peers[t as usize], (seq, Way::ToTarget), data, None)
         }?;
         o.push(&self.core, t, rec(seq), &[]);
         o.to[t as usize].transfers.push(transfer);
@@ -316,14 +316,8 @@ impl Win {
             // operation completes, which waits for the transfer (`Win::wait_answers`).
             let t = unsafe {
                 let data = result.ty.data(result.buf.cast_mut(), result.count)?;
-                Transfer::recv(
-                    &self.core.session,
-                    self.core.peers[at.rank as usize],
-                    seq,
-                    data,
-                    Some(c.bytes),
-                    None,
-                )
+                let peer = self.core.peers[at.rank as usize];
+                Transfer::recv(&self.core.session, peer, (seq, Way::ToOrigin), data, Some(c.bytes), None)
             }?;
             o.push(&self.core, at.rank, Record::GetBulk { at: c.target, len: c.bytes, seq }, &[]);
             o.to[at.rank as usize].transfers.push(t);

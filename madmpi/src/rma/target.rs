@@ -14,7 +14,7 @@
 //! Owns [`WinCore`] (shared between the window and the service's handler) and the answers it
 //! sends; it must not wait (it runs on progression threads) nor touch origin-side state.
 
-use super::bulk::Transfer;
+use super::bulk::{Transfer, Way};
 use super::lock::{LockKind, LockQueue};
 use super::notify::Notify;
 use super::service::{Service, elem_size};
@@ -416,8 +416,17 @@ impl WinCore {
         // valid until completion.
         let mut transfer = unsafe {
             match kind {
-                BulkKind::Get => Transfer::send(&self.session, peer, seq, data, Some(monitor)),
-                _ => Transfer::recv(&self.session, peer, seq, data, Some(expect), Some(monitor)),
+                BulkKind::Get => {
+                    Transfer::send(&self.session, peer, (seq, Way::ToOrigin), data, Some(monitor))
+                }
+                _ => Transfer::recv(
+                    &self.session,
+                    peer,
+                    (seq, Way::ToTarget),
+                    data,
+                    Some(expect),
+                    Some(monitor),
+                ),
             }
         }?;
         transfer.refused = refused;
