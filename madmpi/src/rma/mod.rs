@@ -8,13 +8,14 @@
 //! passed over a Unix socket), `dynamic` (attached regions), `hints` (info keys), `typed`.
 //! The operations: `ops` (origin side: a call becomes records), `sync` (the epochs), `origin`
 //! (batches, lazy locks, counts), `wire` (the records), `service` (nmad's active-message
-//! handler, answer slots), `bulk` (large transfers as nmad messages beside their records), `fast` (the fast path's hot calls: lock states in atomics), `target` (records applied to memory, bounds), `shape` (a target
-//! datatype as its origin described it), `lock` (the reader/writer queue), `notify`.
+//! handler, answer slots), `bulk` (large transfers as nmad messages beside their records),
+//! `fast` (the fast path's hot calls: lock states in atomics), `target/` (records applied to
+//! memory, bounds, the target's side of large transfers), `shape` (a target datatype as its
+//! origin described it), `lock` (the reader/writer queue), `notify`.
 //!
 //! Operations travel as nmad active messages (large puts, gets and accumulates as nmad messages
 //! beside them) and are applied by whichever thread runs nmad's progression, so a passive
-//! target needs no MPI call of its own. It must not reach into
-//! nmad's drivers.
+//! target needs no MPI call of its own. It must not reach into nmad's drivers.
 
 mod bulk;
 pub(crate) mod create;
