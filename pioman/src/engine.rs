@@ -50,6 +50,10 @@ pub(crate) struct Inner {
     /// ping-pong the count above is briefly zero, and a progression thread starting to spin then
     /// would steal a core from the application for a whole slice.
     last_spin_ns: Vec<AtomicU64>,
+    /// When a waiter of each node last left a wait (spinning or sleeping): a progression thread
+    /// alone on the application's CPU takes the sources over only once the application has
+    /// been out of the library a while (see `threads`).
+    last_wait_ns: Vec<AtomicU64>,
     /// Cached `poll_at_switch` decision (refreshed at ticks: the switch hook must stay cheap).
     pub(crate) switch_poll: AtomicBool,
     /// Per-LWP switch counters (the switch hook polls every `switch_stride` switches).
@@ -116,6 +120,7 @@ impl Inner {
             watches: (0..nodes).map(|_| Watch::new()).collect(),
             spinning_waiters: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
             last_spin_ns: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
+            last_wait_ns: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
             switch_poll: AtomicBool::new(false),
             switch_stride: switch_stride.max(1),
             pokes: Mutex::new(Vec::new()),
@@ -380,11 +385,27 @@ impl Inner {
     /// Each round asks the policy for a plan (the machine changes while we wait): spin while
     /// driving progress, then sleep for at most a tick, in the sources' blocking waits or parked.
     pub(crate) fn wait_until(&self, cond: &Cond, mask: u32, deadline: Option<Instant>) -> bool {
+        if cond.test(mask) {
+            return true;
+        }
+        let (scope, vp) = self.caller_scope();
+        let r = self.wait_rounds(cond, mask, deadline, scope, vp);
+        self.last_wait_ns[self.node_index(scope)].store(crate::clock::now_ns(), Relaxed);
+        r
+    }
+
+    fn wait_rounds(
+        &self,
+        cond: &Cond,
+        mask: u32,
+        deadline: Option<Instant>,
+        scope: Scope,
+        vp: Option<usize>,
+    ) -> bool {
         loop {
             if cond.test(mask) {
                 return true;
             }
-            let (scope, vp) = self.caller_scope();
             let plan = self.policy.load().0.wait(&self.machine(vp));
             if let Some(r) = self.spin(cond, mask, scope, &plan, deadline) {
                 return r;
@@ -591,12 +612,12 @@ impl Inner {
 
     /// Whether a waiter spin-polls the sources of NUMA node `node` now, or did within a tick.
     pub(crate) fn waiter_spins_on(&self, node: usize) -> bool {
-        self.waiter_spun_within(node, self.tick)
-    }
-
-    /// Whether a waiter spin-polls the sources of NUMA node `node` now, or did within `window`.
-    pub(crate) fn waiter_spun_within(&self, node: usize, window: Duration) -> bool {
-        self.waiter_quiet_in(node, window) > Duration::ZERO
+        let now = crate::clock::now_ns();
+        self.waiter_spinning(node)
+            || self.last_spin_ns.get(node).is_some_and(|t| {
+                let t = t.load(Relaxed);
+                t != 0 && now.saturating_sub(t) < self.tick.as_nanos() as u64
+            })
     }
 
     /// Whether a waiter spin-polls the sources of NUMA node `node` now.
@@ -604,14 +625,14 @@ impl Inner {
         self.spinning_waiters.get(node).is_some_and(|c| c.load(Acquire) > 0)
     }
 
-    /// How long until the sources of NUMA node `node` will have had no spinning waiter for
-    /// `window` (all of `window` while one spins; zero once they have).
-    pub(crate) fn waiter_quiet_in(&self, node: usize, window: Duration) -> Duration {
-        if self.waiter_spinning(node) {
+    /// How long until NUMA node `node` will have had no waiting thread (spinning or sleeping)
+    /// for `window`: all of `window` while one waits, zero once none did for that long.
+    pub(crate) fn waiters_quiet_in(&self, node: usize, window: Duration) -> Duration {
+        if self.waiter_spinning(node) || self.waiter_blocks_on(node) {
             return window;
         }
         let now = crate::clock::now_ns();
-        let last = self.last_spin_ns.get(node).map_or(0, |t| t.load(Relaxed));
+        let last = self.last_wait_ns.get(node).map_or(0, |t| t.load(Relaxed));
         let since = now.saturating_sub(last);
         match window.as_nanos() as u64 {
             w if last != 0 && since < w => Duration::from_nanos(w - since),

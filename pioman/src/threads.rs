@@ -20,13 +20,14 @@ use std::time::{Duration, Instant};
 /// How long a polling progression thread spins before looking at the machine state again.
 const POLL_SLICE: Duration = Duration::from_micros(200);
 
-/// How soon a progression thread on the application's one CPU takes over the sources' watch
-/// once the application's last waiting thread left the library: it stands back while a waiter
-/// spun this recently, looking again after as long. A computing passive target then serves
-/// the first operation after its last MPI call within this time instead of a tick, for one
-/// short wake-up per period while the application is in MPI (a tight loop of MPI calls never
-/// looks idle that long, so its messages cost no wake-up of this thread).
-const ONE_CPU_HANDOVER: Duration = Duration::from_micros(200);
+/// How soon a progression thread on the application's one CPU takes over the sources once the
+/// application left the library: it stands back while a thread waits there (spinning or
+/// sleeping in the fds) or did this recently, looking again after as long. A passive target
+/// that computes then serves the first operation after its last MPI call within this time
+/// instead of a tick, for one short wake-up of this thread per period while the application is
+/// in MPI (a loop of MPI calls never looks idle that long). It also bounds [`poll_burst`]: an
+/// application that waited this recently polls itself, and a burst would only take its CPU.
+const APP_QUIET: Duration = Duration::from_micros(200);
 
 /// How long a progression thread on the application's one CPU polls on after its last useful
 /// poll before it sleeps in the sources' fds again ([`poll_burst`]).
@@ -163,13 +164,22 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
     if shares_one_cpu {
         raise_priority();
     }
-    // How recent a waiter's spin keeps this thread standing back (see ONE_CPU_HANDOVER).
-    let recent = if shares_one_cpu { ONE_CPU_HANDOVER } else { inner.tick };
+    // Alone on the application's CPU (and not under marcel, whose idle LWPs poll).
+    let handover = shares_one_cpu && !under_marcel;
     let mut next_tick = Instant::now() + inner.tick;
     while !inner.shutdown.load(Relaxed) {
         let m = inner.machine(None);
         let p = inner.policy();
         let action = idle_action(p.idle(&m), under_marcel, shares_one_cpu);
+        // Whether no waiting thread covers the node's sources: alone on one CPU, none has for
+        // APP_QUIET; otherwise none sleeps in them nor spun within a tick.
+        let app_out_of_library = |inner: &Inner, node| {
+            if handover {
+                inner.waiters_quiet_in(node, APP_QUIET).is_zero()
+            } else {
+                !inner.waiter_blocks_on(node) && !inner.waiter_spins_on(node)
+            }
+        };
         match action {
             IdleAction::Poll if inner.waiter_spins_on(node) || inner.waiter_blocks_on(node) => {
                 // A waiting thread polls these sources itself, or sleeps in their fds: do not
@@ -197,8 +207,7 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
             // Background blocking waits only when no waiting thread covers the node's sources
             // (sleeping in them, or spinning on them): a second sleeper would only add wake-ups.
             IdleAction::Block
-                if !inner.waiter_blocks_on(node)
-                    && !inner.waiter_spun_within(node, recent)
+                if app_out_of_library(&inner, node)
                     && inner.has_blocking_sources(scope)
                     && inner.watch(node).try_take() =>
             {
@@ -209,16 +218,18 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                 inner.watch(node).release(inner.waiter_blocks_on(node));
                 inner.note_blocking_wait(scope, woke);
                 let (useful, _) = inner.progress(Context::Blocking, scope, false, None);
-                if useful > 0 && shares_one_cpu {
+                if useful > 0 && handover && app_out_of_library(&inner, node) {
                     poll_burst(&inner, scope);
                 }
             }
-            _ => {
-                // Alone on one CPU, look again as soon as the waiters may have gone quiet.
+            IdleAction::Block if handover && !app_out_of_library(&inner, node) => {
+                // A thread waits on the sources (or just did): stand back, and look again as
+                // soon as the application may have left the library (APP_QUIET).
                 let until_tick = next_tick.saturating_duration_since(Instant::now());
-                let quiet_in = inner.waiter_quiet_in(node, recent).max(Duration::from_micros(10));
-                std::thread::park_timeout(if shares_one_cpu { quiet_in.min(until_tick) } else { until_tick })
+                let quiet_in = inner.waiters_quiet_in(node, APP_QUIET).max(Duration::from_micros(50));
+                std::thread::park_timeout(quiet_in.min(until_tick));
             }
+            _ => std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now())),
         }
         if !under_marcel && Instant::now() >= next_tick {
             if p.poll_at_tick(&m) {
@@ -239,8 +250,8 @@ fn poll_burst(inner: &Inner, scope: Scope) {
     let node = scope.numa.unwrap_or(0);
     let mut last_useful = Instant::now();
     while last_useful.elapsed() < BURST_QUIET && !inner.shutdown.load(Relaxed) {
-        if inner.waiter_blocks_on(node) || inner.waiter_spinning(node) {
-            return; // a waiting thread polls them now
+        if !inner.waiters_quiet_in(node, APP_QUIET).is_zero() {
+            return; // the application is in the library (or just was): it polls them itself
         }
         if inner.progress(Context::Blocking, scope, false, None).0 > 0 {
             last_useful = Instant::now();
