@@ -20,13 +20,12 @@ use std::time::{Duration, Instant};
 /// How long a polling progression thread spins before looking at the machine state again.
 const POLL_SLICE: Duration = Duration::from_micros(200);
 
-/// How soon a progression thread on the application's one CPU takes over the sources once the
-/// application left the library: it stands back while a thread waits there (spinning or
-/// sleeping in the fds) or did this recently, looking again after as long. A passive target
-/// that computes then serves the first operation after its last MPI call within this time
-/// instead of a tick, for one short wake-up of this thread per period while the application is
-/// in MPI (a loop of MPI calls never looks idle that long). It also bounds [`poll_burst`]: an
-/// application that waited this recently polls itself, and a burst would only take its CPU.
+/// How long the application must have been out of the library before a progression thread on
+/// its one CPU polls on through a burst ([`poll_burst`]): an application that waited this
+/// recently polls itself, and a burst would only take its CPU (a 1-thread message rate halved).
+/// (Re-checking every 200 µs whether the application left, to take over its sources sooner than
+/// the next tick, was tried and dropped: intra-node fetch_op and compare_and_swap epochs and
+/// small round trips got slower in some runs.)
 const APP_QUIET: Duration = Duration::from_micros(200);
 
 /// How long a progression thread on the application's one CPU polls on after its last useful
@@ -86,9 +85,12 @@ fn raise_priority() {
 }
 
 /// The time slice a progression thread on the application's one CPU asks for
-/// (`PIOMAN_THREAD_SLICE_US`, default 100 µs; 0 leaves it alone).
+/// (`PIOMAN_THREAD_SLICE_US`; 0, the default, leaves the kernel's). Off by default: with a
+/// 100 µs slice every tcp message's wake-up of this thread preempted the application, and the
+/// 0-byte tcp latency went from 6.1–7.8 to 8.8–9.1 µs; a passive target that computes gets its
+/// operations served sooner with it.
 fn thread_slice() -> Duration {
-    let us = std::env::var("PIOMAN_THREAD_SLICE_US").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(100);
+    let us = std::env::var("PIOMAN_THREAD_SLICE_US").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
     Duration::from_micros(us)
 }
 
@@ -165,21 +167,12 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
         raise_priority();
     }
     // Alone on the application's CPU (and not under marcel, whose idle LWPs poll).
-    let handover = shares_one_cpu && !under_marcel;
+    let burst = shares_one_cpu && !under_marcel;
     let mut next_tick = Instant::now() + inner.tick;
     while !inner.shutdown.load(Relaxed) {
         let m = inner.machine(None);
         let p = inner.policy();
         let action = idle_action(p.idle(&m), under_marcel, shares_one_cpu);
-        // Whether no waiting thread covers the node's sources: alone on one CPU, none has for
-        // APP_QUIET; otherwise none sleeps in them nor spun within a tick.
-        let app_out_of_library = |inner: &Inner, node| {
-            if handover {
-                inner.waiters_quiet_in(node, APP_QUIET).is_zero()
-            } else {
-                !inner.waiter_blocks_on(node) && !inner.waiter_spins_on(node)
-            }
-        };
         match action {
             IdleAction::Poll if inner.waiter_spins_on(node) || inner.waiter_blocks_on(node) => {
                 // A waiting thread polls these sources itself, or sleeps in their fds: do not
@@ -207,7 +200,8 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
             // Background blocking waits only when no waiting thread covers the node's sources
             // (sleeping in them, or spinning on them): a second sleeper would only add wake-ups.
             IdleAction::Block
-                if app_out_of_library(&inner, node)
+                if !inner.waiter_blocks_on(node)
+                    && !inner.waiter_spins_on(node)
                     && inner.has_blocking_sources(scope)
                     && inner.watch(node).try_take() =>
             {
@@ -218,16 +212,9 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                 inner.watch(node).release(inner.waiter_blocks_on(node));
                 inner.note_blocking_wait(scope, woke);
                 let (useful, _) = inner.progress(Context::Blocking, scope, false, None);
-                if useful > 0 && handover && app_out_of_library(&inner, node) {
+                if useful > 0 && burst && inner.waiters_quiet_in(node, APP_QUIET).is_zero() {
                     poll_burst(&inner, scope);
                 }
-            }
-            IdleAction::Block if handover && !app_out_of_library(&inner, node) => {
-                // A thread waits on the sources (or just did): stand back, and look again as
-                // soon as the application may have left the library (APP_QUIET).
-                let until_tick = next_tick.saturating_duration_since(Instant::now());
-                let quiet_in = inner.waiters_quiet_in(node, APP_QUIET).max(Duration::from_micros(50));
-                std::thread::park_timeout(quiet_in.min(until_tick));
             }
             _ => std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now())),
         }
