@@ -95,14 +95,8 @@ impl Transfer {
 
     /// Waits until the transfer completed (or `peer` failed): its outcome.
     pub(crate) fn wait(&self, nm: &nmad::Nmad, peer: u32) -> Result<()> {
-        while !self.req.wait_timeout(std::time::Duration::from_millis(100)) {
-            if nm.failed_peers().contains(&peer) {
-                return Err(Error::new(
-                    crate::error::ErrorClass::MpixProcFailed,
-                    format!("process {peer} failed during a one-sided transfer"),
-                ));
-            }
-        }
+        let failed = || format!("process {peer} failed during a one-sided transfer");
+        super::service::wait_unless_failed(nm, self.req.cond(), peer, failed)?;
         self.outcome()
     }
 

@@ -254,14 +254,24 @@ impl Slot {
 
     /// Waits until answered, or until its peer is known failed.
     pub(crate) fn wait(&self, nm: &nmad::Nmad) -> Result<()> {
-        while !nm.pioman().wait_timeout(&self.cond, nmad::COMPLETED, Duration::from_millis(100)) {
-            if nm.failed_peers().contains(&self.peer) {
-                return Err(Error::new(
-                    ErrorClass::MpixProcFailed,
-                    format!("the target (process {}) failed before answering", self.peer),
-                ));
-            }
-        }
+        let failed = || format!("the target (process {}) failed before answering", self.peer);
+        wait_unless_failed(nm, &self.cond, self.peer, failed)?;
         self.outcome().expect("done")
     }
+}
+
+/// Waits until `cond` completes, or until nmad peer `peer` is known failed (`what` says what
+/// was lost: `MPIX_ERR_PROC_FAILED`).
+pub(crate) fn wait_unless_failed(
+    nm: &nmad::Nmad,
+    cond: &pioman::Cond,
+    peer: u32,
+    what: impl Fn() -> String,
+) -> Result<()> {
+    while !nm.pioman().wait_timeout(cond, nmad::COMPLETED, Duration::from_millis(100)) {
+        if nm.failed_peers().contains(&peer) {
+            return Err(Error::new(ErrorClass::MpixProcFailed, what()));
+        }
+    }
+    Ok(())
 }
