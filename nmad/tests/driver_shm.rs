@@ -35,7 +35,7 @@ mod without_cma {
 }
 
 use nmad::drivers::conformance::{Recorder, pattern};
-use nmad::drivers::{BulkHeader, Link, PeerId, Segment, SegmentMut, Sent, Sink};
+use nmad::drivers::{Access, BulkHeader, Link, PeerId, Segment, SegmentMut, Sent, Sink, memkey};
 use std::io::{self, BufRead, BufReader, IoSlice, Read, Write};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixStream};
@@ -259,15 +259,31 @@ fn a_peer_process_is_read_and_echoes_then_leaves_cleanly() {
     let peer = spawn_peer(&key);
     let a = driver(0, &key);
     let link = a.connect(1, &peer.card).unwrap();
-    assert_eq!(link.pid_for_remote_reads(), Some(std::process::id()), "same pid namespace");
     let mut dst = vec![0u8; CHILD_BUF];
+    // The key the peer's link would give for its buffer (address keys are public: `memkey`).
     let remote = [
         Segment { ptr: peer.buf as *const u8, len: 1000 },
         Segment { ptr: (peer.buf + 1000) as *const u8, len: CHILD_BUF - 1000 },
     ];
-    // SAFETY: `dst` is writable; the remote addresses are checked by the kernel.
-    match unsafe { link.read_remote(&remote, &[SegmentMut { ptr: dst.as_mut_ptr(), len: dst.len() }]) } {
-        Ok(()) => assert!(dst == pattern(42, CHILD_BUF), "read_remote copied the wrong bytes"),
+    let key = memkey::encode(&remote, Access::ReadWrite).unwrap();
+    let local = [SegmentMut { ptr: dst.as_mut_ptr(), len: dst.len() }];
+    // SAFETY: `dst` is writable; the key is checked by the driver, its addresses by the kernel.
+    match unsafe { link.read_remote(&key, 0, &local) } {
+        Ok(()) => {
+            assert!(dst == pattern(42, CHILD_BUF), "read_remote copied the wrong bytes");
+            let news = pattern(7, 3000);
+            // SAFETY: `news` is readable; the peer's buffer is what the key names.
+            unsafe { link.write_remote(&key, 999, &[Segment { ptr: news.as_ptr(), len: news.len() }]) }
+                .expect("write_remote into the peer process");
+            let back = [SegmentMut { ptr: dst.as_mut_ptr(), len: 3000 }];
+            // SAFETY: as above.
+            unsafe { link.read_remote(&key, 999, &back) }.unwrap();
+            assert!(dst[..3000] == news[..], "write_remote across segments wrote the wrong bytes");
+            let past = [SegmentMut { ptr: dst.as_mut_ptr(), len: 2 }];
+            // SAFETY: as above.
+            let e = unsafe { link.read_remote(&key, CHILD_BUF as u64 - 1, &past) }.unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        }
         Err(e) if matches!(e.kind(), io::ErrorKind::PermissionDenied | io::ErrorKind::Unsupported) => {
             eprintln!("cross-memory attach refused here: {e}")
         }

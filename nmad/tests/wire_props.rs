@@ -1,13 +1,17 @@
 //! The packet decoder against random and mutated input: errors, never a panic or an
 //! out-of-bounds read; and encode/decode round trips of random chunk sequences.
 
-use nmad::wire::{Chunk, Decoder, Encoder, FLAG_READ, FLAG_SYNC, MAX_AM_HEADER, MsgHeader, Piece, VERSION};
+use nmad::drivers::MAX_KEY;
+use nmad::wire::{
+    Chunk, Decoder, Encoder, FLAG_READ, FLAG_SYNC, MAX_AM_HEADER, MsgHeader, Piece, RemoteMem, VERSION,
+};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
 enum Gen {
     Data(MsgHeader, u64, Vec<u8>),
-    Rdv(MsgHeader, u64, Vec<u8>, Option<Vec<(u64, u64)>>),
+    /// (rail name, memory key) when the sender exposed its memory.
+    Rdv(MsgHeader, u64, Vec<u8>, Option<(Vec<u8>, Vec<u8>)>),
     Rtr(u64, u64, Vec<(Vec<u8>, u64)>),
     Fin(u64),
     Ack(u64),
@@ -36,7 +40,10 @@ fn chunk() -> impl Strategy<Value = Gen> {
             header(0),
             any::<u64>(),
             prop::collection::vec(any::<u8>(), 0..64),
-            prop::option::of(prop::collection::vec((0u64..1 << 47, 1u64..1 << 30), 1..8))
+            prop::option::of((
+                prop::collection::vec(b'a'..=b'z', 1..10),
+                prop::collection::vec(any::<u8>(), 1..=MAX_KEY)
+            ))
         )
             .prop_map(|(mut h, c, hd, r)| {
                 if r.is_some() {
@@ -71,10 +78,9 @@ fn encode(chunks: &[Gen]) -> Vec<u8> {
                 b.extend_from_slice(p);
             }
             Gen::Rdv(h, cookie, hd, r) => {
-                let extra = r.as_ref().map_or(0, |s| s.iter().map(|x| x.1).sum::<u64>());
-                let total = if r.is_some() { extra } else { hd.len() as u64 + 5 };
-                let hd = &hd[..hd.len().min(total as usize)];
-                Encoder(&mut b).rdv(h, total, *cookie, hd, r.as_deref());
+                let total = hd.len() as u64 + 5;
+                let remote = r.as_ref().map(|(rail, key)| RemoteMem { rail, key });
+                Encoder(&mut b).rdv(h, total, *cookie, hd, remote);
             }
             Gen::Rtr(c, r, p) => {
                 let mut off = 0;
@@ -134,7 +140,7 @@ proptest! {
                 (Chunk::Rdv { h, cookie, remote, .. }, Gen::Rdv(h2, c2, _, r2)) => {
                     prop_assert_eq!(h, h2);
                     prop_assert_eq!(cookie, c2);
-                    prop_assert_eq!(remote.map(|r| r.segments().collect::<Vec<_>>()), r2.clone());
+                    prop_assert_eq!(remote.map(|r| (r.rail.to_vec(), r.key.to_vec())), r2.clone());
                 }
                 (Chunk::Rtr { cookie, recv_cookie, pieces, .. }, Gen::Rtr(c2, r2, p2)) => {
                     prop_assert_eq!((cookie, recv_cookie), (c2, r2));

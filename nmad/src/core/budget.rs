@@ -28,7 +28,8 @@
 //! session), and this module touches neither matching nor delivery.
 
 use super::gate::EAGER_OVERHEAD;
-use super::wire::{MAX_RDV_HEADER, MAX_REMOTE_SEGMENTS};
+use super::wire::{MAX_RAIL_NAME, MAX_RDV_HEADER};
+use crate::drivers::MAX_KEY;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 
 /// Sessions not created here yet that one peer may have messages waiting for. A rank reaches
@@ -36,9 +37,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 /// sessions ahead at most.
 pub(crate) const UNKNOWN_SESSIONS: u32 = 64;
 
-/// What a waiting rendezvous request may hold: bookkeeping, the user header, the sender's
-/// segments (16 bytes each).
-pub(crate) const RDV_FOOTPRINT: u64 = 64 + MAX_RDV_HEADER as u64 + 16 * MAX_REMOTE_SEGMENTS as u64;
+/// What a waiting rendezvous request may hold: bookkeeping, the user header, the rail and key
+/// of the sender's exposed memory.
+pub(crate) const RDV_FOOTPRINT: u64 = 64 + (MAX_RDV_HEADER + MAX_RAIL_NAME + MAX_KEY) as u64;
 
 /// The most a peer granted `grant` bytes and `slots` slots can make this process hold.
 pub(crate) fn per_peer(grant: u64, slots: u64) -> u64 {

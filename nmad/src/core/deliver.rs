@@ -13,7 +13,7 @@ use super::matching::{Body, Remote, Unexpected};
 use super::request::{Error, Kind, ReqPtr};
 use super::session::{InBody, Incoming};
 use super::wire::FLAG_SYNC;
-use crate::drivers::{BulkHeader, LargePath, PeerId, Segment, SegmentMut};
+use crate::drivers::{BulkHeader, LargePath, PeerId, SegmentMut};
 use std::io;
 use std::sync::atomic::Ordering::*;
 
@@ -200,10 +200,12 @@ unsafe fn start_large(
         unsafe { req.complete(None) };
         return;
     }
-    let can_read = !gate.no_remote_read.load(Relaxed)
-        && gate.rails.iter().any(|r| r.info.caps.large == LargePath::ReadRemote);
+    let can_read = |r: &Remote| {
+        !gate.no_remote_read.load(Relaxed)
+            && gate.rails.get(r.rail).is_some_and(|r| r.info.caps.large == LargePath::ReadRemote)
+    };
     match remote {
-        Some(remote) if can_read => {
+        Some(remote) if can_read(&remote) => {
             core.reads.push(ReadJob { peer: gate.peer, req, accepted, sender_cookie, remote });
         }
         // SAFETY: we hold it.
@@ -287,29 +289,19 @@ pub(crate) fn run_reads(core: &Core) -> usize {
     }
 }
 
+/// Reads the accepted bytes from the sender's exposed memory.
+///
+/// # Safety
+/// The caller holds the job's request.
 unsafe fn read(core: &Core, gate: &Gate, job: &ReadJob) -> io::Result<()> {
-    let rail = gate
-        .rails
-        .iter()
-        .find(|r| r.info.caps.large == LargePath::ReadRemote)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "no rail reads remote memory"))?;
+    let rail = &gate.rails[job.remote.rail];
     let link = rail.link(core)?;
     let mut local: Vec<SegmentMut> = Vec::new();
     // SAFETY: the caller holds the request.
     unsafe { job.req.state() }.data.segments_mut(0..job.accepted as usize, &mut local);
-    let mut remote: Vec<Segment> = Vec::new();
-    let mut left = job.accepted;
-    for (addr, len) in job.remote.segments.iter().copied() {
-        if left == 0 {
-            break;
-        }
-        let n = len.min(left);
-        remote.push(Segment { ptr: addr as usize as *const u8, len: n as usize });
-        left -= n;
-    }
-    // SAFETY: `local` is the receive buffer (writable until completion); the kernel checks
-    // `remote` against the peer's address space.
-    unsafe { link.read_remote(&remote, &local) }?;
+    // SAFETY: `local` is the receive buffer (writable until completion); the driver checks the
+    // key and the range, the system the addresses.
+    unsafe { link.read_remote(&job.remote.key, 0, &local) }?;
     core.counters.received(rail.driver, job.accepted as usize);
     Ok(())
 }

@@ -22,7 +22,7 @@ use super::budget::Allowance;
 use super::request::{Error, Kind, ReqPtr};
 use super::slab::Slab;
 use super::wire::{self, Encoder, FLAG_READ, FLAG_SYNC, MsgHeader, Piece};
-use crate::drivers::{BulkHeader, LargePath, Link, PeerId, Segment, Sent};
+use crate::drivers::{Access, BulkHeader, Exposed, LargePath, Link, MAX_EXPOSED_SEGMENTS, PeerId, Segment, Sent};
 use crate::observe::Event;
 use crate::strategies::{Plan, RailInfo, Strategy};
 use eager_now::Now;
@@ -257,7 +257,7 @@ impl Gate {
         self.rails.iter().find(|r| r.driver == driver)
     }
 
-    fn rail_by_name(&self, name: &[u8]) -> Option<usize> {
+    pub(super) fn rail_by_name(&self, name: &[u8]) -> Option<usize> {
         self.rails.iter().position(|r| r.info.name.as_bytes() == name)
     }
 
@@ -475,7 +475,7 @@ impl Gate {
                 slots -= 1;
                 o.protos.push(Proto::Rdv);
                 let hl = st.header_len.min(len).min(wire::MAX_RDV_HEADER);
-                let size = wire::MAX_HEADER + 30 + hl + 20 * (wire::MAX_REMOTE_SEGMENTS + 1);
+                let size = wire::MAX_HEADER + 30 + hl + wire::MAX_RAIL_NAME + crate::drivers::MAX_KEY;
                 o.msg_sizes.push(size);
                 planned += size;
             } else {
@@ -514,13 +514,20 @@ impl Gate {
         p
     }
 
-    /// The rail through which the peer may read our memory, and the pid to announce.
-    fn remote_read_pid(&self, core: &Core) -> Option<u32> {
+    /// Exposes `mem` for the peer to read through the first rail that can, if any: the rail's
+    /// name and what it gave.
+    ///
+    /// # Safety
+    /// `mem` must stay valid and unchanged while the [`Exposed`] lives.
+    unsafe fn expose(&self, core: &Core, mem: &[Segment]) -> Option<(usize, Exposed)> {
         if self.no_remote_read.load(Relaxed) {
             return None;
         }
-        let r = self.rails.iter().find(|r| r.info.caps.large == LargePath::ReadRemote)?;
-        r.link(core).ok()?.pid_for_remote_reads()
+        let i = self.rails.iter().position(|r| r.info.caps.large == LargePath::ReadRemote)?;
+        let link = self.rails[i].link(core).ok()?;
+        // SAFETY: the caller's contract.
+        let e = unsafe { link.expose(mem, Access::Read) }.ok()?;
+        (e.key().len() <= crate::drivers::MAX_KEY && !e.key().is_empty()).then_some((i, e))
     }
 
     /// Encodes the packet of `plan` into `o.hdr`/`o.iov`. Returns the credit it carries back.
@@ -582,20 +589,21 @@ impl Gate {
                     let hl = st.header_len.min(len).min(wire::MAX_RDV_HEADER);
                     // SAFETY: the send's memory is readable until it completes (Data contract).
                     unsafe { st.data.pack(0, &mut head[..hl]) };
-                    let mut remote: Vec<(u64, u64)> = Vec::new();
-                    let pid = if st.data.block_count(0..len) <= wire::MAX_REMOTE_SEGMENTS {
-                        self.remote_read_pid(core)
-                    } else {
-                        None
-                    };
-                    if pid.is_some() {
+                    st.exposed = None;
+                    if st.data.block_count(0..len) <= MAX_EXPOSED_SEGMENTS {
                         o.segs.clear();
                         st.data.segments(0..len, &mut o.segs);
-                        remote.extend(o.segs.iter().map(|s| (s.ptr as u64, s.len as u64)));
+                        // SAFETY: a queued send's memory stays readable and unchanged until it
+                        // completes (Data contract), and completing drops the exposure.
+                        st.exposed = unsafe { self.expose(core, &o.segs) };
                     }
-                    let flags = (flags & FLAG_SYNC) | if pid.is_some() { FLAG_READ } else { 0 };
+                    let remote = st.exposed.as_ref().map(|(rail, e)| wire::RemoteMem {
+                        rail: self.rails[*rail].info.name.as_bytes(),
+                        key: e.key(),
+                    });
+                    let flags = (flags & FLAG_SYNC) | if remote.is_some() { FLAG_READ } else { 0 };
                     let h = MsgHeader { flags, session, tag, seq: st.seq };
-                    Encoder(&mut o.hdr).rdv(&h, len as u64, cookie, &head[..hl], pid.map(|_| &remote[..]));
+                    Encoder(&mut o.hdr).rdv(&h, len as u64, cookie, &head[..hl], remote);
                 }
             }
         }

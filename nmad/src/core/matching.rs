@@ -28,10 +28,19 @@ pub(crate) enum Body {
     Rdv { total: u64, cookie: u64, header: Vec<u8>, remote: Option<Remote> },
 }
 
-/// Sender memory announced for a direct read.
+/// Sender memory announced for a direct read: the rail (of this gate) that exposed it, and the
+/// key its driver gave.
 #[derive(Clone, Debug)]
 pub(crate) struct Remote {
-    pub(crate) segments: Vec<(u64, u64)>,
+    pub(crate) rail: usize,
+    pub(crate) key: Vec<u8>,
+}
+
+impl Remote {
+    /// Bytes it holds (for the unexpected budget).
+    pub(crate) fn footprint(&self) -> u64 {
+        8 + self.key.len() as u64
+    }
 }
 
 impl Unexpected {
@@ -48,7 +57,7 @@ impl Unexpected {
         64 + match &self.body {
             Body::Eager { data, .. } => data.len() as u64,
             Body::Rdv { header, remote, .. } => {
-                header.len() as u64 + remote.as_ref().map_or(0, |r| 16 * r.segments.len() as u64)
+                header.len() as u64 + remote.as_ref().map_or(0, Remote::footprint)
             }
         }
     }

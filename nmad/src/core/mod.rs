@@ -566,7 +566,11 @@ impl Core {
                     Ok(())
                 }
                 wire::Chunk::Rdv { h, total, cookie, header, remote } => {
-                    let remote = remote.map(|r| matching::Remote { segments: r.segments().collect() });
+                    // Memory exposed through a rail we do not share is read some other way: bulk.
+                    let remote = remote.and_then(|r| {
+                        let rail = gate.rail_by_name(r.rail)?;
+                        Some(matching::Remote { rail, key: r.key.to_vec() })
+                    });
                     let body = InBody::Rdv { total, cookie, header: Cow::Borrowed(header), remote };
                     let arrival = gate.allowance.charge_rdv();
                     if let Err(what) = arrival.and_then(|()| self.incoming(&gate, Incoming { from, h, body }))

@@ -133,6 +133,9 @@ pub(crate) struct State {
     /// Outstanding pieces (bulk sends, the final FIN or ACK) before completion.
     pub(crate) pending: u32,
     pub(crate) monitor: Option<Monitor>,
+    /// For rendezvous sends: the memory exposed for the receiver to read (its rail, and what the
+    /// driver keeps until we complete).
+    pub(crate) exposed: Option<(usize, crate::drivers::Exposed)>,
 }
 
 /// What only the owner touches: set when submitting, read when waiting or dropping.
@@ -424,6 +427,7 @@ impl ReqPtr {
             m(ev, &self.status_now(st));
         }
         st.claimed = None;
+        st.exposed = None;
         let req = self.req();
         req.cond.signal(COMPLETED | MATCHED);
     }

@@ -65,7 +65,7 @@ impl Incoming<'_> {
         64 + match &self.body {
             InBody::Data { payload, .. } => payload.len() as u64,
             InBody::Rdv { header, remote, .. } => {
-                header.len() as u64 + remote.as_ref().map_or(0, |r| 16 * r.segments.len() as u64)
+                header.len() as u64 + remote.as_ref().map_or(0, Remote::footprint)
             }
         }
     }

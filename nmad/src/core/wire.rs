@@ -3,8 +3,9 @@
 //! ```text
 //! packet := VERSION chunk*
 //! DATA   := 1 flags session tag seq len [cookie if SYNC] payload[len]
-//! RDV    := 2 flags session tag seq total cookie hlen header[hlen] [nseg (addr len)* if READ]
-//!           (header: a copy of the message's first bytes, for peeking; segments: all `total` bytes)
+//! RDV    := 2 flags session tag seq total cookie hlen header[hlen] [namelen name klen key if READ]
+//!           (header: a copy of the message's first bytes, for peeking; if READ, the sender
+//!           exposed all `total` bytes through its rail `name`, which gave the opaque `key`)
 //! RTR    := 3 cookie recv_cookie accepted npieces (namelen name offset len)*
 //! FIN    := 4 cookie            (the receiver has read everything it wanted: send complete)
 //! ACK    := 5 cookie            (a synchronous eager send was matched)
@@ -19,6 +20,7 @@
 //! every byte as hostile: lengths are checked against what remains, counts are capped, varints
 //! may not overflow; it returns an error and never panics or reads out of bounds.
 
+use crate::drivers::MAX_KEY;
 use std::fmt;
 
 pub const VERSION: u8 = 0xA1;
@@ -30,8 +32,6 @@ pub const FLAG_READ: u8 = 2;
 
 /// Bytes of user header an RDV may carry for the receiver to peek at.
 pub const MAX_RDV_HEADER: usize = 1024;
-/// Segments of sender memory an RDV may describe.
-pub const MAX_REMOTE_SEGMENTS: usize = 64;
 /// Pieces in an RTR (rails × splits).
 pub const MAX_PIECES: usize = 16;
 /// Longest rail name in an RTR.
@@ -80,21 +80,12 @@ pub enum Chunk<'a> {
     Am { handler: u16, header: &'a [u8], payload: &'a [u8] },
 }
 
-/// The sender's memory announced in an RDV ((address, length) pairs; the receiver's driver
-/// knows which process it belongs to from the authenticated connection, never from the packet).
+/// The sender's memory announced in an RDV: the rail that exposed it and the key it gave (opaque
+/// here: that rail's driver checks it when the receiver reads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RemoteMem<'a> {
-    pub nseg: usize,
-    raw: &'a [u8],
-}
-
-impl<'a> RemoteMem<'a> {
-    /// The (address, length) pairs (validated when the chunk was decoded).
-    pub fn segments(&self) -> impl Iterator<Item = (u64, u64)> + 'a {
-        let mut d = Decoder { b: self.raw, at: 0 };
-        let n = self.nseg;
-        (0..n).map(move |_| (d.varint().unwrap_or(0), d.varint().unwrap_or(0)))
-    }
+    pub rail: &'a [u8],
+    pub key: &'a [u8],
 }
 
 /// What is wrong with a packet.
@@ -198,24 +189,16 @@ impl<'a> Decoder<'a> {
                 }
                 let header = self.bytes(hlen)?;
                 let remote = if h.flags & FLAG_READ != 0 {
-                    let nseg = self.varint()?;
-                    if nseg == 0 || nseg > MAX_REMOTE_SEGMENTS as u64 {
-                        return self.err("bad number of remote segments");
+                    let n = self.varint()?;
+                    if n == 0 || n > MAX_RAIL_NAME as u64 {
+                        return self.err("bad rail name length");
                     }
-                    let start = self.at;
-                    let mut sum = 0u64;
-                    for _ in 0..nseg {
-                        let addr = self.varint()?;
-                        let len = self.varint()?;
-                        if addr.checked_add(len).is_none() {
-                            return self.err("remote segment wraps around");
-                        }
-                        sum = sum.checked_add(len).ok_or(DecodeError { at: self.at, what: "overflow" })?;
+                    let rail = self.bytes(n)?;
+                    let n = self.varint()?;
+                    if n == 0 || n > MAX_KEY as u64 {
+                        return self.err("bad memory key length");
                     }
-                    if sum != total {
-                        return self.err("remote segments do not add up to the message");
-                    }
-                    Some(RemoteMem { nseg: nseg as usize, raw: &self.b[start..self.at] })
+                    Some(RemoteMem { rail, key: self.bytes(n)? })
                 } else {
                     None
                 };
@@ -313,27 +296,26 @@ impl Encoder<'_> {
         }
     }
 
-    /// An RDV chunk (complete: its user header is copied in). `remote`: the sender's memory
-    /// when `h.flags` has [`FLAG_READ`].
+    /// An RDV chunk (complete: its user header is copied in). `remote`: the rail and key of the
+    /// sender's exposed memory when `h.flags` has [`FLAG_READ`].
     pub fn rdv(
         &mut self,
         h: &MsgHeader,
         total: u64,
         cookie: u64,
         header: &[u8],
-        remote: Option<&[(u64, u64)]>,
+        remote: Option<RemoteMem<'_>>,
     ) {
         self.msg_header(RDV, h);
         self.varint(total);
         self.varint(cookie);
         self.varint(header.len() as u64);
         self.0.extend_from_slice(header);
-        if let Some(segs) = remote {
-            self.varint(segs.len() as u64);
-            for &(a, l) in segs {
-                self.varint(a);
-                self.varint(l);
-            }
+        if let Some(r) = remote {
+            self.varint(r.rail.len() as u64);
+            self.0.extend_from_slice(r.rail);
+            self.varint(r.key.len() as u64);
+            self.0.extend_from_slice(r.key);
         }
     }
 
@@ -415,12 +397,13 @@ mod tests {
     fn every_chunk_round_trips() {
         let h = MsgHeader { flags: FLAG_SYNC, session: 7, tag: u64::MAX, seq: 99_999 };
         let hr = MsgHeader { flags: FLAG_READ, session: 0, tag: 3, seq: 0 };
-        let segs = [(0x7fff_0000_1000u64, 4000u64), (0x1000, 96)];
+        let key = [0u8, 2, 0x80, 0x20, 0xa0, 0x1f, 0x80, 0x20, 96];
+        let remote = RemoteMem { rail: b"shm", key: &key };
         let mut b = packet(|e| {
             e.data(&h, 3, 42);
         });
         b.extend_from_slice(b"abc");
-        Encoder(&mut b).rdv(&hr, 4096, 9, b"hdr!", Some(&segs));
+        Encoder(&mut b).rdv(&hr, 4096, 9, b"hdr!", Some(remote));
         Encoder(&mut b).rtr(
             9,
             10,
@@ -438,7 +421,7 @@ mod tests {
         match &got[1] {
             Chunk::Rdv { h: g, total: 4096, cookie: 9, header, remote: Some(r) } => {
                 assert_eq!((g, *header), (&hr, &b"hdr!"[..]));
-                assert_eq!(r.segments().collect::<Vec<_>>(), segs);
+                assert_eq!(*r, remote);
             }
             c => panic!("{c:?}"),
         }
@@ -480,11 +463,11 @@ mod tests {
             (vec![VERSION, RTR, 1, 1, 10, 17], "too many pieces"),
             (vec![VERSION, RTR, 1, 1, 10, 1, 3, b's', b'h', b'm', 5, 6], "piece beyond the accepted length"),
             (vec![VERSION, RDV, 0, 1, 1, 1, 10, 1, 11], "rendezvous header too long"),
-            (
-                vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 1, 1, 9],
-                "remote segments do not add up to the message",
-            ),
-            (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 0], "bad number of remote segments"),
+            (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 0], "bad rail name length"),
+            (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 65], "bad rail name length"),
+            (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 1, b's', 0], "bad memory key length"),
+            (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 1, b's', 0x95, 0x0a], "bad memory key length"),
+            (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 1, b's', 2, 0], "length beyond the end of the packet"),
             (vec![VERSION, AM, 0x80, 0x80, 0x04, 0, 0], "handler id exceeds 16 bits"),
             (vec![VERSION, AM, 1, 0x81, 0x08, 0], "active message header too long"),
             (vec![VERSION, AM, 1, 2, 0, b'h'], "length beyond the end of the packet"),

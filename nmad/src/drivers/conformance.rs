@@ -5,7 +5,7 @@
 //! [`Recorder`] is a [`Sink`] that keeps what arrives; [`pump`] polls both sides until a
 //! condition holds. Each `check_*` function panics with a message saying what broke.
 
-use super::{BulkHeader, Driver, LargePath, Link, PeerId, Segment, SegmentMut, Sent, Sink};
+use super::{Access, BulkHeader, Driver, LargePath, Link, MAX_KEY, PeerId, Segment, SegmentMut, Sent, Sink};
 use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::sync::Arc;
@@ -310,37 +310,60 @@ pub fn check_bulk(p: &Pair) {
     assert!(r.packets.iter().any(|(_, b)| *b == tail), "packets after a discarded transfer arrive");
 }
 
-/// Drivers with the read-remote path copy the peer's memory.
-pub fn check_read_remote(p: &Pair) {
+/// Drivers with the read-remote path expose memory by key: the peer reads and writes it at
+/// offsets, within what was exposed, and only writes what was exposed for writing.
+pub fn check_remote_memory(p: &Pair) {
     if p.a.caps().large != LargePath::ReadRemote {
+        assert_eq!(
+            p.a.caps().large,
+            LargePath::Bulk,
+            "drivers without remote access stream rendezvous data"
+        );
         return;
     }
     let (mut ra, mut rb) = (Recorder::default(), Recorder::default());
     let (ab, ba) = connect(p, &mut ra, &mut rb);
-    assert!(ab.pid_for_remote_reads().is_some(), "ReadRemote drivers announce a pid");
-    let src = pattern(3, (3 << 20) + 17);
-    let mut dst = vec![0u8; src.len()];
-    let remote = [
-        Segment { ptr: src.as_ptr(), len: 10 },
-        Segment {
-            // SAFETY: 10 < len: inside `src`.
-            ptr: unsafe { src.as_ptr().add(10) },
-            len: src.len() - 10,
-        },
+    let mut src = pattern(3, (3 << 20) + 17);
+    let (head, tail) = src.split_at_mut(10);
+    let mem = [
+        Segment { ptr: head.as_mut_ptr().cast_const(), len: head.len() },
+        Segment { ptr: tail.as_mut_ptr().cast_const(), len: tail.len() },
     ];
+    // a exposes its memory to b (one process here, so its addresses are valid for the "peer").
+    // SAFETY: `src` outlives `exposed` and is writable.
+    let exposed = unsafe { ab.expose(&mem, Access::ReadWrite) }.expect("ReadRemote drivers expose memory");
+    assert!(!exposed.key().is_empty() && exposed.key().len() <= MAX_KEY, "a key fits in a packet");
+    let mut dst = vec![0u8; src.len() - 5];
     let local = [SegmentMut { ptr: dst.as_mut_ptr(), len: dst.len() }];
-    // b reads a's memory (one process here, so the addresses are valid for the "peer" too).
     // SAFETY: `dst` is valid for writes.
-    match unsafe { ba.read_remote(&remote, &local) } {
-        Ok(()) => assert!(src == dst, "read_remote copied the wrong bytes"),
+    match unsafe { ba.read_remote(exposed.key(), 5, &local) } {
+        Ok(()) => assert!(src[5..] == dst[..], "read_remote at an offset copied the wrong bytes"),
         Err(e) if matches!(e.kind(), io::ErrorKind::PermissionDenied | io::ErrorKind::Unsupported) => {
-            eprintln!("read_remote refused here ({e}): the bulk fallback is what runs")
+            return eprintln!("remote access refused here ({e}): the bulk fallback is what runs");
         }
         Err(e) => panic!("read_remote: {e}"),
     }
-    let short = [SegmentMut { ptr: dst.as_mut_ptr(), len: 5 }];
+    let news = pattern(9, 1000);
+    let from = [Segment { ptr: news.as_ptr(), len: news.len() }];
+    // SAFETY: `news` is readable; the key names `src`, alive and exposed for writing.
+    unsafe { ba.write_remote(exposed.key(), 4, &from) }.expect("write_remote");
+    assert!(src[4..1004] == news[..] && src[..4] == pattern(3, 4)[..], "write_remote wrote elsewhere");
+    let past = [SegmentMut { ptr: dst.as_mut_ptr(), len: 6 }];
+    let before = dst.clone();
     // SAFETY: as above.
-    assert!(unsafe { ba.read_remote(&remote, &short) }.is_err(), "length mismatch is an error");
+    let e = unsafe { ba.read_remote(exposed.key(), src.len() as u64 - 5, &past) }.unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "a range past the exposed memory is refused: {e}");
+    // SAFETY: as above.
+    assert!(unsafe { ba.read_remote(exposed.key(), u64::MAX, &past) }.is_err(), "offsets do not wrap");
+    // SAFETY: as above.
+    assert!(unsafe { ba.read_remote(&[0xff; 7], 0, &past) }.is_err(), "a malformed key is refused");
+    assert!(dst == before, "refused reads wrote nothing");
+    drop(exposed);
+    // SAFETY: `src` outlives the exposure.
+    let read_only = unsafe { ab.expose(&mem, Access::Read) }.expect("expose for reading");
+    // SAFETY: as above.
+    let e = unsafe { ba.write_remote(read_only.key(), 0, &from) }.unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "no writes through a read-only key: {e}");
 }
 
 /// A context sleeping on `wait_fd` (after `arm`) is woken by a packet.
@@ -632,8 +655,8 @@ macro_rules! driver_conformance_tests {
             $crate::drivers::conformance::check_bulk(&$make());
         }
         #[test]
-        fn read_remote() {
-            $crate::drivers::conformance::check_read_remote(&$make());
+        fn remote_memory() {
+            $crate::drivers::conformance::check_remote_memory(&$make());
         }
         #[test]
         fn blocking_wait() {

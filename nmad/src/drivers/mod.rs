@@ -14,6 +14,13 @@
 //!   (`Sink::bulk_dest`), or read by the receiver from the sender's memory
 //!   (`Link::read_remote`, [`LargePath::ReadRemote`]).
 //!
+//! **Remote memory** is one seam for every driver that can reach a peer's memory without the
+//! peer's CPU copying it (cross-memory attach today, registered memory and RDMA tomorrow): the
+//! owner *exposes* segments to a peer ([`Link::expose`]) and sends it the opaque key it gets;
+//! the peer reads or writes bytes of that memory by key and offset ([`Link::read_remote`],
+//! [`Link::write_remote`]). What a key holds is the driver's business (`memkey`: addresses, for
+//! drivers that reach the peer's address space); the core only carries it.
+//!
 //! Rules every driver keeps:
 //! - Everything read from a peer is untrusted: every length and offset is bounds-checked, a
 //!   malformed frame fails the link ([`Sink::link_failed`]) instead of panicking.
@@ -33,6 +40,7 @@
 //! - Drivers never see tags, sessions or requests: `BulkHeader::cookie` is opaque to them.
 
 pub mod conformance;
+pub mod memkey;
 pub mod retry;
 pub mod self_driver;
 pub mod shm;
@@ -69,8 +77,53 @@ pub enum LargePath {
     /// receiver's core says ([`Sink::bulk_dest`]).
     Bulk,
     /// The receiver copies it out of the sender's memory with [`Link::read_remote`] (one copy);
-    /// `Bulk` remains available as the fallback when the system refuses.
+    /// `Bulk` remains available as the fallback when the system refuses. Such a driver
+    /// implements [`Link::expose`], [`Link::read_remote`] and [`Link::write_remote`].
     ReadRemote,
+}
+
+/// Longest key [`Link::expose`] may return (it travels in a packet).
+pub const MAX_KEY: usize = 1300;
+/// Most segments the core asks [`Link::expose`] to expose at once (more scattered memory is sent
+/// as bulk data instead).
+pub const MAX_EXPOSED_SEGMENTS: usize = 64;
+
+/// What a peer may do with exposed memory. Drivers that cannot enforce it (cross-memory attach:
+/// a peer allowed to read a process may write it too) document so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    ReadWrite,
+}
+
+/// Memory of this process exposed to one peer: the key to send it, and whatever the driver needs
+/// kept until the peer is done (a registration); dropping it withdraws the exposure.
+pub struct Exposed {
+    key: Vec<u8>,
+    _hold: Option<Box<dyn Send + Sync>>,
+}
+
+impl Exposed {
+    /// An exposure that needs nothing kept (the key alone gives access).
+    pub fn new(key: Vec<u8>) -> Exposed {
+        Exposed { key, _hold: None }
+    }
+
+    /// An exposure that lasts as long as `hold`.
+    pub fn holding(key: Vec<u8>, hold: Box<dyn Send + Sync>) -> Exposed {
+        Exposed { key, _hold: Some(hold) }
+    }
+
+    /// The opaque key the peer names this memory by (at most [`MAX_KEY`] bytes).
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+}
+
+impl std::fmt::Debug for Exposed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Exposed({} key bytes)", self.key.len())
+    }
 }
 
 /// Nominal performance, for strategies (small messages on the lowest latency, large ones split
@@ -185,20 +238,35 @@ pub trait Link: Send + Sync {
     /// The memory of `src` must stay valid and unchanged until `bulk_sent(token)` or a
     /// `link_failed` for this peer has been reported.
     unsafe fn send_bulk(&self, hdr: BulkHeader, src: &[Segment], token: u64) -> io::Result<()>;
-    /// Copies the peer's memory `remote` into `local` (same total length) — one copy, for
-    /// [`LargePath::ReadRemote`]. `ErrorKind::PermissionDenied` or `Unsupported` mean the system
-    /// refuses: the core falls back to bulk sends.
+    /// Exposes `mem` (one range: the segments in order) to the peer for `access`; the peer names
+    /// its bytes by the returned key and offsets from 0. `ErrorKind::Unsupported` when the driver
+    /// cannot (or not for this peer, or not that many segments): the core sends the data instead.
     ///
     /// # Safety
-    /// `local` must be valid for writes. `remote` comes from the peer and is checked by the
-    /// system, not trusted.
-    unsafe fn read_remote(&self, remote: &[Segment], local: &[SegmentMut]) -> io::Result<()> {
-        let _ = (remote, local);
+    /// `mem` must stay valid (writable, for `ReadWrite`) while the [`Exposed`] lives.
+    unsafe fn expose(&self, mem: &[Segment], access: Access) -> io::Result<Exposed> {
+        let _ = (mem, access);
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this driver cannot expose memory"))
+    }
+    /// Copies bytes `offset ..` of the peer's memory named by `key` into `local` (their total
+    /// length) — one copy. `key` comes from the peer: it is checked, not trusted, and a range
+    /// outside it is an `InvalidInput` error with nothing copied. `PermissionDenied` or
+    /// `Unsupported` mean the system refuses: the core falls back to bulk sends.
+    ///
+    /// # Safety
+    /// `local` must be valid for writes.
+    unsafe fn read_remote(&self, key: &[u8], offset: u64, local: &[SegmentMut]) -> io::Result<()> {
+        let _ = (key, offset, local);
         Err(io::Error::new(io::ErrorKind::Unsupported, "this driver cannot read remote memory"))
     }
-    /// The process id to announce in rendezvous requests when [`Link::read_remote`] is possible.
-    fn pid_for_remote_reads(&self) -> Option<u32> {
-        None
+    /// Copies `src` into bytes `offset ..` of the peer's memory named by `key`, as
+    /// [`Link::read_remote`] in the other direction.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads.
+    unsafe fn write_remote(&self, key: &[u8], offset: u64, src: &[Segment]) -> io::Result<()> {
+        let _ = (key, offset, src);
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this driver cannot write remote memory"))
     }
     /// Whether bytes this link took (a packet it reported `Done`, bulk data) have yet to reach
     /// the peer beyond this process's reach: still in the driver, or in a kernel buffer the peer

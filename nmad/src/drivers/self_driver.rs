@@ -1,13 +1,13 @@
 //! The `self` driver: messages a process sends to itself. Packets are copied into an in-process
 //! queue; rendezvous data is copied once, straight from the sender's buffer into the receiver's
-//! (`read_remote` within one address space).
+//! (`read_remote` within one address space, memory named by `memkey` keys).
 //!
 //! It owns its queue and its eventfd; it reaches only the process (and core instance) that
 //! created it.
 
 use super::{
-    BulkHeader, Caps, Driver, DriverEnv, LargePath, Link, PeerId, Profile, Segment, SegmentMut, Sent, Sink,
-    copy_segments,
+    Access, BulkHeader, Caps, Driver, DriverEnv, Exposed, LargePath, Link, PeerId, Profile, Segment, SegmentMut,
+    Sent, Sink, copy_segments, memkey,
 };
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
@@ -222,19 +222,27 @@ impl Link for SelfLink {
         self.0.push(Item::Bulk { hdr, src: src.to_vec(), token }, 0).map(|_| ())
     }
 
-    unsafe fn read_remote(&self, remote: &[Segment], local: &[SegmentMut]) -> io::Result<()> {
-        let (r, l) =
-            (remote.iter().map(|s| s.len).sum::<usize>(), local.iter().map(|s| s.len).sum::<usize>());
-        if r != l {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "remote and local lengths differ"));
-        }
-        // SAFETY: same address space: `remote` is the sender's live buffer (kept until the core
-        // completes the send), `local` is valid for writes (caller's contract).
-        unsafe { copy_segments(remote, local) };
+    unsafe fn expose(&self, mem: &[Segment], access: Access) -> io::Result<Exposed> {
+        memkey::encode(mem, access).map(Exposed::new)
+    }
+
+    unsafe fn read_remote(&self, key: &[u8], offset: u64, local: &[SegmentMut]) -> io::Result<()> {
+        let remote = memkey::range(key, Access::Read, offset, local.iter().map(|s| s.len).sum())?;
+        let remote: Vec<Segment> = remote.into_iter().map(|(a, len)| Segment { ptr: a as *const u8, len }).collect();
+        // SAFETY: same address space: the key names memory this process exposed and keeps valid
+        // while exposed (`expose`'s contract), `local` is valid for writes (caller's contract),
+        // and MPI forbids a receive buffer overlapping its send buffer.
+        unsafe { copy_segments(&remote, local) };
         Ok(())
     }
 
-    fn pid_for_remote_reads(&self) -> Option<u32> {
-        Some(std::process::id())
+    unsafe fn write_remote(&self, key: &[u8], offset: u64, src: &[Segment]) -> io::Result<()> {
+        let remote = memkey::range(key, Access::ReadWrite, offset, src.iter().map(|s| s.len).sum())?;
+        let remote: Vec<SegmentMut> =
+            remote.into_iter().map(|(a, len)| SegmentMut { ptr: a as *mut u8, len }).collect();
+        // SAFETY: as in `read_remote`, the other way: the exposed memory is writable while
+        // exposed for writing (the key said so: `range` checked) and `src` is readable.
+        unsafe { copy_segments(src, &remote) };
+        Ok(())
     }
 }

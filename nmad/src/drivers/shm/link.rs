@@ -13,7 +13,8 @@ use super::ring::{
 use super::socket::signal;
 use super::spin::{Guard, SpinLock};
 use super::wake::Sleeper;
-use crate::drivers::{BulkHeader, Link, PeerId, Segment, SegmentMut, Sent};
+use super::cma::{self, Way};
+use crate::drivers::{Access, BulkHeader, Exposed, Link, PeerId, Segment, SegmentMut, Sent, memkey};
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::Shutdown;
@@ -89,8 +90,8 @@ pub(crate) struct Parts {
     pub sock: UnixStream,
     /// The peer's pid for our cross-memory reads (None: disabled here or the peer is invisible).
     pub read_pid: Option<u32>,
-    /// Our pid as the peer sees it, if the peer may read us.
-    pub announce_pid: Option<u32>,
+    /// The peer may reach our memory (both sides allow it and it sees our pid): we may expose.
+    pub exposable: bool,
 }
 
 /// A link to one peer.
@@ -118,7 +119,7 @@ pub(crate) struct ShmLink {
     /// `link_failed` was delivered.
     pub(crate) reported: AtomicBool,
     read_pid: Option<u32>,
-    announce_pid: Option<u32>,
+    exposable: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -148,7 +149,7 @@ impl ShmLink {
             failure: Mutex::new(None),
             reported: AtomicBool::new(false),
             read_pid: p.read_pid,
-            announce_pid: p.announce_pid,
+            exposable: p.exposable,
         })
     }
 
@@ -192,6 +193,25 @@ impl ShmLink {
 
     fn check(&self) -> io::Result<()> {
         if self.failed() { Err(self.error()) } else { Ok(()) }
+    }
+
+    /// Copies between `local` and bytes `offset ..` of the peer's memory named by `key`.
+    ///
+    /// # Safety
+    /// `local` must be valid for writes (`Read`) or reads (`Write`).
+    unsafe fn cma(&self, key: &[u8], offset: u64, way: Way, local: &[(usize, usize)]) -> io::Result<()> {
+        self.check()?;
+        let Some(pid) = self.read_pid else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "shm: cross-memory attach is disabled or the peer's pid is not visible here",
+            ));
+        };
+        let access = if way == Way::Read { Access::Read } else { Access::ReadWrite };
+        let remote = memkey::range(key, access, offset, local.iter().map(|p| p.1).sum())?;
+        // SAFETY: the caller vouches for `local`; `remote` lies inside what the key names and
+        // the kernel checks it against the peer's address space.
+        unsafe { cma::copy(pid, way, &remote, local) }
     }
 
     fn corrupt(&self, m: Malformed) -> io::Error {
@@ -336,20 +356,29 @@ impl Link for ShmLink {
         Ok(())
     }
 
-    unsafe fn read_remote(&self, remote: &[Segment], local: &[SegmentMut]) -> io::Result<()> {
+    /// Cross-memory attach cannot make memory read-only for a peer allowed to read it: the key
+    /// records `access` and our writes keep to it, a hostile peer need not.
+    unsafe fn expose(&self, mem: &[Segment], access: Access) -> io::Result<Exposed> {
         self.check()?;
-        let Some(pid) = self.read_pid else {
+        if !self.exposable {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
-                "shm: cross-memory attach is disabled or the peer's pid is not visible here",
+                "shm: cross-memory attach is disabled or this process is not visible to the peer",
             ));
-        };
-        // SAFETY: the caller guarantees `local` is writable; the kernel checks `remote`.
-        unsafe { super::cma::read(pid, remote, local) }
+        }
+        memkey::encode(mem, access).map(Exposed::new)
     }
 
-    fn pid_for_remote_reads(&self) -> Option<u32> {
-        self.announce_pid
+    unsafe fn read_remote(&self, key: &[u8], offset: u64, local: &[SegmentMut]) -> io::Result<()> {
+        let local: Vec<(usize, usize)> = local.iter().map(|s| (s.ptr as usize, s.len)).collect();
+        // SAFETY: the caller guarantees `local` is writable.
+        unsafe { self.cma(key, offset, Way::Read, &local) }
+    }
+
+    unsafe fn write_remote(&self, key: &[u8], offset: u64, src: &[Segment]) -> io::Result<()> {
+        let src: Vec<(usize, usize)> = src.iter().map(|s| (s.ptr as usize, s.len)).collect();
+        // SAFETY: the caller guarantees `src` is readable.
+        unsafe { self.cma(key, offset, Way::Write, &src) }
     }
 
     /// Packets are in the shared ring once sent (it outlives this process while the peer maps

@@ -55,9 +55,9 @@ impl Local {
         (self.opts.cma && pid != 0).then_some(pid)
     }
 
-    /// Our pid as the peer sees it, if both sides allow reads.
-    fn announce_pid(&self, peer_flags: u32, pid_seen_by_peer: u32) -> Option<u32> {
-        (self.opts.cma && peer_flags & FLAG_CMA != 0 && pid_seen_by_peer != 0).then_some(pid_seen_by_peer)
+    /// Whether the peer may reach our memory: both sides allow it and it sees our pid.
+    fn exposable(&self, peer_flags: u32, pid_seen_by_peer: u32) -> bool {
+        self.opts.cma && peer_flags & FLAG_CMA != 0 && pid_seen_by_peer != 0
     }
 }
 
@@ -189,7 +189,7 @@ pub(crate) fn dial(local: &Local, peer: PeerId, name: &str) -> io::Result<Arc<Sh
         own_wake: local.wake.clone(),
         sock: s,
         read_pid: local.read_pid(pid),
-        announce_pid: local.announce_pid(reply.flags, reply.your_pid),
+        exposable: local.exposable(reply.flags, reply.your_pid),
     }))
 }
 
@@ -245,15 +245,15 @@ pub(crate) fn answer(local: &Local, s: UnixStream, ticket: &Ticket) -> Result<Ar
         own_wake: local.wake.clone(),
         sock: s,
         read_pid: local.read_pid(pid),
-        announce_pid: local.announce_pid(hello.flags, hello.your_pid),
+        exposable: local.exposable(hello.flags, hello.your_pid),
     }))
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::drivers::Link;
     use crate::drivers::shm::socket::eventfd;
+    use crate::drivers::{Access, Link, Segment};
     use std::os::unix::net::UnixListener;
     use std::thread::JoinHandle;
 
@@ -286,10 +286,14 @@ mod tests {
             let a = dial(&local(0, &key, cma_a), 1, &name).unwrap();
             let b = h.join().unwrap().unwrap();
             assert_eq!((a.peer, b.peer), (1, 0));
-            let me = Some(std::process::id());
             let both = cma_a && cma_b;
-            assert_eq!(a.pid_for_remote_reads(), if both { me } else { None }, "{cma_a} {cma_b}");
-            assert_eq!(b.pid_for_remote_reads(), if both { me } else { None });
+            let buf = [0u8; 8];
+            let mem = [Segment { ptr: buf.as_ptr(), len: buf.len() }];
+            for l in [&a, &b] {
+                // SAFETY: `buf` outlives the exposure, dropped at once.
+                let exposed = unsafe { l.expose(&mem, Access::Read) };
+                assert_eq!(exposed.is_ok(), both, "{cma_a} {cma_b}");
+            }
         }
     }
 
