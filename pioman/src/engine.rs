@@ -12,12 +12,13 @@ use crate::observe::Event;
 use crate::policy::{AfterSpin, MachineState, Policy};
 use crate::source::{Binding, BlockingWait, Context, Options, Poll, PollCtx, Source};
 use crate::stats::{Snapshot, SourceStats, context_index};
+use crate::waiters::{Kind as WaitKind, Waiters};
 use crate::waitset::{Doorbell, ScopeSets, WaitSet};
 use crate::watch::Watch;
 use arc_swap::ArcSwap;
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,17 +38,14 @@ pub(crate) struct Inner {
     waitsets: Mutex<HashMap<Scope, Vec<WaitSet>>>,
     pub(crate) tick: Duration,
     pub(crate) shutdown: AtomicBool,
-    /// Waiters currently sleeping in blocking waits, per NUMA node (progression threads of a node
-    /// rest while one of them covers its sources).
-    blocking_waiters: Vec<AtomicUsize>,
+    /// Per NUMA node, the waiters spinning on its sources or sleeping in their blocking waits
+    /// (progression threads rest while they cover the sources), and the handover.
+    waiters: Vec<Waiters>,
     /// Per NUMA node, who sleeps in the sources' fds (the other blocked contexts sleep on their
     /// doorbells).
     watches: Vec<Watch<Arc<Doorbell>>>,
-    /// Waiters currently spin-polling, per NUMA node (a polling progression thread stands back
-    /// rather than compete with them for the same sources).
-    spinning_waiters: Vec<AtomicUsize>,
     /// When (`clock::now_ns`) a waiter of each node last spun: between two waits of a busy
-    /// ping-pong the count above is briefly zero, and a progression thread starting to spin then
+    /// ping-pong the spinning count is briefly zero, and a progression thread starting to spin then
     /// would steal a core from the application for a whole slice.
     last_spin_ns: Vec<AtomicU64>,
     /// When a waiter of each node last left a wait (spinning or sleeping): a progression thread
@@ -116,9 +114,8 @@ impl Inner {
             waitsets: Mutex::new(HashMap::new()),
             tick,
             shutdown: AtomicBool::new(false),
-            blocking_waiters: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
+            waiters: (0..nodes).map(|_| Waiters::default()).collect(),
             watches: (0..nodes).map(|_| Watch::new()).collect(),
-            spinning_waiters: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
             last_spin_ns: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
             last_wait_ns: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
             switch_poll: AtomicBool::new(false),
@@ -243,6 +240,25 @@ impl Inner {
         if let Some(h) = &self.marcel {
             h.wake_idle_lwps();
         }
+    }
+
+    /// Unparks the progression threads (not the doorbells or marcel's LWPs: see `poke`).
+    fn unpark_threads(&self) {
+        for t in self.pokes.lock().unwrap().iter() {
+            t.unpark();
+        }
+    }
+
+    /// A progression thread of `node` is about to park because waiters cover its sources: asks
+    /// the last one to unpark it when it leaves the library. `false` if nobody waits any more
+    /// (then nobody will: do not wait for them).
+    pub(crate) fn ask_handover(&self, node: usize) -> bool {
+        self.waiters.get(node).is_some_and(Waiters::ask_handover)
+    }
+
+    /// Whether the handover asked by [`Inner::ask_handover`] came (a waiter took the request).
+    pub(crate) fn handed_over(&self, node: usize) -> bool {
+        self.waiters.get(node).is_some_and(Waiters::handed_over)
     }
 
     /// Whether any task may be polled from `scope`.
@@ -390,7 +406,11 @@ impl Inner {
         }
         let (scope, vp) = self.caller_scope();
         let r = self.wait_rounds(cond, mask, deadline, scope, vp);
-        self.last_wait_ns[self.node_index(scope)].store(crate::clock::now_ns(), Relaxed);
+        let node = self.node_index(scope);
+        self.last_wait_ns[node].store(crate::clock::now_ns(), Relaxed);
+        if self.waiters[node].left_library() {
+            self.unpark_threads(); // the application leaves the library: hand over
+        }
         r
     }
 
@@ -439,8 +459,8 @@ impl Inner {
         let spin_ns = plan.spin.as_nanos() as u64;
         let mut spin_end = crate::clock::now_ns() + spin_ns;
         let node = self.node_index(scope);
-        let spinning = &self.spinning_waiters[node];
-        spinning.fetch_add(1, AcqRel);
+        let waiters = &self.waiters[node];
+        waiters.enter(WaitKind::Spin);
         // A short (or no) spin reads the clock every round, and so does one that yields the CPU
         // (a yield may last a whole time slice).
         let os_yield = plan.yield_cpu && !in_user_thread;
@@ -478,7 +498,7 @@ impl Inner {
         if plan.spin > Duration::ZERO {
             self.last_spin_ns[node].store(crate::clock::now_ns(), Relaxed);
         }
-        if spinning.fetch_sub(1, AcqRel) == 1 && spun.is_none() && plan.spin > Duration::ZERO {
+        if waiters.leave(WaitKind::Spin) && spun.is_none() && plan.spin > Duration::ZERO {
             self.poke(); // a progression thread that stood back must poll again
         }
         spun
@@ -511,7 +531,7 @@ impl Inner {
         };
         let node = self.node_index(scope);
         let watch = &self.watches[node];
-        self.blocking_waiters[node].fetch_add(1, AcqRel);
+        self.waiters[node].enter(WaitKind::Block);
         let round_end = Instant::now() + self.tick;
         let mut watching = watch.try_take();
         let r = marcel::blocking(|| {
@@ -554,7 +574,7 @@ impl Inner {
         if watching {
             watch.release(true);
         }
-        self.blocking_waiters[node].fetch_sub(1, AcqRel);
+        self.waiters[node].leave(WaitKind::Block);
         self.put_waitset(ws);
         r
     }
@@ -602,12 +622,17 @@ impl Inner {
     }
 
     fn node_index(&self, scope: Scope) -> usize {
-        scope.numa.unwrap_or(0).min(self.blocking_waiters.len() - 1)
+        scope.numa.unwrap_or(0).min(self.waiters.len() - 1)
     }
 
     /// Whether a waiter covers the blocking-capable sources of NUMA node `node` right now.
     pub(crate) fn waiter_blocks_on(&self, node: usize) -> bool {
-        self.blocking_waiters.get(node).is_some_and(|c| c.load(Acquire) > 0)
+        self.waiters.get(node).is_some_and(|w| w.any(WaitKind::Block))
+    }
+
+    /// When a waiter of NUMA node `node` last left the library (`clock::now_ns`; 0: never).
+    pub(crate) fn last_wait_exit(&self, node: usize) -> u64 {
+        self.last_wait_ns.get(node).map_or(0, |t| t.load(Relaxed))
     }
 
     /// Whether a waiter spin-polls the sources of NUMA node `node` now, or did within a tick.
@@ -622,7 +647,7 @@ impl Inner {
 
     /// Whether a waiter spin-polls the sources of NUMA node `node` now.
     pub(crate) fn waiter_spinning(&self, node: usize) -> bool {
-        self.spinning_waiters.get(node).is_some_and(|c| c.load(Acquire) > 0)
+        self.waiters.get(node).is_some_and(|w| w.any(WaitKind::Spin))
     }
 
     /// How long until NUMA node `node` will have had no waiting thread (spinning or sleeping)

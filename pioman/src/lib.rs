@@ -61,6 +61,7 @@ pub mod policy;
 mod source;
 pub mod stats;
 mod threads;
+mod waiters;
 mod waitset;
 mod watch;
 

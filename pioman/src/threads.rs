@@ -5,6 +5,13 @@
 //!   waits (or until the next tick), as the policy says, and run the tick. Under marcel they only
 //!   do background blocking waits, when the policy says block and no waiting thread already sleeps
 //!   on the node's sources (idle LWPs, switches and ticks do the rest).
+//!
+//!   While the application waits in the library (it polls the sources itself) a progression
+//!   thread stands back; the last waiter to leave hands the sources over (it unparks the thread,
+//!   at most once per tick, less while the application keeps coming back at once: `waiters.rs`,
+//!   `stand_back`), and once the application has stayed out a while with traffic waiting, the
+//!   thread serves the sources until a waiter is back: a passive target's operations do not
+//!   each wait for the next tick.
 //! - One per core that has tasks bound to it, without marcel (pinned there).
 //! - One per source with a custom blocking wait (it cannot be multiplexed in epoll).
 
@@ -29,8 +36,11 @@ const POLL_SLICE: Duration = Duration::from_micros(200);
 const APP_QUIET: Duration = Duration::from_micros(200);
 
 /// How long a progression thread on the application's one CPU polls on after its last useful
-/// poll before it sleeps in the sources' fds again ([`poll_burst`]).
-const BURST_QUIET: Duration = Duration::from_micros(30);
+/// poll before it sleeps in the sources' fds again ([`poll_burst`]). Every microsecond of it is
+/// taken from a computing application: at 30 µs, one message arriving during a short epoch of
+/// intra-node atomics (the next synchronization's, sent early) made its fetch_op and
+/// compare_and_swap 3–4× slower in one run of five; the pieces of a transfer come closer.
+const BURST_QUIET: Duration = Duration::from_micros(5);
 
 pub(crate) fn pin_to(cpus: &[usize]) {
     // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity(0) targets the
@@ -169,23 +179,46 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
     // Alone on the application's CPU (and not under marcel, whose idle LWPs poll).
     let burst = shares_one_cpu && !under_marcel;
     let mut next_tick = Instant::now() + inner.tick;
+    // This thread served traffic since a waiting thread was last seen in the library: the
+    // application has left it. It then stands back only for a waiter in the library *now*, not
+    // for one that spun within the last tick: a passive target's next operation would otherwise
+    // wait for the next tick too (8 B lock+put, then get, measured 0.6 + 1.07 ms), and so would
+    // each step of a large transfer after a wake-up that found nothing.
+    let mut served = false;
+    // The application's last exit from the library when `served` was set: a later one means it
+    // came back meanwhile (a ping-pong), and the sources are its own again.
+    let mut served_mark = 0;
+    let mut handover = Handover { from: Instant::now(), gap: 1 };
     while !inner.shutdown.load(Relaxed) {
         let m = inner.machine(None);
         let p = inner.policy();
         let action = idle_action(p.idle(&m), under_marcel, shares_one_cpu);
+        if served && served_mark == 0 {
+            served_mark = inner.last_wait_exit(node);
+        }
+        if inner.waiter_spinning(node)
+            || inner.waiter_blocks_on(node)
+            || inner.last_wait_exit(node) != served_mark
+        {
+            served = false;
+            served_mark = 0;
+        }
+        let app_polls = !served && inner.waiter_spins_on(node);
         match action {
-            IdleAction::Poll if inner.waiter_spins_on(node) || inner.waiter_blocks_on(node) => {
+            IdleAction::Poll if app_polls || inner.waiter_blocks_on(node) => {
                 // A waiting thread polls these sources itself, or sleeps in their fds: do not
                 // compete with it. Detecting the event first would gain nothing (the waiter needs
                 // a wake-up either way) and, on a shared core, would keep the CPU from the woken
                 // waiter until this thread's time slice ends (a rank pinned to one core measured
-                // 200 µs per message instead of 30). A spinning waiter pokes us when it stops.
-                std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now()));
+                // 200 µs per message instead of 30). The last waiter to leave unparks us (the
+                // handover, `stand_back`).
+                served |= stand_back(&inner, scope, next_tick, &mut handover);
             }
             IdleAction::Poll => {
                 let end = Instant::now() + POLL_SLICE;
                 while Instant::now() < end && !inner.shutdown.load(Relaxed) {
                     let (useful, candidates) = inner.progress(Context::Idle, scope, true, Some(&m));
+                    served |= useful > 0 && inner.waiters_quiet_in(node, APP_QUIET).is_zero();
                     if candidates == 0 {
                         std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now()));
                         break;
@@ -201,7 +234,7 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
             // (sleeping in them, or spinning on them): a second sleeper would only add wake-ups.
             IdleAction::Block
                 if !inner.waiter_blocks_on(node)
-                    && !inner.waiter_spins_on(node)
+                    && !app_polls
                     && inner.has_blocking_sources(scope)
                     && inner.watch(node).try_take() =>
             {
@@ -212,15 +245,19 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                 inner.watch(node).release(inner.waiter_blocks_on(node));
                 inner.note_blocking_wait(scope, woke);
                 let (useful, _) = inner.progress(Context::Blocking, scope, false, None);
+                served |= useful > 0;
                 if useful > 0 && burst && inner.waiters_quiet_in(node, APP_QUIET).is_zero() {
                     poll_burst(&inner, scope);
                 }
             }
-            _ => std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now())),
+            _ => served |= stand_back(&inner, scope, next_tick, &mut handover),
         }
         if !under_marcel && Instant::now() >= next_tick {
             if p.poll_at_tick(&m) {
-                inner.progress(Context::Tick, scope, false, None);
+                // Traffic a tick finds is the application's own if it was in the library lately
+                // (a ping-pong between two ticks): only an absent application's makes it ours.
+                let useful = inner.progress(Context::Tick, scope, false, None).0 > 0;
+                served |= useful && inner.waiters_quiet_in(node, APP_QUIET).is_zero();
             }
             next_tick = Instant::now() + inner.tick;
         } else if under_marcel && Instant::now() >= next_tick {
@@ -228,6 +265,57 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
         }
     }
     inner.put_waitset(ws);
+}
+
+/// When a progression thread asks the application's waiters for the handover (see `stand_back`).
+struct Handover {
+    /// Not before this.
+    from: Instant,
+    /// Ticks between asks: doubled (up to [`HANDOVER_GAP_MAX`]) each time the application came
+    /// back within [`APP_QUIET`], reset when it stayed out.
+    gap: u32,
+}
+
+/// Most ticks between two asks: a ping-pong (back in the library at once every time) costs one
+/// unpark per this many ticks, and an application that leaves for good waits at most for the
+/// next tick's own poll anyway.
+const HANDOVER_GAP_MAX: u32 = 32;
+
+/// Parks until the next tick while the application waits in the library (or the policy says
+/// sleep), asking the waiters for the handover (see [`Handover`]): `true` when the last one left
+/// the library (unparking us, or before we asked), the application then stayed out
+/// [`APP_QUIET`], and a poll found traffic nobody served — the sources are ours to serve. A
+/// ping-pong's application is back in the library by then (taking its sources at once, armed
+/// in their fds, cost every shm message about a microsecond), and even asking at every tick
+/// cost its 0-byte latency 5–10 %.
+fn stand_back(inner: &Inner, scope: Scope, next_tick: Instant, h: &mut Handover) -> bool {
+    let node = scope.numa.unwrap_or(0);
+    let until_tick = || next_tick.saturating_duration_since(Instant::now());
+    if Instant::now() < h.from {
+        std::thread::park_timeout(until_tick());
+        return false;
+    }
+    // An unpark left over from an earlier poke would end the park at once and lose the
+    // handover: consume it first.
+    std::thread::park_timeout(Duration::ZERO);
+    if inner.ask_handover(node) {
+        std::thread::park_timeout(until_tick());
+        if !inner.handed_over(node) {
+            h.from = next_tick;
+            return false;
+        }
+    }
+    let quiet = inner.waiters_quiet_in(node, APP_QUIET);
+    if !quiet.is_zero() {
+        std::thread::park_timeout(quiet.min(until_tick()));
+    }
+    let out = inner.waiters_quiet_in(node, APP_QUIET).is_zero();
+    h.gap = if out { 1 } else { (h.gap * 2).min(HANDOVER_GAP_MAX) };
+    h.from = next_tick + inner.tick * (h.gap - 1);
+    // Out, and traffic waits that nobody serves: take the sources over (armed in their fds).
+    // Out without traffic (an epoch of shared-memory atomics), stand back still: sleeping armed
+    // there made intra-node fetch_op and compare_and_swap epochs 3–4× slower in some runs.
+    out && inner.progress(Context::Tick, scope, false, None).0 > 0
 }
 
 /// Polls on while polls are useful, until none was for [`BURST_QUIET`]: a transfer that
