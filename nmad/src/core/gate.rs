@@ -22,7 +22,9 @@ use super::budget::Allowance;
 use super::request::{Error, Kind, ReqPtr};
 use super::slab::Slab;
 use super::wire::{self, Encoder, FLAG_READ, FLAG_SYNC, MsgHeader, Piece};
-use crate::drivers::{Access, BulkHeader, Exposed, LargePath, Link, MAX_EXPOSED_SEGMENTS, PeerId, Segment, Sent};
+use crate::drivers::{
+    Access, BulkHeader, Exposed, LargePath, Link, MAX_EXPOSED_SEGMENTS, PeerId, Segment, Sent,
+};
 use crate::observe::Event;
 use crate::strategies::{Plan, RailInfo, Strategy};
 use eager_now::Now;

@@ -467,7 +467,10 @@ mod tests {
             (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 65], "bad rail name length"),
             (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 1, b's', 0], "bad memory key length"),
             (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 1, b's', 0x95, 0x0a], "bad memory key length"),
-            (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 1, b's', 2, 0], "length beyond the end of the packet"),
+            (
+                vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 1, b's', 2, 0],
+                "length beyond the end of the packet",
+            ),
             (vec![VERSION, AM, 0x80, 0x80, 0x04, 0, 0], "handler id exceeds 16 bits"),
             (vec![VERSION, AM, 1, 0x81, 0x08, 0], "active message header too long"),
             (vec![VERSION, AM, 1, 2, 0, b'h'], "length beyond the end of the packet"),

@@ -314,11 +314,7 @@ pub fn check_bulk(p: &Pair) {
 /// offsets, within what was exposed, and only writes what was exposed for writing.
 pub fn check_remote_memory(p: &Pair) {
     if p.a.caps().large != LargePath::ReadRemote {
-        assert_eq!(
-            p.a.caps().large,
-            LargePath::Bulk,
-            "drivers without remote access stream rendezvous data"
-        );
+        assert_eq!(p.a.caps().large, LargePath::Bulk, "drivers without remote access stream rendezvous data");
         return;
     }
     let (mut ra, mut rb) = (Recorder::default(), Recorder::default());

@@ -6,8 +6,8 @@
 //! created it.
 
 use super::{
-    Access, BulkHeader, Caps, Driver, DriverEnv, Exposed, LargePath, Link, PeerId, Profile, Segment, SegmentMut,
-    Sent, Sink, copy_segments, memkey,
+    Access, BulkHeader, Caps, Driver, DriverEnv, Exposed, LargePath, Link, PeerId, Profile, Segment,
+    SegmentMut, Sent, Sink, copy_segments, memkey,
 };
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
@@ -228,7 +228,8 @@ impl Link for SelfLink {
 
     unsafe fn read_remote(&self, key: &[u8], offset: u64, local: &[SegmentMut]) -> io::Result<()> {
         let remote = memkey::range(key, Access::Read, offset, local.iter().map(|s| s.len).sum())?;
-        let remote: Vec<Segment> = remote.into_iter().map(|(a, len)| Segment { ptr: a as *const u8, len }).collect();
+        let remote: Vec<Segment> =
+            remote.into_iter().map(|(a, len)| Segment { ptr: a as *const u8, len }).collect();
         // SAFETY: same address space: the key names memory this process exposed and keeps valid
         // while exposed (`expose`'s contract), `local` is valid for writes (caller's contract),
         // and MPI forbids a receive buffer overlapping its send buffer.

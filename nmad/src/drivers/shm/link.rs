@@ -6,6 +6,7 @@
 //! calls); the receive side (`receive.rs`) belongs to whoever holds the driver's poll lock. The
 //! link does not know the driver's lists: the driver polls it and reports its failure.
 
+use super::cma::{self, Way};
 use super::memory::{Mapping, ShmRing};
 use super::ring::{
     self, BULK_HEADER, Body, MAX_PAYLOAD, Malformed, PACKET_HEADER, Producer, RingMem, record_size,
@@ -13,7 +14,6 @@ use super::ring::{
 use super::socket::signal;
 use super::spin::{Guard, SpinLock};
 use super::wake::Sleeper;
-use super::cma::{self, Way};
 use crate::drivers::{Access, BulkHeader, Exposed, Link, PeerId, Segment, SegmentMut, Sent, memkey};
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
