@@ -256,6 +256,11 @@ impl Inner {
         self.waiters.get(node).is_some_and(Waiters::ask_handover)
     }
 
+    /// Whether the handover asked by [`Inner::ask_handover`] is still to come.
+    pub(crate) fn handover_pending(&self, node: usize) -> bool {
+        self.waiters.get(node).is_some_and(Waiters::pending)
+    }
+
     /// Whether the handover asked by [`Inner::ask_handover`] came (a waiter took the request).
     pub(crate) fn handed_over(&self, node: usize) -> bool {
         self.waiters.get(node).is_some_and(Waiters::handed_over)

@@ -212,7 +212,7 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                 // waiter until this thread's time slice ends (a rank pinned to one core measured
                 // 200 µs per message instead of 30). The last waiter to leave unparks us (the
                 // handover, `stand_back`).
-                served |= stand_back(&inner, scope, next_tick, &mut handover);
+                served |= stand_back(&inner, node, next_tick, &mut handover);
             }
             IdleAction::Poll => {
                 let end = Instant::now() + POLL_SLICE;
@@ -250,7 +250,7 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                     poll_burst(&inner, scope);
                 }
             }
-            _ => served |= stand_back(&inner, scope, next_tick, &mut handover),
+            _ => served |= stand_back(&inner, node, next_tick, &mut handover),
         }
         if !under_marcel && Instant::now() >= next_tick {
             if p.poll_at_tick(&m) {
@@ -283,13 +283,12 @@ const HANDOVER_GAP_MAX: u32 = 32;
 
 /// Parks until the next tick while the application waits in the library (or the policy says
 /// sleep), asking the waiters for the handover (see [`Handover`]): `true` when the last one left
-/// the library (unparking us, or before we asked), the application then stayed out
-/// [`APP_QUIET`], and a poll found traffic nobody served — the sources are ours to serve. A
-/// ping-pong's application is back in the library by then (taking its sources at once, armed
-/// in their fds, cost every shm message about a microsecond), and even asking at every tick
-/// cost its 0-byte latency 5–10 %.
-fn stand_back(inner: &Inner, scope: Scope, next_tick: Instant, h: &mut Handover) -> bool {
-    let node = scope.numa.unwrap_or(0);
+/// the library (unparking us, or before we asked) and the application then stayed out
+/// [`APP_QUIET`] — the sources are ours to serve, whenever traffic comes. A ping-pong's
+/// application is back in the library by then (taking its sources at once, armed in their fds,
+/// cost every shm message about a microsecond), and even asking at every tick cost its 0-byte
+/// latency 5–10 %.
+fn stand_back(inner: &Inner, node: usize, next_tick: Instant, h: &mut Handover) -> bool {
     let until_tick = || next_tick.saturating_duration_since(Instant::now());
     if Instant::now() < h.from {
         std::thread::park_timeout(until_tick());
@@ -299,10 +298,20 @@ fn stand_back(inner: &Inner, scope: Scope, next_tick: Instant, h: &mut Handover)
     // handover: consume it first.
     std::thread::park_timeout(Duration::ZERO);
     if inner.ask_handover(node) {
-        std::thread::park_timeout(until_tick());
-        if !inner.handed_over(node) {
-            h.from = next_tick;
-            return false;
+        // Other pokes (a spinning waiter going to sleep, a registration) do not end the wait:
+        // only the last waiter's leaving, the tick or shutdown do.
+        loop {
+            std::thread::park_timeout(until_tick());
+            if !inner.handover_pending(node) {
+                break;
+            }
+            if Instant::now() >= next_tick || inner.shutdown.load(Relaxed) {
+                if !inner.handed_over(node) {
+                    h.from = next_tick;
+                    return false;
+                }
+                break;
+            }
         }
     }
     let quiet = inner.waiters_quiet_in(node, APP_QUIET);
@@ -312,10 +321,7 @@ fn stand_back(inner: &Inner, scope: Scope, next_tick: Instant, h: &mut Handover)
     let out = inner.waiters_quiet_in(node, APP_QUIET).is_zero();
     h.gap = if out { 1 } else { (h.gap * 2).min(HANDOVER_GAP_MAX) };
     h.from = next_tick + inner.tick * (h.gap - 1);
-    // Out, and traffic waits that nobody serves: take the sources over (armed in their fds).
-    // Out without traffic (an epoch of shared-memory atomics), stand back still: sleeping armed
-    // there made intra-node fetch_op and compare_and_swap epochs 3–4× slower in some runs.
-    out && inner.progress(Context::Tick, scope, false, None).0 > 0
+    out
 }
 
 /// Polls on while polls are useful, until none was for [`BURST_QUIET`]: a transfer that

@@ -86,6 +86,11 @@ impl Waiters {
         false
     }
 
+    /// Whether a request is still pending (not taken by a leaving waiter, not withdrawn).
+    pub(crate) fn pending(&self) -> bool {
+        self.handover.load(Acquire)
+    }
+
     /// After an asked park: whether the last waiter took the request (the application left
     /// the library), rather than the park timing out. Withdraws a request still pending.
     pub(crate) fn handed_over(&self) -> bool {

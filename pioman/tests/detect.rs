@@ -194,3 +194,51 @@ fn events_from_another_process_are_detected() {
         }
     }
 }
+
+/// The handover: once a thread that waited in the library returns to the application (which
+/// then computes without pioman calls), the progression thread serves the sources at once, not
+/// at its next tick. The tick is 5 s here, so an event detected within 2 s was detected by the
+/// progression thread the waiter handed the sources over to (before, it stood back until a tick
+/// passed without a spinning waiter).
+#[test]
+fn the_last_waiter_to_leave_hands_the_sources_over() {
+    for name in ["adaptive", "poll", "block"] {
+        let pio = Pioman::builder()
+            .policy(policy::by_name(name).unwrap())
+            .tick(Duration::from_secs(5))
+            .without_marcel()
+            .build()
+            .unwrap();
+        let src = Arc::new(EventSource::new("handover").unwrap());
+        let task = pio.register(src.clone(), Options::default()).unwrap();
+        // A wait in the library (spinning, then perhaps sleeping), ended by another thread.
+        let done = Arc::new(pioman::Cond::new());
+        let d2 = done.clone();
+        let ender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            d2.signal(1);
+        });
+        pio.wait(&done, 1);
+        ender.join().unwrap();
+        // The application computes; an event comes later than the handover's first look.
+        let computing = Arc::new(AtomicBool::new(true));
+        let c2 = computing.clone();
+        let app = std::thread::spawn(move || {
+            let mut x = 0u64;
+            while c2.load(Relaxed) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        notify(src.fd()).unwrap();
+        let t = Instant::now();
+        while src.received() < 1 && t.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        computing.store(false, Relaxed);
+        app.join().unwrap();
+        assert_eq!(src.received(), 1, "policy {name}: the event waited for the tick ({:?})", t.elapsed());
+        task.remove();
+        pio.shutdown();
+    }
+}
