@@ -9,9 +9,9 @@
 //!   While the application waits in the library (it polls the sources itself) a progression
 //!   thread stands back; the last waiter to leave hands the sources over (it unparks the thread,
 //!   at most once per tick, less while the application keeps coming back at once: `waiters.rs`,
-//!   `stand_back`), and once the application has stayed out a while with traffic waiting, the
-//!   thread serves the sources until a waiter is back: a passive target's operations do not
-//!   each wait for the next tick.
+//!   `stand_back`), and once the application has stayed out a while, the thread serves the
+//!   sources until a waiter is back: a passive target's operations do not each wait for the
+//!   next tick.
 //! - One per core that has tasks bound to it, without marcel (pinned there).
 //! - One per source with a custom blocking wait (it cannot be multiplexed in epoll).
 
