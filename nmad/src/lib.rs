@@ -28,6 +28,7 @@ pub mod bootstrap;
 mod core;
 pub mod drivers;
 pub mod interfaces;
+mod leb128;
 mod loom;
 pub mod observe;
 pub mod strategies;

@@ -21,6 +21,7 @@
 //! may not overflow; it returns an error and never panics or reads out of bounds.
 
 use crate::drivers::MAX_KEY;
+use crate::leb128;
 use std::fmt;
 
 pub const VERSION: u8 = 0xA1;
@@ -130,19 +131,11 @@ impl<'a> Decoder<'a> {
     }
 
     fn varint(&mut self) -> Result<u64, DecodeError> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let byte = self.byte()?;
-            let bits = u64::from(byte & 0x7f);
-            if i == 9 && byte > 1 {
-                return self.err("varint overflows 64 bits");
-            }
-            v |= bits << (7 * i);
-            if byte & 0x80 == 0 {
-                return Ok(v);
-            }
+        match leb128::get(self.b, &mut self.at) {
+            Ok(v) => Ok(v),
+            Err(leb128::Malformed::CutShort) => self.err("truncated"),
+            Err(leb128::Malformed::Overflow) => self.err("varint overflows 64 bits"),
         }
-        self.err("varint too long")
     }
 
     fn varint_u32(&mut self) -> Result<u32, DecodeError> {
@@ -271,12 +264,8 @@ impl<'a> Iterator for Decoder<'a> {
 pub struct Encoder<'b>(pub &'b mut Vec<u8>);
 
 impl Encoder<'_> {
-    pub fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
+    pub fn varint(&mut self, v: u64) {
+        leb128::put(self.0, v);
     }
 
     fn msg_header(&mut self, kind: u8, h: &MsgHeader) {

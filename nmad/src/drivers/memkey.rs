@@ -15,35 +15,19 @@
 //! a process allowed to read another by cross-memory attach may write it too.
 
 use super::{Access, MAX_EXPOSED_SEGMENTS as MAX_SEGMENTS, Segment};
+use crate::leb128;
 use std::io;
 
 fn invalid(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, format!("memory key: {what}"))
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn get_varint(b: &[u8], at: &mut usize) -> io::Result<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *b.get(*at).ok_or_else(|| invalid("cut short"))?;
-        *at += 1;
-        let bits = u64::from(byte & 0x7f);
-        if shift == 63 && bits > 1 {
-            return Err(invalid("number overflows"));
-        }
-        v |= bits << shift;
-        if byte & 0x80 == 0 {
-            return Ok(v);
-        }
-    }
-    Err(invalid("number overflows"))
+/// The next number of a key.
+fn number(key: &[u8], at: &mut usize) -> io::Result<u64> {
+    leb128::get(key, at).map_err(|e| match e {
+        leb128::Malformed::CutShort => invalid("cut short"),
+        leb128::Malformed::Overflow => invalid("number overflows"),
+    })
 }
 
 /// The key of `segs` (empty segments are left out) for `access`. Refused if there are too many.
@@ -57,10 +41,10 @@ pub fn encode(segs: &[Segment], access: Access) -> io::Result<Vec<u8>> {
     }
     let mut key = Vec::with_capacity(2 + 20 * n);
     key.push(u8::from(access == Access::ReadWrite));
-    put_varint(&mut key, n as u64);
+    leb128::put(&mut key, n as u64);
     for s in segs.iter().filter(|s| s.len > 0) {
-        put_varint(&mut key, s.ptr as usize as u64);
-        put_varint(&mut key, s.len as u64);
+        leb128::put(&mut key, s.ptr as usize as u64);
+        leb128::put(&mut key, s.len as u64);
     }
     Ok(key)
 }
@@ -78,14 +62,14 @@ pub fn range(key: &[u8], access: Access, offset: u64, len: usize) -> io::Result<
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "memory key: exposed for reading only"));
     }
     let mut at = 1;
-    let n = get_varint(key, &mut at)?;
+    let n = number(key, &mut at)?;
     if n == 0 || n > MAX_SEGMENTS as u64 {
         return Err(invalid("bad number of segments"));
     }
     let end = offset.checked_add(len as u64).ok_or_else(|| invalid("range wraps around"))?;
     let (mut pieces, mut seen) = (Vec::new(), 0u64);
     for _ in 0..n {
-        let (addr, seg_len) = (get_varint(key, &mut at)?, get_varint(key, &mut at)?);
+        let (addr, seg_len) = (number(key, &mut at)?, number(key, &mut at)?);
         let (Ok(a), Ok(l)) = (usize::try_from(addr), usize::try_from(seg_len)) else {
             return Err(invalid("segment beyond the address space"));
         };
@@ -146,8 +130,8 @@ mod tests {
         assert!(range(&[0, 0], r, 0, 0).is_err(), "no segment");
         assert!(range(&[0, 65], r, 0, 0).is_err(), "too many segments");
         let mut wraps = vec![0, 1];
-        put_varint(&mut wraps, usize::MAX as u64 - 3);
-        put_varint(&mut wraps, 10);
+        leb128::put(&mut wraps, usize::MAX as u64 - 3);
+        leb128::put(&mut wraps, 10);
         assert!(range(&wraps, r, 0, 1).is_err(), "segment wraps around");
         let huge = [0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1];
         assert!(range(&huge, r, 0, 1).is_err(), "number overflows");
