@@ -771,58 +771,58 @@ fn finalize_after_a_peer_died_returns_or_ends_the_job() {
 }
 
 /// Every window flavour (create, allocate, allocate_shared, dynamic, and the `_c` forms)
-/// created and freed at 1 to 4 processes, each rank with its own size and displacement unit
+/// created and freed at 1 to 4 and 8 processes, each rank with its own size and displacement unit
 /// read back through the predefined attributes and MPI_Win_shared_query; group, name and info
 /// hints; attach/detach with overlaps; argument errors and their classes. Also passes on MPICH's own
 /// library (which skips the overlap checks: MPICH does not make them).
 #[test]
 fn windows_of_every_flavour_report_each_ranks_memory() {
-    passes_here_and_on_mpichs_library("win_flavors", &[1, 2, 3, 4], 4);
+    passes_here_and_on_mpichs_library("win_flavors", &[1, 2, 3, 4, 8], 4);
 }
 
 /// Shared windows: stores by one process are loads of the others (barrier-ordered), in
-/// contiguous and noncontiguous layouts, with an empty part, at 1, 2 and 4 processes; the program
+/// contiguous and noncontiguous layouts, with an empty part, at 1, 2, 4 and 8 processes; the program
 /// also passes on MPICH's own library.
 #[test]
 fn shared_windows_are_loaded_and_stored_across_processes() {
-    passes_here_and_on_mpichs_library("win_shared", &[1, 2, 4], 3);
+    passes_here_and_on_mpichs_library("win_shared", &[1, 2, 4, 8], 3);
 }
 
 /// One-sided operations on every window flavour (create, allocate, dynamic) under fence,
 /// post/start/complete/wait(/test), lock/unlock and lock_all + flush: put, get, accumulate,
 /// get_accumulate, fetch_and_op, compare_and_swap, the request forms, derived datatypes on both
-/// sides, wrong synchronization and out-of-range accesses, every value checked, at 1 to 4
-/// processes; the program also passes on MPICH's own library.
+/// sides, wrong synchronization and out-of-range accesses, every value checked, at 1 to 4 and
+/// 8 processes; the program also passes on MPICH's own library.
 #[test]
 fn one_sided_operations_on_every_flavour_and_synchronization() {
-    passes_here_and_on_mpichs_library("rma_ops", &[1, 2, 3, 4], 3);
+    passes_here_and_on_mpichs_library("rma_ops", &[1, 2, 3, 4, 8], 3);
 }
 
 /// Large one-sided transfers (256 KiB: sent apart from the active messages) on every flavour
 /// under every synchronization: puts, gets and accumulates in flight together, a strided origin,
 /// request forms, a small accumulate ordered after a large one, refusals by a dynamic window's
-/// target reported at the synchronization; at 2 to 4 processes, and on MPICH's library.
+/// target reported at the synchronization; at 2 to 4 and 8 processes, and on MPICH's library.
 #[test]
 fn large_one_sided_transfers_on_every_flavour_and_synchronization() {
-    passes_here_and_on_mpichs_library("rma_bulk", &[2, 3, 4], 3);
+    passes_here_and_on_mpichs_library("rma_bulk", &[2, 3, 4, 8], 3);
 }
 
 /// Passive-target progress: the target computes 300 ms without calling MPI while the other
 /// ranks lock, put, accumulate, get and unlock; each origin's epoch ends well before the
-/// computation does (applied by the target's progression), at 2 and 4 processes.
+/// computation does (applied by the target's progression), at 2, 4 and 8 processes.
 #[test]
 fn passive_target_operations_progress_while_the_target_computes() {
-    for n in [2, 4] {
+    for n in [2, 4, 8] {
         passes_on("rma_passive", n);
     }
 }
 
 /// MPI_THREAD_MULTIPLE one-sided traffic: 4 threads per rank, each with 1000 accumulates and
 /// 1000 fetch_and_ops (each flushed) on the same ints at rank 0 inside one lock_all epoch; the
-/// sums and the distinctness of the fetched values are checked exactly, at 2 and 4 processes.
+/// sums and the distinctness of the fetched values are checked exactly, at 2, 4 and 8 processes.
 #[test]
 fn threads_accumulate_and_fetch_and_op_on_one_int_at_once() {
-    for n in [2, 4] {
+    for n in [2, 4, 8] {
         passes_on("rma_threads", n);
     }
 }
@@ -831,11 +831,21 @@ fn threads_accumulate_and_fetch_and_op_on_one_int_at_once() {
 /// threads: exclusive locks exclude across processes and threads (get + put increments exact),
 /// compare_and_swap loops and fetch_and_op on one counter (exact), a window freed under another
 /// thread's cached last call (`MPI_ERR_WIN`, or the new window that took its handle), and the
-/// synchronization errors around them (`MPI_ERR_RMA_SYNC`, `MPI_ERR_LOCKTYPE`, range, rank), at 2
-/// and 3 processes; the program also passes on MPICH's own library.
+/// synchronization errors around them (`MPI_ERR_RMA_SYNC`, `MPI_ERR_LOCKTYPE`, range, rank), at 2,
+/// 3 and 8 processes; the program also passes on MPICH's own library.
 #[test]
 fn hot_one_sided_calls_keep_the_rules_of_the_general_path() {
-    passes_here_and_on_mpichs_library("rma_hot", &[2, 3], 3);
+    passes_here_and_on_mpichs_library("rma_hot", &[2, 3, 8], 3);
+}
+
+/// Lock fairness with real processes: every rank but one streams shared lock / get / unlock
+/// epochs on rank 0 while the other asks for an exclusive lock; it gets it (FIFO once a writer
+/// waits) and the readers see its flag, on an allocated window (the ticket lock in shared
+/// memory) and a created one (the target's lock queue), at 3, 4 and 8 processes; also on MPICH's
+/// own library.
+#[test]
+fn a_writer_is_not_starved_by_a_stream_of_readers() {
+    passes_here_and_on_mpichs_library("rma_fair", &[3, 4, 8], 4);
 }
 
 /// Window keyvals (delete callbacks on replacement, delete and free; failing callbacks; freed
