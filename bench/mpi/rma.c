@@ -14,6 +14,8 @@
  *
  * Rank 0 prints lines in the format of bench/src/record.rs:
  *   m bench=rma case=<op> size=<bytes> median=<ns> min=<ns> max=<ns> unit=ns iterations=<n>
+ *   m bench=rma-rtt case=<lock op> size=8 median=<epoch/round trip> ... unit=x  (each repetition
+ *     divided by an 8-byte send+recv round trip timed right after it)
  *   m bench=rma-bw case=<put|get> size=<bytes> median=<MB/s> ... unit=MB/s
  *   m bench=rma-passive case=origin size=<bytes> median=<ns> ... unit=ns
  *   m bench=rma-passive case=ratio size=<bytes> median=<origin/compute> ... unit=x
@@ -253,13 +255,22 @@ int main(int argc, char **argv)
         for (int k = 0; k < (single ? 1 : nsizes); k++) {
             int size = single ? 8 : sizes[k], n = iters(size, quick);
             run(o, rank, size, n / 10 + 1); /* warm-up */
+            /* An 8-byte lock epoch is also timed against a round trip measured right after
+             * each repetition, so that their ratio does not depend on the load's drift. */
+            int paired = size == 8 && o >= PUT && o <= ALL_GET;
             for (int r = 0; r < reps; r++) {
                 sync_with(peer, TAG_SYNC);
                 v[r] = run(o, rank, size, n) / n;
+                if (paired) {
+                    sync_with(peer, TAG_SYNC);
+                    ratio[r] = v[r] / (run(RTT, rank, 8, n) / n);
+                }
             }
             sync_with(peer, TAG_SYNC);
             if (rank == 0)
                 report("rma", op_name[o], size, v, reps, n, "ns");
+            if (rank == 0 && paired)
+                report("rma-rtt", op_name[o], size, ratio, reps, n, "x");
         }
     }
     if (!only_cas) {

@@ -98,25 +98,6 @@ fn column(m: &Measurement) -> (Impl, String) {
     (m.imp, if m.imp != Impl::Madmpi && m.policy != "default" { m.policy.clone() } else { String::new() })
 }
 
-/// Each 8-byte lock epoch's latency divided by the 8-byte round trip of its own run.
-fn versus_round_trip(sel: &[Measurement]) -> Vec<Measurement> {
-    let rtt = |m: &Measurement| {
-        sel.iter().find(|r| r.bench == "rma" && r.case == "send+recv" && column(r) == column(m))
-    };
-    sel.iter()
-        .filter(|m| m.bench == "rma" && m.size == 8 && m.case.starts_with("lock"))
-        .filter_map(|m| {
-            let r = rtt(m)?.stat.median;
-            let mut x = m.clone();
-            x.bench = "rma-rtt".into();
-            x.unit = "x".into();
-            x.stat =
-                crate::record::Stat { median: m.stat.median / r, min: m.stat.min / r, max: m.stat.max / r };
-            Some(x)
-        })
-        .collect()
-}
-
 /// Latency per operation and size, bandwidth, and the passive-target test, per transport.
 pub fn tables(all: &[Measurement]) -> Vec<tables::Table> {
     let mut out = Vec::new();
@@ -132,11 +113,12 @@ pub fn tables(all: &[Measurement]) -> Vec<tables::Table> {
             &column,
         ));
         out.extend(tables::pivot(
-            &versus_round_trip(&sel),
+            &sel,
             "rma-rtt",
             &format!(
-                "One-sided latency over {t} in round trips of the same library and run (8 B \
-                 send+recv): lock+put+unlock is one message there and one back at best"
+                "One-sided latency over {t} in round trips of the same library (each repetition over \
+                 an 8 B send+recv timed right after it): lock+put+unlock is one message there and \
+                 one back at best"
             ),
             "operation, size",
             &size,

@@ -101,7 +101,7 @@ impl<T: Equivalence> Epoch<'_, T> {
         let result = Buf { buf: (&mut old as *mut T).cast(), count: 1, ty: &t };
         // SAFETY: `value` is read during the call; `old` is written by the answer, which the
         // slot's wait below completes before `old` is read or goes out of scope.
-        let slot = unsafe { self.window.win().get_accumulate_slot(origin, result, at, op) }?;
+        let slot = unsafe { self.window.win().get_accumulate_slot(origin, result, at, op, true) }?;
         slot.wait(&self.window.win().core.nm)?;
         Ok(old)
     }
@@ -120,6 +120,7 @@ impl<T: Equivalence> Epoch<'_, T> {
                 &t,
                 rank,
                 disp as u64,
+                true,
             )
         }?;
         slot.wait(&self.window.win().core.nm)?;

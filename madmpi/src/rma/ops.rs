@@ -29,6 +29,12 @@ use std::sync::Arc;
 /// Room left in a message for the records around a data chunk.
 const RECORD_ROOM: usize = 512;
 
+/// Largest answer (a get's, a get-accumulate's) that waits for the next synchronization to
+/// be asked for: that synchronization sends the batch and waits a round trip anyway, so lock +
+/// get + unlock is one message there and one back; a larger answer is asked for at once, so
+/// its transfer overlaps what the origin does until then (4 KiB take about a microsecond).
+const ANSWER_AT_SYNC_MAX: u64 = 4096;
+
 /// The origin's side of an operation: `count` elements of `ty` at `buf`.
 #[derive(Clone, Copy)]
 pub struct Buf<'a> {
@@ -327,7 +333,7 @@ impl Win {
         let slot = self.answer_slot(at.rank, c.bytes, result)?;
         let reply = slot.id;
         self.emit(&mut o, &at, &c, 1, |target, off, len| Record::Get { at: target, off, len, reply }, None)?;
-        Ok(self.awaiting(&mut o, at.rank, slot))
+        Ok(self.awaiting(&mut o, at.rank, slot, request || c.bytes > ANSWER_AT_SYNC_MAX))
     }
 
     /// `MPI_Get_accumulate`'s slot (`origin` unused with `MPI_NO_OP`).
@@ -340,6 +346,7 @@ impl Win {
         result: Buf<'_>,
         at: At<'_>,
         op: &Op,
+        now: bool,
     ) -> Result<Arc<Slot>> {
         let mut o = self.origin.lock().unwrap_or_else(|e| e.into_inner());
         let no_op = op.as_builtin() == Some(Builtin::NoOp);
@@ -359,13 +366,14 @@ impl Win {
         let (reply, code, elem) = (slot.id, op_code(op), c.elem);
         let rec = |target, off, len| Record::GetAcc { at: target, off, len, op: code, elem, reply };
         self.emit(&mut o, &at, &c, elem_unit(elem), rec, (!no_op).then_some(origin))?;
-        Ok(self.awaiting(&mut o, at.rank, slot))
+        Ok(self.awaiting(&mut o, at.rank, slot, now || c.bytes > ANSWER_AT_SYNC_MAX))
     }
 
     /// `MPI_Compare_and_swap`'s slot: one element of a predefined type.
     ///
     /// # Safety
     /// `new` and `compare` readable for one element during the call; `result` as [`Win::get`].
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn compare_and_swap_slot(
         &self,
         new: *const u8,
@@ -374,6 +382,7 @@ impl Win {
         ty: &Datatype,
         rank: u32,
         disp: u64,
+        now: bool,
     ) -> Result<Arc<Slot>> {
         let Some(p) = ty.as_predefined() else {
             return Err(Error::datatype("compare-and-swap takes a predefined datatype"));
@@ -397,7 +406,7 @@ impl Win {
         let slot = self.answer_slot(rank, c.bytes, Buf { buf: result, count: 1, ty })?;
         o.push(&self.core, rank, Record::Cas { disp, elem: p_index(p), reply: slot.id }, &payload);
         o.used();
-        Ok(self.awaiting(&mut o, rank, slot))
+        Ok(self.awaiting(&mut o, rank, slot, now))
     }
 
     /// `MPI_Get`.
@@ -425,7 +434,7 @@ impl Win {
     /// As `Win::get_accumulate_slot`.
     pub unsafe fn get_accumulate(&self, origin: Buf<'_>, result: Buf<'_>, at: At<'_>, op: &Op) -> Result<()> {
         // SAFETY: the caller's contract.
-        unsafe { self.get_accumulate_slot(origin, result, at, op) }.map(drop)
+        unsafe { self.get_accumulate_slot(origin, result, at, op, false) }.map(drop)
     }
 
     /// `MPI_Rget_accumulate`.
@@ -440,7 +449,7 @@ impl Win {
         op: &Op,
     ) -> Result<RawRequest> {
         // SAFETY: the caller's contract.
-        let slot = unsafe { self.get_accumulate_slot(origin, result, at, op) }?;
+        let slot = unsafe { self.get_accumulate_slot(origin, result, at, op, true) }?;
         Ok(self.request(slot))
     }
 
@@ -458,7 +467,7 @@ impl Win {
         disp: u64,
     ) -> Result<()> {
         // SAFETY: the caller's contract.
-        unsafe { self.compare_and_swap_slot(new, compare, result, ty, rank, disp) }.map(drop)
+        unsafe { self.compare_and_swap_slot(new, compare, result, ty, rank, disp, false) }.map(drop)
     }
 
     /// A request done when `slot` is.
@@ -472,10 +481,13 @@ impl Win {
         Ok(self.core.service.slot(peer, bytes, Some(sink)))
     }
 
-    /// Sends the batch now (a request may wait on the answer) and keeps the slot for the next
-    /// synchronization.
-    fn awaiting(&self, o: &mut Origin, rank: u32, slot: Arc<Slot>) -> Arc<Slot> {
-        o.flush_out(&self.core, rank);
+    /// Keeps the slot for the next synchronization; sends the batch `now` (a request or a
+    /// caller may wait on the answer before any synchronization, or the answer is large enough
+    /// that asking early overlaps its transfer with what the origin does meanwhile).
+    fn awaiting(&self, o: &mut Origin, rank: u32, slot: Arc<Slot>, now: bool) -> Arc<Slot> {
+        if now {
+            o.flush_out(&self.core, rank);
+        }
         o.prune(rank);
         o.to[rank as usize].awaited.push(slot.clone());
         slot
