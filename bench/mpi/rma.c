@@ -3,14 +3,21 @@
  * MPI libraries (`madbench rma` conducts it). The window comes from MPI_Win_allocate, so that a
  * library may place it in shared memory (Open MPI's `osc sm`).
  *
- *   latency (ns per operation and its synchronization), sizes 8 B to 4 MiB for put/get/accumulate:
- *     fence+put, lock+put+unlock (exclusive), lock+get+unlock, lock+acc+unlock (MPI_SUM, doubles),
- *     lock+get_acc+unlock, lock+fetch_op+unlock and lock+cas+unlock (one 8-byte element),
- *     lock_all+put+flush and lock_all+get+flush (one epoch, a flush per operation), pscw+put,
- *     and an 8-byte MPI_Send + MPI_Recv round trip (what one message there and one back costs)
+ *   latency (ns per operation and its synchronization): every operation (put, get, accumulate
+ *     and get_accumulate of doubles with MPI_SUM at 8 B to 4 MiB; fetch_and_op and
+ *     compare_and_swap of one 8-byte element) under every synchronization: fence (a fence per
+ *     operation), pscw (start/complete against post/wait), lock (exclusive lock, the operation,
+ *     unlock) and lock_all (one epoch, a flush per operation); and an 8-byte MPI_Send + MPI_Recv
+ *     round trip (what one message there and one back costs)
  *   bandwidth: lock_all, 8 puts (gets) then a flush, 64 KiB to 4 MiB
  *   passive target: the target computes 200 ms (a busy loop, no MPI call) while the origin does
  *     lock, put, get, accumulate, unlock: the origin's time and its ratio to the target's compute
+ *   overlap map: n epochs of lock + put + unlock (64 KiB to 4 MiB) with c = f x T ns of
+ *     computation (f = 0.25 .. 2, T = the epoch alone) on the origin (between the put and the
+ *     unlock), on the target (a busy loop without MPI calls while the origin's epochs run), or
+ *     both; n doubled until a repetition lasts >= 200 us; total = the longer rank's time / n;
+ *     ratio (total - max(T, c)) / min(T, c): 0 when the epoch hides behind the computation, 1
+ *     when they are serialized (as overlap.c defines it)
  *
  * Rank 0 prints lines in the format of bench/src/record.rs:
  *   m bench=rma case=<op> size=<bytes> median=<ns> min=<ns> max=<ns> unit=ns iterations=<n>
@@ -19,9 +26,13 @@
  *   m bench=rma-bw case=<put|get> size=<bytes> median=<MB/s> ... unit=MB/s
  *   m bench=rma-passive case=origin size=<bytes> median=<ns> ... unit=ns
  *   m bench=rma-passive case=ratio size=<bytes> median=<origin/compute> ... unit=x
+ *   m bench=rma-overlap-comm size=<bytes> median=<T ns> ... unit=ns
+ *   m bench=rma-overlap case=<origin|target|both> size=<bytes> median=<ratio> ... unit=ratio
+ *     factor=<f> compute_ns=<c> comm_ns=<T> total_ns=<median total>
  *
- * Usage: rma [reps] [quick] [cas|nocas] (5 repetitions, at most 3 for the passive-target test
- * when quick; `quick`: 8 B and 64 KiB, bandwidth at 64 KiB and 4 MiB; `cas` measures only compare-and-swap,
+ * Usage: rma [reps] [quick] [cas|nocas|overlap] (5 repetitions, at most 3 for the passive-target
+ * test when quick; `quick`: 8 B and 64 KiB, bandwidth at 64 KiB and 4 MiB, overlap at 256 KiB and
+ * 4 MiB with f = 0.5 and 2; `cas` measures only compare-and-swap, `overlap` only the overlap map,
  * `nocas` everything else: the conductor runs them apart, so a crash in one loses nothing else).
  */
 #define _GNU_SOURCE
@@ -37,10 +48,10 @@
 #define BW_WINDOW 8
 #define COMPUTE_NS 200e6
 
-enum op { FENCE_PUT, PUT, GET, ACC, GET_ACC, FETCH_OP, CAS, ALL_PUT, ALL_GET, PSCW_PUT, RTT };
-static const char *op_name[] = {"fence+put", "lock+put", "lock+get", "lock+acc", "lock+get_acc",
-                                "lock+fetch_op", "lock+cas", "lock_all+put+flush",
-                                "lock_all+get+flush", "pscw+put", "send+recv"};
+enum op { PUT, GET, ACC, GET_ACC, FETCH_OP, CAS };
+enum sync { FENCE, PSCW, LOCK, LOCK_ALL, RTT };
+static const char *op_name[] = {"put", "get", "acc", "get_acc", "fetch_op", "cas"};
+static const char *sync_name[] = {"fence", "pscw", "lock", "lock_all", "send+recv"};
 
 static MPI_Win win;
 static char *src, *dst;
@@ -57,14 +68,10 @@ static void one(enum op o, int size)
 {
     int n = size / 8;
     switch (o) {
-    case FENCE_PUT:
     case PUT:
-    case ALL_PUT:
-    case PSCW_PUT:
         check(MPI_Put(src, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win), "MPI_Put");
         break;
     case GET:
-    case ALL_GET:
         check(MPI_Get(dst, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win), "MPI_Get");
         break;
     case ACC:
@@ -84,12 +91,12 @@ static void one(enum op o, int size)
     }
 }
 
-/* n operations each with its synchronization; rank 0 returns the elapsed ns. Both ranks call it
- * (the target takes part in fence and pscw epochs only). */
-static double run(enum op o, int rank, int size, int n)
+/* n operations `o` each with synchronization `sy` (or n round trips); rank 0 returns the
+ * elapsed ns. Both ranks call it (the target takes part in fence and pscw epochs only). */
+static double run(enum sync sy, enum op o, int rank, int size, int n)
 {
     double t = now_ns();
-    if (o == RTT) {
+    if (sy == RTT) {
         for (int i = 0; i < n; i++) {
             if (rank == 0) {
                 check(MPI_Send(src, size, MPI_BYTE, 1, TAG_RTT, MPI_COMM_WORLD), "MPI_Send");
@@ -99,13 +106,13 @@ static double run(enum op o, int rank, int size, int n)
                 check(MPI_Send(src, size, MPI_BYTE, 0, TAG_RTT, MPI_COMM_WORLD), "MPI_Send");
             }
         }
-    } else if (o == FENCE_PUT) {
+    } else if (sy == FENCE) {
         for (int i = 0; i < n; i++) {
             if (rank == 0)
                 one(o, size);
             check(MPI_Win_fence(0, win), "MPI_Win_fence");
         }
-    } else if (o == PSCW_PUT) {
+    } else if (sy == PSCW) {
         for (int i = 0; i < n; i++) {
             if (rank == 0) {
                 check(MPI_Win_start(peer_group, 0, win), "MPI_Win_start");
@@ -116,7 +123,7 @@ static double run(enum op o, int rank, int size, int n)
                 check(MPI_Win_wait(win), "MPI_Win_wait");
             }
         }
-    } else if (rank == 0 && (o == ALL_PUT || o == ALL_GET)) {
+    } else if (rank == 0 && sy == LOCK_ALL) {
         check(MPI_Win_lock_all(0, win), "MPI_Win_lock_all");
         t = now_ns();
         for (int i = 0; i < n; i++) {
@@ -200,9 +207,84 @@ static void passive(int rank, int peer, int reps, double *v, double *ratio)
     }
 }
 
+static double max2(double a, double b) { return a > b ? a : b; }
+static double min2(double a, double b) { return a < b ? a : b; }
+
+enum side { NOBODY, ORIGIN, TARGET, BOTH };
+static const char *side_name[] = {"none", "origin", "target", "both"};
+
+/* One repetition of the overlap map: after a sync, n epochs of lock + put of `size` + unlock
+ * by rank 0, with c ns of computation between the put and the unlock when the origin computes,
+ * and n x c ns of computation without MPI calls on rank 1 when the target does. The longer of
+ * both ranks' elapsed times divided by n (the same value on both ranks). */
+static double epochs(int rank, int peer, int size, int n, enum side s, double c)
+{
+    sync_with(peer, TAG_SYNC);
+    double t = now_ns();
+    if (rank == 0) {
+        for (int i = 0; i < n; i++) {
+            check(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win), "MPI_Win_lock");
+            check(MPI_Put(src, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win), "MPI_Put");
+            if (s == ORIGIN || s == BOTH)
+                compute(c);
+            check(MPI_Win_unlock(1, win), "MPI_Win_unlock");
+        }
+    } else if (s == TARGET || s == BOTH) {
+        compute(c * n);
+    }
+    double mine = now_ns() - t, theirs = 0;
+    check(MPI_Sendrecv(&mine, 1, MPI_DOUBLE, peer, TAG_TIME, &theirs, 1, MPI_DOUBLE, peer, TAG_TIME,
+                       MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+          "MPI_Sendrecv");
+    return max2(mine, theirs) / n;
+}
+
+/* The overlap map: per size, T (the epoch alone, n epochs per repetition, n doubled until a
+ * repetition lasts 200 us), then per computing side and factor f the ratio of c = f x T. */
+static void overlap_map(int rank, int peer, int reps, int quick)
+{
+    /* From 64 KiB: a smaller epoch takes less than a microsecond within a node, where the
+     * computation's own clock reads would dominate the ratio. */
+    static const int full_sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
+    static const int quick_sizes[] = {256 << 10, 4 << 20};
+    static const double full_f[] = {0.25, 0.5, 1, 1.5, 2};
+    static const double quick_f[] = {0.5, 2};
+    const int *sizes = quick ? quick_sizes : full_sizes;
+    const double *fs = quick ? quick_f : full_f;
+    int nsizes = quick ? 2 : 4, nf = quick ? 2 : 5;
+    double v[MAX_REPS], tot[MAX_REPS];
+    for (int i = 0; i < nsizes; i++) {
+        int size = sizes[i], n = 1;
+        epochs(rank, peer, size, 2, NOBODY, 0); /* warm-up */
+        while (n < 4096 && epochs(rank, peer, size, n, NOBODY, 0) * n < 200e3)
+            n *= 2;
+        for (int r = 0; r < reps; r++)
+            v[r] = epochs(rank, peer, size, n, NOBODY, 0);
+        double comm = median(v, reps); /* the same on both ranks: so is c below */
+        if (rank == 0)
+            report("rma-overlap-comm", "epoch", size, v, reps, n, "ns");
+        for (enum side s = ORIGIN; s <= BOTH; s++) {
+            for (int j = 0; j < nf; j++) {
+                double c = fs[j] * comm;
+                for (int r = 0; r < reps; r++) {
+                    tot[r] = epochs(rank, peer, size, n, s, c);
+                    v[r] = (tot[r] - max2(comm, c)) / min2(comm, c);
+                }
+                double m = median(v, reps), total = median(tot, reps);
+                if (rank == 0) {
+                    printf("m bench=rma-overlap case=%s size=%d median=%.3f min=%.3f max=%.3f unit=ratio "
+                           "iterations=%d factor=%.3f compute_ns=%.1f comm_ns=%.1f total_ns=%.1f\n",
+                           side_name[s], size, m, v[0], v[reps - 1], n, fs[j], c, comm, total);
+                    fflush(stdout);
+                }
+            }
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
-    int rank, nprocs, reps = 5, quick = 0, only_cas = 0, no_cas = 0;
+    int rank, nprocs, reps = 5, quick = 0, only_cas = 0, no_cas = 0, only_overlap = 0;
     double v[MAX_REPS], ratio[MAX_REPS];
     char *base = NULL;
 
@@ -214,6 +296,8 @@ int main(int argc, char **argv)
             only_cas = 1;
         else if (!strcmp(argv[i], "nocas"))
             no_cas = 1;
+        else if (!strcmp(argv[i], "overlap"))
+            only_overlap = 1;
         else
             reps = atoi(argv[i]);
     }
@@ -221,7 +305,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (nprocs != 2 || reps < 1 || reps > MAX_REPS) {
         if (rank == 0)
-            fprintf(stderr, "usage: run 2 ranks of rma [reps: 1..%d] [quick] [cas|nocas]\n", MAX_REPS);
+            fprintf(stderr, "usage: run 2 ranks of rma [reps: 1..%d] [quick] [cas|nocas|overlap]\n", MAX_REPS);
         MPI_Finalize();
         return 2;
     }
@@ -248,33 +332,40 @@ int main(int argc, char **argv)
     const int *sizes = quick ? brief : full;
     int nsizes = quick ? 2 : 8;
     check(MPI_Win_fence(0, win), "MPI_Win_fence");
-    for (int o = FENCE_PUT; o <= RTT; o++) {
-        if ((only_cas && o != CAS) || (no_cas && o == CAS))
-            continue;
-        int single = o == FETCH_OP || o == CAS || o == RTT;
-        for (int k = 0; k < (single ? 1 : nsizes); k++) {
-            int size = single ? 8 : sizes[k], n = iters(size, quick);
-            run(o, rank, size, n / 10 + 1); /* warm-up */
-            /* An 8-byte lock epoch is also timed against a round trip measured right after
-             * each repetition, so that their ratio does not depend on the load's drift. */
-            int paired = size == 8 && o >= PUT && o <= ALL_GET;
-            for (int r = 0; r < reps; r++) {
-                sync_with(peer, TAG_SYNC);
-                v[r] = run(o, rank, size, n) / n;
-                if (paired) {
+    if (only_overlap)
+        overlap_map(rank, peer, reps, quick);
+    for (int sy = FENCE; sy <= RTT && !only_overlap; sy++) {
+        for (int o = PUT; o <= (sy == RTT ? PUT : CAS); o++) {
+            if ((only_cas && o != CAS) || (no_cas && o == CAS) || (only_cas && sy == RTT))
+                continue;
+            int single = o == FETCH_OP || o == CAS || sy == RTT;
+            char name[64];
+            snprintf(name, sizeof name, sy == RTT ? "%s" : sy == LOCK_ALL ? "%s+%s+flush" : "%s+%s",
+                     sync_name[sy], op_name[o]);
+            for (int k = 0; k < (single ? 1 : nsizes); k++) {
+                int size = single ? 8 : sizes[k], n = iters(size, quick);
+                run(sy, o, rank, size, n / 10 + 1); /* warm-up */
+                /* An 8-byte passive epoch is also timed against a round trip measured right
+                 * after each repetition, so that their ratio does not depend on the load's drift. */
+                int paired = size == 8 && (sy == LOCK || sy == LOCK_ALL);
+                for (int r = 0; r < reps; r++) {
                     sync_with(peer, TAG_SYNC);
-                    ratio[r] = v[r] / (run(RTT, rank, 8, n) / n);
+                    v[r] = run(sy, o, rank, size, n) / n;
+                    if (paired) {
+                        sync_with(peer, TAG_SYNC);
+                        ratio[r] = v[r] / (run(RTT, PUT, rank, 8, n) / n);
+                    }
                 }
+                sync_with(peer, TAG_SYNC);
+                if (rank == 0)
+                    report("rma", name, size, v, reps, n, "ns");
+                if (rank == 0 && paired)
+                    report("rma-rtt", name, size, ratio, reps, n, "x");
             }
-            sync_with(peer, TAG_SYNC);
-            if (rank == 0)
-                report("rma", op_name[o], size, v, reps, n, "ns");
-            if (rank == 0 && paired)
-                report("rma-rtt", op_name[o], size, ratio, reps, n, "x");
         }
     }
-    if (!only_cas) {
-        for (int o = ALL_PUT; o <= ALL_GET; o++) {
+    if (!only_cas && !only_overlap) {
+        for (int o = PUT; o <= GET; o++) {
             for (int size = 65536; size <= MAX_SIZE; size *= quick ? 64 : 4) {
                 int n = size <= 262144 ? 40 : 6;
                 stream(o, rank, size, 1);
@@ -284,7 +375,7 @@ int main(int argc, char **argv)
                 }
                 sync_with(peer, TAG_SYNC);
                 if (rank == 0)
-                    report("rma-bw", o == ALL_PUT ? "put" : "get", size, v, reps, n, "MB/s");
+                    report("rma-bw", op_name[o], size, v, reps, n, "MB/s");
             }
         }
         passive(rank, peer, quick && reps > 3 ? 3 : reps, v, ratio);

@@ -86,6 +86,37 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
                 )?;
             }
         }
+        let rma_overlap: Vec<&Measurement> =
+            all.iter().filter(|m| m.bench == "rma-overlap" && m.transport == t).collect();
+        let mut columns: Vec<(Impl, String)> = rma_overlap.iter().map(|m| super::rma::column(m)).collect();
+        columns.sort();
+        columns.dedup();
+        for col in columns {
+            let sel: Vec<&Measurement> =
+                rma_overlap.iter().copied().filter(|m| super::rma::column(m) == col).collect();
+            let label = if col.1.is_empty() {
+                col.0.label().to_string()
+            } else {
+                format!("{} ({})", col.0.label(), col.1)
+            };
+            let key = if col.1.is_empty() {
+                col.0.key().to_string()
+            } else {
+                format!("{}-{}", col.0.key(), col.1.replace(' ', "-"))
+            };
+            let name = format!("rma-overlap-{key}-{t}.png");
+            out(
+                name.clone(),
+                heatmaps(
+                    &dir.join(&name),
+                    &format!(
+                        "{label} over {t}: lock + put + unlock overlapped with computation \
+                         (0 = perfect overlap, 1 = serialized, > 1 worse)"
+                    ),
+                    &rma_overlap_panels(&sel),
+                ),
+            )?;
+        }
         let lock_put: Vec<Measurement> =
             all.iter().filter(|m| m.bench == "rma" && m.case == "lock+put").cloned().collect();
         let rma = curves(&lock_put, "rma", t, &[]);
@@ -225,8 +256,29 @@ fn limit_series(all: &[Measurement], case: &str, transport: &str) -> Vec<Series>
 fn overlap_panels(all: &[Measurement], transport: &str, imp: Impl) -> Vec<Heatmap> {
     let sel: Vec<&Measurement> =
         all.iter().filter(|m| m.bench == "overlap" && m.transport == transport && m.imp == imp).collect();
+    let sides = [
+        ("sender", "computation on the sender side"),
+        ("receiver", "computation on the receiver side"),
+        ("both", "computation on both sides"),
+    ];
+    side_panels(&sel, &sides, "computation time ÷ transfer time")
+}
+
+/// The one-sided overlap map of one library column (Open MPI's `osc sm` apart): origin, target,
+/// both computing.
+fn rma_overlap_panels(sel: &[&Measurement]) -> Vec<Heatmap> {
+    let sides = [
+        ("origin", "computation on the origin (put … unlock)"),
+        ("target", "computation on the target (no MPI call)"),
+        ("both", "computation on both sides"),
+    ];
+    side_panels(sel, &sides, "computation time ÷ epoch time")
+}
+
+/// One heatmap per computing side of `sel` (`(case, title)`): sizes up, factors across.
+fn side_panels(sel: &[&Measurement], sides: &[(&str, &str)], x_label: &str) -> Vec<Heatmap> {
     let mut panels = Vec::new();
-    for side in ["sender", "receiver", "both"] {
+    for &(side, title) in sides {
         let cells: Vec<&&Measurement> = sel.iter().filter(|m| m.case == side).collect();
         if cells.is_empty() {
             continue;
@@ -252,12 +304,8 @@ fn overlap_panels(all: &[Measurement], transport: &str, imp: Impl) -> Vec<Heatma
             })
             .collect();
         panels.push(Heatmap {
-            title: if side == "both" {
-                "computation on both sides".into()
-            } else {
-                format!("computation on the {side} side")
-            },
-            x_label: "computation time ÷ transfer time".into(),
+            title: title.into(),
+            x_label: x_label.into(),
             y_label: "message size".into(),
             x_labels: factors.iter().map(|f| format!("{f}×")).collect(),
             y_labels: sizes.iter().map(|&s| human_bytes(s)).collect(),

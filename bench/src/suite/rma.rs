@@ -39,7 +39,7 @@ impl Ctx<'_> {
             for (imp, osc) in variants(&self.opts.libs, t) {
                 let label = osc.map_or(String::new(), |o| format!(" (osc {o})"));
                 p.step(&format!("rma: {}{label} over {}", imp.label(), t.label()));
-                for part in ["nocas", "cas"] {
+                for part in ["nocas", "cas", "overlap"] {
                     let mut a = args.clone();
                     a.push(part.into());
                     match self.rma_launch(imp, t, osc, a) {
@@ -94,8 +94,26 @@ impl Ctx<'_> {
 }
 
 /// The column of a measurement: the library, and Open MPI's `osc sm` apart.
-fn column(m: &Measurement) -> (Impl, String) {
+pub(super) fn column(m: &Measurement) -> (Impl, String) {
     (m.imp, if m.imp != Impl::Madmpi && m.policy != "default" { m.policy.clone() } else { String::new() })
+}
+
+/// One measurement per (side, size, column) of the overlap map: the median of its ratios over
+/// the computation factors.
+fn overlap_medians(sel: &[Measurement]) -> Vec<Measurement> {
+    let mut by: Vec<(Measurement, Vec<f64>)> = Vec::new();
+    for m in sel.iter().filter(|m| m.bench == "rma-overlap") {
+        match by.iter_mut().find(|(k, _)| k.case == m.case && k.size == m.size && column(k) == column(m)) {
+            Some((_, v)) => v.push(m.stat.median),
+            None => by.push((m.clone(), vec![m.stat.median])),
+        }
+    }
+    by.into_iter()
+        .filter_map(|(mut m, mut v)| {
+            m.stat = crate::record::Stat::of(&mut v)?;
+            Some(m)
+        })
+        .collect()
 }
 
 /// Latency per operation and size, bandwidth, and the passive-target test, per transport.
@@ -130,6 +148,19 @@ pub fn tables(all: &[Measurement]) -> Vec<tables::Table> {
             &format!("One-sided bandwidth over {t}, MB/s: lock_all, 8 operations then a flush"),
             "operation, size",
             &size,
+            &column,
+        ));
+        out.extend(tables::pivot(
+            &overlap_medians(&sel),
+            "rma-overlap",
+            &format!(
+                "One-sided overlap over {t}: lock + put + unlock with computation on the origin (between \
+                 the put and the unlock), the target (no MPI call) or both; median overlap ratio over \
+                 computation times 0.25–2× the epoch (0 = perfect overlap, 1 = serialized; the \
+                 heatmaps show every cell)"
+            ),
+            "computing side, size",
+            &|m| format!("{} {}", m.case, crate::mpi::human_bytes(m.size)),
             &column,
         ));
         for (case, what) in [

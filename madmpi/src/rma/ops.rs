@@ -15,7 +15,7 @@
 
 use super::bulk::{BULK_MIN, Transfer, Way};
 use super::direct;
-use super::origin::Origin;
+use super::origin::{EARLY, Origin};
 use super::service::{Sink, Slot};
 use super::window::{Flavor, Win};
 use super::wire::{Record, Target, TypeRef};
@@ -28,12 +28,6 @@ use std::sync::Arc;
 
 /// Room left in a message for the records around a data chunk.
 const RECORD_ROOM: usize = 512;
-
-/// Largest answer (a get's, a get-accumulate's) that waits for the next synchronization to
-/// be asked for: that synchronization sends the batch and waits a round trip anyway, so lock +
-/// get + unlock is one message there and one back; a larger answer is asked for at once, so
-/// its transfer overlaps what the origin does until then (4 KiB take about a microsecond).
-const ANSWER_AT_SYNC_MAX: u64 = 4096;
 
 /// The origin's side of an operation: `count` elements of `ty` at `buf`.
 #[derive(Clone, Copy)]
@@ -333,7 +327,7 @@ impl Win {
         let slot = self.answer_slot(at.rank, c.bytes, result)?;
         let reply = slot.id;
         self.emit(&mut o, &at, &c, 1, |target, off, len| Record::Get { at: target, off, len, reply }, None)?;
-        Ok(self.awaiting(&mut o, at.rank, slot, request || c.bytes > ANSWER_AT_SYNC_MAX))
+        Ok(self.awaiting(&mut o, at.rank, slot, request || c.bytes > EARLY))
     }
 
     /// `MPI_Get_accumulate`'s slot (`origin` unused with `MPI_NO_OP`).
@@ -366,7 +360,7 @@ impl Win {
         let (reply, code, elem) = (slot.id, op_code(op), c.elem);
         let rec = |target, off, len| Record::GetAcc { at: target, off, len, op: code, elem, reply };
         self.emit(&mut o, &at, &c, elem_unit(elem), rec, (!no_op).then_some(origin))?;
-        Ok(self.awaiting(&mut o, at.rank, slot, now || c.bytes > ANSWER_AT_SYNC_MAX))
+        Ok(self.awaiting(&mut o, at.rank, slot, now || c.bytes > EARLY))
     }
 
     /// `MPI_Compare_and_swap`'s slot: one element of a predefined type.

@@ -124,6 +124,11 @@ impl Record {
     }
 
     /// Whether the target counts it as an operation applied (fence counts these).
+    /// A large transfer's announcement ([`super::bulk`]).
+    pub(crate) fn is_bulk(&self) -> bool {
+        matches!(self, Record::PutBulk { .. } | Record::GetBulk { .. } | Record::AccBulk { .. })
+    }
+
     pub(crate) fn is_operation(&self) -> bool {
         matches!(
             self,
