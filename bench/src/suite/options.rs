@@ -20,8 +20,10 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
   limits       the machine's physical limits (cache line, memcpy, raw TCP)
   coll         Barrier, Bcast, Allreduce (8 B, 64 KiB, 1 MiB), Alltoall (1 KiB per peer) at 2, 4
                and 8 ranks (4 and 8 ranks share the 2 CPUs of the other benchmarks: oversubscribed)
-  rma          one-sided latency (put, get, accumulate, atomics under fence, lock, lock_all, pscw),
-               put/get bandwidth, and lock/put/get/acc/unlock while the target computes 200 ms;
+  rma          one-sided latency (put, get, accumulate, get_accumulate, fetch_and_op,
+               compare_and_swap, each under fence, pscw, lock and lock_all + flush), put/get
+               bandwidth, an overlap map (lock + put + unlock with computation on the origin, the
+               target or both), and lock/put/get/acc/unlock while the target computes 200 ms;
                Open MPI also with `--mca osc sm`; tcp for madmpi and MPICH only
   coll-algos   not in `all`: each of our algorithms forced in turn (MADMPI_COLL_*) for bcast,
                allreduce, allgather, alltoall, 64 B-1 MiB, at 2 and 4 ranks: where the choice

@@ -1,4 +1,4 @@
-//! Large one-sided transfers on nmad's message path: a put or get of a contiguous target
+//! Large one-sided transfers on nmad's message path: a put, get or accumulate (any target type)
 //! above [`BULK_MIN`] bytes travels as one tagged nmad message on the window's communicator
 //! (rendezvous: zero-copy from the origin's buffer into the window, or from the window into
 //! the origin's buffer, at the driver's bulk rate) instead of active-message chunks, each

@@ -158,9 +158,7 @@ impl Win {
         mut record: impl FnMut(Target, u64, u32) -> Record,
         data: Option<Buf<'_>>,
     ) -> Result<()> {
-        if let TypeRef::Derived { .. } = c.target.ty {
-            o.describe(&self.core, at.rank, at.ty)?;
-        }
+        self.describe_target(o, at, c)?;
         let layout = match data {
             Some(b) => Some(b.ty.layout(b.count)?),
             None => None,
@@ -183,11 +181,16 @@ impl Win {
     /// Whether an operation goes as one large transfer ([`super::bulk`]): large, to another
     /// process, into a contiguous target, and not a request form (whose request completes when
     /// the call returns, the data copied).
+    /// Describes a derived target type to the target before the first record that uses it.
+    fn describe_target(&self, o: &mut Origin, at: &At<'_>, c: &Checked) -> Result<()> {
+        match c.target.ty {
+            TypeRef::Derived { .. } => o.describe(&self.core, at.rank, at.ty),
+            TypeRef::Bytes { .. } => Ok(()),
+        }
+    }
+
     fn is_bulk(&self, at: &At<'_>, c: &Checked, request: bool) -> bool {
-        !request
-            && c.bytes >= BULK_MIN
-            && at.rank != self.core.me
-            && matches!(c.target.ty, TypeRef::Bytes { .. })
+        !request && c.bytes >= BULK_MIN && at.rank != self.core.me
     }
 
     /// Sends `origin` as a large transfer to window rank `t` after its record.
@@ -199,9 +202,11 @@ impl Win {
         &self,
         o: &mut Origin,
         origin: Buf<'_>,
-        t: u32,
+        (at, c): (&At<'_>, &Checked),
         rec: impl FnOnce(u64) -> Record,
     ) -> Result<()> {
+        let t = at.rank;
+        self.describe_target(o, at, c)?;
         let seq = o.next_transfer(t);
         // SAFETY: the caller's contract.
         let transfer = unsafe {
@@ -247,7 +252,7 @@ impl Win {
         if self.is_bulk(&at, &c, request) {
             let rec = |seq| Record::PutBulk { at: c.target, len: c.bytes, seq };
             // SAFETY: the caller's contract.
-            return unsafe { self.send_bulk(&mut o, origin, at.rank, rec) };
+            return unsafe { self.send_bulk(&mut o, origin, (&at, &c), rec) };
         }
         self.emit(&mut o, &at, &c, 1, |target, off, len| Record::Put { at: target, off, len }, Some(origin))
     }
@@ -289,7 +294,7 @@ impl Win {
         if self.is_bulk(&at, &c, request) {
             let rec = |seq| Record::AccBulk { at: c.target, len: c.bytes, seq, op: code, elem };
             // SAFETY: the caller's contract.
-            return unsafe { self.send_bulk(&mut o, origin, at.rank, rec) };
+            return unsafe { self.send_bulk(&mut o, origin, (&at, &c), rec) };
         }
         let rec = |target, off, len| Record::Acc { at: target, off, len, op: code, elem };
         self.emit(&mut o, &at, &c, unit, rec, Some(origin))
@@ -311,6 +316,7 @@ impl Win {
             return Ok(Slot::done());
         }
         if self.is_bulk(&at, &c, request) {
+            self.describe_target(&mut o, &at, &c)?;
             let seq = o.next_transfer(at.rank);
             // SAFETY: the caller keeps the result buffer writable and untouched until the
             // operation completes, which waits for the transfer (`Win::wait_answers`).

@@ -4,8 +4,9 @@
 //! whole access against its window before it touches memory.
 //!
 //! Owns the description a peer sent (built from [`super::wire::Record::TypeDef`] blocks, so
-//! every number is checked here: lengths positive, sums and products without overflow) and
-//! the stream-to-memory walk. It must not touch memory itself.
+//! every number is checked here: lengths positive, sums and products without overflow), the
+//! stream-to-memory walk, and that walk as an nmad layout ([`Placed`]) for large transfers. It
+//! must not touch memory itself.
 
 use std::sync::Arc;
 
@@ -83,23 +84,63 @@ impl Shape {
     /// bytes at `offset` from the displacement's address are bytes `at .. at + n` of the
     /// range. The caller checked `from + len` against [`Shape::size`].
     pub(crate) fn walk(&self, from: u64, len: u64, mut f: impl FnMut(i64, usize, usize)) {
+        self.walk_while(from, len, |o, at, n| {
+            f(o, at, n);
+            true
+        });
+    }
+
+    /// [`Shape::walk`], stopping when `f` returns `false`.
+    fn walk_while(&self, from: u64, len: u64, mut f: impl FnMut(i64, usize, usize) -> bool) {
         match self {
-            Shape::Bytes(_) => f(from as i64, 0, len as usize),
+            Shape::Bytes(_) => {
+                f(from as i64, 0, len as usize);
+            }
             Shape::Derived { elem, .. } => {
                 let (mut pos, end) = (from, from + len);
+                if pos >= end {
+                    return;
+                }
+                // Found once by search, then block after block (a type may have a million).
+                let mut i = pos / elem.size;
+                let within = pos % elem.size;
+                let mut b = elem.starts.partition_point(|&s| s <= within) - 1;
+                let mut skip = within - elem.starts[b];
                 while pos < end {
-                    let i = pos / elem.size;
-                    let within = pos % elem.size;
-                    let b = elem.starts.partition_point(|&s| s <= within) - 1;
                     let (off, blen) = elem.blocks[b];
-                    let skip = within - elem.starts[b];
                     let n = (blen - skip).min(end - pos);
                     let base = (i as i64) * elem.extent + off + skip as i64;
-                    f(base, (pos - from) as usize, n as usize);
+                    if !f(base, (pos - from) as usize, n as usize) {
+                        return;
+                    }
                     pos += n;
+                    skip = 0;
+                    b += 1;
+                    if b == elem.blocks.len() {
+                        (b, i) = (0, i + 1);
+                    }
                 }
             }
         }
+    }
+}
+
+/// The first `len` packed bytes of a shape as nmad sees a buffer's layout: a large transfer
+/// then lands in (or leaves from) a derived target type's blocks directly.
+pub(crate) struct Placed {
+    pub(crate) shape: Shape,
+    /// At most the shape's size (the caller checked).
+    pub(crate) len: u64,
+}
+
+impl nmad::Layout for Placed {
+    fn size(&self) -> usize {
+        self.len as usize
+    }
+
+    fn blocks(&self, from: usize, f: &mut dyn FnMut(isize, usize) -> bool) {
+        let from = (from as u64).min(self.len);
+        self.shape.walk_while(from, self.len - from, |off, _, n| f(off as isize, n));
     }
 }
 
@@ -122,6 +163,26 @@ mod tests {
         assert_eq!(s.span(), Some((0, 108)));
         assert_eq!(pieces(&s, 0, 48).len(), 6);
         assert_eq!(pieces(&s, 4, 20), vec![(4, 0, 4), (20, 4, 8), (40, 12, 8)]);
+    }
+
+    #[test]
+    fn a_placed_shape_gives_nmad_its_blocks_from_any_offset() {
+        use nmad::Layout;
+        let e = Arc::new(Element::new(vec![(0, 8), (20, 8)], 40).unwrap());
+        let p = Placed { shape: Shape::Derived { elem: e, count: 3 }, len: 44 };
+        assert_eq!(p.size(), 44);
+        let mut v = Vec::new();
+        p.blocks(4, &mut |o, n| {
+            v.push((o, n));
+            true
+        });
+        assert_eq!(v, vec![(4, 4), (20, 8), (40, 8), (60, 8), (80, 8), (100, 4)]);
+        v.clear();
+        p.blocks(0, &mut |o, n| {
+            v.push((o, n));
+            v.len() < 2
+        });
+        assert_eq!(v, vec![(0, 8), (20, 8)]);
     }
 
     #[test]

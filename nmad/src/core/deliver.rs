@@ -299,12 +299,35 @@ unsafe fn read(core: &Core, gate: &Gate, job: &ReadJob) -> io::Result<()> {
     let mut local: Vec<SegmentMut> = Vec::new();
     // SAFETY: the caller holds the request.
     unsafe { job.req.state() }.data.segments_mut(0..job.accepted as usize, &mut local);
-    // SAFETY: `local` is the receive buffer (writable until completion); the driver checks the
-    // key and the range, the system the addresses.
-    unsafe { link.read_remote(&job.remote.key, 0, &local) }?;
-    core.counters.received(rail.driver, job.accepted as usize);
+    let bytes = job.accepted as usize;
+    if local.len() > FINE_MIN_SEGMENTS && bytes / local.len() < FINE_SEGMENT {
+        // A finely scattered buffer (a strided datatype of small blocks): the system's cost
+        // per piece would exceed the copy, so read into one buffer and scatter from it.
+        let mut staged = vec![0u8; bytes];
+        let whole = [SegmentMut { ptr: staged.as_mut_ptr(), len: bytes }];
+        // SAFETY: `staged` is writable for `bytes`; the driver checks the key and the range.
+        unsafe { link.read_remote(&job.remote.key, 0, &whole) }?;
+        let mut at = 0;
+        for seg in &local {
+            // SAFETY: the segments are the receive buffer's (writable until completion), `bytes`
+            // long in all, and `staged` holds `bytes`: `at + seg.len` stays within it.
+            unsafe { std::ptr::copy_nonoverlapping(staged.as_ptr().add(at), seg.ptr, seg.len) };
+            at += seg.len;
+        }
+    } else {
+        // SAFETY: `local` is the receive buffer (writable until completion); the driver checks
+        // the key and the range, the system the addresses.
+        unsafe { link.read_remote(&job.remote.key, 0, &local) }?;
+    }
+    core.counters.received(rail.driver, bytes);
     Ok(())
 }
+
+/// A remote read into more pieces than this, averaging under [`FINE_SEGMENT`] bytes, goes
+/// through a staging buffer: `process_vm_readv` into 262,144 pieces of 4 bytes (1 MiB) took
+/// 16.8 ms, the read and the scatter 3.3 ms.
+const FINE_MIN_SEGMENTS: usize = 64;
+const FINE_SEGMENT: usize = 256;
 
 /// Where bulk bytes for receive `hdr.cookie` go.
 pub(crate) fn bulk_dest(gate: &Gate, hdr: &BulkHeader, dest: &mut Vec<SegmentMut>) -> bool {

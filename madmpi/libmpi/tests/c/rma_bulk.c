@@ -1,7 +1,7 @@
 /* Large one-sided transfers (256 KiB per operation, above the size at which MadMPI sends them
  * apart from its active messages) on every window flavour under lock, lock_all + flush, fence
  * and post/start/complete/wait: puts, gets and accumulates in flight together in one epoch,
- * a derived origin type, the request forms, the ordering of a small accumulate after a large one
+ * a derived origin type, a derived (strided) target type, the request forms, the ordering of a small accumulate after a large one
  * on the same element, and large transfers a dynamic window's target refuses
  * (MPI_ERR_RMA_RANGE at the synchronization, and the window still works). Every value checked;
  * 2 or more processes. */
@@ -221,6 +221,45 @@ static void refused(MPI_Win win, int *buf, int *got)
           first, first >= 0 ? got[first] : 0, first >= 0 ? pattern(rank, 8, first) : 0, got[REGION - 1]);
 }
 
+/* A strided (derived) target type on large transfers: every other int of a slice twice the
+ * region, so the packed data (256 KiB) is large while the target's blocks are 4 bytes: a put
+ * lands in the even ints only, a get reads them back, an accumulate adds to them; the odd ints
+ * stay untouched. */
+static void derived_target(int *buf, int *got)
+{
+    int t = (rank + 1) % size;
+    long slice = 2L * REGION, mine = (long)rank * slice;
+    int *mem = calloc((size_t)slice * size, sizeof(int)), *whole = malloc(slice * sizeof(int));
+    MPI_Win win;
+    MPI_Win_create(mem, slice * size * (MPI_Aint)sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Datatype evens;
+    MPI_Type_vector(REGION, 1, 2, MPI_INT, &evens);
+    MPI_Type_commit(&evens);
+    for (long i = 0; i < REGION; i++)
+        buf[i] = pattern(rank, 6, i);
+    MPI_Win_lock_all(0, win);
+    MPI_Put(buf, REGION, MPI_INT, t, mine, 1, evens, win);
+    MPI_Win_flush(t, win);
+    MPI_Get(got, REGION, MPI_INT, t, mine, 1, evens, win);
+    MPI_Win_flush(t, win);
+    CHECK(mismatches(got, rank, 6, 0) == 0, "a large put to a strided target type read back through it");
+    for (long i = 0; i < REGION; i++)
+        buf[i] = 1;
+    MPI_Accumulate(buf, REGION, MPI_INT, t, mine, 1, evens, MPI_SUM, win);
+    MPI_Win_flush(t, win);
+    MPI_Get(whole, (int)slice, MPI_INT, t, mine, (int)slice, MPI_INT, win);
+    MPI_Win_unlock_all(win);
+    long bad = 0;
+    for (long i = 0; i < REGION; i++)
+        bad += whole[2 * i] != pattern(rank, 6, i) + 1 || whole[2 * i + 1] != 0;
+    CHECK(bad == 0, "a large accumulate to a strided target type: even ints summed, odd ones untouched");
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Type_free(&evens);
+    MPI_Win_free(&win);
+    free(mem);
+    free(whole);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -247,6 +286,7 @@ int main(int argc, char **argv)
         if (flavour != 1)
             free(mem);
     }
+    derived_target(buf, got);
     CHECK(1, "all checks passed");
     free(buf);
     free(got);

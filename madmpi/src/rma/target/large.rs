@@ -1,6 +1,6 @@
 //! The target's side of large transfers (`super::super::bulk`): it posts the receive into the
 //! window (a put), into a buffer it combines once in (an accumulate), or the send from the
-//! window (a get) when it reaches the record, holds back what must wait for them
+//! window (a get) when it reaches the record, along the target type's blocks when it is derived, holds back what must wait for them
 //! ([`PerOrigin::must_wait`]), and, from the process's background-work source once a transfer
 //! completed, counts it applied and replays what its origin deferred.
 //!
@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::op::Op;
 use crate::request::background::Advance;
 use crate::rma::bulk::{Transfer, Way};
-use crate::rma::shape::Shape;
+use crate::rma::shape::{Placed, Shape};
 use crate::rma::wire::{Malformed, Record, Target};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -25,9 +25,11 @@ pub(super) struct Bulk {
     combine: Option<Combine>,
 }
 
-/// A large accumulate's data, received apart, then combined into the window at `ptr`.
+/// A large accumulate's data, received apart, then combined into the window at `ptr` along
+/// the target type's `shape`.
 struct Combine {
     ptr: *mut u8,
+    shape: Shape,
     data: Vec<u8>,
     op: Op,
     dt: Datatype,
@@ -91,13 +93,7 @@ impl WinCore {
         seq: u64,
         out: &mut Answers,
     ) -> Result<Bulk> {
-        let place = self.resolve(st, origin, at, 0, len).and_then(|(ptr, shape)| match shape {
-            Shape::Bytes(_) => Ok(ptr),
-            Shape::Derived { .. } => {
-                Err(Error::intern("a large transfer to a derived target type".to_string()))
-            }
-        });
-        let place = place.and_then(|ptr| match kind {
+        let place = self.resolve(st, origin, at, 0, len).and_then(|(ptr, shape)| match kind {
             BulkKind::Acc { op, elem } => {
                 let (op, dt) = op_on(op, elem)?;
                 if dt.size() == 0 || !len.is_multiple_of(dt.size()) {
@@ -106,22 +102,30 @@ impl WinCore {
                 // `len` is within the window (resolve): the buffer is no larger than it.
                 let mut data = std::mem::take(&mut *lock(&self.scratch));
                 data.resize(len as usize, 0);
-                Ok((ptr, Some(Combine { ptr, data, op, dt })))
+                Ok((ptr, shape.clone(), Some(Combine { ptr, shape, data, op, dt })))
             }
-            _ => Ok((ptr, None)),
+            _ => Ok((ptr, shape, None)),
         });
         let refused = place.is_err();
         let expect = if refused { 0 } else { len };
         let (data, mut combine) = match place {
-            Ok((_, Some(mut c))) => {
+            Ok((_, _, Some(mut c))) => {
                 // SAFETY: the buffer lives in the `Combine` kept with the transfer until it
                 // completes; moving a Vec does not move its heap buffer.
                 (unsafe { nmad::Data::from_raw(c.data.as_mut_ptr(), c.data.len()) }, Some(c))
             }
-            // SAFETY: resolve checked `[ptr, ptr + len)` inside this process's window memory,
-            // which outlives the transfer (the window is freed only after every epoch ended,
-            // and an epoch ends after this origin's records that wait for the transfer).
-            Ok((ptr, None)) if len > 0 => (unsafe { nmad::Data::from_raw(ptr, len as usize) }, None),
+            Ok((ptr, Shape::Bytes(_), None)) if len > 0 => {
+                // SAFETY: resolve checked `[ptr, ptr + len)` inside this process's window
+                // memory, which outlives the transfer (the window is freed only after every
+                // epoch ended, and an epoch ends after this origin's records that wait for it).
+                (unsafe { nmad::Data::from_raw(ptr, len as usize) }, None)
+            }
+            Ok((ptr, shape @ Shape::Derived { .. }, None)) if len > 0 => {
+                // SAFETY: resolve checked the shape's whole span from `ptr` inside the window
+                // memory (valid as above), and `len` against the shape's size: every block nmad
+                // is given lies in that span.
+                (unsafe { nmad::Data::from_layout(ptr, Arc::new(Placed { shape, len })) }, None)
+            }
             Ok(_) => (nmad::Data::default(), None),
             Err(e) => {
                 out.push(self, origin, Record::Fault { class: e.class().code() as u16 }, &[]);
@@ -178,10 +182,8 @@ impl WinCore {
                 st.of[o].applied += done.len() as u64;
                 for Bulk { transfer, combine: acc } in done {
                     let r = transfer.outcome().and_then(|()| match &acc {
-                        // SAFETY: `start_bulk` checked the accumulate's bytes inside the window.
-                        Some(c) => unsafe {
-                            combine(c.ptr, &Shape::Bytes(c.data.len() as u64), 0, &c.data, &c.op, &c.dt)
-                        },
+                        // SAFETY: `start_bulk` checked the accumulate's shape inside the window.
+                        Some(c) => unsafe { combine(c.ptr, &c.shape, 0, &c.data, &c.op, &c.dt) },
                         None => Ok(()),
                     });
                     if let Some(c) = acc {
