@@ -808,8 +808,8 @@ fn large_one_sided_transfers_on_every_flavour_and_synchronization() {
 }
 
 /// Passive-target progress: the target computes 300 ms without calling MPI while the other
-/// ranks lock, put, accumulate, get and unlock; each origin's epoch ends well before the
-/// computation does (applied by the target's progression), at 2, 4 and 8 processes.
+/// ranks lock, put, accumulate, get and unlock; each origin's epoch ends within 5 ms per origin
+/// (applied by the target's progression, not at its next MPI call), at 2, 4 and 8 processes.
 #[test]
 fn passive_target_operations_progress_while_the_target_computes() {
     for n in [2, 4, 8] {
