@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int check_rank = -1;
@@ -43,6 +44,14 @@ static inline void check_emit(char *line, size_t cap, int n)
         if (!ok_)                                                                              \
             exit(1);                                                                           \
     } while (0)
+
+/* Seconds on the monotonic clock. */
+static inline double check_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* The usual start: MPI_Init, this process's rank (returned; CHECK's lines carry it) and the check
  * that the job has `size` processes. */

@@ -11,13 +11,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void round_on(const char *flavour, MPI_Win win, int rank)
 {
     const int target = 0, writer = 1;
@@ -26,19 +19,19 @@ static void round_on(const char *flavour, MPI_Win win, int rank)
         struct timespec pause = {0, 50 * 1000 * 1000}; /* the readers stream by then */
         nanosleep(&pause, NULL);
         int one = 1;
-        double t0 = now();
+        double t0 = check_now();
         MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win);
         MPI_Put(&one, 1, MPI_INT, target, 0, 1, MPI_INT, win);
         MPI_Win_unlock(target, win);
-        double took = now() - t0;
+        double took = check_now() - t0;
         CHECK(took < 5.0, "%s: the writer's exclusive epoch took %.3f ms among streaming readers", flavour,
               took * 1e3);
     } else {
-        double give_up = now() + 10.0;
+        double give_up = check_now() + 10.0;
         long epochs = 0;
         int flag = 0;
         struct timespec hold = {0, 1000 * 1000};
-        while (!flag && now() < give_up) {
+        while (!flag && check_now() < give_up) {
             MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win);
             MPI_Get(&flag, 1, MPI_INT, target, 0, 1, MPI_INT, win);
             nanosleep(&hold, NULL);
