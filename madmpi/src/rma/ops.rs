@@ -178,9 +178,6 @@ impl Win {
         Ok(())
     }
 
-    /// Whether an operation goes as one large transfer ([`super::bulk`]): large, to another
-    /// process, into a contiguous target, and not a request form (whose request completes when
-    /// the call returns, the data copied).
     /// Describes a derived target type to the target before the first record that uses it.
     fn describe_target(&self, o: &mut Origin, at: &At<'_>, c: &Checked) -> Result<()> {
         match c.target.ty {
@@ -189,6 +186,9 @@ impl Win {
         }
     }
 
+    /// Whether an operation goes as one large transfer ([`super::bulk`]): large, to another
+    /// process, and not a request form (whose request completes when the call returns, the data
+    /// copied). Any target type: the target receives along a derived one's blocks.
     fn is_bulk(&self, at: &At<'_>, c: &Checked, request: bool) -> bool {
         !request && c.bytes >= BULK_MIN && at.rank != self.core.me
     }

@@ -123,12 +123,12 @@ impl Record {
         })
     }
 
-    /// Whether the target counts it as an operation applied (fence counts these).
     /// A large transfer's announcement ([`super::bulk`]).
     pub(crate) fn is_bulk(&self) -> bool {
         matches!(self, Record::PutBulk { .. } | Record::GetBulk { .. } | Record::AccBulk { .. })
     }
 
+    /// Whether the target counts it as an operation applied (fence counts these).
     pub(crate) fn is_operation(&self) -> bool {
         matches!(
             self,

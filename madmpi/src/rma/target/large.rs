@@ -1,8 +1,9 @@
 //! The target's side of large transfers (`super::super::bulk`): it posts the receive into the
 //! window (a put), into a buffer it combines once in (an accumulate), or the send from the
-//! window (a get) when it reaches the record, along the target type's blocks when it is derived, holds back what must wait for them
-//! ([`PerOrigin::must_wait`]), and, from the process's background-work source once a transfer
-//! completed, counts it applied and replays what its origin deferred.
+//! window (a get) when it reaches the record, along the target type's blocks when it is
+//! derived; it holds back what must wait for them ([`PerOrigin::must_wait`]), and, from the
+//! process's background-work source once a transfer completed, counts it applied and replays
+//! what its origin deferred.
 //!
 //! Owns the transfers in flight at the target; the records' order and the lock queue are the
 //! parent's.
