@@ -14,6 +14,7 @@ pub(crate) enum Malformed {
 }
 
 /// Appends `v`.
+#[inline]
 pub(crate) fn put(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
@@ -23,7 +24,15 @@ pub(crate) fn put(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Reads the number at `*at` and moves `*at` past it.
+#[inline]
 pub(crate) fn get(b: &[u8], at: &mut usize) -> Result<u64, Malformed> {
+    // Most numbers of a packet (session, tag, small lengths) take one byte.
+    if let Some(&byte) = b.get(*at)
+        && byte < 0x80
+    {
+        *at += 1;
+        return Ok(u64::from(byte));
+    }
     let mut v = 0u64;
     for i in 0..10 {
         let byte = *b.get(*at).ok_or(Malformed::CutShort)?;

@@ -85,6 +85,13 @@ pub(crate) fn last_progress_contended() -> bool {
 /// Poll rounds between two clock reads while a waiter spins.
 const CLOCK_EVERY: u32 = 16;
 
+/// Polls of a waiter's own source between two rounds over every task (see `wait_until`): a
+/// round costs about as much as this many direct polls of one shared-memory source.
+pub(crate) const FIRST_POLLS: u32 = 8;
+
+/// What a waiter polls first, if anything: its own source, directly; true when it found work.
+pub(crate) type First<'a> = Option<&'a dyn Fn() -> bool>;
+
 impl Inner {
     pub(crate) fn new(
         id: u64,
@@ -398,19 +405,29 @@ impl Inner {
     /// Waits until some bit of `mask` is set in `cond`, as the policy says: spin while driving
     /// progress, then sleep in the sources' blocking waits or park.
     pub(crate) fn wait(&self, cond: &Cond, mask: u32) {
-        self.wait_until(cond, mask, None);
+        self.wait_until(cond, mask, None, None);
     }
 
     /// Like `wait`, giving up at `deadline`. Returns whether the condition holds.
     ///
     /// Each round asks the policy for a plan (the machine changes while we wait): spin while
     /// driving progress, then sleep for at most a tick, in the sources' blocking waits or parked.
-    pub(crate) fn wait_until(&self, cond: &Cond, mask: u32, deadline: Option<Instant>) -> bool {
+    ///
+    /// `first`, if given, polls what the waiter waits on (one source, directly): the spin
+    /// calls it [`FIRST_POLLS`] times between two rounds over every task, so that an arrival
+    /// there is seen within one cheap poll rather than one whole round.
+    pub(crate) fn wait_until(
+        &self,
+        cond: &Cond,
+        mask: u32,
+        deadline: Option<Instant>,
+        first: First<'_>,
+    ) -> bool {
         if cond.test(mask) {
             return true;
         }
         let (scope, vp) = self.caller_scope();
-        let r = self.wait_rounds(cond, mask, deadline, scope, vp);
+        let r = self.wait_rounds(cond, mask, deadline, scope, vp, first);
         let node = self.node_index(scope);
         self.last_wait_ns[node].store(crate::clock::now_ns(), Relaxed);
         if self.waiters[node].left_library() {
@@ -426,13 +443,14 @@ impl Inner {
         deadline: Option<Instant>,
         scope: Scope,
         vp: Option<usize>,
+        first: First<'_>,
     ) -> bool {
         loop {
             if cond.test(mask) {
                 return true;
             }
             let plan = self.policy.load().0.wait(&self.machine(vp));
-            if let Some(r) = self.spin(cond, mask, scope, &plan, deadline) {
+            if let Some(r) = self.spin(cond, mask, scope, &plan, deadline, first) {
                 return r;
             }
             let slept = match plan.then {
@@ -459,6 +477,7 @@ impl Inner {
         scope: Scope,
         plan: &crate::policy::WaitPlan,
         deadline: Option<Instant>,
+        first: First<'_>,
     ) -> Option<bool> {
         let in_user_thread = marcel::current_lwp().is_some();
         let spin_ns = plan.spin.as_nanos() as u64;
@@ -471,8 +490,17 @@ impl Inner {
         let os_yield = plan.yield_cpu && !in_user_thread;
         let clock_every = if plan.spin < Duration::from_micros(20) || os_yield { 1 } else { CLOCK_EVERY };
         let mut round = 0u32;
-        let spun = loop {
-            let (useful, _) = self.progress(Context::Waiter, scope, false, None);
+        let spun = 'spin: loop {
+            let mut useful = 0;
+            if let Some(first) = first {
+                for _ in 0..FIRST_POLLS {
+                    useful += usize::from(first());
+                    if cond.test(mask) {
+                        break 'spin Some(true);
+                    }
+                }
+            }
+            useful += self.progress(Context::Waiter, scope, false, None).0;
             if cond.test(mask) {
                 break Some(true);
             }

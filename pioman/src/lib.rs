@@ -325,7 +325,15 @@ impl Pioman {
 
     /// Like [`Pioman::wait`], for at most `timeout`. Returns whether the condition holds.
     pub fn wait_timeout(&self, cond: &Cond, mask: u32, timeout: Duration) -> bool {
-        self.inner.wait_until(cond, mask, Instant::now().checked_add(timeout))
+        self.inner.wait_until(cond, mask, Instant::now().checked_add(timeout), None)
+    }
+
+    /// Like [`Pioman::wait`], polling `first` — what the waiter waits on, a source it reaches
+    /// directly (true when it found work) — several times between two rounds over every task:
+    /// an arrival there is seen within one cheap poll. The policy still decides how long to spin
+    /// and when to sleep.
+    pub fn wait_polling(&self, cond: &Cond, mask: u32, first: &dyn Fn() -> bool) {
+        self.inner.wait_until(cond, mask, None, Some(first));
     }
 
     /// Changes the policy at run time.

@@ -99,7 +99,9 @@ impl State {
 
     /// Puts `obj` in the place of communicator `h` (see [`CommObj::replacing`]).
     pub(crate) fn replace_comm(&self, h: Handle, obj: CommObj) -> Result<(), Error> {
-        match self.comms.replace(h, Arc::new(obj)) {
+        let replaced = self.comms.replace(h, Arc::new(obj));
+        forget_recent();
+        match replaced {
             true => Ok(()),
             false => Err(Error::comm(format!("communicator {h:#x} was freed before it was made"))),
         }
@@ -107,6 +109,43 @@ impl State {
 
     /// Forgets communicator `h` (its pending operations keep it alive until they complete).
     pub(crate) fn remove_comm(&self, h: Handle) {
-        drop(self.comms.remove(h));
+        let c = self.comms.remove(h);
+        forget_recent();
+        drop(c);
     }
+}
+
+crate::recent::kind!(COMMS: CommObj, abi::MPI_COMM_NULL);
+
+/// Marks every thread's recent communicator stale (one was freed or replaced, or all were),
+/// and releases this thread's.
+pub(crate) fn forget_recent() {
+    COMMS.forget();
+}
+
+/// Runs the hot call `f` on the communicator of handle `h` through this thread's recent one,
+/// else through the state (which makes it the recent one); `None` if `f` declined (it runs at
+/// most once to completion: it declines before doing anything) or `h` is no communicator (the
+/// general path then reports it).
+#[inline(always)]
+pub(crate) fn hot<R>(h: Handle, f: impl Fn(&CommObj) -> Option<R> + Copy) -> Option<R> {
+    match COMMS.hot(h, f) {
+        Some(r) => r,
+        None => lookup_and(h, f),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn lookup_and<R>(h: Handle, f: impl Fn(&CommObj) -> Option<R>) -> Option<R> {
+    COMMS.with(h, || Ok(crate::state::state()?.comm(h)?), |c| Ok(f(c))).ok().flatten()
+}
+
+/// `error`, raised on the communicator of handle `h` (a hot call's failure: the lookup that
+/// finds the handler is off the hot path).
+#[cold]
+#[inline(never)]
+pub(crate) fn fail_on(h: Handle, error: Error) -> crate::errors::Outcome {
+    use crate::errors::On;
+    COMMS.with(h, || Ok(crate::state::state()?.comm(h)?), |c| Err(error).on(c))
 }

@@ -21,8 +21,9 @@
 //! - `errors`: the path of a failure to its error handler and the code a call returns;
 //!   `errhandlers`: error handler handles (user handlers, reference counts);
 //! - `sessions`: session handles (MPI 4.0), in a table that outlives the MPI state;
-//! - `sessions`: session handles (MPI 4.0), in a table that outlives the MPI state;
 //! - `wins`: window handles, their error handlers, attributes and predefined attribute values;
+//! - `recent`: each thread's recent window and communicator, which the hot calls reach without
+//!   the state (no lock, no reference count);
 //! - `check`: argument validation; `status`: writing `MPI_Status`;
 //! - [`api`]: the exported functions, by chapter of the standard.
 
@@ -40,6 +41,7 @@ mod groups;
 mod infos;
 mod messages;
 mod ops;
+mod recent;
 mod requests;
 mod sessions;
 mod state;

@@ -159,7 +159,9 @@ fn drop_objects(st: &State) {
     let wins = st.wins.drain();
     crate::wins::forget_recent();
     drop(wins);
-    drop(st.comms.drain());
+    let comms = st.comms.drain();
+    crate::comms::forget_recent();
+    drop(comms);
     drop(st.groups.drain());
     drop(st.datatypes.drain());
 }

@@ -13,9 +13,7 @@ use crate::state::State;
 use madmpi::abi::{self, Handle};
 use madmpi::error::Error;
 use madmpi::rma::Win;
-use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, OnceLock};
 
 /// `MPI_WIN_UNIFIED`: public and private copies of window memory are one (MPICH's value).
@@ -100,123 +98,24 @@ impl State {
     }
 }
 
-/// Windows freed so far: a thread's [`Recent`] window is stale once this moved.
-static FREES: AtomicU64 = AtomicU64::new(0);
-
-/// The window this thread called last: its handle, [`FREES`] when it was looked up, and a
-/// strong reference (from `Arc::into_raw`) that keeps it alive: a window freed meanwhile stays
-/// valid until this thread's next window call finds the entry stale. No destructor, so the hot
-/// calls pay one thread-local access; [`KEEPER`] releases the reference at thread exit.
-struct Recent {
-    handle: Cell<Handle>,
-    frees: Cell<u64>,
-    win: Cell<*const WinObj>,
-    /// Set while a call runs on `win`: a nested lookup then leaves the entry alone.
-    in_use: Cell<bool>,
-}
-
-thread_local! {
-    static RECENT: Recent = const {
-        Recent {
-            handle: Cell::new(abi::MPI_WIN_NULL),
-            frees: Cell::new(0),
-            win: Cell::new(std::ptr::null()),
-            in_use: Cell::new(false),
-        }
-    };
-    /// Releases this thread's [`RECENT`] reference when the thread ends (touched on misses only).
-    static KEEPER: Keeper = const { Keeper };
-}
-
-struct Keeper;
-
-impl Drop for Keeper {
-    fn drop(&mut self) {
-        let _ = RECENT.try_with(Recent::release);
-    }
-}
-
-impl Recent {
-    /// The window if the entry names handle `h` and no window was freed since it was looked up.
-    fn current(&self, h: Handle) -> Option<*const WinObj> {
-        let w = self.win.get();
-        (self.handle.get() == h && !w.is_null() && self.frees.get() == FREES.load(Acquire)).then_some(w)
-    }
-
-    /// Drops the reference, unless a call is using it.
-    fn release(&self) {
-        if self.in_use.get() {
-            return;
-        }
-        let w = self.win.replace(std::ptr::null());
-        self.handle.set(abi::MPI_WIN_NULL);
-        if !w.is_null() {
-            // SAFETY: `w` came from `Arc::into_raw` in `with_win` and is released only here,
-            // once (the cell was nulled above).
-            drop(unsafe { Arc::from_raw(w) });
-        }
-    }
-}
+crate::recent::kind!(WINS: WinObj, abi::MPI_WIN_NULL);
 
 /// Marks every thread's recent window stale (a window was freed, or all were), and releases
 /// this thread's.
 pub(crate) fn forget_recent() {
-    FREES.fetch_add(1, Release);
-    let _ = RECENT.try_with(Recent::release);
-}
-
-/// Clears [`Recent::in_use`] when the call ends, a panic included.
-struct Done<'a>(&'a Recent);
-
-impl Drop for Done<'_> {
-    fn drop(&mut self) {
-        self.0.in_use.set(false);
-    }
+    WINS.forget();
 }
 
 /// Runs the hot call `f` on the window of handle `h` when it is this thread's recent one, and
-/// returns its answer; `false` otherwise (the general path then looks the window up, and makes
-/// it the recent one).
-///
-/// Reaches [`RECENT`] through a pointer rather than inside `LocalKey::with`, which the compiler
-/// does not inline around a hot call's body: the call's arguments then stay in registers instead
-/// of being stored for a closure (put + flush inside lock_all: 266 → 214 instructions).
+/// returns its answer; `false` otherwise (the general path then looks the window up with
+/// [`with_win`], which makes it the recent one).
 #[inline(always)]
 pub(crate) fn hot(h: Handle, f: impl FnOnce(&Win) -> bool) -> bool {
-    // SAFETY: `RECENT` has a constant initializer and no destructor, so its storage is valid
-    // for the rest of this thread's life; `Recent` is not `Sync` (it holds `Cell`s), so the
-    // reference cannot leave this thread.
-    let r: &Recent = unsafe { &*RECENT.with(|r| r as *const Recent) };
-    let Some(w) = r.current(h).filter(|_| !r.in_use.get()) else { return false };
-    // SAFETY: the window outlives `f`: the entry holds a strong reference, and should a
-    // callback run while `f` waits (a user operation in a background collective) replace the
-    // entry, the handle table still holds one, as MPI forbids freeing a window while a call on
-    // it runs. No `in_use` mark, then: a hot call costs one thread-local access and no store.
-    f(unsafe { &(*w).win })
+    WINS.hot(h, |w| f(&w.win)).unwrap_or(false)
 }
 
 /// Runs `f` on the window of handle `h` (`MPI_ERR_WIN` if there is none), found through this
 /// thread's recent window: the hot one-sided calls take no lock and no reference count.
 pub(crate) fn with_win<R>(h: Handle, f: impl FnOnce(&Arc<WinObj>) -> Result<R, Fail>) -> Result<R, Fail> {
-    RECENT.with(|r| {
-        if r.in_use.get() {
-            return f(&crate::state::state()?.win(h)?);
-        }
-        if r.current(h).is_none() {
-            // Read before the lookup: a window freed meanwhile leaves the entry stale.
-            let frees = FREES.load(Acquire);
-            let w = crate::state::state()?.win(h)?;
-            r.release();
-            KEEPER.with(|_| {});
-            r.win.set(Arc::into_raw(w));
-            r.handle.set(h);
-            r.frees.set(frees);
-        }
-        r.in_use.set(true);
-        let _done = Done(r);
-        // SAFETY: `win` holds a strong reference (from `Arc::into_raw`) that nothing releases
-        // while `in_use` is set; the Arc is rebuilt without taking ownership.
-        let w = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(r.win.get()) });
-        f(&w)
-    })
+    WINS.with(h, || Ok(crate::state::state()?.win(h)?), f)
 }

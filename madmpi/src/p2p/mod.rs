@@ -32,6 +32,17 @@ fn bytes_mut<T: Equivalence>(buf: &mut [T]) -> &mut [u8] {
 }
 
 impl Comm {
+    /// The express send (`MPI_Send` of contiguous bytes): sent before this returns when nmad's
+    /// latency path takes it (`Session::send_now`: nothing queued for the peer, one eager
+    /// packet). `false`, nothing done, for anything else — a rank outside the communicator or
+    /// `MPI_PROC_NULL`, a negative tag, a busy peer, a failed one: the general path sends it or
+    /// reports the error.
+    #[inline]
+    pub fn send_now(&self, dest: i32, tag: i32, bytes: &[u8]) -> bool {
+        let (Ok(dest), true) = (u32::try_from(dest), tag >= 0) else { return false };
+        self.world_rank(dest).is_some_and(|to| self.session().send_now(to, tags::p2p(tag), bytes))
+    }
+
     fn send_with<T: Equivalence>(&self, op: &str, buf: &[T], dest: Rank, tag: i32, sync: bool) -> Result<()> {
         let t = check_tag(op, tag)?;
         let Rank::Rank(r) = dest else { return Ok(()) };

@@ -47,34 +47,50 @@ pub(crate) struct Rail {
     pub(crate) info: RailInfo,
     card: String,
     peer: PeerId,
-    link: Mutex<Option<Arc<dyn Link>>>,
+    /// Set once, never replaced: the send paths read it without a lock.
+    link: OnceLock<Arc<dyn Link>>,
+    /// Held while connecting, so that one link is made.
+    connecting: Mutex<()>,
     /// Its driver reported the link failed (after delivering what the peer had sent through it).
     down: AtomicBool,
 }
 
 impl Rail {
     pub(crate) fn new(driver: usize, info: RailInfo, card: String, peer: PeerId) -> Rail {
-        Rail { driver, info, card, peer, link: Mutex::new(None), down: AtomicBool::new(false) }
+        Rail {
+            driver,
+            info,
+            card,
+            peer,
+            link: OnceLock::new(),
+            connecting: Mutex::new(()),
+            down: AtomicBool::new(false),
+        }
     }
 
     /// The link, connecting on first use (lazily: no n² connections at start-up).
-    pub(crate) fn link(&self, core: &Core) -> io::Result<Arc<dyn Link>> {
-        let mut l = self.link.lock().unwrap();
-        if let Some(l) = &*l {
-            return Ok(l.clone());
+    pub(crate) fn link(&self, core: &Core) -> io::Result<&Arc<dyn Link>> {
+        if let Some(l) = self.link.get() {
+            return Ok(l);
+        }
+        let _connecting = self.connecting.lock().unwrap();
+        if let Some(l) = self.link.get() {
+            return Ok(l);
         }
         let d = &core.drivers[self.driver];
         let new = marcel::blocking(|| d.connect(self.peer, &self.card))?;
-        *l = Some(new.clone());
-        Ok(new)
+        Ok(self.link.get_or_init(|| new))
+    }
+
+    /// The link if there is one (no connecting).
+    pub(crate) fn linked(&self) -> Option<&Arc<dyn Link>> {
+        self.link.get()
     }
 
     /// Uses a link the peer opened, unless we have one already.
     pub(crate) fn adopt(&self, link: Arc<dyn Link>) {
-        let mut l = self.link.lock().unwrap();
-        if l.is_none() {
-            *l = Some(link);
-        }
+        let _connecting = self.connecting.lock().unwrap();
+        let _ = self.link.set(link);
     }
 }
 
@@ -145,7 +161,7 @@ pub(crate) struct Out {
     /// Active messages waiting for credit.
     ams: VecDeque<am_out::AmOut>,
     msgs: VecDeque<ReqPtr>,
-    next_seq: HashMap<u32, u32>,
+    next_seq: SeqNumbers,
     /// Eager credit (bytes) and rendezvous slots the peer granted us.
     credit: u64,
     slots: u64,
@@ -165,6 +181,30 @@ pub(crate) struct Out {
     /// Messages wait for credit (set at the first planning that finds none, for counting
     /// stalls once).
     stalled: bool,
+}
+
+/// The next sequence number of each session's messages to the peer: the last session used
+/// inline (programs mostly talk on one communicator at a time), the others in a map.
+#[derive(Default)]
+struct SeqNumbers {
+    last: Option<(u32, u32)>,
+    others: HashMap<u32, u32>,
+}
+
+impl SeqNumbers {
+    /// Session `session`'s next number, to read and advance.
+    fn of(&mut self, session: u32) -> &mut u32 {
+        match self.last {
+            Some((s, _)) if s == session => {}
+            _ => {
+                let next = self.others.remove(&session).unwrap_or(0);
+                if let Some((s, n)) = self.last.replace((session, next)) {
+                    self.others.insert(s, n);
+                }
+            }
+        }
+        &mut self.last.as_mut().expect("just set").1
+    }
 }
 
 /// A large message being received into a posted buffer, by receive cookie.
@@ -225,7 +265,7 @@ impl Gate {
                 control: VecDeque::new(),
                 ams: VecDeque::new(),
                 msgs: VecDeque::new(),
-                next_seq: HashMap::default(),
+                next_seq: SeqNumbers::default(),
                 credit,
                 slots,
                 sends: Slab::default(),
@@ -287,7 +327,7 @@ impl Gate {
             // SAFETY: we hold the request (caller's contract).
             let st = unsafe { req.state() };
             let Kind::Send { session, .. } = st.kind else { unreachable!("enqueue of a receive") };
-            let seq = out.next_seq.entry(session).or_insert(0);
+            let seq = out.next_seq.of(session);
             st.seq = *seq;
             *seq = seq.wrapping_add(1);
             // SAFETY: we hold the request and the gate lock.
@@ -334,7 +374,7 @@ impl Gate {
         if !self.out.lock().unwrap().control.is_empty() {
             return true;
         }
-        self.rails.iter().any(|r| r.link.lock().unwrap().as_ref().is_some_and(|l| l.sending()))
+        self.rails.iter().any(|r| r.linked().is_some_and(|l| l.sending()))
     }
 
     /// Sends as many packets as the links take.
@@ -820,7 +860,7 @@ impl Gate {
             r.down.store(true, SeqCst);
         }
         // SeqCst: of two rails reported at once, at least one report sees both down.
-        let all_down = self.rails.iter().all(|r| r.down.load(SeqCst) || r.link.lock().unwrap().is_none());
+        let all_down = self.rails.iter().all(|r| r.down.load(SeqCst) || r.linked().is_none());
         if all_down {
             self.fail(core, reason);
         } else {
@@ -881,8 +921,7 @@ impl Gate {
         // Nothing more is taken from the peer (`on_packet` drops it): cut it off, so that it
         // learns it is failed (a peer that broke the protocol stops waiting for credit) and its
         // drivers read nothing more from it.
-        let links: Vec<Arc<dyn Link>> =
-            self.rails.iter().filter_map(|r| r.link.lock().unwrap().clone()).collect();
+        let links: Vec<Arc<dyn Link>> = self.rails.iter().filter_map(|r| r.linked().cloned()).collect();
         links.iter().for_each(|l| l.close());
         let mut reqs: Vec<ReqPtr> = Vec::new();
         {

@@ -280,6 +280,36 @@ impl Core {
     // ------------------------------------------------------------ gates
 
     /// The gate to `peer`, created on first use from its published cards.
+    /// Polls driver `driver` and runs what its arrivals queued (remote reads, active messages,
+    /// backlogged gates): its progression task's poll, which a waiter also calls directly
+    /// (`Request::wait`). Returns how much it found.
+    pub(crate) fn poll_driver(&self, driver: usize) -> usize {
+        let mut sink = CoreSink { core: self, driver };
+        let mut n = self.drivers[driver].poll(&mut sink);
+        if !self.reads.is_empty() {
+            n += deliver::run_reads(self);
+        }
+        if !self.ams.jobs.is_empty() {
+            n += am::run_ams(self);
+        }
+        if !self.backlog.is_empty() {
+            n += self.flush_backlog();
+        }
+        n
+    }
+
+    /// The driver a thread waiting on traffic from `peer` polls first: rail 0's, if that driver
+    /// polls cheaply and the gate exists.
+    pub(crate) fn first_driver(&self, peer: PeerId) -> Option<usize> {
+        let d = self.made_gate(peer)?.rails.first()?.driver;
+        self.drivers[d].polls_cheaply().then_some(d)
+    }
+
+    /// `peer`'s gate if it was made (no lock, no reference count).
+    pub(crate) fn made_gate(&self, peer: PeerId) -> Option<&Arc<Gate>> {
+        self.gates.get(peer as usize)?.get()
+    }
+
     pub(crate) fn gate(&self, peer: PeerId) -> Result<Arc<Gate>, Error> {
         let slot = self.gates.get(peer as usize).ok_or_else(|| {
             Error::InvalidArgument(format!(
@@ -528,19 +558,26 @@ impl Core {
     // ------------------------------------------------------------ arrivals
 
     fn on_packet(&self, from: PeerId, bytes: &[u8]) {
-        let gate = match self.gate(from) {
-            Ok(g) => g,
-            Err(e) => {
-                static DROPPED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
-                DROPPED.note(|n| {
-                    log::warn!(
-                        "rank {}: packet from rank {from} dropped: {e}{}",
-                        self.rank,
-                        pm2_log::repeats(n)
-                    )
-                });
-                return;
-            }
+        let made: Arc<Gate>;
+        let gate = match self.made_gate(from) {
+            Some(g) => g,
+            None => match self.gate(from) {
+                Ok(g) => {
+                    made = g;
+                    &made
+                }
+                Err(e) => {
+                    static DROPPED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
+                    DROPPED.note(|n| {
+                        log::warn!(
+                            "rank {}: packet from rank {from} dropped: {e}{}",
+                            self.rank,
+                            pm2_log::repeats(n)
+                        )
+                    });
+                    return;
+                }
+            },
         };
         if gate.failed.get().is_some() {
             return; // it broke the protocol, or a late packet on a rail of a lost peer
@@ -559,7 +596,7 @@ impl Core {
                 wire::Chunk::Data { h, cookie, payload } => {
                     let body = InBody::Data { cookie, payload: Cow::Borrowed(payload) };
                     let arrival = gate.allowance.charge_eager(payload.len());
-                    if let Err(what) = arrival.and_then(|()| self.incoming(&gate, Incoming { from, h, body }))
+                    if let Err(what) = arrival.and_then(|()| self.incoming(gate, Incoming { from, h, body }))
                     {
                         return gate.violation(self, &what);
                     }
@@ -573,7 +610,7 @@ impl Core {
                     });
                     let body = InBody::Rdv { total, cookie, header: Cow::Borrowed(header), remote };
                     let arrival = gate.allowance.charge_rdv();
-                    if let Err(what) = arrival.and_then(|()| self.incoming(&gate, Incoming { from, h, body }))
+                    if let Err(what) = arrival.and_then(|()| self.incoming(gate, Incoming { from, h, body }))
                     {
                         return gate.violation(self, &what);
                     }
@@ -792,18 +829,7 @@ impl Source for DriverTask {
 
     fn poll(&self, _: &mut PollCtx) -> Poll {
         let Some(core) = self.core.upgrade() else { return Poll::Done };
-        let mut sink = CoreSink { core: &core, driver: self.driver };
-        let mut n = core.drivers[self.driver].poll(&mut sink);
-        if !core.reads.is_empty() {
-            n += deliver::run_reads(&core);
-        }
-        if !core.ams.jobs.is_empty() {
-            n += am::run_ams(&core);
-        }
-        if !core.backlog.is_empty() {
-            n += core.flush_backlog();
-        }
-        if n > 0 { Poll::Progress } else { Poll::Idle }
+        if core.poll_driver(self.driver) > 0 { Poll::Progress } else { Poll::Idle }
     }
 
     fn blocking(&self) -> BlockingWait {

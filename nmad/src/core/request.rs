@@ -18,7 +18,7 @@ use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::*};
 
 /// Condition bit: the request is finished (successfully or not).
 pub const COMPLETED: u32 = 1;
@@ -163,8 +163,13 @@ pub struct Request {
     owner: UnsafeCell<Owner>,
     matched: UnsafeCell<Matched>,
     state: UnsafeCell<State>,
+    /// The driver a waiter polls first (the peer's, when it polls cheaply), or [`NO_DRIVER`].
+    first: AtomicUsize,
     _pinned: PhantomPinned,
 }
+
+/// No driver to poll first: waits go through pioman's rounds alone.
+const NO_DRIVER: usize = usize::MAX;
 
 // SAFETY: each cell has one writer at a time (module docs); the condition and the life word
 // are atomics.
@@ -195,6 +200,7 @@ impl Request {
             owner: UnsafeCell::new(Owner::default()),
             matched: UnsafeCell::new(Matched::default()),
             state: UnsafeCell::new(State::default()),
+            first: AtomicUsize::new(NO_DRIVER),
             _pinned: PhantomPinned,
         }
     }
@@ -221,13 +227,23 @@ impl Request {
 
     /// Waits for completion, driving progress through pioman as its policy says. Returns at
     /// once for a request never submitted.
+    ///
+    /// A request whose peer's driver polls cheaply (shared memory) has the waiter poll that
+    /// driver directly between pioman's rounds: its arrival is seen within one short poll.
     pub fn wait(&self) {
         if self.test() {
             return;
         }
-        if let Some(c) = self.core() {
-            c.pioman.wait(&self.cond, COMPLETED);
+        let Some(c) = self.core() else { return };
+        match self.first.load(Relaxed) {
+            NO_DRIVER => c.pioman.wait(&self.cond, COMPLETED),
+            d => c.pioman.wait_polling(&self.cond, COMPLETED, &|| c.poll_driver(d) > 0),
         }
+    }
+
+    /// Makes waits poll `driver` first (see [`Request::wait`]).
+    pub(crate) fn poll_first(&self, driver: Option<usize>) {
+        self.first.store(driver.unwrap_or(NO_DRIVER), Relaxed);
     }
 
     /// [`Request::wait`] for at most `timeout`; returns whether the request completed.
@@ -312,6 +328,7 @@ impl Request {
             return Err(Error::InvalidArgument("the request is still in flight".into()));
         }
         self.cond.clear(COMPLETED | MATCHED | PEER_LOST);
+        self.first.store(NO_DRIVER, Relaxed);
         let p = ReqPtr(NonNull::from(self.get_ref()));
         // SAFETY: we are the owner and the request is not in flight: every cell is ours.
         unsafe {

@@ -17,7 +17,7 @@ use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// A DATA or RDV chunk on its way to matching (borrowing the packet, or owned when it must wait).
@@ -101,6 +101,8 @@ pub(crate) struct SessionInner {
     pub(crate) id: u32,
     pub(crate) core: Arc<Core>,
     state: Mutex<State>,
+    /// Set once `state.revoked` is: the express send reads it without the lock.
+    is_revoked: AtomicBool,
     monitors: RwLock<Vec<MonitorEntry>>,
     next_monitor: AtomicU64,
 }
@@ -113,6 +115,7 @@ impl SessionInner {
             id,
             core,
             state: Mutex::new(State { m: Matching::new(), order, closed: false, revoked: None }),
+            is_revoked: AtomicBool::new(false),
             monitors: RwLock::new(Vec::new()),
             next_monitor: AtomicU64::new(1),
         }
@@ -363,6 +366,7 @@ impl SessionInner {
                 return;
             }
             st.revoked = Some(reason.to_string());
+            self.is_revoked.store(true, Relaxed);
             let reqs = st.m.drain_all_posted();
             let mut unexpected = Vec::new();
             while let Some(u) = st.m.take_unexpected(None, 0, 0) {
@@ -380,6 +384,12 @@ impl SessionInner {
             // SAFETY: drained from the posted list: we hold them.
             unsafe { r.complete(Some(err.clone())) };
         }
+    }
+
+    /// Whether the session was revoked (a relaxed read: a send racing the revocation may go,
+    /// as one just before it would).
+    pub(crate) fn is_revoked(&self) -> bool {
+        self.is_revoked.load(Relaxed)
     }
 
     /// Why the session was revoked, if it was.

@@ -210,6 +210,11 @@ pub trait Driver: Send + Sync {
     /// Makes progress on everything: accepts connections, receives, continues bulk sends,
     /// detects failures. Returns how many events it handled (0: nothing happened). Never blocks.
     fn poll(&self, sink: &mut dyn Sink) -> usize;
+    /// Whether `poll` is cheap enough (no system call when idle) for a thread waiting on one of
+    /// its peers to call it directly, again and again (see `Request::wait`).
+    fn polls_cheaply(&self) -> bool {
+        false
+    }
     /// An fd that becomes readable when `poll` has something to do (after [`Driver::arm`]).
     fn wait_fd(&self) -> Option<RawFd> {
         None

@@ -72,6 +72,15 @@ impl Session {
         self.0.id
     }
 
+    /// The express send: `bytes` to `peer` with `tag`, sent before this returns, without a
+    /// request, when nothing else waits for the peer and the message is small enough for one
+    /// eager packet (the wire bytes are those of [`Session::isend`]'s). `false`: it did not go,
+    /// nothing changed, send it with `isend` (which also reports a failed peer or session).
+    pub fn send_now(&self, peer: PeerId, tag: u64, bytes: &[u8]) -> bool {
+        let s = &*self.0;
+        !s.is_revoked() && s.core.made_gate(peer).is_some_and(|g| g.send_now(&s.core, s.id, tag, bytes))
+    }
+
     /// Starts sending `data` to `peer` with `tag`.
     ///
     /// # Safety
@@ -104,9 +113,11 @@ impl Session {
         st.header_len = mode.header_len.min(MAX_RDV_HEADER);
         // SAFETY: we hold it; the gate takes it.
         let r = unsafe { gate.enqueue(core, p) };
-        if let Err(e) = &r {
+        match &r {
             // SAFETY: the gate refused it: still ours.
-            unsafe { p.complete(Some(e.clone())) };
+            Err(e) => unsafe { p.complete(Some(e.clone())) },
+            Ok(()) if !req.test() => req.poll_first(core.first_driver(peer)),
+            Ok(()) => {}
         }
         r
     }
@@ -156,9 +167,11 @@ impl Session {
         st.data = data.unwrap_or_default();
         // SAFETY: ours; the session takes it.
         let r = unsafe { self.0.post(p, source.rank(), tag.tag, tag.mask) };
-        if let Err(e) = &r {
+        match (&r, source.rank()) {
             // SAFETY: refused: still ours.
-            unsafe { p.complete(Some(e.clone())) };
+            (Err(e), _) => unsafe { p.complete(Some(e.clone())) },
+            (Ok(()), Some(peer)) if !req.test() => req.poll_first(core.first_driver(peer)),
+            (Ok(()), _) => {}
         }
         r
     }
@@ -296,6 +309,9 @@ impl Session {
     }
 
     pub fn send_mode(&self, peer: PeerId, tag: u64, buf: &[u8], mode: SendMode) -> Result<(), Error> {
+        if mode == SendMode::default() && self.send_now(peer, tag, buf) {
+            return Ok(());
+        }
         let req = std::pin::pin!(Request::new());
         // SAFETY: we wait for completion before returning; the buffer is only read.
         unsafe {

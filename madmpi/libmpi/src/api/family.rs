@@ -28,6 +28,9 @@
 //!
 //! - `run`: runs it (a blocking call; a collective, a send);
 //! - `run_status`: runs it and fills an `MPI_Status *` (receives, send-receives);
+//! - `run_hot`, `run_status_hot`: the same after the call's express path, `hot::MPI_X(args)`
+//!   in the entry's module (`unsafe`; the call's outcome when it did the call, `None` when it
+//!   declined, having done nothing), declined;
 //! - `start`: starts it and stores its request in an `MPI_Request *` (nonblocking calls);
 //! - `init`: stores it as an inactive persistent request (`MPI_Send_init`...);
 //! - `init_info`: the same after an `MPI_Info` (persistent collectives, MPI 4.0).
@@ -189,6 +192,27 @@ macro_rules! form {
             unsafe { $build(st, c, stringify!($name), $($extra,)* $($arg),*) }
         });
     };
+    // The express path's call, before the handles are resolved (no `hot`: nothing).
+    (@hot $hot:ident $name:ident ($($arg:ident),*) $comm:ident ($($more:ident),*)) => {
+        // SAFETY: the arguments as the program passed them (MPI's contract).
+        if let Some(done) = unsafe { $hot::$name($($arg,)* $comm $(, $more)*) } {
+            return done;
+        }
+    };
+    (@hot $name:ident $($rest:tt)*) => {};
+    (@run_hot $($head:tt)*) => {
+        $crate::api::family::form!(@export hot $($head)* [] |_st, c, op| {
+            // SAFETY: the buffers are valid during this blocking call (MPI's contract).
+            unsafe { $crate::api::family::run(c, op) }
+        });
+    };
+    (@run_status_hot $($head:tt)*) => {
+        $crate::api::family::form!(@export hot $($head)* [status: *mut ::madmpi::abi::Status] |_st, c, op| {
+            // SAFETY: the buffers are valid during this blocking call and `status` is an
+            // output argument (MPI's contract).
+            unsafe { $crate::api::family::run_status(c, op, status) }
+        });
+    };
     (@run $($head:tt)*) => {
         $crate::api::family::form!(@export $($head)* [] |_st, c, op| {
             // SAFETY: the buffers are valid during this blocking call (MPI's contract).
@@ -223,12 +247,13 @@ macro_rules! form {
             }
         );
     };
-    (@export [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block
+    (@export $($hot:ident)? [$($doc:tt)*] $name:ident $pname:ident ($($arg:ident: $ty:ty),*) |$st:ident, $c:ident| $build:block
         [$($more:ident: $mty:ty),*] |$st2:ident, $c2:ident, $op:ident| $form:block) => {
         $crate::export::export! {
             #[doc = concat!("`", stringify!($name), "`.")]
             $($doc)*
             fn $name / $pname($($arg: $ty,)* comm: ::madmpi::abi::Comm, $($more: $mty),*) {
+                $crate::api::family::form!(@hot $($hot)? $name ($($arg),*) comm ($($more),*));
                 let st = $crate::state::state()?;
                 let c = st.comm(comm)?;
                 let ($st, $c) = (&st, &c);

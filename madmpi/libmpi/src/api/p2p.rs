@@ -224,11 +224,106 @@ unsafe fn sendrecv_replace(
     Ok(Operation::SendRecvReplace { comm, data: s.data, dest: s.dest, send_tag: s.tag, from, recv_tag })
 }
 
+/// The express paths of the calls whose `family!` form is `run_hot` or `run_status_hot`: each
+/// does the call and returns its outcome, or declines (`None`, nothing done) and the general
+/// path runs, which also reports every argument error. Named as the calls, as the forms find
+/// them.
+#[allow(non_snake_case)]
+mod hot {
+    use super::*;
+    use crate::datatypes::builtin_elem;
+    use crate::errors::Outcome;
+    use madmpi::p2p::{From, Tag};
+
+    /// The bytes of `count` elements of a builtin `datatype` (one contiguous block), if it is
+    /// one and the count is valid.
+    #[inline(always)]
+    fn contiguous_len(buf: *const c_void, count: impl CInt, datatype: abi::Datatype) -> Option<usize> {
+        let (_, size) = builtin_elem(datatype)?;
+        let len = usize::try_from(u64::try_from(count.wide()).ok()?.checked_mul(size as u64)?).ok()?;
+        (!buf.is_null() || len == 0).then_some(len)
+    }
+
+    /// `MPI_Send` of a builtin datatype on this thread's recent communicator, when nmad's
+    /// latency path takes it (`Comm::send_now`): no state, no request, no reference count.
+    ///
+    /// # Safety
+    /// `buf` holds `count` elements of `datatype`, readable during the call (MPI's contract).
+    #[inline(always)]
+    pub(super) unsafe fn MPI_Send(
+        buf: *const c_void,
+        count: impl CInt,
+        datatype: abi::Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: abi::Comm,
+    ) -> Option<Outcome> {
+        let bytes = match contiguous_len(buf, count, datatype)? {
+            0 => &[][..],
+            // SAFETY: `len` bytes at `buf` are the message, readable during the call (our
+            // contract), and not null.
+            len => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) },
+        };
+        crate::comms::hot(comm, |c| c.comm.send_now(dest, tag, bytes).then_some(Ok(())))
+    }
+
+    pub(super) use MPI_Send as MPI_Send_c;
+
+    /// `MPI_Recv` of a builtin datatype from a rank or `MPI_ANY_SOURCE` on this thread's recent
+    /// communicator: the receive runs with the arguments checked here, without the state or an
+    /// operation; a failure (a truncated message, say) goes to the communicator's handler.
+    ///
+    /// # Safety
+    /// `buf` is writable for `count` elements of `datatype` and `status` is an output argument
+    /// (MPI's contract).
+    #[inline(always)]
+    pub(super) unsafe fn MPI_Recv(
+        buf: *mut c_void,
+        count: impl CInt,
+        datatype: abi::Datatype,
+        source: c_int,
+        tag: c_int,
+        comm: abi::Comm,
+        status: *mut abi::Status,
+    ) -> Option<Outcome> {
+        let len = contiguous_len(buf, count, datatype)?;
+        let from = match source {
+            abi::MPI_ANY_SOURCE => From::Any,
+            _ => From::Rank(u32::try_from(source).ok()?),
+        };
+        let tag = match tag {
+            abi::MPI_ANY_TAG => Tag::Any,
+            _ => Tag::Tag(u32::try_from(tag).ok()? as i32),
+        };
+        // SAFETY: an output argument (our contract).
+        let status = unsafe { check::status(status) }.ok()?;
+        // SAFETY: `len` bytes at `buf` are writable during the call (our contract).
+        let data = unsafe { nmad::Data::from_raw(buf.cast(), len) };
+        let o = crate::comms::hot(comm, |c| {
+            let inside = match from {
+                From::Rank(r) => r < c.comm.peer_size(),
+                _ => true,
+            };
+            // SAFETY: `data` is writable until the blocking receive returns.
+            inside.then(|| unsafe { c.comm.recv_data("MPI_Recv", data.clone(), from, tag) })
+        })?;
+        Some(match o {
+            Ok(o) => {
+                crate::status::outcome(status, &o);
+                o.error.map_or(Ok(()), |e| crate::comms::fail_on(comm, e))
+            }
+            Err(e) => crate::comms::fail_on(comm, e),
+        })
+    }
+
+    pub(super) use MPI_Recv as MPI_Recv_c;
+}
+
 family! {
     (buf: *const c_void, count: Count, datatype: abi::Datatype, dest: c_int, tag: c_int)
     /// A standard send.
     => send[How::Standard];
-    run MPI_Send / PMPI_Send, MPI_Send_c / PMPI_Send_c;
+    run_hot MPI_Send / PMPI_Send, MPI_Send_c / PMPI_Send_c;
     start MPI_Isend / PMPI_Isend, MPI_Isend_c / PMPI_Isend_c;
     init MPI_Send_init / PMPI_Send_init, MPI_Send_init_c / PMPI_Send_init_c;
     /// A synchronous send: complete once the receiver matched the message.
@@ -255,7 +350,7 @@ family! {
     /// A receive: a longer message than the buffer is `MPI_ERR_TRUNCATE`, with the status of
     /// what was stored.
     => recv[];
-    run_status MPI_Recv / PMPI_Recv, MPI_Recv_c / PMPI_Recv_c;
+    run_status_hot MPI_Recv / PMPI_Recv, MPI_Recv_c / PMPI_Recv_c;
     start MPI_Irecv / PMPI_Irecv, MPI_Irecv_c / PMPI_Irecv_c;
     init MPI_Recv_init / PMPI_Recv_init, MPI_Recv_init_c / PMPI_Recv_init_c;
 

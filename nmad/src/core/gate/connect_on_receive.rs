@@ -18,7 +18,7 @@ impl Gate {
         if self.linked_once.load(Relaxed) || self.failed.get().is_some() {
             return;
         }
-        if self.rails.iter().any(|r| r.link.lock().unwrap().is_some()) {
+        if self.rails.iter().any(|r| r.linked().is_some()) {
             self.linked_once.store(true, Relaxed);
             return;
         }

@@ -1,5 +1,6 @@
-//! The latency path: an eager message sent at once, from `Gate::enqueue`, when nothing else
-//! waits for the peer.
+//! The latency path: an eager message sent at once when nothing else waits for the peer, from
+//! `Gate::enqueue` (a request's message) or from [`Gate::send_now`] (the express send: a
+//! contiguous message and no request at all).
 //!
 //! With an empty queue there is nothing for the strategy to choose: the packet is the message
 //! alone (plus the credit we owe the peer), on the only rail. Building it directly skips the
@@ -13,7 +14,7 @@ use super::{EAGER_OVERHEAD, Gate, Out, SendError};
 use crate::core::Core;
 use crate::core::request::{Kind, ReqPtr};
 use crate::core::wire::{self, Encoder, FLAG_SYNC, MsgHeader};
-use crate::drivers::Sent;
+use crate::drivers::{Segment, Sent};
 use smallvec::SmallVec;
 use std::io::IoSlice;
 use std::sync::atomic::Ordering::Relaxed;
@@ -34,28 +35,91 @@ impl Gate {
     /// # Safety
     /// The caller holds the request and the gate lock (`o`).
     pub(super) unsafe fn eager_now(&self, core: &Core, o: &mut Out, req: ReqPtr) -> Result<Now, SendError> {
-        if !o.msgs.is_empty() || !o.control.is_empty() || self.rails.len() != 1 || o.rails[0].busy {
-            return Ok(Now::NotNow);
-        }
-        let caps = &self.rails[0].info.caps;
         // SAFETY: we hold the request (caller's contract).
         let st = unsafe { req.state() };
         let Kind::Send { session, tag, flags, .. } = st.kind else { return Ok(Now::NotNow) };
         let len = st.data.len();
-        let cost = len as u64 + EAGER_OVERHEAD;
-        if flags & FLAG_SYNC != 0 || len > self.eager_limit || o.credit < cost || !caps.iovec {
+        if flags & FLAG_SYNC != 0 || !self.may_send_now(o, len) {
             return Ok(Now::NotNow);
         }
         o.segs.clear();
         st.data.segments(0..len, &mut o.segs);
+        // SAFETY: the send's memory is readable until it completes (Data contract), and it
+        // completes only after this call.
+        unsafe { self.packet_now(core, o, &MsgHeader { flags: 0, session, tag, seq: st.seq }, len) }
+    }
+
+    /// The express send: `bytes` to session `session` with `tag`, sent now in a packet of its
+    /// own (its sequence number taken) if nothing waits for the peer and the message fits the
+    /// latency path; `false` if it did not go (nothing changed: send it the general way). A
+    /// send that fails on the link fails the gate as `flush` would, and returns `false` (the
+    /// general path then reports the failure).
+    pub(crate) fn send_now(&self, core: &Core, session: u32, tag: u64, bytes: &[u8]) -> bool {
+        let Ok(mut guard) = self.out.lock() else { return false };
+        let o = &mut *guard;
+        if self.send_failure().is_some() || !self.may_send_now(o, bytes.len()) {
+            return false;
+        }
+        let seq = *o.next_seq.of(session);
+        o.segs.clear();
+        o.segs.push(Segment { ptr: bytes.as_ptr(), len: bytes.len() });
+        let h = MsgHeader { flags: 0, session, tag, seq };
+        // SAFETY: `bytes` is borrowed for this call, and the packet is in the link when it returns.
+        match unsafe { self.packet_now(core, o, &h, bytes.len()) } {
+            Ok(Now::Sent) => {
+                *o.next_seq.of(session) = seq.wrapping_add(1);
+                true
+            }
+            Ok(Now::NotNow) => false,
+            Err(e) => {
+                drop(guard);
+                self.send_error(core, e);
+                false
+            }
+        }
+    }
+
+    /// Whether a message of `len` bytes may take the latency path: nothing queued, one rail
+    /// not busy, within the eager limit and the credit, a link that takes iovecs.
+    fn may_send_now(&self, o: &Out, len: usize) -> bool {
+        o.msgs.is_empty()
+            && o.control.is_empty()
+            && self.rails.len() == 1
+            && !o.rails[0].busy
+            && len <= self.eager_limit
+            && o.credit >= len as u64 + EAGER_OVERHEAD
+            && self.rails[0].info.caps.iovec
+    }
+
+    /// The credit we owe the peer, taken (loads first: most packets owe nothing, and a swap
+    /// costs a locked instruction).
+    fn take_owed(&self) -> (u64, u64) {
+        let take =
+            |a: &std::sync::atomic::AtomicU64| if a.load(Relaxed) == 0 { 0 } else { a.swap(0, Relaxed) };
+        (take(&self.owed_bytes), take(&self.owed_slots))
+    }
+
+    /// Sends the message of header `h` and `len` bytes, whose payload is `o.segs`, in a packet
+    /// of its own with the credit we owe the peer.
+    ///
+    /// # Safety
+    /// `o.segs` describe readable memory until this returns; the caller holds the gate lock and
+    /// checked [`Gate::may_send_now`].
+    unsafe fn packet_now(
+        &self,
+        core: &Core,
+        o: &mut Out,
+        h: &MsgHeader,
+        len: usize,
+    ) -> Result<Now, SendError> {
         if o.segs.len() > MAX_PIECES {
             return Ok(Now::NotNow);
         }
         o.hdr.clear();
         o.hdr.push(wire::VERSION);
-        Encoder(&mut o.hdr).data(&MsgHeader { flags: 0, session, tag, seq: st.seq }, len, 0);
+        Encoder(&mut o.hdr).data(h, len, 0);
         let mark = o.hdr.len();
-        let owed = (self.owed_bytes.swap(0, Relaxed), self.owed_slots.swap(0, Relaxed));
+        let owed = self.take_owed();
         if owed != (0, 0) {
             Encoder(&mut o.hdr).credit(owed.0, owed.1);
         }
@@ -63,7 +127,7 @@ impl Gate {
             g.owed_bytes.fetch_add(owed.0, Relaxed);
             g.owed_slots.fetch_add(owed.1, Relaxed);
         };
-        if o.hdr.len() + len > caps.max_packet {
+        if o.hdr.len() + len > self.rails[0].info.caps.max_packet {
             give_back(self);
             return Ok(Now::NotNow);
         }
@@ -77,8 +141,7 @@ impl Gate {
         let mut iov: SmallVec<[IoSlice<'_>; MAX_PIECES + 2]> = SmallVec::new();
         iov.push(IoSlice::new(&o.hdr[..mark]));
         for s in o.segs.iter().filter(|s| s.len > 0) {
-            // SAFETY: the send's memory is readable until it completes (Data contract), and it
-            // completes only after this call.
+            // SAFETY: readable until this returns (our contract).
             iov.push(IoSlice::new(unsafe { std::slice::from_raw_parts(s.ptr, s.len) }));
         }
         if o.hdr.len() > mark {
@@ -87,7 +150,7 @@ impl Gate {
         let bytes = iov.iter().map(|s| s.len()).sum::<usize>();
         match link.try_send(&iov) {
             Ok(Sent::Done) => {
-                o.credit -= cost;
+                o.credit -= len as u64 + EAGER_OVERHEAD;
                 core.packets.fetch_add(1, Relaxed);
                 core.chunks.fetch_add(1, Relaxed);
                 core.counters.eager_sent.fetch_add(1, Relaxed);

@@ -161,6 +161,10 @@ impl ShmDriver {
 }
 
 impl Driver for ShmDriver {
+    fn polls_cheaply(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         "shm"
     }
