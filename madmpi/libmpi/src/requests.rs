@@ -11,6 +11,11 @@
 //! freed before `MPI_Grequest_complete` stays in the table instead: the program completes it by
 //! its handle, which then goes.
 //!
+//! [`COMPLETED`] is no table entry: the handle of every operation that completed before its call
+//! returned (an `MPI_Isend` whose message left at once), which each completion call reports
+//! complete with an empty status, and which `MPI_Request_free` or a completion call simply
+//! forget. MPICH hands out such builtin requests too.
+//!
 //! Owns request handles and the life of freed requests; it must not fill statuses (see
 //! `status`) nor start operations (madmpi's `MpiRequest` does, and keeps persistent requests
 //! active or inactive).
@@ -24,6 +29,10 @@ use madmpi::operation::Persistent;
 use madmpi::request::RawRequest;
 use std::sync::{Arc, PoisonError};
 
+/// The handle of any operation that completed before its call returned (see the module docs):
+/// a builtin request handle in MPICH's encoding, which the table never makes.
+pub(crate) const COMPLETED: Handle = 0x6c00_0000;
+
 /// A request and the communicator (or window) whose error handler its errors go to.
 pub(crate) struct ReqEntry {
     pub(crate) comm: Arc<dyn HandlerOwner>,
@@ -32,6 +41,12 @@ pub(crate) struct ReqEntry {
 }
 
 impl ReqEntry {
+    /// An operation complete with nothing to report (what [`COMPLETED`] stands for), its
+    /// errors (none can come) going to `world`'s handler.
+    pub(crate) fn completed(world: &Arc<crate::comms::CommObj>) -> ReqEntry {
+        ReqEntry { comm: world.clone(), req: MpiRequest::once(RawRequest::completed(&world.comm)) }
+    }
+
     /// The current operation (`None`: an inactive persistent request).
     pub(crate) fn op(&self) -> Option<Arc<RawRequest>> {
         self.req.current()
@@ -61,8 +76,10 @@ impl State {
     /// The request of handle `h`; `Ok(None)` for `MPI_REQUEST_NULL`, `MPI_ERR_REQUEST` for
     /// anything that is not a live request handle.
     pub(crate) fn request(&self, h: Handle) -> Result<Option<Arc<ReqEntry>>, Error> {
-        if h == abi::MPI_REQUEST_NULL {
-            return Ok(None);
+        match h {
+            abi::MPI_REQUEST_NULL => return Ok(None),
+            COMPLETED => return Ok(Some(self.completed.clone())),
+            _ => {}
         }
         match self.requests.get(h) {
             Some(e) => Ok(Some(e)),
@@ -72,6 +89,9 @@ impl State {
 
     /// Forgets the completed request `h` (after its status was read).
     pub(crate) fn retire_request(&self, h: Handle) {
+        if h == COMPLETED {
+            return;
+        }
         drop(self.requests.remove(h));
     }
 
@@ -79,6 +99,9 @@ impl State {
     /// request that has not completed stays until `MPI_Grequest_complete` frees it (the program
     /// still completes it by its handle); an active partitioned one cannot be freed.
     pub(crate) fn free_request(&self, h: Handle) -> Result<(), Error> {
+        if h == COMPLETED {
+            return Ok(());
+        }
         if let Some(op) = self.requests.get(h).and_then(|e| e.op()) {
             if let Some(g) = op.generalized() {
                 let Some(freed) = g.release() else { return Ok(()) };

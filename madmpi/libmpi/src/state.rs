@@ -45,6 +45,8 @@ pub(crate) struct State {
     pub(crate) type_keyvals: Keyvals,
     pub(crate) type_attrs: ObjectAttrs,
     pub(crate) requests: Table<Arc<ReqEntry>>,
+    /// What handle [`crate::requests::COMPLETED`] stands for.
+    pub(crate) completed: Arc<ReqEntry>,
     /// Freed requests whose operations were still running.
     pub(crate) detached: Mutex<Vec<Arc<ReqEntry>>>,
     /// Messages taken by matched probes and not received yet.
@@ -83,10 +85,11 @@ fn holders() -> std::sync::MutexGuard<'static, Holders> {
 }
 
 fn new_state(world: Comm, self_comm: Comm, threading: Threading, universe: Option<Universe>) -> State {
+    let world_obj = CommObj::world(world);
     State {
         threading,
         main_thread: std::thread::current().id(),
-        world: CommObj::world(world),
+        world: world_obj.clone(),
         self_comm: CommObj::self_comm(self_comm),
         universe: Mutex::new(universe),
         comms: Table::new(UserObject::Comm),
@@ -96,6 +99,7 @@ fn new_state(world: Comm, self_comm: Comm, threading: Threading, universe: Optio
         type_keyvals: Keyvals::for_objects(ObjectType::Datatype),
         type_attrs: ObjectAttrs::new(),
         requests: Table::new(UserObject::Request),
+        completed: Arc::new(ReqEntry::completed(&world_obj)),
         detached: Mutex::new(Vec::new()),
         messages: Table::new(UserObject::Message),
         wins: Table::new(UserObject::Win),

@@ -13,8 +13,9 @@
 //! Owns argument checks and the binding of slices to schedules.
 
 use super::Op;
+use super::bound::{Bind, Reducer};
 use super::choice::{self, Forced};
-use super::engine::{Bind, Exec, Handle, Reducer};
+use super::engine::{Exec, Handle};
 use super::plan::{self, Site};
 use super::schedule::{RECV, SEND, Schedule};
 use crate::comm::Comm;
@@ -82,7 +83,7 @@ impl Comm {
         }
         let seq = self.next_coll_seq();
         // SAFETY: forwarded contract.
-        let exec = unsafe { Exec::start(self, seq, sched, bind, reducer) }?;
+        let exec = unsafe { Exec::start(self, seq, std::sync::Arc::new(sched), bind, reducer) }?;
         Ok(RawRequest::collective(self, Handle(exec)))
     }
 

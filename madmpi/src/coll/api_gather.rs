@@ -28,8 +28,8 @@
 //! from `algo::{gather, scatter, allgather, alltoall}`.
 
 use super::algo::{allgather, alltoall, gather, scatter};
+use super::bound::Bind;
 use super::choice::{self, Allgather, Allgatherv, Alltoall, Alltoallv, Forced, Gather};
-use super::engine::Bind;
 use super::schedule::{BufId, RECV, Range, SEND, Schedule};
 use crate::comm::Comm;
 use crate::datatype::Datatype;

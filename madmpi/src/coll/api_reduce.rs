@@ -27,8 +27,8 @@
 //! Owns argument checks and the binding of slices to the schedules of `algo::reduce_scatter`
 //! and `algo::scan`.
 
+use super::bound::Bind;
 use super::choice::{self, Forced};
-use super::engine::Bind;
 use super::schedule::{RECV, SEND};
 use super::{Op, algo};
 use crate::comm::Comm;

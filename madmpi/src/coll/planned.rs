@@ -12,16 +12,19 @@
 //!
 //! Owns planned and persistent collectives; it must not choose algorithms (see `raw`).
 
-use super::engine::{Bind, Exec, Handle, Reducer};
+use super::bound::{Bind, Reducer};
+use super::engine::{Exec, Handle};
+use super::inline;
 use super::schedule::Schedule;
 use crate::comm::Comm;
 use crate::error::Result;
-use crate::request::RawRequest;
+use crate::request::{Outcome, RawRequest};
+use std::sync::Arc;
 
 /// A collective ready to start: see the module docs.
 pub struct Planned {
     comm: Comm,
-    sched: Schedule,
+    sched: Arc<Schedule>,
     bind: Bind,
     reducer: Option<Reducer>,
 }
@@ -34,7 +37,7 @@ unsafe impl Send for Planned {}
 unsafe impl Sync for Planned {}
 
 impl Planned {
-    pub(super) fn new(comm: &Comm, sched: Schedule, bind: Bind, reducer: Option<Reducer>) -> Planned {
+    pub(super) fn new(comm: &Comm, sched: Arc<Schedule>, bind: Bind, reducer: Option<Reducer>) -> Planned {
         Planned { comm: comm.clone(), sched, bind, reducer }
     }
 
@@ -48,6 +51,19 @@ impl Planned {
         // SAFETY: the memory contract is this function's own, passed on.
         let exec = unsafe { Exec::start(&self.comm, seq, self.sched, self.bind, self.reducer) }?;
         Ok(RawRequest::collective(&self.comm, Handle(exec)))
+    }
+
+    /// Runs it as the communicator's next collective, to the end, in the calling thread (a
+    /// blocking call): its outcome.
+    ///
+    /// # Safety
+    /// The memory bound at planning must stay valid (inputs readable, outputs writable) and
+    /// untouched by others until this returns.
+    pub unsafe fn run(self) -> Result<Outcome> {
+        let seq = self.comm.next_coll_seq();
+        // SAFETY: the memory contract is this function's own, passed on.
+        let error = unsafe { inline::run(&self.comm, seq, self.sched, self.bind, self.reducer) }?;
+        Ok(Outcome { error, ..Outcome::DONE })
     }
 
     /// Makes it persistent: takes its collective number now (init is where the members agree

@@ -32,11 +32,12 @@
 //! Owns the binding of raw memory to schedules; argument checks are the caller's, except those
 //! `api` also makes (root, operation defined on the datatype).
 
+use super::bound::{Bind, Reducer};
 use super::choice::{self, Forced};
-use super::engine::{Bind, Reducer};
 use super::plan;
 pub use super::planned::{Persistent, Planned};
 use super::schedule::{BufId, Local, RECV, Range, Round, SEND, Schedule};
+use super::state::PlanKey;
 use super::{Op, algo, api_gather};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
@@ -62,6 +63,11 @@ pub(super) enum Mem {
 }
 
 impl Mem {
+    /// Scattered memory: [`wrap`] adds packing temporaries to the schedule.
+    pub(super) fn is_scattered(&self) -> bool {
+        matches!(self, Mem::Scattered { .. })
+    }
+
     pub(super) fn of(b: &RawBuf) -> Result<Mem> {
         let count = i64::try_from(b.count).map_err(|_| Error::count("count too large"))?;
         let packed = b.dtype.pack_size(count).map_err(Error::from)?;
@@ -195,7 +201,7 @@ pub(super) fn launch(
     recv: (*mut u8, usize),
     r: Option<Reducer>,
 ) -> Result<Planned> {
-    Ok(Planned::new(comm, s, Bind { send, recv }, r))
+    Ok(Planned::new(comm, std::sync::Arc::new(s), Bind { send, recv }, r))
 }
 
 fn check_root(comm: &Comm, call: &str, root: u32) -> Result<()> {
@@ -228,8 +234,9 @@ pub fn barrier(comm: &Comm) -> Result<Planned> {
         return super::inter::raw::barrier(comm);
     }
     let f = Forced::from_env()?;
-    let s = plan::barrier(&comm.coll_site(&f)?, &f);
-    launch(comm, s, NONE, NONE, None)
+    let key = PlanKey::of("barrier", f);
+    let s = comm.planned(key, || Ok(plan::barrier(&comm.coll_site(&f)?, &f)))?;
+    Ok(Planned::new(comm, s, Bind { send: NONE, recv: NONE }, None))
 }
 
 /// `MPI_Ibcast` of `buf` from `root`.
@@ -239,10 +246,14 @@ pub fn bcast(comm: &Comm, buf: &RawBuf, root: u32) -> Result<Planned> {
     let m = Mem::of(buf)?;
     let len = m.packed_len();
     let f = Forced::from_env()?;
-    let s = plan::bcast(&comm.coll_site(&f)?, &f, root, len);
     let is_root = comm.rank() == root;
-    let s = wrap(s, None, Some(&m), is_root, !is_root);
-    launch(comm, s, NONE, m.bind(), None)
+    let plan =
+        || Ok(wrap(plan::bcast(&comm.coll_site(&f)?, &f, root, len), None, Some(&m), is_root, !is_root));
+    let s = match m.is_scattered() {
+        true => std::sync::Arc::new(plan()?),
+        false => comm.planned(PlanKey { root: root as usize, len, ..PlanKey::of("bcast", f) }, plan)?,
+    };
+    Ok(Planned::new(comm, s, Bind { send: NONE, recv: m.bind() }, None))
 }
 
 /// `MPI_Ireduce`: `send` (`None`: in place, the input is `recv`, at the root only) of every
@@ -313,10 +324,25 @@ pub fn allreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> 
     }
     let f = Forced::from_env()?;
     let from = if send.is_none() { RECV } else { SEND };
-    let s = plan::allreduce(&comm.coll_site(&f)?, &f, from, count, elem, op.reorderable());
-    let s = wrap(s, sm.as_ref(), Some(&rm), send.is_none(), true);
+    let plan = || {
+        let s = plan::allreduce(&comm.coll_site(&f)?, &f, from, count, elem, op.reorderable());
+        Ok(wrap(s, sm.as_ref(), Some(&rm), send.is_none(), true))
+    };
+    let s = match rm.is_scattered() || sm.as_ref().is_some_and(Mem::is_scattered) {
+        true => std::sync::Arc::new(plan()?),
+        false => {
+            let key = PlanKey {
+                count,
+                elem,
+                reorderable: op.reorderable(),
+                in_place: send.is_none(),
+                ..PlanKey::of("allreduce", f)
+            };
+            comm.planned(key, plan)?
+        }
+    };
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
-    launch(comm, s, sb, rm.bind(), Some(r))
+    Ok(Planned::new(comm, s, Bind { send: sb, recv: rm.bind() }, Some(r)))
 }
 
 // ---------------------------------------------------------------------- gather family

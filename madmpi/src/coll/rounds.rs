@@ -131,6 +131,16 @@ impl<Q: Completion> Rounds<Q> {
         }
     }
 
+    /// A request of a running round that has not completed, if any (what a blocking run waits
+    /// for next).
+    pub(crate) fn first_pending(&self) -> Option<&Q> {
+        self.state
+            .iter()
+            .zip(&self.reqs)
+            .filter(|(s, _)| **s == State::Running)
+            .find_map(|(_, reqs)| reqs.iter().find(|q| !q.test()))
+    }
+
     /// Retires the running rounds whose requests all completed; whether any was.
     fn retire_complete(&mut self, host: &mut impl Host<Q>) -> bool {
         let mut changed = false;

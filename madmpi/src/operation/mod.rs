@@ -71,6 +71,8 @@ impl Operation {
                 // SAFETY: `data` is writable until this returns (our contract).
                 unsafe { comm.recv_data(call, data, from, tag) }
             }
+            // SAFETY: the planned memory is valid until this returns (our contract).
+            Operation::Collective(p) => unsafe { p.run() },
             other => {
                 // SAFETY: the request is waited for before this returns (our contract covers
                 // that long), and waited for by its drop if `wait` does not return normally.

@@ -28,7 +28,7 @@
 //!
 //! - `run`: runs it (a blocking call; a collective, a send);
 //! - `run_status`: runs it and fills an `MPI_Status *` (receives, send-receives);
-//! - `run_hot`, `run_status_hot`: the same after the call's express path, `hot::MPI_X(args)`
+//! - `run_hot`, `run_status_hot`, `start_hot`: the same after the call's express path, `hot::MPI_X(args)`
 //!   in the entry's module (`unsafe`; the call's outcome when it did the call, `None` when it
 //!   declined, having done nothing), declined;
 //! - `start`: starts it and stores its request in an `MPI_Request *` (nonblocking calls);
@@ -211,6 +211,13 @@ macro_rules! form {
             // SAFETY: the buffers are valid during this blocking call and `status` is an
             // output argument (MPI's contract).
             unsafe { $crate::api::family::run_status(c, op, status) }
+        });
+    };
+    (@start_hot $($head:tt)*) => {
+        $crate::api::family::form!(@export hot $($head)* [request: *mut ::madmpi::abi::Request] |st, c, op| {
+            // SAFETY: the buffers stay valid until the request completes and `request` is
+            // an output argument (MPI's contract for nonblocking calls).
+            unsafe { $crate::api::family::start(st, c, op, request) }
         });
     };
     (@run $($head:tt)*) => {

@@ -269,6 +269,31 @@ mod hot {
 
     pub(super) use MPI_Send as MPI_Send_c;
 
+    /// `MPI_Isend` whose message leaves at once (as [`MPI_Send`]'s): no request is made, the
+    /// handle is [`COMPLETED`](crate::requests::COMPLETED).
+    ///
+    /// # Safety
+    /// As [`MPI_Send`]; `request` is an output argument (MPI's contract).
+    #[inline(always)]
+    pub(super) unsafe fn MPI_Isend(
+        buf: *const c_void,
+        count: impl CInt,
+        datatype: abi::Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: abi::Comm,
+        request: *mut abi::Request,
+    ) -> Option<Outcome> {
+        // SAFETY: an output argument (our contract).
+        let request = unsafe { check::out(request, "request") }.ok()?;
+        // SAFETY: our contract, passed on.
+        let sent = unsafe { MPI_Send(buf, count, datatype, dest, tag, comm) }?;
+        *request = crate::requests::COMPLETED;
+        Some(sent)
+    }
+
+    pub(super) use MPI_Isend as MPI_Isend_c;
+
     /// `MPI_Recv` of a builtin datatype from a rank or `MPI_ANY_SOURCE` on this thread's recent
     /// communicator: the receive runs with the arguments checked here, without the state or an
     /// operation; a failure (a truncated message, say) goes to the communicator's handler.
@@ -324,7 +349,7 @@ family! {
     /// A standard send.
     => send[How::Standard];
     run_hot MPI_Send / PMPI_Send, MPI_Send_c / PMPI_Send_c;
-    start MPI_Isend / PMPI_Isend, MPI_Isend_c / PMPI_Isend_c;
+    start_hot MPI_Isend / PMPI_Isend, MPI_Isend_c / PMPI_Isend_c;
     init MPI_Send_init / PMPI_Send_init, MPI_Send_init_c / PMPI_Send_init_c;
     /// A synchronous send: complete once the receiver matched the message.
     => send[How::Synchronous];
