@@ -150,8 +150,12 @@ impl Bound {
         if let Xfer::Send { .. } = x
             && monitor.is_none()
         {
-            // SAFETY: the range lies in a live buffer (see the Send impl), read during the call.
-            let bytes = unsafe { std::slice::from_raw_parts(self.ptr(data), data.len) };
+            let bytes = match data.len {
+                0 => &[][..],
+                // SAFETY: the range lies in a live buffer (see the Send impl), read during the
+                // call; with data, its address is not null.
+                len => unsafe { std::slice::from_raw_parts(self.ptr(data), len) },
+            };
             if s.send_now(world, tag, bytes) {
                 // The message left: a request never submitted stands for it (complete, no error).
                 reqs.push(req);

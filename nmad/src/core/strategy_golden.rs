@@ -231,3 +231,66 @@ fn without_credit_eager_messages_become_rendezvous_then_wait() {
     assert_eq!(decode(&l)[1], "DATA t3 #2 30B", "credit came back");
     finish(&core, &gate);
 }
+
+/// The packets one 20-byte message leaves on a fresh gate (owing the peer credit) when sent by
+/// `how`: the express send, a request's latency path, or the queue and `flush`.
+fn one_message(how: &str) -> Vec<Vec<u8>> {
+    let core = core();
+    let l = Arc::new(Recording::default());
+    let gate = gate_with(&[(rail("shm", 300, 65536), l.clone())], 1 << 20, 16);
+    gate.owed_bytes.store(500, Relaxed);
+    gate.owed_slots.store(1, Relaxed);
+    let _keep = match how {
+        "express" => {
+            assert!(gate.send_now(&core, 1, 6, &SMALL[..20]), "the express send takes it");
+            None
+        }
+        "latency" => Some(send(&core, &gate, 6, &SMALL[..20], false)),
+        _ => {
+            l.busy.store(true, Relaxed);
+            let r = send(&core, &gate, 6, &SMALL[..20], false);
+            l.busy.store(false, Relaxed);
+            gate.flush_with(&core, &*crate::strategies::by_name("default").unwrap());
+            Some(r)
+        }
+    };
+    let p = l.packets.lock().unwrap().clone();
+    finish(&core, &gate);
+    p
+}
+
+/// The express send (`Gate::send_now`, no request) puts on the wire byte for byte what a
+/// request's latency path and the queue's `flush` do, the credit owed to the peer included: the
+/// receiver cannot tell them apart.
+#[test]
+fn the_express_send_puts_the_general_paths_bytes_on_the_wire() {
+    let express = one_message("express");
+    assert_eq!(express, one_message("latency"));
+    assert_eq!(express, one_message("flush"));
+    let l = Recording::default();
+    *l.packets.lock().unwrap() = express;
+    assert_eq!(decode(&l), vec!["DATA t6 #0 20B | CREDIT 500B 1"]);
+}
+
+/// The express send takes the session's next sequence number, and declines (sending nothing)
+/// while a message waits in the queue, so that messages leave in the order they were sent.
+#[test]
+fn the_express_send_waits_its_turn() {
+    let core = core();
+    let l = Arc::new(Recording::default());
+    let gate = gate_with(&[(rail("shm", 300, 65536), l.clone())], 1 << 20, 16);
+    l.busy.store(true, Relaxed);
+    let _first = send(&core, &gate, 1, &SMALL[..10], false);
+    assert!(!gate.send_now(&core, 1, 2, &SMALL[..10]), "declined behind a queued message");
+    l.busy.store(false, Relaxed);
+    gate.flush(&core);
+    assert!(gate.send_now(&core, 1, 3, &SMALL[..10]));
+    let _last = send(&core, &gate, 4, &SMALL[..10], false);
+    assert!(gate.send_now(&core, 2, 5, &SMALL[..10]), "another session counts apart");
+    assert!(gate.send_now(&core, 1, 6, &SMALL[..10]));
+    assert_eq!(
+        decode(&l),
+        vec!["DATA t1 #0 10B", "DATA t3 #1 10B", "DATA t4 #2 10B", "DATA t5 #0 10B", "DATA t6 #3 10B"]
+    );
+    finish(&core, &gate);
+}
