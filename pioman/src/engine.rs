@@ -89,8 +89,48 @@ const CLOCK_EVERY: u32 = 16;
 /// round costs about as much as this many direct polls of one shared-memory source.
 pub(crate) const FIRST_POLLS: u32 = 8;
 
-/// What a waiter polls first, if anything: its own source, directly; true when it found work.
-pub(crate) type First<'a> = Option<&'a dyn Fn() -> bool>;
+/// A waiter's polls of a reentrant source outside the run state, counted locally and added to
+/// the task's statistics once per spin.
+#[derive(Default)]
+struct DirectPolls {
+    polls: u64,
+    useful: u64,
+}
+
+impl DirectPolls {
+    /// Polls `lt`'s source directly (a panic there cancels the task, as in `run_one`); whether
+    /// it found something.
+    fn poll(&mut self, lt: &Arc<Ltask>) -> bool {
+        let mut pctx = PollCtx { event_at: None, kind: Context::Waiter };
+        let p = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt.source.poll(&mut pctx))) {
+            Ok(p) => p,
+            Err(_) => {
+                log::error!("source {:?} panicked in poll; its task is cancelled", lt.source.name());
+                let _ = lt.state.cancel();
+                Poll::Idle
+            }
+        };
+        self.polls += 1;
+        let found = p != Poll::Idle;
+        self.useful += u64::from(found);
+        found
+    }
+
+    fn record(&self, lt: &Ltask) {
+        if self.polls == 0 {
+            return;
+        }
+        let st = &lt.stats;
+        st.direct_polls.fetch_add(self.polls, Relaxed);
+        if self.useful > 0 {
+            st.useful_polls.fetch_add(self.useful, Relaxed);
+            st.by_context[context_index(Context::Waiter)].fetch_add(self.useful, Relaxed);
+        }
+    }
+}
+
+/// What a waiter polls first, if anything: the task of the source it waits on.
+pub(crate) type First<'a> = Option<&'a Arc<Ltask>>;
 
 impl Inner {
     pub(crate) fn new(
@@ -490,11 +530,18 @@ impl Inner {
         let os_yield = plan.yield_cpu && !in_user_thread;
         let clock_every = if plan.spin < Duration::from_micros(20) || os_yield { 1 } else { CLOCK_EVERY };
         let mut round = 0u32;
+        let reentrant = first.is_some_and(|lt| lt.source.reentrant());
+        let mut direct = DirectPolls::default();
         let spun = 'spin: loop {
             let mut useful = 0;
             if let Some(first) = first {
+                let now_ns = crate::clock::now_ns();
                 for _ in 0..FIRST_POLLS {
-                    useful += usize::from(first());
+                    let found = match reentrant {
+                        true => direct.poll(first),
+                        false => self.run_one(first, Context::Waiter, now_ns) == Some(true),
+                    };
+                    useful += usize::from(found);
                     if cond.test(mask) {
                         break 'spin Some(true);
                     }
@@ -528,6 +575,9 @@ impl Inner {
                 std::hint::spin_loop();
             }
         };
+        if let Some(lt) = first {
+            direct.record(lt);
+        }
         if plan.spin > Duration::ZERO {
             self.last_spin_ns[node].store(crate::clock::now_ns(), Relaxed);
         }

@@ -328,12 +328,12 @@ impl Pioman {
         self.inner.wait_until(cond, mask, Instant::now().checked_add(timeout), None)
     }
 
-    /// Like [`Pioman::wait`], polling `first` — what the waiter waits on, a source it reaches
-    /// directly (true when it found work) — several times between two rounds over every task:
-    /// an arrival there is seen within one cheap poll. The policy still decides how long to spin
-    /// and when to sleep.
-    pub fn wait_polling(&self, cond: &Cond, mask: u32, first: &dyn Fn() -> bool) {
-        self.inner.wait_until(cond, mask, None, Some(first));
+    /// Like [`Pioman::wait`], polling `first` — the task of the source the waiter waits on —
+    /// several times between two rounds over every task: an arrival there is seen within one
+    /// poll of that source, not one round. The polls count in the task's statistics as a
+    /// waiter's; the policy still decides how long to spin and when to sleep.
+    pub fn wait_polling(&self, cond: &Cond, mask: u32, first: &Poller) {
+        self.inner.wait_until(cond, mask, None, Some(&first.0));
     }
 
     /// Changes the policy at run time.
@@ -381,7 +381,17 @@ pub struct LtaskHandle {
     inner: Weak<Inner>,
 }
 
+/// A task a waiting thread polls first ([`Pioman::wait_polling`]); it does not keep the task
+/// registered (a removed task is simply not polled).
+#[derive(Clone)]
+pub struct Poller(Arc<ltask::Ltask>);
+
 impl LtaskHandle {
+    /// What waiting threads give [`Pioman::wait_polling`] to poll this task first.
+    pub fn poller(&self) -> Poller {
+        Poller(self.lt.clone())
+    }
+
     /// Asks for the task to stop; returns at once. See [`LtaskHandle::remove`].
     pub fn cancel(&self) {
         match self.inner.upgrade() {

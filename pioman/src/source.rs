@@ -67,8 +67,9 @@ pub enum Context {
     Explicit,
 }
 
-/// A progression source. `poll` is never called concurrently with itself (pioman serializes it),
-/// but it may be called from any thread.
+/// A progression source. `poll` is never called concurrently with itself (pioman serializes it)
+/// unless the source says it may be ([`Source::reentrant`]), but it may be called from any
+/// thread.
 pub trait Source: Send + Sync + 'static {
     /// A short name for statistics.
     fn name(&self) -> &str;
@@ -76,6 +77,14 @@ pub trait Source: Send + Sync + 'static {
     /// Checks for events and makes progress on every outstanding request of this source: one call
     /// per NIC, not per request. Must not block.
     fn poll(&self, ctx: &mut PollCtx) -> Poll;
+
+    /// Whether `poll` may run in several contexts at once (the source keeps its own state
+    /// consistent, a second concurrent poll finding nothing to do): a thread waiting on this
+    /// source ([`crate::Pioman::wait_polling`]) then polls it directly, without taking the run
+    /// state that keeps other contexts out — one poll's worth cheaper. Default: no.
+    fn reentrant(&self) -> bool {
+        false
+    }
 
     /// Whether the source has outstanding work; busy contexts (context switches) skip inactive
     /// sources. Default: always active.

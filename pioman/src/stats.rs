@@ -125,6 +125,9 @@ impl HistogramSnapshot {
 #[derive(Debug, Default)]
 pub struct SourceStats {
     pub(crate) polls: AtomicU64,
+    /// Polls by waiters outside the run state (reentrant sources, `Pioman::wait_polling`),
+    /// added in batches: `polls` has a single writer at a time and no read-modify-write.
+    pub(crate) direct_polls: AtomicU64,
     pub(crate) useful_polls: AtomicU64,
     pub(crate) blocking_waits: AtomicU64,
     pub(crate) wakeups: AtomicU64,
@@ -197,7 +200,7 @@ impl SourceStats {
     pub(crate) fn snapshot(&self, name: &str) -> SourceSnapshot {
         SourceSnapshot {
             name: name.to_string(),
-            polls: self.polls.load(Relaxed),
+            polls: self.polls.load(Relaxed) + self.direct_polls.load(Relaxed),
             useful_polls: self.useful_polls.load(Relaxed),
             blocking_waits: self.blocking_waits.load(Relaxed),
             wakeups: self.wakeups.load(Relaxed),

@@ -502,3 +502,70 @@ fn a_waiter_spins_on_while_its_polls_are_useful() {
     assert_eq!(policy.plans.load(SeqCst), 1, "the waiter spun through the useful polls in one round");
     h.remove();
 }
+
+/// A source that signals `done` at its `fire`-th poll; reentrant or not, as it says.
+struct Firing {
+    reentrant: bool,
+    fire: u64,
+    polls: AtomicU64,
+    inside: AtomicUsize,
+    overlapped: AtomicBool,
+    done: Arc<Cond>,
+}
+
+impl Source for Firing {
+    fn name(&self) -> &str {
+        "firing"
+    }
+    fn reentrant(&self) -> bool {
+        self.reentrant
+    }
+    fn poll(&self, _: &mut PollCtx) -> Poll {
+        if self.inside.fetch_add(1, SeqCst) > 0 {
+            self.overlapped.store(true, SeqCst);
+        }
+        let n = self.polls.fetch_add(1, SeqCst) + 1;
+        let found = n == self.fire;
+        if found {
+            self.done.signal(1);
+        }
+        self.inside.fetch_sub(1, SeqCst);
+        if found { Poll::Progress } else { Poll::Idle }
+    }
+}
+
+/// `wait_polling` returns once the waited-on source signals, and its polls count in the task's
+/// statistics as a waiter's (the useful one too), whether the waiter polled the source directly
+/// (reentrant) or through the run state; a source that is not reentrant is never polled twice at
+/// once, even with a progression thread polling it too.
+#[test]
+fn a_waiter_polls_its_own_source_first_and_counts_it() {
+    for reentrant in [true, false] {
+        let pio = Pioman::builder()
+            .policy(policy::by_name("poll").unwrap())
+            .without_marcel()
+            .threads(1)
+            .build()
+            .unwrap();
+        let done = Arc::new(Cond::new());
+        let src = Arc::new(Firing {
+            reentrant,
+            fire: 50,
+            polls: AtomicU64::new(0),
+            inside: AtomicUsize::new(0),
+            overlapped: AtomicBool::new(false),
+            done: done.clone(),
+        });
+        let h = pio.register(src.clone(), Options::default()).unwrap();
+        pio.wait_polling(&done, 1, &h.poller());
+        assert!(done.test(1));
+        let st = h.stats();
+        assert!(st.polls >= 50, "reentrant {reentrant}: {} polls counted", st.polls);
+        assert!(st.useful_polls >= 1, "reentrant {reentrant}: the useful poll counted");
+        if !reentrant {
+            assert!(!src.overlapped.load(SeqCst), "a source that is not reentrant was polled twice at once");
+        }
+        h.remove();
+        pio.shutdown();
+    }
+}

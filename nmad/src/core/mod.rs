@@ -173,6 +173,8 @@ pub(crate) struct Core {
     pub(crate) ams: am::AmRegistry,
     pub(crate) backlog: WorkQueue<PeerId>,
     tasks: Mutex<Vec<LtaskHandle>>,
+    /// Each driver's task, for waiters to poll first (`Request::wait`).
+    pollers: OnceLock<Box<[pioman::Poller]>>,
     pub(crate) finalizing: AtomicBool,
     /// Peers found failed so far (`Gate::fail`).
     pub(crate) peers_lost: AtomicU64,
@@ -259,6 +261,7 @@ impl Core {
             ams: am::AmRegistry::default(),
             backlog: WorkQueue::default(),
             tasks: Mutex::new(Vec::new()),
+            pollers: OnceLock::new(),
             finalizing: AtomicBool::new(false),
             peers_lost: AtomicU64::new(0),
             unexpected: AtomicU64::new(0),
@@ -274,6 +277,8 @@ impl Core {
             let h = core.pioman.register(Arc::new(task), opts)?;
             core.tasks.lock().unwrap().push(h);
         }
+        let pollers = core.tasks.lock().unwrap().iter().map(|h| h.poller()).collect();
+        let _ = core.pollers.set(pollers);
         Ok(core)
     }
 
@@ -303,6 +308,11 @@ impl Core {
     pub(crate) fn first_driver(&self, peer: PeerId) -> Option<usize> {
         let d = self.made_gate(peer)?.rails.first()?.driver;
         self.drivers[d].polls_cheaply().then_some(d)
+    }
+
+    /// The progression task of driver `driver`, for a waiter to poll first.
+    pub(crate) fn poller(&self, driver: usize) -> Option<&pioman::Poller> {
+        self.pollers.get()?.get(driver)
     }
 
     /// `peer`'s gate if it was made (no lock, no reference count).
@@ -825,6 +835,13 @@ struct DriverTask {
 impl Source for DriverTask {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The driver's poll takes its own lock (a second concurrent poll returns at once), and what
+    /// follows (reads, active messages, backlogged gates) already runs from every driver's task
+    /// at once.
+    fn reentrant(&self) -> bool {
+        true
     }
 
     fn poll(&self, _: &mut PollCtx) -> Poll {

@@ -237,7 +237,10 @@ impl Request {
         let Some(c) = self.core() else { return };
         match self.first.load(Relaxed) {
             NO_DRIVER => c.pioman.wait(&self.cond, COMPLETED),
-            d => c.pioman.wait_polling(&self.cond, COMPLETED, &|| c.poll_driver(d) > 0),
+            d => match c.poller(d) {
+                Some(p) => c.pioman.wait_polling(&self.cond, COMPLETED, p),
+                None => c.pioman.wait(&self.cond, COMPLETED),
+            },
         }
     }
 
