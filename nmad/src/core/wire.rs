@@ -263,6 +263,63 @@ impl<'a> Iterator for Decoder<'a> {
 /// Appends encoded chunk headers to a buffer (payloads go separately, as iovec segments).
 pub struct Encoder<'b>(pub &'b mut Vec<u8>);
 
+/// The latency path's headers: a packet's head (version and DATA header, no cookie) or its
+/// credit chunk, written into a fixed buffer — the bytes [`Encoder`] writes for them, without a
+/// vector's capacity checks.
+pub struct Small {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl Small {
+    /// The head of a packet whose first chunk is the DATA header of `h` (flags 0: no cookie)
+    /// for `len` payload bytes.
+    #[inline]
+    pub fn data_packet(h: &MsgHeader, len: usize) -> Small {
+        debug_assert_eq!(h.flags & FLAG_SYNC, 0, "a synchronous message carries a cookie");
+        let mut s = Small { buf: [0; 40], len: 0 };
+        s.byte(VERSION);
+        s.byte(DATA);
+        s.byte(h.flags);
+        s.varint(u64::from(h.session));
+        s.varint(h.tag);
+        s.varint(u64::from(h.seq));
+        s.varint(len as u64);
+        s
+    }
+
+    /// A CREDIT chunk (nothing when both are 0).
+    #[inline]
+    pub fn credit(bytes: u64, slots: u64) -> Small {
+        let mut s = Small { buf: [0; 40], len: 0 };
+        if (bytes, slots) != (0, 0) {
+            s.byte(CREDIT);
+            s.varint(bytes);
+            s.varint(slots);
+        }
+        s
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.buf[self.len] = b;
+        self.len += 1;
+    }
+
+    #[inline]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.byte(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+}
+
 impl Encoder<'_> {
     pub fn varint(&mut self, v: u64) {
         leb128::put(self.0, v);

@@ -13,7 +13,7 @@
 use super::{EAGER_OVERHEAD, Gate, Out, SendError};
 use crate::core::Core;
 use crate::core::request::{Kind, ReqPtr};
-use crate::core::wire::{self, Encoder, FLAG_SYNC, MsgHeader};
+use crate::core::wire::{FLAG_SYNC, MsgHeader, Small};
 use crate::drivers::{Segment, Sent};
 use smallvec::SmallVec;
 use std::io::IoSlice;
@@ -115,19 +115,14 @@ impl Gate {
         if o.segs.len() > MAX_PIECES {
             return Ok(Now::NotNow);
         }
-        o.hdr.clear();
-        o.hdr.push(wire::VERSION);
-        Encoder(&mut o.hdr).data(h, len, 0);
-        let mark = o.hdr.len();
+        let head = Small::data_packet(h, len);
         let owed = self.take_owed();
-        if owed != (0, 0) {
-            Encoder(&mut o.hdr).credit(owed.0, owed.1);
-        }
+        let credit = Small::credit(owed.0, owed.1);
         let give_back = |g: &Gate| {
             g.owed_bytes.fetch_add(owed.0, Relaxed);
             g.owed_slots.fetch_add(owed.1, Relaxed);
         };
-        if o.hdr.len() + len > self.rails[0].info.caps.max_packet {
+        if head.bytes().len() + credit.bytes().len() + len > self.rails[0].info.caps.max_packet {
             give_back(self);
             return Ok(Now::NotNow);
         }
@@ -139,13 +134,13 @@ impl Gate {
             }
         };
         let mut iov: SmallVec<[IoSlice<'_>; MAX_PIECES + 2]> = SmallVec::new();
-        iov.push(IoSlice::new(&o.hdr[..mark]));
+        iov.push(IoSlice::new(head.bytes()));
         for s in o.segs.iter().filter(|s| s.len > 0) {
             // SAFETY: readable until this returns (our contract).
             iov.push(IoSlice::new(unsafe { std::slice::from_raw_parts(s.ptr, s.len) }));
         }
-        if o.hdr.len() > mark {
-            iov.push(IoSlice::new(&o.hdr[mark..]));
+        if !credit.bytes().is_empty() {
+            iov.push(IoSlice::new(credit.bytes()));
         }
         let bytes = iov.iter().map(|s| s.len()).sum::<usize>();
         match link.try_send(&iov) {
