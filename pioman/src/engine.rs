@@ -101,15 +101,7 @@ impl DirectPolls {
     /// Polls `lt`'s source directly (a panic there cancels the task, as in `run_one`); whether
     /// it found something.
     fn poll(&mut self, lt: &Arc<Ltask>) -> bool {
-        let mut pctx = PollCtx { event_at: None, kind: Context::Waiter };
-        let p = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt.source.poll(&mut pctx))) {
-            Ok(p) => p,
-            Err(_) => {
-                log::error!("source {:?} panicked in poll; its task is cancelled", lt.source.name());
-                let _ = lt.state.cancel();
-                Poll::Idle
-            }
-        };
+        let p = guarded_poll(lt, &mut PollCtx { event_at: None, kind: Context::Waiter });
         self.polls += 1;
         let found = p != Poll::Idle;
         self.useful += u64::from(found);
@@ -125,6 +117,19 @@ impl DirectPolls {
         if self.useful > 0 {
             st.useful_polls.fetch_add(self.useful, Relaxed);
             st.by_context[context_index(Context::Waiter)].fetch_add(self.useful, Relaxed);
+        }
+    }
+}
+
+/// Polls `lt`'s source: a panicking source must not take a marcel LWP, a progression thread or a
+/// waiter down with it — its task is cancelled and the poll counts as idle.
+fn guarded_poll(lt: &Ltask, pctx: &mut PollCtx) -> Poll {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt.source.poll(pctx))) {
+        Ok(p) => p,
+        Err(_) => {
+            log::error!("source {:?} panicked in poll; its task is cancelled", lt.source.name());
+            let _ = lt.state.cancel();
+            Poll::Idle
         }
     }
 }
@@ -399,15 +404,7 @@ impl Inner {
             return None;
         }
         let mut pctx = PollCtx { event_at: None, kind: ctx };
-        // A panicking source must not take a marcel LWP or a progression thread down with it.
-        let p = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt.source.poll(&mut pctx))) {
-            Ok(p) => p,
-            Err(_) => {
-                log::error!("source {:?} panicked in poll; its task is cancelled", lt.source.name());
-                let _ = lt.state.cancel();
-                Poll::Idle
-            }
-        };
+        let p = guarded_poll(lt, &mut pctx);
         let st = &lt.stats;
         // Only the context running the task writes these (the run state excludes the others):
         // plain stores, no read-modify-write on every idle poll.
