@@ -98,9 +98,12 @@ struct DirectPolls {
 }
 
 impl DirectPolls {
-    /// Polls `lt`'s source directly (a panic there cancels the task, as in `run_one`); whether
-    /// it found something.
+    /// Polls `lt`'s source directly unless its task ended (a panic there cancels the task, as
+    /// in `run_one`); whether it found something.
     fn poll(&mut self, lt: &Arc<Ltask>) -> bool {
+        if lt.state.is_finished() {
+            return false;
+        }
         let p = guarded_poll(lt, &mut PollCtx { event_at: None, kind: Context::Waiter });
         self.polls += 1;
         let found = p != Poll::Idle;
@@ -450,9 +453,9 @@ impl Inner {
     /// Each round asks the policy for a plan (the machine changes while we wait): spin while
     /// driving progress, then sleep for at most a tick, in the sources' blocking waits or parked.
     ///
-    /// `first`, if given, polls what the waiter waits on (one source, directly): the spin
-    /// calls it [`FIRST_POLLS`] times between two rounds over every task, so that an arrival
-    /// there is seen within one cheap poll rather than one whole round.
+    /// `first`, if given, is the task of what the waiter waits on: the spin polls it
+    /// [`FIRST_POLLS`] times between two rounds over every task (directly if its source is
+    /// reentrant), so that an arrival there is seen within one poll rather than one round.
     pub(crate) fn wait_until(
         &self,
         cond: &Cond,

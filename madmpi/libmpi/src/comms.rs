@@ -138,7 +138,12 @@ pub(crate) fn hot<R>(h: Handle, f: impl Fn(&CommObj) -> Option<R> + Copy) -> Opt
 #[cold]
 #[inline(never)]
 fn lookup_and<R>(h: Handle, f: impl Fn(&CommObj) -> Option<R>) -> Option<R> {
-    COMMS.with(h, || Ok(crate::state::state()?.comm(h)?), |c| Ok(f(c))).ok().flatten()
+    COMMS.with(h, || looked_up(h), |c| Ok(f(c))).ok().flatten()
+}
+
+/// The communicator of handle `h`, through the state.
+fn looked_up(h: Handle) -> Result<Arc<CommObj>, crate::errors::Fail> {
+    Ok(crate::state::state()?.comm(h)?)
 }
 
 /// `error`, raised on the communicator of handle `h` (a hot call's failure: the lookup that
@@ -147,5 +152,5 @@ fn lookup_and<R>(h: Handle, f: impl Fn(&CommObj) -> Option<R>) -> Option<R> {
 #[inline(never)]
 pub(crate) fn fail_on(h: Handle, error: Error) -> crate::errors::Outcome {
     use crate::errors::On;
-    COMMS.with(h, || Ok(crate::state::state()?.comm(h)?), |c| Err(error).on(c))
+    COMMS.with(h, || looked_up(h), |c| Err(error).on(c))
 }

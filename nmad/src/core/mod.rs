@@ -284,25 +284,6 @@ impl Core {
 
     // ------------------------------------------------------------ gates
 
-    /// The gate to `peer`, created on first use from its published cards.
-    /// Polls driver `driver` and runs what its arrivals queued (remote reads, active messages,
-    /// backlogged gates): its progression task's poll, which a waiter also calls directly
-    /// (`Request::wait`). Returns how much it found.
-    pub(crate) fn poll_driver(&self, driver: usize) -> usize {
-        let mut sink = CoreSink { core: self, driver };
-        let mut n = self.drivers[driver].poll(&mut sink);
-        if !self.reads.is_empty() {
-            n += deliver::run_reads(self);
-        }
-        if !self.ams.jobs.is_empty() {
-            n += am::run_ams(self);
-        }
-        if !self.backlog.is_empty() {
-            n += self.flush_backlog();
-        }
-        n
-    }
-
     /// The driver a thread waiting on traffic from `peer` polls first: rail 0's, if that driver
     /// polls cheaply and the gate exists.
     pub(crate) fn first_driver(&self, peer: PeerId) -> Option<usize> {
@@ -320,6 +301,7 @@ impl Core {
         self.gates.get(peer as usize)?.get()
     }
 
+    /// The gate to `peer`, created on first use from its published cards.
     pub(crate) fn gate(&self, peer: PeerId) -> Result<Arc<Gate>, Error> {
         let slot = self.gates.get(peer as usize).ok_or_else(|| {
             Error::InvalidArgument(format!(
@@ -846,7 +828,18 @@ impl Source for DriverTask {
 
     fn poll(&self, _: &mut PollCtx) -> Poll {
         let Some(core) = self.core.upgrade() else { return Poll::Done };
-        if core.poll_driver(self.driver) > 0 { Poll::Progress } else { Poll::Idle }
+        let mut sink = CoreSink { core: &core, driver: self.driver };
+        let mut n = core.drivers[self.driver].poll(&mut sink);
+        if !core.reads.is_empty() {
+            n += deliver::run_reads(&core);
+        }
+        if !core.ams.jobs.is_empty() {
+            n += am::run_ams(&core);
+        }
+        if !core.backlog.is_empty() {
+            n += core.flush_backlog();
+        }
+        if n > 0 { Poll::Progress } else { Poll::Idle }
     }
 
     fn blocking(&self) -> BlockingWait {

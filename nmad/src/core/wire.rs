@@ -260,12 +260,36 @@ impl<'a> Iterator for Decoder<'a> {
 
 // ------------------------------------------------------------------ encoding
 
-/// Appends encoded chunk headers to a buffer (payloads go separately, as iovec segments).
-pub struct Encoder<'b>(pub &'b mut Vec<u8>);
+/// Appends encoded chunk headers to a buffer (payloads go separately, as iovec segments): a
+/// vector, or for the latency path's headers a [`Small`] one.
+pub struct Encoder<'b, O: Out = Vec<u8>>(pub &'b mut O);
+
+/// Where an [`Encoder`] writes.
+pub trait Out {
+    fn byte(&mut self, b: u8);
+
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.byte(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+}
+
+impl Out for Vec<u8> {
+    fn byte(&mut self, b: u8) {
+        self.push(b);
+    }
+
+    fn varint(&mut self, v: u64) {
+        leb128::put(self, v);
+    }
+}
 
 /// The latency path's headers: a packet's head (version and DATA header, no cookie) or its
-/// credit chunk, written into a fixed buffer — the bytes [`Encoder`] writes for them, without a
-/// vector's capacity checks.
+/// credit chunk, written by an [`Encoder`] into a fixed buffer, without a vector's capacity
+/// checks.
 pub struct Small {
     buf: [u8; 40],
     len: usize,
@@ -279,12 +303,7 @@ impl Small {
         debug_assert_eq!(h.flags & FLAG_SYNC, 0, "a synchronous message carries a cookie");
         let mut s = Small { buf: [0; 40], len: 0 };
         s.byte(VERSION);
-        s.byte(DATA);
-        s.byte(h.flags);
-        s.varint(u64::from(h.session));
-        s.varint(h.tag);
-        s.varint(u64::from(h.seq));
-        s.varint(len as u64);
+        Encoder(&mut s).data(h, len, 0);
         s
     }
 
@@ -293,9 +312,7 @@ impl Small {
     pub fn credit(bytes: u64, slots: u64) -> Small {
         let mut s = Small { buf: [0; 40], len: 0 };
         if (bytes, slots) != (0, 0) {
-            s.byte(CREDIT);
-            s.varint(bytes);
-            s.varint(slots);
+            Encoder(&mut s).credit(bytes, slots);
         }
         s
     }
@@ -303,37 +320,33 @@ impl Small {
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
+}
 
+impl Out for Small {
     #[inline]
     fn byte(&mut self, b: u8) {
         self.buf[self.len] = b;
         self.len += 1;
     }
-
-    #[inline]
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.byte(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.byte(v as u8);
-    }
 }
 
-impl Encoder<'_> {
+impl<O: Out> Encoder<'_, O> {
+    #[inline]
     pub fn varint(&mut self, v: u64) {
-        leb128::put(self.0, v);
+        self.0.varint(v);
     }
 
+    #[inline]
     fn msg_header(&mut self, kind: u8, h: &MsgHeader) {
-        self.0.push(kind);
-        self.0.push(h.flags);
+        self.0.byte(kind);
+        self.0.byte(h.flags);
         self.varint(u64::from(h.session));
         self.varint(h.tag);
         self.varint(u64::from(h.seq));
     }
 
     /// A DATA header; `len` payload bytes must follow it in the packet.
+    #[inline]
     pub fn data(&mut self, h: &MsgHeader, len: usize, cookie: u64) {
         self.msg_header(DATA, h);
         self.varint(len as u64);
@@ -342,6 +355,15 @@ impl Encoder<'_> {
         }
     }
 
+    #[inline]
+    pub fn credit(&mut self, bytes: u64, slots: u64) {
+        self.0.byte(CREDIT);
+        self.varint(bytes);
+        self.varint(slots);
+    }
+}
+
+impl Encoder<'_> {
     /// An RDV chunk (complete: its user header is copied in). `remote`: the rail and key of the
     /// sender's exposed memory when `h.flags` has [`FLAG_READ`].
     pub fn rdv(
@@ -403,12 +425,6 @@ impl Encoder<'_> {
         self.varint(header.len() as u64);
         self.varint(len as u64);
         self.0.extend_from_slice(header);
-    }
-
-    pub fn credit(&mut self, bytes: u64, slots: u64) {
-        self.0.push(CREDIT);
-        self.varint(bytes);
-        self.varint(slots);
     }
 }
 

@@ -211,7 +211,7 @@ pub trait Driver: Send + Sync {
     /// detects failures. Returns how many events it handled (0: nothing happened). Never blocks.
     fn poll(&self, sink: &mut dyn Sink) -> usize;
     /// Whether `poll` is cheap enough (no system call when idle) for a thread waiting on one of
-    /// its peers to call it directly, again and again (see `Request::wait`).
+    /// its peers to poll this driver's task first, again and again (see `Request::wait`).
     fn polls_cheaply(&self) -> bool {
         false
     }
