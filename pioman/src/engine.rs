@@ -98,12 +98,10 @@ struct DirectPolls {
 }
 
 impl DirectPolls {
-    /// Polls `lt`'s source directly unless its task ended (a panic there cancels the task, as
-    /// in `run_one`); whether it found something.
+    /// Polls `lt`'s source directly (a panic there cancels the task, as in `run_one`); whether
+    /// it found something. An ended task's source is still polled: the waiter's request may
+    /// depend on it (see `Source::reentrant`).
     fn poll(&mut self, lt: &Arc<Ltask>) -> bool {
-        if lt.state.is_finished() {
-            return false;
-        }
         let p = guarded_poll(lt, &mut PollCtx { event_at: None, kind: Context::Waiter });
         self.polls += 1;
         let found = p != Poll::Idle;

@@ -82,8 +82,8 @@ pub trait Source: Send + Sync + 'static {
     /// consistent, a second concurrent poll finding nothing to do): a thread waiting on this
     /// source ([`crate::Pioman::wait_polling`]) then polls it directly, without taking the run
     /// state that keeps other contexts out — one poll's worth cheaper. Such a poll is not one
-    /// `LtaskHandle::remove` waits for: a reentrant source must bear a poll that started just
-    /// before its task was removed (its state outlives the task). Default: no.
+    /// `LtaskHandle::remove` waits for: a reentrant source must bear polls by waiters after its
+    /// task was removed (its state outlives the task). Default: no.
     fn reentrant(&self) -> bool {
         false
     }
