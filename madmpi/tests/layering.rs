@@ -355,10 +355,188 @@ fn the_reader_finds_imports_and_cycles() {
     let at_top = ["top".to_string()];
     assert_eq!(target(&at_top, &["super".into(), "delta".into()]), Some("delta".into()));
 
+    let rel = relative_paths("use self::x::Y; child::f(); other::g(); a::child::h();", &["child".into()]);
+    assert_eq!(rel, [vec!["self", "x", "Y"], vec!["self", "child", "f"]]);
+    let known: BTreeSet<Vec<String>> =
+        [vec![], vec!["a".to_string()], vec!["a".to_string(), "b".to_string()]].into();
+    let here = ["a".to_string(), "b".to_string()];
+    let t = |p: &[&str]| target_file(&here, &p.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &known);
+    assert_eq!(t(&["super", "Thing"]), Some(vec!["a".to_string()]));
+    assert_eq!(t(&["crate", "a", "b", "c", "D"]), Some(here.to_vec()));
+    assert_eq!(t(&["crate", "z"]), Some(vec![]));
+    let v = |s: &str| s.split('/').map(String::from).collect::<Vec<_>>();
+    let mut fg: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    fg.entry(v("a")).or_default().insert(v("b"));
+    fg.entry(v("b")).or_default().insert(v("c"));
+    fg.entry(v("c")).or_default().insert(v("a"));
+    fg.entry(v("d")).or_default().insert(v("a"));
+    let t = tangles(&fg);
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].iter().cloned().collect::<BTreeSet<_>>(), [v("a"), v("b"), v("c")].into());
+
     let mut g = Graph::new();
     g.entry("a".into()).or_default().insert("b".into());
     g.entry("b".into()).or_default().insert("c".into());
     assert_eq!(cycle(&g), None);
     g.entry("c".into()).or_default().insert("a".into());
     assert_eq!(cycle(&g).map(|c| c.len()), Some(3));
+}
+
+/// A source file of the crate: its module path and the paths it names (any start: `crate`,
+/// `super`, `self` or one of its child modules).
+struct FileModule {
+    at: Vec<String>,
+    folder: PathBuf,
+    paths: Vec<Vec<String>>,
+}
+
+/// Every file module of the crate whose root file is `lib`, with its folder relative to `src`.
+fn file_modules(lib: &Path) -> Vec<FileModule> {
+    let src = lib.parent().expect("lib.rs in src");
+    let mut out = Vec::new();
+    let mut todo = vec![(lib.to_path_buf(), Vec::<String>::new())];
+    while let Some((file, at)) = todo.pop() {
+        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let stripped = strip(&text);
+        let parsed = parse(&stripped);
+        for name in &parsed.children {
+            let mut sub = at.clone();
+            sub.push(name.clone());
+            todo.push((child_file(&file, &at, name), sub));
+        }
+        let mut paths = parsed.paths;
+        paths.extend(relative_paths(&stripped, &parsed.children));
+        let folder = file.parent().and_then(|d| d.strip_prefix(src).ok()).expect("under src").to_path_buf();
+        out.push(FileModule { at, folder, paths });
+    }
+    out
+}
+
+/// Paths in `code` starting with `self` or with one of `children` (a module's own submodules
+/// named without `crate::`), as `self`-rooted paths.
+fn relative_paths(code: &str, children: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = code.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts_word = i == 0 || !is_ident(chars[i - 1]) && chars[i - 1] != ':';
+        let word: String = chars[i..].iter().take_while(|&&c| is_ident(c)).collect();
+        if word.is_empty() {
+            i += 1;
+            continue;
+        }
+        let next_is_path =
+            chars.get(i + word.len()) == Some(&':') && chars.get(i + word.len() + 1) == Some(&':');
+        if starts_word && next_is_path && (word == "self" || children.contains(&word)) {
+            let rebased: String = if word == "self" {
+                chars[i..].iter().collect()
+            } else {
+                format!("self::{}", chars[i..].iter().collect::<String>())
+            };
+            if let Some(p) = paths(&rebased.replacen("self", "crate", 1)).into_iter().next() {
+                out.push(std::iter::once("self".to_string()).chain(p.into_iter().skip(1)).collect());
+            }
+        }
+        i += word.len();
+    }
+    out
+}
+
+/// The file module a path names from module `here`: the longest prefix of its absolute form
+/// that is a module with a file.
+fn target_file(here: &[String], path: &[String], known: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
+    let (first, rest) = path.split_first()?;
+    let abs: Vec<String> = match first.as_str() {
+        "crate" => rest.to_vec(),
+        "self" => here.iter().chain(rest).cloned().collect(),
+        _ => {
+            let ups = path.iter().take_while(|s| *s == "super").count();
+            let base = here.len().checked_sub(ups)?;
+            here[..base].iter().chain(&path[ups..]).cloned().collect()
+        }
+    };
+    (0..=abs.len()).rev().map(|k| abs[..k].to_vec()).find(|p| known.contains(p))
+}
+
+/// The strongly connected components of `g` with more than one node (Tarjan).
+fn tangles(g: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<Vec<String>>> {
+    struct T<'a> {
+        g: &'a BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        index: BTreeMap<&'a Vec<String>, (usize, usize)>,
+        stack: Vec<&'a Vec<String>>,
+        on: BTreeSet<&'a Vec<String>>,
+        out: Vec<Vec<Vec<String>>>,
+    }
+    fn visit<'a>(t: &mut T<'a>, v: &'a Vec<String>) {
+        let k = t.index.len();
+        t.index.insert(v, (k, k));
+        t.stack.push(v);
+        t.on.insert(v);
+        for w in t.g.get(v).into_iter().flatten() {
+            let Some((w, _)) = t.g.get_key_value(w) else { continue };
+            if !t.index.contains_key(w) {
+                visit(t, w);
+                let low = t.index[w].1.min(t.index[v].1);
+                t.index.get_mut(v).expect("visited").1 = low;
+            } else if t.on.contains(w) {
+                let low = t.index[w].0.min(t.index[v].1);
+                t.index.get_mut(v).expect("visited").1 = low;
+            }
+        }
+        if t.index[v].0 == t.index[v].1 {
+            let mut scc = Vec::new();
+            while let Some(w) = t.stack.pop() {
+                t.on.remove(w);
+                scc.push(w.clone());
+                if w == v {
+                    break;
+                }
+            }
+            if scc.len() > 1 {
+                t.out.push(scc);
+            }
+        }
+    }
+    let mut t = T { g, index: BTreeMap::new(), stack: Vec::new(), on: BTreeSet::new(), out: Vec::new() };
+    for v in g.keys() {
+        if !t.index.contains_key(v) {
+            visit(&mut t, v);
+        }
+    }
+    t.out
+}
+
+#[test]
+fn no_cycle_between_files_of_different_folders() {
+    let files = file_modules(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"));
+    let known: BTreeSet<Vec<String>> = files.iter().map(|f| f.at.clone()).collect();
+    let folder: BTreeMap<Vec<String>, PathBuf> =
+        files.iter().map(|f| (f.at.clone(), f.folder.clone())).collect();
+    let mut g: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for f in &files {
+        let deps = g.entry(f.at.clone()).or_default();
+        for p in &f.paths {
+            if let Some(t) = target_file(&f.at, p, &known).filter(|t| *t != f.at) {
+                deps.insert(t);
+            }
+        }
+    }
+    assert!(files.len() > 100 && g.values().map(BTreeSet::len).sum::<usize>() > 300, "the sources were read");
+    let crossing: Vec<String> = tangles(&g)
+        .into_iter()
+        .filter(|scc| scc.iter().any(|m| folder[m] != folder[&scc[0]]))
+        .map(|scc| {
+            let edges = scc.iter().flat_map(|a| {
+                g[a].iter()
+                    .filter(|b| scc.contains(b) && folder[a] != folder[*b])
+                    .map(move |b| format!("{} -> {}", a.join("::"), b.join("::")))
+            });
+            edges.collect::<Vec<_>>().join(", ")
+        })
+        .collect();
+    assert!(
+        crossing.is_empty(),
+        "files of different folders import each other in cycles:\n{}",
+        crossing.join("\n")
+    );
 }

@@ -69,6 +69,8 @@
 //!   in-place variants);
 //! - `api_reduce`: the Rust API of reduce-scatter (block), scan, exscan and `reduce_local`;
 //! - `inter`: the collectives of intercommunicators (schedules across two groups);
+//! - `raw_inter`: their C entry on raw memory (`raw` hands intercommunicators to it; beside
+//!   `raw`, whose buffer binding it shares);
 //! - `neighbor`: the neighbourhood collectives on raw memory (`algo::neighbor` over the
 //!   neighbour lists a topology gives);
 //! - `sim` (tests): an in-process simulator running the schedules of n ranks against each other.
@@ -89,6 +91,7 @@ pub mod neighbor;
 mod plan;
 mod planned;
 pub mod raw;
+pub mod raw_inter;
 mod rounds;
 mod schedule;
 #[cfg(test)]

@@ -12,20 +12,13 @@
 //!
 //! Owns the binding of buffers to neighbour exchanges; it must not know topologies.
 
+pub use super::algo::neighbor::Link;
 use super::algo::neighbor::{SelfMismatch, exchange};
 use super::raw::{Mem, RawBuf, RawVBuf, RawWBuf, launch, start};
 use super::schedule::{RECV, Range, SEND};
 use crate::coll::planned::Planned;
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
-
-/// One neighbour of a rank: its rank (`None`: `MPI_PROC_NULL`) and the step that pairs the
-/// message with its other end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Link {
-    pub peer: Option<u32>,
-    pub step: u32,
-}
 
 /// A rank's sources (in-neighbours) and destinations (out-neighbours), in MPI's order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

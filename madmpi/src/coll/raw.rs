@@ -26,7 +26,7 @@
 //! gets packed elements too, with the datatype; the C binding's wrapper of a user function
 //! unpacks them to the type's memory layout when the type is not contiguous.
 //!
-//! The unrooted collectives serve intercommunicators too, through `inter::raw` (the rooted ones
+//! The unrooted collectives serve intercommunicators too, through `raw_inter` (the rooted ones
 //! take `inter::Root` there, for `MPI_ROOT` and `MPI_PROC_NULL`).
 //!
 //! Owns the binding of raw memory to schedules; argument checks are the caller's, except those
@@ -207,7 +207,7 @@ pub(super) fn launch(
 fn check_root(comm: &Comm, call: &str, root: u32) -> Result<()> {
     if comm.is_inter() {
         return Err(Error::comm(format!(
-            "{call}: an intercommunicator's root is an inter::Root (coll::inter::raw)"
+            "{call}: an intercommunicator's root is an inter::Root (coll::raw_inter)"
         )));
     }
     if root >= comm.size() {
@@ -231,7 +231,7 @@ pub(super) fn elem_size(dtype: &Datatype) -> Result<usize> {
 /// `MPI_Ibarrier`.
 pub fn barrier(comm: &Comm) -> Result<Planned> {
     if comm.is_inter() {
-        return super::inter::raw::barrier(comm);
+        return super::raw_inter::barrier(comm);
     }
     let f = Forced::from_env()?;
     let key = PlanKey::of("barrier", f);
@@ -307,7 +307,7 @@ pub fn reduce(
 ///
 pub fn allreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> Result<Planned> {
     if comm.is_inter() {
-        return super::inter::raw::allreduce(comm, send, recv, op);
+        return super::raw_inter::allreduce(comm, send, recv, op);
     }
     let input = send.unwrap_or(recv);
     let r = reducer("MPI_Allreduce", op, &input.dtype)?;
@@ -581,7 +581,7 @@ pub fn scatterv(
 ///
 pub fn allgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<Planned> {
     if comm.is_inter() {
-        return super::inter::raw::allgather(comm, send, recv);
+        return super::raw_inter::allgather(comm, send, recv);
     }
     const CALL: &str = "MPI_Allgather";
     let (n, me) = (comm.size(), comm.rank());
@@ -605,7 +605,7 @@ pub fn allgather(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<Pl
 ///
 pub fn allgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>) -> Result<Planned> {
     if comm.is_inter() {
-        return super::inter::raw::allgatherv(comm, send, recv);
+        return super::raw_inter::allgatherv(comm, send, recv);
     }
     const CALL: &str = "MPI_Allgatherv";
     let (n, me) = (comm.size(), comm.rank());
@@ -637,7 +637,7 @@ pub fn allgatherv(comm: &Comm, send: Option<&RawBuf>, recv: &RawVBuf<'_>) -> Res
 ///
 pub fn alltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<Planned> {
     if comm.is_inter() {
-        return super::inter::raw::alltoall(comm, send, recv);
+        return super::raw_inter::alltoall(comm, send, recv);
     }
     const CALL: &str = "MPI_Alltoall";
     let (n, me) = (comm.size(), comm.rank());
@@ -668,7 +668,7 @@ pub fn alltoall(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf) -> Result<Pla
 ///
 pub fn alltoallv(comm: &Comm, send: Option<&RawVBuf<'_>>, recv: &RawVBuf<'_>) -> Result<Planned> {
     if comm.is_inter() {
-        return super::inter::raw::alltoallv(comm, send, recv);
+        return super::raw_inter::alltoallv(comm, send, recv);
     }
     const CALL: &str = "MPI_Alltoallv";
     let (n, me) = (comm.size(), comm.rank());
@@ -706,7 +706,7 @@ pub fn reduce_scatter(
     op: &Op,
 ) -> Result<Planned> {
     if comm.is_inter() {
-        return super::inter::raw::reduce_scatter(comm, send, recv, counts, op);
+        return super::raw_inter::reduce_scatter(comm, send, recv, counts, op);
     }
     const CALL: &str = "MPI_Reduce_scatter";
     let (n, me) = (comm.size() as usize, comm.rank() as usize);
@@ -833,7 +833,7 @@ impl RawWBuf<'_> {
 ///
 pub fn alltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf<'_>) -> Result<Planned> {
     if comm.is_inter() {
-        return super::inter::raw::alltoallw(comm, send, recv);
+        return super::raw_inter::alltoallw(comm, send, recv);
     }
     const CALL: &str = "MPI_Alltoallw";
     let (n, me) = (comm.size(), comm.rank());

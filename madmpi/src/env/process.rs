@@ -48,7 +48,7 @@ pub(crate) fn acquire(who: &str) -> Result<Arc<Runtime>> {
         )));
     }
     let nm = Nmad::init().map_err(|e| Error::other(format!("{who}: starting nmad: {e}")))?;
-    crate::tools::runtime::attach(&nm);
+    crate::tools::attach(&nm);
     let rt = assemble(nm);
     h.runtime = Some(rt.clone());
     h.users = 1;
@@ -69,7 +69,7 @@ pub(crate) fn release(who: &str) -> Result<()> {
     };
     let Some(rt) = rt else { return Ok(()) };
     let nm = rt.nm.clone();
-    crate::tools::runtime::detach();
+    crate::tools::detach();
     let rank = nm.rank();
     let err = |e: std::io::Error| Error::other(format!("{who}: {e}"));
     // The job's fence, unless failures are known or the launcher reports one meanwhile: a

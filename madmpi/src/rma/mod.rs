@@ -9,8 +9,9 @@
 //! The operations: `ops` (origin side: a call becomes records), `sync` (the epochs), `origin`
 //! (batches, lazy locks, counts), `wire` (the records), `service` (nmad's active-message
 //! handler, answer slots), `bulk` (large transfers as nmad messages beside their records),
-//! `fast` (the fast path's hot calls: lock states in atomics), `target/` (records applied to
-//! memory, bounds, the target's side of large transfers), `shape` (a target datatype as its
+//! `fast` (the fast path's hot calls: lock states in atomics), `target` (records applied to
+//! memory: the shared state; `target_apply` the bounds and data movement, `target_large` the
+//! target's side of large transfers), `shape` (a target datatype as its
 //! origin described it), `lock` (the reader/writer queue), `notify`.
 //!
 //! Operations travel as nmad active messages (large puts, gets and accumulates as nmad messages
@@ -35,6 +36,8 @@ mod shape;
 mod shm;
 mod sync;
 mod target;
+mod target_apply;
+mod target_large;
 #[cfg(test)]
 mod tests;
 mod ticket;

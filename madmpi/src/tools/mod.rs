@@ -54,5 +54,18 @@ pub fn check_initialized() -> TResult<()> {
     if OPEN.load(SeqCst) > 0 { Ok(()) } else { Err(TError::NotInitialized) }
 }
 
+/// MPI runs on `nm` from now on (at initialization): the variables read it, the event delivery
+/// starts if a callback is registered.
+pub(crate) fn attach(nm: &nmad::Nmad) {
+    runtime::attach(nm);
+    events::delivery::runtime_changed();
+}
+
+/// No runtime any more (before `MPI_Finalize` shuts nmad down).
+pub(crate) fn detach() {
+    runtime::detach();
+    events::delivery::runtime_changed();
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! Neighbourhood exchanges (`MPI_Neighbor_*`): one round where this rank sends block k to its
 //! k-th destination and receives block j from its j-th source, each message tagged with the
-//! link's pairing step (`coll::neighbor::Link`). A link without a peer (`MPI_PROC_NULL`) moves
+//! link's pairing step ([`Link`]). A link without a peer (`MPI_PROC_NULL`) moves
 //! nothing and leaves its block untouched; zero-length blocks move nothing either (MPI makes
 //! both ends agree on the length). A message to this rank itself is a local copy.
 //!
@@ -12,11 +12,18 @@
 //!
 //! Owns the schedule shape; the neighbour lists and their pairing are the topology's.
 
-use crate::coll::neighbor::Link;
 use crate::coll::schedule::{Range, Schedule};
 
 /// A message of a block from this rank to itself whose length differs from the receiving
 /// block's (the type signatures disagree): (sent, expected) bytes.
+/// One neighbour of a rank: its rank (`None`: `MPI_PROC_NULL`) and the step that pairs the
+/// message with its other end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    pub peer: Option<u32>,
+    pub step: u32,
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct SelfMismatch(pub usize, pub usize);
 

@@ -17,10 +17,9 @@
 //! - gather, scatter (and `v`): the root receives from, or sends to, every remote rank;
 //!   allgather, alltoall (and `v`, `w`): every rank sends to and receives from every remote rank.
 //!
-//! `raw` is the entry of the C library (roots `MPI_ROOT` and `MPI_PROC_NULL`, buffers only
+//! `coll::raw_inter` is the entry of the C library (roots `MPI_ROOT` and `MPI_PROC_NULL`, buffers only
 //! where significant). Owns these schedules; it must not touch the engine's state.
 
-pub mod raw;
 #[cfg(test)]
 mod tests;
 

@@ -6,12 +6,10 @@
 //!
 //! Owns the argument rules of intercommunicator collectives; the schedules are `inter`'s.
 
-use super::super::choice::{self, Forced};
-use super::super::raw::{
-    Mem, NONE, RawBuf, RawVBuf, RawWBuf, bytes_mismatch, elem_size, launch, reducer, start,
-};
-use super::super::schedule::{RECV, Range, SEND};
-use super::{Root, all_to_remote, all_to_remote_into};
+use super::choice::{self, Forced};
+use super::inter::{self, Root, all_to_remote, all_to_remote_into};
+use super::raw::{Mem, NONE, RawBuf, RawVBuf, RawWBuf, bytes_mismatch, elem_size, launch, reducer, start};
+use super::schedule::{RECV, Range, SEND};
 use crate::coll::Op;
 use crate::coll::planned::Planned;
 use crate::comm::Comm;
@@ -48,7 +46,7 @@ fn counts_for(call: &str, counts: usize, n: u32, whose: &str) -> Result<()> {
 
 /// `MPI_Ibarrier`.
 pub fn barrier(comm: &Comm) -> Result<Planned> {
-    let s = super::barrier(comm.size(), comm.rank());
+    let s = inter::barrier(comm.size(), comm.rank());
     launch(comm, s, NONE, NONE, None)
 }
 
@@ -62,7 +60,7 @@ pub fn bcast(comm: &Comm, buf: Option<&RawBuf>, root: Root) -> Result<Planned> {
     };
     let len = m.as_ref().map_or(0, Mem::packed_len);
     let a = choice::bcast(Forced::from_env()?.bcast, comm.size(), len);
-    let s = super::bcast(comm.size(), comm.rank(), root, len, a);
+    let s = inter::bcast(comm.size(), comm.rank(), root, len, a);
     start(comm, s, None, m.as_ref(), root == Root::Here, None)
 }
 
@@ -92,7 +90,7 @@ pub fn reduce(
         return Err(bytes_mismatch(CALL, "the root's output", rm.packed_len(), count * elem));
     }
     let a = choice::reduce(Forced::from_env()?.reduce, op.reorderable());
-    let s = super::reduce(comm.size(), comm.rank(), root, count, elem, a);
+    let s = inter::reduce(comm.size(), comm.rank(), root, count, elem, a);
     start(comm, s, sm.as_ref(), rm.as_ref(), false, r)
 }
 
@@ -109,7 +107,7 @@ pub fn allreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> 
     let f = Forced::from_env()?;
     let a = choice::reduce(f.reduce, op.reorderable());
     let b = choice::bcast(f.bcast, comm.size(), sm.packed_len());
-    let s = super::allreduce(comm.size(), comm.rank(), send.count, elem, a, b);
+    let s = inter::allreduce(comm.size(), comm.rank(), send.count, elem, a, b);
     start(comm, s, Some(&sm), Some(&rm), false, Some(r))
 }
 
@@ -142,7 +140,7 @@ pub fn reduce_scatter(
         return Err(bytes_mismatch(CALL, "the output", rm.packed_len(), want));
     }
     let a = choice::reduce(Forced::from_env()?.reduce, op.reorderable());
-    let s = super::reduce_scatter(comm.size(), comm.rank(), counts, elem, a);
+    let s = inter::reduce_scatter(comm.size(), comm.rank(), counts, elem, a);
     start(comm, s, Some(&sm), Some(&rm), false, Some(r))
 }
 
@@ -182,7 +180,7 @@ pub fn gatherv(
 }
 
 fn gather_at_root(comm: &Comm, rm: Mem, blocks: &[Range]) -> Result<Planned> {
-    let s = super::gather(comm.size(), Root::Here, Range::EMPTY, blocks);
+    let s = inter::gather(comm.size(), Root::Here, Range::EMPTY, blocks);
     start(comm, s, None, Some(&rm), false, None)
 }
 
@@ -192,7 +190,7 @@ fn send_to_root(comm: &Comm, call: &str, send: Option<&RawBuf>, root: Root) -> R
         _ => Some(Mem::of(needed(call, send, "input buffer")?)?),
     };
     let mine = Range::new(SEND, 0, sm.as_ref().map_or(0, Mem::packed_len));
-    let s = super::gather(comm.size(), root, mine, &[]);
+    let s = inter::gather(comm.size(), root, mine, &[]);
     start(comm, s, sm.as_ref(), None, false, None)
 }
 
@@ -233,7 +231,7 @@ pub fn scatterv(
 }
 
 fn scatter_from_root(comm: &Comm, sm: Mem, blocks: &[Range]) -> Result<Planned> {
-    let s = super::scatter(comm.size(), Root::Here, blocks, Range::EMPTY);
+    let s = inter::scatter(comm.size(), Root::Here, blocks, Range::EMPTY);
     start(comm, s, Some(&sm), None, false, None)
 }
 
@@ -243,7 +241,7 @@ fn recv_from_root(comm: &Comm, call: &str, recv: Option<&RawBuf>, root: Root) ->
         _ => Some(Mem::of(needed(call, recv, "output buffer")?)?),
     };
     let out = Range::new(RECV, 0, rm.as_ref().map_or(0, Mem::packed_len));
-    let s = super::scatter(comm.size(), root, &[], out);
+    let s = inter::scatter(comm.size(), root, &[], out);
     start(comm, s, None, rm.as_ref(), false, None)
 }
 
@@ -302,7 +300,7 @@ pub fn alltoallw(comm: &Comm, send: Option<&RawWBuf<'_>>, recv: &RawWBuf<'_>) ->
     let (sb, sblocks) = send.pieces(CALL, nr, SEND)?;
     let (rb, rblocks) = recv.pieces(CALL, nr, RECV)?;
     let nl = comm.size();
-    let s = super::super::api_gather::alltoallw_with(Some(&sblocks), &rblocks, rb.1, |s, sends, recvs| {
+    let s = super::api_gather::alltoallw_with(Some(&sblocks), &rblocks, rb.1, |s, sends, recvs| {
         all_to_remote_into(s, nl, sends, recvs)
     });
     launch(comm, s, sb, rb, None)

@@ -4,7 +4,7 @@
 //!
 //! Owns the bounds checks and the data movement; it must not touch the records' order.
 
-use super::{Answers, TargetState, TypeDef, WinCore, lock};
+use super::target::{Answers, TargetState, TypeDef, WinCore, lock};
 use crate::datatype::{Datatype, Predefined};
 use crate::error::{Error, Result};
 use crate::op::{Builtin, Op};

@@ -1,4 +1,4 @@
-//! The target's side of large transfers (`super::super::bulk`): it posts the receive into the
+//! The target's side of large transfers (`super::bulk`): it posts the receive into the
 //! window (a put), into a buffer it combines once in (an accumulate), or the send from the
 //! window (a get) when it reaches the record, along the target type's blocks when it is
 //! derived; it holds back what must wait for them ([`PerOrigin::must_wait`]), and, from the
@@ -8,8 +8,8 @@
 //! Owns the transfers in flight at the target; the records' order and the lock queue are the
 //! parent's.
 
-use super::apply::{combine, op_on};
-use super::{Answers, PerOrigin, TargetState, WinCore, lock};
+use super::target::{Answers, PerOrigin, TargetState, WinCore, lock};
+use super::target_apply::{combine, op_on};
 use crate::datatype::Datatype;
 use crate::error::{Error, Result};
 use crate::op::Op;

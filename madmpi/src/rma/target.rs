@@ -12,21 +12,19 @@
 //! next synchronization). Records of an origin whose lock is not granted yet wait, in order.
 //!
 //! Files: this one (the shared state, records taken in order, locks, counts, type
-//! descriptions), `apply` (bounds and the data movement), `large` (large transfers).
+//! descriptions), `target_apply` (bounds and the data movement), `target_large` (large
+//! transfers).
 //!
 //! Owns [`WinCore`] (shared between the window and the service's handler) and the answers it
 //! sends; it must not wait (it runs on progression threads) nor touch origin-side state.
 
-mod apply;
-mod large;
-
-use self::apply::reply_of;
-use self::large::{Bulk, BulkKind};
 use super::lock::{LockKind, LockQueue};
 use super::notify::Notify;
 use super::service::Service;
 use super::shape::{Element, MAX_BLOCKS};
 use super::shm::ShmPath;
+use super::target_apply::reply_of;
+use super::target_large::{Bulk, BulkKind};
 use super::window::{Exposure, Memory};
 use super::wire::{self, Malformed, Record};
 use crate::comm::Comm;
@@ -56,58 +54,58 @@ pub(crate) struct WinCore {
     pub(crate) session: nmad::Session,
     pub(crate) service: Arc<Service>,
     /// Resumes origins whose large transfer completed (from its request's monitor).
-    background: Arc<Progress>,
-    queued: AtomicBool,
+    pub(super) background: Arc<Progress>,
+    pub(super) queued: AtomicBool,
     /// Large transfers of this target completed per their monitors (`reaped` counts those seen).
-    finished: AtomicU64,
-    this: Weak<WinCore>,
+    pub(super) finished: AtomicU64,
+    pub(super) this: Weak<WinCore>,
     /// The last large accumulate's buffer, for the next (page faults cost as much as the copy).
-    scratch: Mutex<Vec<u8>>,
-    state: Mutex<TargetState>,
+    pub(super) scratch: Mutex<Vec<u8>>,
+    pub(super) state: Mutex<TargetState>,
     pub(crate) notify: Notify,
     /// A fault an origin operation of this process met at a target, until reported.
     pub(crate) fault: Mutex<Option<Error>>,
 }
 
 /// A derived type an origin is describing or has described.
-enum TypeDef {
+pub(super) enum TypeDef {
     Partial { extent: i64, total: u32, blocks: Vec<(i64, u64)> },
     Done(Arc<Element>),
 }
 
 #[derive(Default)]
-struct PerOrigin {
+pub(super) struct PerOrigin {
     held: Option<LockKind>,
     /// Its lock request waits: its later records wait with it.
-    waiting: bool,
-    deferred: VecDeque<(Record, Vec<u8>)>,
-    applied: u64,
+    pub(super) waiting: bool,
+    pub(super) deferred: VecDeque<(Record, Vec<u8>)>,
+    pub(super) applied: u64,
     posts: u64,
     posts_used: u64,
     completes: u64,
     completes_used: u64,
-    types: HashMap<u64, TypeDef>,
+    pub(super) types: HashMap<u64, TypeDef>,
     /// Its large transfers in flight (see [`PerOrigin::must_wait`]).
-    bulk: Vec<Bulk>,
+    pub(super) bulk: Vec<Bulk>,
 }
 
 #[derive(Default)]
-struct TargetState {
+pub(super) struct TargetState {
     lock: LockQueue,
-    of: Vec<PerOrigin>,
+    pub(super) of: Vec<PerOrigin>,
     /// Large transfers completed and taken out of `of`.
-    reaped: u64,
+    pub(super) reaped: u64,
 }
 
 /// Messages to send once the state's lock is released: (window rank, header, payload).
 #[derive(Default)]
-struct Answers {
+pub(super) struct Answers {
     done: Vec<(u32, Vec<u8>, Vec<u8>)>,
     open: HashMap<u32, (Vec<u8>, Vec<u8>)>,
 }
 
 impl Answers {
-    fn push(&mut self, core: &WinCore, to: u32, rec: Record, data: &[u8]) {
+    pub(super) fn push(&mut self, core: &WinCore, to: u32, rec: Record, data: &[u8]) {
         let cap = core.capacity(to);
         let (h, p) = self.open.entry(to).or_insert_with(|| (wire::header(core.ctx), Vec::new()));
         if h.len() + wire::MAX_RECORD > nmad::wire::MAX_AM_HEADER
@@ -125,7 +123,7 @@ impl Answers {
         self.push(core, to, Record::Ack { reply, class }, &[]);
     }
 
-    fn send(mut self, core: &WinCore) {
+    pub(super) fn send(mut self, core: &WinCore) {
         self.done.extend(self.open.drain().map(|(to, (h, p))| (to, h, p)));
         for (to, h, p) in self.done {
             core.send(to, h, p);
@@ -133,7 +131,7 @@ impl Answers {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -296,7 +294,7 @@ impl WinCore {
 
     /// Applies `origin`'s deferred records again (its lock was granted, or its large transfer
     /// completed); they stop, deferred anew, at the next wait.
-    fn replay(
+    pub(super) fn replay(
         &self,
         st: &mut TargetState,
         origin: u32,
