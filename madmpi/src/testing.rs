@@ -78,3 +78,48 @@ pub(crate) fn on_all<T: Send>(n: u32, f: impl Fn(Comm) -> T + Sync) -> Vec<T> {
     finalize_all(nms);
     out
 }
+
+/// The unit tests' global allocator: the system's, counting what each thread allocates, so a
+/// test can check that a path allocates nothing ([`allocations`]).
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn count_one() {
+    // `try_with`: an allocation while the thread's locals are torn down is not counted.
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+// SAFETY: every call is forwarded to the system allocator with its arguments unchanged; the
+// count is a thread-local cell without a destructor (touching it never allocates).
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// How many allocations (and reallocations) the calling thread has made so far.
+pub(crate) fn allocations() -> u64 {
+    ALLOCATIONS.with(|c| c.get())
+}

@@ -80,14 +80,27 @@ fn runnable_threads() -> usize {
         return VALUE.load(Relaxed) as usize;
     }
     LAST_NS.store(now.max(1), Relaxed);
-    let v = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace().nth(3).and_then(|f| f.split('/').next()).and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(1u64);
+    let v = read_loadavg().and_then(|s| runnable_of(&s)).unwrap_or(1);
     VALUE.store(v, Relaxed);
     v as usize
+}
+
+/// `/proc/loadavg` read into a stack buffer (a waiter calls this: no allocation).
+fn read_loadavg() -> Option<[u8; 128]> {
+    use std::io::Read;
+    let mut buf = [0u8; 128];
+    let mut f = std::fs::File::open("/proc/loadavg").ok()?;
+    let n = f.read(&mut buf).ok()?;
+    buf[n.min(127)..].fill(0);
+    Some(buf)
+}
+
+/// The running count of a `/proc/loadavg` line ("0.76 0.51 0.91 3/210 4242"), NUL-padded.
+fn runnable_of(line: &[u8]) -> Option<u64> {
+    let line = line.split(|&b| b == 0).next()?;
+    let field = line.split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty()).nth(3)?;
+    let running = field.split(|&b| b == b'/').next()?;
+    std::str::from_utf8(running).ok()?.parse().ok()
 }
 
 /// Machine state under marcel, seen from LWP `vp` (or from outside any LWP). Kernel threads that
@@ -112,6 +125,15 @@ pub(crate) fn marcel_state(h: &marcel::Handle, vp: Option<usize>) -> MachineStat
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_running_count_is_read_from_loadavg() {
+        let mut line = [0u8; 128];
+        line[..26].copy_from_slice(b"0.76 0.51 0.91 3/210 4242\n");
+        assert_eq!(runnable_of(&line), Some(3));
+        assert_eq!(runnable_of(b"0.1 0.2 0.3"), None);
+        assert!(read_loadavg().and_then(|l| runnable_of(&l)).is_some_and(|n| n >= 1));
+    }
 
     #[test]
     fn scopes() {

@@ -10,19 +10,26 @@
 //! Argument errors (root outside the communicator, output length, operation not defined on the
 //! type) are MPI errors before anything starts; they do not use a collective sequence number.
 //!
+//! The blocking forms of barrier, broadcast, reduce and allreduce run their schedule in the
+//! calling thread (`inline`) and, like the nonblocking ones, take it from the communicator's
+//! plans (`state`): repeated, they plan nothing and allocate nothing.
+//!
 //! Owns argument checks and the binding of slices to schedules.
 
 use super::Op;
 use super::bound::{Bind, Reducer};
 use super::choice::{self, Forced};
 use super::engine::{Exec, Handle};
+use super::inline;
 use super::plan::{self, Site};
 use super::schedule::{RECV, SEND, Schedule};
+use super::state::PlanKey;
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::datatype::Equivalence;
 use crate::error::{Error, Result};
 use crate::request::{RawRequest, Request};
+use std::sync::Arc;
 
 /// Raw memory of a call: (address, bytes). The other API files (`api_gather`, `api_reduce`)
 /// share these helpers.
@@ -71,43 +78,69 @@ impl Comm {
     /// `bind`'s memory must stay valid and untouched by others until the request ends.
     pub(super) unsafe fn launch(
         &self,
-        sched: Schedule,
+        sched: impl Into<Arc<Schedule>>,
         bind: Bind,
         reducer: Option<Reducer>,
     ) -> Result<RawRequest> {
+        self.check_intra()?;
+        let seq = self.next_coll_seq();
+        // SAFETY: forwarded contract.
+        let exec = unsafe { Exec::start(self, seq, sched.into(), bind, reducer) }?;
+        Ok(RawRequest::collective(self, Handle(exec)))
+    }
+
+    /// Runs `sched` over `bind` as this communicator's next collective, to the end, in the
+    /// calling thread (a blocking call).
+    ///
+    /// # Safety
+    /// `bind`'s memory must stay valid and untouched by others until this returns.
+    unsafe fn run_inline(&self, sched: Arc<Schedule>, bind: Bind, reducer: Option<Reducer>) -> Result<()> {
+        self.check_intra()?;
+        let seq = self.next_coll_seq();
+        // SAFETY: forwarded contract.
+        match unsafe { inline::run(self, seq, sched, bind, reducer) }? {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn check_intra(&self) -> Result<()> {
         if self.is_inter() {
             // Their schedules are another shape (`coll::inter`), reached through `raw`.
             return Err(Error::comm(
                 "the Rust API's collectives take intracommunicators (intercommunicators: coll::raw)",
             ));
         }
-        let seq = self.next_coll_seq();
-        // SAFETY: forwarded contract.
-        let exec = unsafe { Exec::start(self, seq, std::sync::Arc::new(sched), bind, reducer) }?;
-        Ok(RawRequest::collective(self, Handle(exec)))
+        Ok(())
     }
 
     // ------------------------------------------------------------------ barrier
 
     /// `MPI_Barrier`.
     pub fn barrier(&self) -> Result<()> {
-        self.ibarrier()?.wait().map(drop)
+        // SAFETY: no memory is involved.
+        unsafe { self.run_inline(self.barrier_plan()?, Bind { send: NONE, recv: NONE }, None) }
     }
 
     /// `MPI_Ibarrier`.
     pub fn ibarrier(&self) -> Result<Request<'static>> {
-        let f = Forced::from_env()?;
-        let s = plan::barrier(&self.coll_site(&f)?, &f);
         // SAFETY: no memory is involved.
-        let raw = unsafe { self.launch(s, Bind { send: NONE, recv: NONE }, None) }?;
+        let raw = unsafe { self.launch(self.barrier_plan()?, Bind { send: NONE, recv: NONE }, None) }?;
         Ok(Request::borrowing(raw))
+    }
+
+    fn barrier_plan(&self) -> Result<Arc<Schedule>> {
+        let f = Forced::from_env()?;
+        self.planned(PlanKey::of("barrier", f), || Ok(plan::barrier(&self.coll_site(&f)?, &f)))
     }
 
     // ------------------------------------------------------------------ broadcast
 
     /// `MPI_Bcast`: `buf` of `root` to every rank's `buf` (all of the same length).
     pub fn bcast<T: Equivalence>(&self, buf: &mut [T], root: u32) -> Result<()> {
-        self.ibcast(buf, root)?.wait().map(drop)
+        let s = self.bcast_plan(std::mem::size_of_val(buf), root, Forced::from_env()?.bcast)?;
+        // SAFETY: `buf` is borrowed exclusively for the call; any bytes are valid `T`s.
+        unsafe { self.run_inline(s, Bind { send: NONE, recv: output(buf) }, None) }
     }
 
     /// `MPI_Ibcast`.
@@ -121,14 +154,18 @@ impl Comm {
         root: u32,
         forced: Option<choice::Bcast>,
     ) -> Result<Request<'a>> {
-        self.check_root("MPI_Bcast", root)?;
-        let len = std::mem::size_of_val(buf);
-        let f = Forced { bcast: forced, ..Forced::from_env()? };
-        let s = plan::bcast(&self.coll_site(&f)?, &f, root, len);
+        let s = self.bcast_plan(std::mem::size_of_val(buf), root, forced)?;
         // SAFETY: `buf` is borrowed exclusively for 'a, which the request carries; any bytes are
         // valid `T`s (Equivalence).
         let raw = unsafe { self.launch(s, Bind { send: NONE, recv: output(buf) }, None) }?;
         Ok(Request::borrowing(raw))
+    }
+
+    fn bcast_plan(&self, len: usize, root: u32, forced: Option<choice::Bcast>) -> Result<Arc<Schedule>> {
+        self.check_root("MPI_Bcast", root)?;
+        let f = Forced { bcast: forced, ..Forced::from_env()? };
+        let key = PlanKey { root: root as usize, len, ..PlanKey::of("api bcast", f) };
+        self.planned(key, || Ok(plan::bcast(&self.coll_site(&f)?, &f, root, len)))
     }
 
     // ------------------------------------------------------------------ reduce
@@ -136,7 +173,10 @@ impl Comm {
     /// `MPI_Reduce`: `send` of every rank combined by `op` in rank order into `recv` at `root`
     /// (of `send`'s length there; ignored elsewhere: pass `&mut []`).
     pub fn reduce<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: &Op, root: u32) -> Result<()> {
-        self.ireduce(send, recv, op, root)?.wait().map(drop)
+        let forced = Forced::from_env()?.reduce;
+        let (s, bind, r) = self.reduce_plan::<T>(send, Some(recv), op, root, forced)?;
+        // SAFETY: the slices are borrowed for the call.
+        unsafe { self.run_inline(s, bind, Some(r)) }
     }
 
     /// `MPI_Ireduce`.
@@ -153,7 +193,15 @@ impl Comm {
     /// `MPI_Reduce` with `MPI_IN_PLACE` at the root: there `buf` is the input and receives the
     /// result; elsewhere it is the input only.
     pub fn reduce_in_place<T: Equivalence>(&self, buf: &mut [T], op: &Op, root: u32) -> Result<()> {
-        self.ireduce_in_place(buf, op, root)?.wait().map(drop)
+        let forced = Forced::from_env()?.reduce;
+        let (s, bind, r) = if self.rank() == root {
+            let n = buf.len();
+            self.reduce_raw_plan::<T>(NONE, n, Some(output(buf)), op, root, forced)?
+        } else {
+            self.reduce_plan::<T>(buf, None, op, root, forced)?
+        };
+        // SAFETY: `buf` is borrowed exclusively for the call.
+        unsafe { self.run_inline(s, bind, Some(r)) }
     }
 
     /// `MPI_Ireduce` with `MPI_IN_PLACE` at the root (see [`Comm::reduce_in_place`]).
@@ -167,7 +215,10 @@ impl Comm {
         if self.rank() == root {
             let n = buf.len();
             // In place: the input is the output's memory, borrowed exclusively for 'a.
-            self.ireduce_raw::<T>(NONE, n, Some(output(buf)), op, root, forced)
+            let (s, bind, r) = self.reduce_raw_plan::<T>(NONE, n, Some(output(buf)), op, root, forced)?;
+            // SAFETY: `buf` is borrowed exclusively for 'a, which the request carries.
+            let raw = unsafe { self.launch(s, bind, Some(r)) }?;
+            Ok(Request::borrowing(raw))
         } else {
             self.ireduce_with(buf, None, op, root, forced)
         }
@@ -181,6 +232,21 @@ impl Comm {
         root: u32,
         forced: Option<choice::Reduce>,
     ) -> Result<Request<'a>> {
+        let (s, bind, r) = self.reduce_plan(send, recv, op, root, forced)?;
+        // SAFETY: the callers hold the slices' borrows for 'a, which the request carries.
+        let raw = unsafe { self.launch(s, bind, Some(r)) }?;
+        Ok(Request::borrowing(raw))
+    }
+
+    /// The reduce of `send` into `recv` (the root's), checked and planned.
+    fn reduce_plan<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: Option<&mut [T]>,
+        op: &Op,
+        root: u32,
+        forced: Option<choice::Reduce>,
+    ) -> Result<(Arc<Schedule>, Bind, Reducer)> {
         self.check_root("MPI_Reduce", root)?;
         let recv = recv.map(output);
         if self.rank() == root && recv.is_none_or(|r| r.1 != std::mem::size_of_val(send)) {
@@ -190,11 +256,11 @@ impl Comm {
                 std::mem::size_of_val(send)
             )));
         }
-        self.ireduce_raw::<T>(input(send), send.len(), recv, op, root, forced)
+        self.reduce_raw_plan::<T>(input(send), send.len(), recv, op, root, forced)
     }
 
-    /// Starts a reduce of `count` `T`s from `send` (`NONE`: in place, from `recv`) into `recv`.
-    fn ireduce_raw<'a, T: Equivalence>(
+    /// A reduce of `count` `T`s from `send` (`NONE`: in place, from `recv`) into `recv`, planned.
+    fn reduce_raw_plan<T: Equivalence>(
         &self,
         send: (*mut u8, usize),
         count: usize,
@@ -202,17 +268,25 @@ impl Comm {
         op: &Op,
         root: u32,
         forced: Option<choice::Reduce>,
-    ) -> Result<Request<'a>> {
+    ) -> Result<(Arc<Schedule>, Bind, Reducer)> {
         self.check_root("MPI_Reduce", root)?;
         let r = reducer::<T>("MPI_Reduce", op)?;
         let f = Forced { reduce: forced, ..Forced::from_env()? };
         let from = if send.0.is_null() { RECV } else { SEND };
         let elem = std::mem::size_of::<T>();
-        let s = plan::reduce(&self.coll_site(&f)?, &f, root, from, count, elem, op.reorderable());
-        let bind = Bind { send, recv: recv.unwrap_or(NONE) };
-        // SAFETY: the callers hold the slices' borrows for 'a, which the request carries.
-        let raw = unsafe { self.launch(s, bind, Some(r)) }?;
-        Ok(Request::borrowing(raw))
+        let reorderable = op.reorderable();
+        let key = PlanKey {
+            root: root as usize,
+            count,
+            elem,
+            reorderable,
+            in_place: from == RECV,
+            ..PlanKey::of("api reduce", f)
+        };
+        let s = self.planned(key, || {
+            Ok(plan::reduce(&self.coll_site(&f)?, &f, root, from, count, elem, reorderable))
+        })?;
+        Ok((s, Bind { send, recv: recv.unwrap_or(NONE) }, r))
     }
 
     // ------------------------------------------------------------------ allreduce
@@ -220,7 +294,22 @@ impl Comm {
     /// `MPI_Allreduce`: `send` of every rank combined by `op` in rank order into every `recv`
     /// (of `send`'s length).
     pub fn allreduce<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
-        self.iallreduce(send, recv, op)?.wait().map(drop)
+        Self::same_length(send, recv)?;
+        let forced = Forced::from_env()?.allreduce;
+        let (s, bind, r) = self.allreduce_plan::<T>(input(send), send.len(), output(recv), op, forced)?;
+        // SAFETY: the slices are borrowed for the call.
+        unsafe { self.run_inline(s, bind, Some(r)) }
+    }
+
+    fn same_length<T>(send: &[T], recv: &[T]) -> Result<()> {
+        if send.len() != recv.len() {
+            return Err(Error::count(format!(
+                "MPI_Allreduce: {} output elements for {} input elements",
+                recv.len(),
+                send.len()
+            )));
+        }
+        Ok(())
     }
 
     /// `MPI_Iallreduce`.
@@ -230,20 +319,18 @@ impl Comm {
         recv: &'a mut [T],
         op: &Op,
     ) -> Result<Request<'a>> {
-        if send.len() != recv.len() {
-            return Err(Error::count(format!(
-                "MPI_Allreduce: {} output elements for {} input elements",
-                recv.len(),
-                send.len()
-            )));
-        }
+        Self::same_length(send, recv)?;
         let n = send.len();
         self.iallreduce_raw::<T>(input(send), n, output(recv), op, Forced::from_env()?.allreduce)
     }
 
     /// `MPI_Allreduce` with `MPI_IN_PLACE`: `buf` is the input and receives the result.
     pub fn allreduce_in_place<T: Equivalence>(&self, buf: &mut [T], op: &Op) -> Result<()> {
-        self.iallreduce_in_place(buf, op)?.wait().map(drop)
+        let n = buf.len();
+        let forced = Forced::from_env()?.allreduce;
+        let (s, bind, r) = self.allreduce_plan::<T>(NONE, n, output(buf), op, forced)?;
+        // SAFETY: `buf` is borrowed exclusively for the call.
+        unsafe { self.run_inline(s, bind, Some(r)) }
     }
 
     /// `MPI_Iallreduce` with `MPI_IN_PLACE`.
@@ -262,14 +349,31 @@ impl Comm {
         op: &Op,
         forced: Option<choice::Allreduce>,
     ) -> Result<Request<'a>> {
+        let (s, bind, r) = self.allreduce_plan::<T>(send, count, recv, op, forced)?;
+        // SAFETY: the callers hold the memories' borrows for 'a, which the request carries.
+        let raw = unsafe { self.launch(s, bind, Some(r)) }?;
+        Ok(Request::borrowing(raw))
+    }
+
+    /// An allreduce of `count` `T`s from `send` (`NONE`: in place) into `recv`, planned.
+    fn allreduce_plan<T: Equivalence>(
+        &self,
+        send: (*mut u8, usize),
+        count: usize,
+        recv: (*mut u8, usize),
+        op: &Op,
+        forced: Option<choice::Allreduce>,
+    ) -> Result<(Arc<Schedule>, Bind, Reducer)> {
         let r = reducer::<T>("MPI_Allreduce", op)?;
         let elem = std::mem::size_of::<T>();
         let f = Forced { allreduce: forced, ..Forced::from_env()? };
         let from = if send.0.is_null() { RECV } else { SEND };
-        let s = plan::allreduce(&self.coll_site(&f)?, &f, from, count, elem, op.reorderable());
-        // SAFETY: the callers hold the memories' borrows for 'a, which the request carries.
-        let raw = unsafe { self.launch(s, Bind { send, recv }, Some(r)) }?;
-        Ok(Request::borrowing(raw))
+        let reorderable = op.reorderable();
+        let key =
+            PlanKey { count, elem, reorderable, in_place: from == RECV, ..PlanKey::of("api allreduce", f) };
+        let s = self
+            .planned(key, || Ok(plan::allreduce(&self.coll_site(&f)?, &f, from, count, elem, reorderable)))?;
+        Ok((s, Bind { send, recv }, r))
     }
 }
 
@@ -278,7 +382,43 @@ mod tests {
     use super::*;
     use crate::error::ErrorClass;
     use crate::op::Builtin;
-    use crate::testing::on_all;
+    use crate::testing::{allocations, on_all};
+
+    /// A blocking barrier, broadcast, reduce or allreduce repeated with the same arguments
+    /// allocates nothing in the calling thread (its plan, requests, round states and buffers are
+    /// kept; an 8-byte message arriving before its receive is kept inline), and still computes
+    /// the right results. Allowed: the few allocations of a waiter's first sleep on a CPU (its
+    /// wait set, built once and pooled) — a per-call allocation would show 2,000 here.
+    #[test]
+    fn repeated_blocking_collectives_allocate_nothing() {
+        let counts = on_all(2, |w| {
+            let sum = Op::builtin(Builtin::Sum);
+            let me = u64::from(w.rank());
+            let (mine, mut out, mut b) = ([me + 1; 1], [0u64; 1], [0u64; 1]);
+            let mut round = |w: &Comm, i: u64| {
+                w.barrier().unwrap();
+                b[0] = if me == 0 { i } else { 0 };
+                w.bcast(&mut b, 0).unwrap();
+                w.allreduce(&mine, &mut out, &sum).unwrap();
+                assert_eq!((b[0], out[0]), (i, 3));
+                w.reduce(&mine, &mut out, &sum, 1).unwrap();
+            };
+            for i in 0..20 {
+                round(&w, i);
+            }
+            let before = allocations();
+            for i in 0..500 {
+                round(&w, i);
+            }
+            let n = allocations() - before;
+            w.barrier().unwrap();
+            n
+        });
+        assert!(
+            counts.iter().all(|&n| n <= 8),
+            "allocations per rank over 500 rounds of 4 collectives: {counts:?}"
+        );
+    }
 
     /// Every algorithm through the engine, over real nmad ranks (threads as ranks, shm).
     #[test]

@@ -40,15 +40,34 @@ pub(crate) struct Bind {
     pub recv: (*mut u8, usize),
 }
 
+/// A bound schedule's memory that may serve the next one: its buffer table and temporaries
+/// (a blocking collective repeated reuses them instead of allocating).
+#[derive(Default)]
+pub(crate) struct Storage {
+    bufs: Vec<(*mut u8, usize)>,
+    /// Made by `Box::into_raw`; owned here, freed on drop.
+    tmp: Vec<*mut [u8]>,
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        for &t in &self.tmp {
+            // SAFETY: made by `Box::into_raw` in `Bound::new_in`, freed once here; a storage
+            // holds no temporary a running schedule uses (it is taken back only from a finished
+            // `Bound`).
+            drop(unsafe { Box::from_raw(t) });
+        }
+    }
+}
+
 /// A schedule bound to memory: see the module docs.
 pub(crate) struct Bound {
     pub(super) comm: Comm,
     seq: u64,
     pub(super) sched: Arc<Schedule>,
-    /// (address, length) of each buffer of the schedule.
-    bufs: Vec<(*mut u8, usize)>,
-    /// The temporaries (freed on drop).
-    tmp: Vec<*mut [u8]>,
+    /// (address, length) of each buffer of the schedule, and the temporaries (freed on drop
+    /// unless taken back by [`Bound::into_storage`]).
+    mem: Storage,
     reducer: Option<Reducer>,
 }
 
@@ -61,16 +80,6 @@ pub(crate) struct Bound {
 unsafe impl Send for Bound {}
 // SAFETY: as above.
 unsafe impl Sync for Bound {}
-
-impl Drop for Bound {
-    fn drop(&mut self) {
-        for &t in &self.tmp {
-            // SAFETY: made by `Box::into_raw` in `new`, freed once here; no request is in flight
-            // (a schedule is dropped only after it finished, or before it started).
-            drop(unsafe { Box::from_raw(t) });
-        }
-    }
-}
 
 impl Bound {
     /// Binds `sched` to `bind` as collective number `seq` of `comm`, allocating its temporaries.
@@ -85,25 +94,57 @@ impl Bound {
         bind: Bind,
         reducer: Option<Reducer>,
     ) -> Result<Bound> {
+        // SAFETY: our contract, passed on.
+        unsafe { Bound::new_in(comm, seq, sched, bind, reducer, Storage::default()) }
+    }
+
+    /// As [`Bound::new`], in `mem` (a temporary there as long as needed is zeroed and reused).
+    ///
+    /// # Safety
+    /// As [`Bound::new`].
+    pub(super) unsafe fn new_in(
+        comm: &Comm,
+        seq: u64,
+        sched: Arc<Schedule>,
+        bind: Bind,
+        reducer: Option<Reducer>,
+        mut mem: Storage,
+    ) -> Result<Bound> {
         if cfg!(debug_assertions) {
             sched
                 .validate(bind.send.1, bind.recv.1)
                 .map_err(|e| Error::intern(format!("bad schedule: {e}")))?;
         }
-        let mut bufs = vec![bind.send, bind.recv];
-        let mut tmp = Vec::new();
-        for &len in &sched.tmp_len[2..] {
-            let t = Box::into_raw(vec![0u8; len].into_boxed_slice());
-            tmp.push(t);
-            bufs.push((t.cast::<u8>(), len));
+        mem.bufs.clear();
+        mem.bufs.extend([bind.send, bind.recv]);
+        for (i, &len) in sched.tmp_len[2..].iter().enumerate() {
+            match mem.tmp.get(i) {
+                // SAFETY: a live temporary of ours (see `Storage`), used by nobody now.
+                Some(&t) if t.len() >= len => unsafe { t.cast::<u8>().write_bytes(0, len) },
+                old => {
+                    let t = Box::into_raw(vec![0u8; len].into_boxed_slice());
+                    if old.is_some() {
+                        // SAFETY: as in `Storage::drop`: ours, unused, freed once (replaced).
+                        drop(unsafe { Box::from_raw(std::mem::replace(&mut mem.tmp[i], t)) });
+                    } else {
+                        mem.tmp.push(t);
+                    }
+                }
+            }
+            mem.bufs.push((mem.tmp[i].cast::<u8>(), len));
         }
-        Ok(Bound { comm: comm.clone(), seq, sched, bufs, tmp, reducer })
+        Ok(Bound { comm: comm.clone(), seq, sched, mem, reducer })
+    }
+
+    /// The memory of a finished schedule, for the next one.
+    pub(super) fn into_storage(self) -> Storage {
+        self.mem
     }
 
     /// The address of range `r`.
     fn ptr(&self, r: Range) -> *mut u8 {
         // SAFETY: `validate` (and the builders) keep ranges inside their buffers.
-        unsafe { self.bufs[r.buf].0.add(r.off) }
+        unsafe { self.mem.bufs[r.buf].0.add(r.off) }
     }
 
     /// Runs one local operation.
@@ -139,6 +180,7 @@ impl Bound {
         x: &Xfer,
         monitor: Option<&Monitor>,
         reqs: &mut Vec<Pin<Box<nmad::Request>>>,
+        pool: &mut Option<&mut Vec<Pin<Box<nmad::Request>>>>,
     ) -> Result<()> {
         let (Xfer::Send { peer, step, data } | Xfer::Recv { peer, step, data }) = *x;
         let Some(world) = self.comm.coll_world_rank(peer) else {
@@ -146,7 +188,7 @@ impl Bound {
         };
         let tag = tags::internal(Kind::Collective, self.seq, step);
         let s = self.comm.session();
-        let mut req = Box::pin(nmad::Request::new());
+        let mut req = pool.as_mut().and_then(|p| p.pop()).unwrap_or_else(|| Box::pin(nmad::Request::new()));
         if let Xfer::Send { .. } = x
             && monitor.is_none()
         {
@@ -195,49 +237,53 @@ impl Bound {
     }
 
     /// Runs round `r`'s local operations, then posts its transfers; errors go to `error`.
-    fn start_round(
-        &self,
-        r: usize,
-        monitor: Option<&Monitor>,
-        error: &mut Option<Error>,
-    ) -> Vec<Pin<Box<nmad::Request>>> {
+    fn start_round(&self, r: usize, host: &mut Host<'_>, reqs: &mut Vec<Pin<Box<nmad::Request>>>) {
         let round = &self.sched.rounds[r];
         for l in &round.local {
             if let Err(e) = self.local(l) {
-                error.get_or_insert(e);
-                return Vec::new();
+                host.error.get_or_insert(e);
+                return;
             }
         }
-        let mut reqs = Vec::with_capacity(round.xfers.len());
+        reqs.reserve(round.xfers.len());
         for x in &round.xfers {
-            if let Err(e) = self.post(x, monitor, &mut reqs) {
-                error.get_or_insert(e);
+            if let Err(e) = self.post(x, host.monitor, reqs, &mut host.pool) {
+                host.error.get_or_insert(e);
                 break;
             }
         }
-        reqs
     }
 }
 
 /// A bound schedule as the round state machine's host: posts rounds (their requests carrying
 /// `monitor`, for the background engine), checks finished ones; the first error halts it.
+/// With a `pool`, requests come from it and go back to it when their round is retired.
 pub(super) struct Host<'a> {
     pub(super) bound: &'a Bound,
     pub(super) monitor: Option<&'a Monitor>,
     pub(super) error: &'a mut Option<Error>,
+    pub(super) pool: Option<&'a mut Vec<Pin<Box<nmad::Request>>>>,
 }
 
 impl rounds::Host<Pin<Box<nmad::Request>>> for Host<'_> {
-    fn retire(&mut self, r: usize, reqs: Vec<Pin<Box<nmad::Request>>>) {
-        for (x, q) in self.bound.sched.rounds[r].xfers.iter().zip(&reqs) {
+    fn retire(&mut self, r: usize, reqs: &mut Vec<Pin<Box<nmad::Request>>>) {
+        for (x, q) in self.bound.sched.rounds[r].xfers.iter().zip(reqs.iter()) {
             if let Some(e) = Bound::check(x, q) {
                 self.error.get_or_insert(e);
             }
         }
+        if let Some(pool) = self.pool.as_mut() {
+            for mut q in reqs.drain(..) {
+                // Completed: nmad is done with it, and a fresh request stands in its place.
+                q.set(nmad::Request::new());
+                pool.push(q);
+            }
+        }
     }
 
-    fn start(&mut self, r: usize) -> Vec<Pin<Box<nmad::Request>>> {
-        self.bound.start_round(r, self.monitor, self.error)
+    fn start(&mut self, r: usize, reqs: &mut Vec<Pin<Box<nmad::Request>>>) {
+        let bound = self.bound;
+        bound.start_round(r, self, reqs)
     }
 
     fn halted(&self) -> bool {

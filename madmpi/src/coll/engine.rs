@@ -146,7 +146,8 @@ impl Exec {
         if st.finished {
             return false;
         }
-        let mut host = Host { bound: &self.bound, monitor: Some(&self.monitor), error: &mut st.error };
+        let mut host =
+            Host { bound: &self.bound, monitor: Some(&self.monitor), error: &mut st.error, pool: None };
         match st.rounds.advance(&mut host, &self.events) {
             Advance::Running(again) => again,
             Advance::Finished => {

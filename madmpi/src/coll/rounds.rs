@@ -35,10 +35,12 @@ impl Completion for std::pin::Pin<Box<nmad::Request>> {
 
 /// What runs rounds: the engine (buffers, posting, error checks) or a model.
 pub(crate) trait Host<Q> {
-    /// Round `r` is done; `reqs` are its completed requests.
-    fn retire(&mut self, r: usize, reqs: Vec<Q>);
-    /// Starts round `r` (its local operations, then its transfers) and returns its requests.
-    fn start(&mut self, r: usize) -> Vec<Q>;
+    /// Round `r` is done; `reqs` are its completed requests (the host may take them: what it
+    /// leaves is dropped).
+    fn retire(&mut self, r: usize, reqs: &mut Vec<Q>);
+    /// Starts round `r` (its local operations, then its transfers), pushing its requests on
+    /// `reqs` (empty).
+    fn start(&mut self, r: usize, reqs: &mut Vec<Q>);
     /// No more rounds may start (an error happened): finish once nothing is in flight.
     fn halted(&self) -> bool;
 }
@@ -60,12 +62,13 @@ pub(crate) enum Advance {
     Running(bool),
 }
 
-/// The rounds of one running schedule.
+/// The rounds of one running schedule. Its vectors outlive a run when [`Rounds::reset`] starts
+/// the next one: a blocking collective repeated allocates nothing here.
 pub(crate) struct Rounds<Q> {
     state: Vec<State>,
-    /// In-flight requests of each running round.
+    /// In-flight requests of each running round (its first `state.len()` entries).
     reqs: Vec<Vec<Q>>,
-    /// Rounds depending on each round.
+    /// Rounds depending on each round (its first `state.len()` entries).
     succ: Vec<Vec<usize>>,
     /// Requests retired so far (compared with the reported completions).
     seen: usize,
@@ -76,20 +79,32 @@ pub(crate) struct Rounds<Q> {
 impl<Q: Completion> Rounds<Q> {
     /// Rounds whose dependencies are `deps[r]` (earlier or later rounds, no cycle).
     pub(crate) fn new<'a>(deps: impl ExactSizeIterator<Item = &'a [usize]> + Clone) -> Rounds<Q> {
+        let mut r = Rounds { state: Vec::new(), reqs: Vec::new(), succ: Vec::new(), seen: 0, left: 0 };
+        r.reset(deps);
+        r
+    }
+
+    /// Starts afresh with rounds whose dependencies are `deps[r]`, keeping the vectors' memory
+    /// (requests still held are dropped).
+    pub(crate) fn reset<'a>(&mut self, deps: impl ExactSizeIterator<Item = &'a [usize]> + Clone) {
         let n = deps.len();
-        let mut succ = vec![Vec::new(); n];
+        // Only ever grown (a longer schedule's vectors serve the shorter ones after it): the
+        // rounds in use are the first `state.len()`.
+        if self.succ.len() < n {
+            self.succ.resize_with(n, Vec::new);
+            self.reqs.resize_with(n, Vec::new);
+        }
+        self.succ[..n].iter_mut().for_each(Vec::clear);
+        self.reqs.iter_mut().for_each(Vec::clear);
         for (i, d) in deps.clone().enumerate() {
             for &p in d {
-                succ[p].push(i);
+                self.succ[p].push(i);
             }
         }
-        Rounds {
-            state: deps.map(|d| State::Waiting(d.len())).collect(),
-            reqs: (0..n).map(|_| Vec::new()).collect(),
-            succ,
-            seen: 0,
-            left: n,
-        }
+        self.state.clear();
+        self.state.extend(deps.map(|d| State::Waiting(d.len())));
+        self.seen = 0;
+        self.left = n;
     }
 
     /// Advances as far as possible now; `reported` counts the completions monitors reported.
@@ -100,7 +115,7 @@ impl<Q: Completion> Rounds<Q> {
                 for r in 0..self.state.len() {
                     if self.state[r] == State::Waiting(0) {
                         self.state[r] = State::Running;
-                        self.reqs[r] = host.start(r);
+                        host.start(r, &mut self.reqs[r]);
                         changed = true;
                     }
                 }
@@ -148,9 +163,9 @@ impl<Q: Completion> Rounds<Q> {
             if self.state[r] != State::Running || !self.reqs[r].iter().all(|q| q.test()) {
                 continue;
             }
-            let reqs = std::mem::take(&mut self.reqs[r]);
-            self.seen += reqs.len();
-            host.retire(r, reqs);
+            self.seen += self.reqs[r].len();
+            host.retire(r, &mut self.reqs[r]);
+            self.reqs[r].clear();
             self.state[r] = State::Done;
             self.left -= 1;
             for &s in &self.succ[r] {
@@ -186,9 +201,11 @@ mod model {
     }
 
     impl Host<Req> for Model {
-        fn retire(&mut self, _: usize, _: Vec<Req>) {}
-        fn start(&mut self, r: usize) -> Vec<Req> {
-            if r == 0 { self.flags.iter().map(|f| Req(f.clone())).collect() } else { Vec::new() }
+        fn retire(&mut self, _: usize, _: &mut Vec<Req>) {}
+        fn start(&mut self, r: usize, reqs: &mut Vec<Req>) {
+            if r == 0 {
+                reqs.extend(self.flags.iter().map(|f| Req(f.clone())));
+            }
         }
         fn halted(&self) -> bool {
             false

@@ -1,4 +1,6 @@
-//! Recycled buffers for eager messages that arrive before their receive.
+//! Buffers for eager messages that arrive before their receive: small ones are kept inline
+//! ([`Kept`], no allocation: 8-byte messages arriving ahead of their receives are the common
+//! case of message-rate codes and small collectives); larger ones in recycled buffers.
 //!
 //! A stream of unexpected messages allocates and frees a buffer per message. Past 32 KiB or so
 //! glibc serves such sizes from fresh pages (mmap threshold, heap trimming), so each message cost
@@ -46,11 +48,55 @@ pub(crate) fn copy(data: &[u8]) -> Vec<u8> {
     v
 }
 
-/// `payload` as an owned buffer: borrowed bytes are copied into a recycled buffer.
-pub(crate) fn own(payload: Cow<'_, [u8]>) -> Vec<u8> {
+/// Bytes of a message kept inline in [`Kept`].
+pub(crate) const INLINE: usize = 48;
+
+/// An unexpected message's bytes: inline up to [`INLINE`] bytes, else in a (recycled) buffer.
+pub(crate) enum Kept {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Vec<u8>),
+}
+
+impl std::ops::Deref for Kept {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Kept::Inline { len, bytes } => &bytes[..*len as usize],
+            Kept::Heap(v) => v,
+        }
+    }
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kept({} bytes)", self.len())
+    }
+}
+
+impl From<&[u8]> for Kept {
+    fn from(data: &[u8]) -> Kept {
+        if data.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..data.len()].copy_from_slice(data);
+            Kept::Inline { len: data.len() as u8, bytes }
+        } else {
+            Kept::Heap(copy(data))
+        }
+    }
+}
+
+/// `payload` as kept bytes: borrowed ones are copied (inline, or into a recycled buffer).
+pub(crate) fn own(payload: Cow<'_, [u8]>) -> Kept {
     match payload {
-        Cow::Borrowed(b) => copy(b),
-        Cow::Owned(v) => v,
+        Cow::Borrowed(b) => Kept::from(b),
+        Cow::Owned(v) => Kept::Heap(v),
+    }
+}
+
+/// Gives kept bytes back once they were delivered.
+pub(crate) fn release(k: Kept) {
+    if let Kept::Heap(v) = k {
+        recycle(v);
     }
 }
 

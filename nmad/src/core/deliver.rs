@@ -150,7 +150,7 @@ pub(crate) unsafe fn consume(core: &Core, gate: &Gate, req: ReqPtr, u: Unexpecte
         Body::Eager { data, sync_cookie } => {
             // SAFETY: we hold it.
             unsafe { finish_eager(core, gate, req, &data, sync_cookie) };
-            super::buffers::recycle(data);
+            super::buffers::release(data);
         }
         Body::Rdv { total, cookie, remote, .. } => {
             // SAFETY: we hold it.

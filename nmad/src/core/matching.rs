@@ -23,7 +23,7 @@ pub(crate) struct Unexpected {
 #[derive(Debug)]
 pub(crate) enum Body {
     /// The whole message (copied out of the packet), and the cookie to ACK for a synchronous send.
-    Eager { data: Vec<u8>, sync_cookie: Option<u64> },
+    Eager { data: super::buffers::Kept, sync_cookie: Option<u64> },
     /// A rendezvous request: the data is still at the sender.
     Rdv { total: u64, cookie: u64, header: Vec<u8>, remote: Option<Remote> },
 }
@@ -247,7 +247,7 @@ mod tests {
     use super::*;
 
     fn msg(source: PeerId, tag: u64, data: &[u8]) -> Unexpected {
-        Unexpected { source, tag, arrival: 0, body: Body::Eager { data: data.to_vec(), sync_cookie: None } }
+        Unexpected { source, tag, arrival: 0, body: Body::Eager { data: data.into(), sync_cookie: None } }
     }
 
     const ALL: u64 = u64::MAX;
@@ -285,7 +285,7 @@ mod tests {
         m.store(msg(0, 7, b"b"));
         m.store(msg(1, 7, b"c"));
         let body = |u: Option<Unexpected>| match u.map(|u| u.body) {
-            Some(Body::Eager { data, .. }) => data,
+            Some(Body::Eager { data, .. }) => data.to_vec(),
             _ => panic!("no message"),
         };
         assert_eq!(m.probe(None, 7, ALL).map(|u| u.source), Some(1), "probe does not consume");
@@ -367,7 +367,7 @@ mod tests {
                             Some(i) => prop_assert_eq!(got, Some(posted.remove(i).0)),
                             None => {
                                 prop_assert_eq!(got, None);
-                                m.store(Unexpected { source: src, tag, arrival: 0, body: Body::Eager { data: vec![0; msg], sync_cookie: None } });
+                                m.store(Unexpected { source: src, tag, arrival: 0, body: Body::Eager { data: vec![0; msg][..].into(), sync_cookie: None } });
                                 unexpected.push((src, tag, msg));
                             }
                         }

@@ -38,7 +38,11 @@ impl Incoming<'_> {
     pub(crate) fn into_owned(self) -> Incoming<'static> {
         let body = match self.body {
             InBody::Data { cookie, payload } => {
-                InBody::Data { cookie, payload: Cow::Owned(super::buffers::own(payload)) }
+                let payload = match payload {
+                    Cow::Borrowed(b) => super::buffers::copy(b),
+                    Cow::Owned(v) => v,
+                };
+                InBody::Data { cookie, payload: Cow::Owned(payload) }
             }
             InBody::Rdv { total, cookie, header, remote } => {
                 InBody::Rdv { total, cookie, header: Cow::Owned(header.into_owned()), remote }
