@@ -10,7 +10,8 @@
 //!
 //! Files: this one (the request, its kinds, completion, the typed [`Request`]); `sendrecv`
 //! (`MPI_Isendrecv(_replace)`); `kinds` (the kinds other modules run, [`Pending`], and
-//! generalized requests); [`completion`] (waiting for the first of several); `background` (the
+//! generalized requests); [`completion`] (waiting for the first of several); `pool` (spare nmad
+//! requests per thread); `background` (the
 //! pioman source that advances work nmad request monitors queued). The operations the
 //! C binding runs, starts once or keeps as persistent templates are [`crate::operation`]'s.
 //!
@@ -30,7 +31,10 @@ use std::sync::Arc;
 pub(crate) mod background;
 pub mod completion;
 mod kinds;
+mod pool;
 mod sendrecv;
+
+use pool::Slot;
 
 pub use kinds::Pending;
 pub(crate) use kinds::Watch;
@@ -46,7 +50,7 @@ enum Op {
 
 /// A request without a borrow of its buffer (the C library's view).
 pub struct RawRequest {
-    inner: Pin<Box<nmad::Request>>,
+    inner: Slot,
     comm: Comm,
     op: Op,
     kind: Kind,
@@ -138,7 +142,7 @@ pub enum Mode {
 impl RawRequest {
     fn null(comm: &Comm) -> RawRequest {
         RawRequest {
-            inner: Box::pin(nmad::Request::new()),
+            inner: Slot::new(),
             comm: comm.clone(),
             op: Op::Null,
             kind: Kind::Point,
@@ -154,7 +158,13 @@ impl RawRequest {
 
     /// The receive of a message matched by a probe, running in `inner` (`p2p::mprobe`).
     pub(crate) fn matched_recv(inner: Pin<Box<nmad::Request>>, comm: &Comm) -> RawRequest {
-        RawRequest { inner, comm: comm.clone(), op: Op::Recv, kind: Kind::Point, any_source: false }
+        RawRequest {
+            inner: Slot::from_box(inner),
+            comm: comm.clone(),
+            op: Op::Recv,
+            kind: Kind::Point,
+            any_source: false,
+        }
     }
 
     /// Starts sending `data` to `dest` with `tag`.
@@ -166,7 +176,7 @@ impl RawRequest {
         let Rank::Rank(r) = dest else { return Ok(RawRequest::null(comm)) };
         let to = comm.peer("MPI_Isend", r)?;
         let req = RawRequest {
-            inner: Box::pin(nmad::Request::new()),
+            inner: Slot::new(),
             comm: comm.clone(),
             op: Op::Send,
             kind: Kind::Point,
@@ -191,7 +201,7 @@ impl RawRequest {
             From::ProcNull => return Ok(RawRequest::null(comm)),
         };
         let req = RawRequest {
-            inner: Box::pin(nmad::Request::new()),
+            inner: Slot::new(),
             comm: comm.clone(),
             op: Op::Recv,
             kind: Kind::Point,
