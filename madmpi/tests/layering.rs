@@ -167,6 +167,11 @@ fn parse(stripped: &str) -> Parsed {
 /// Every path starting with `crate` or `super` in `code`, with the groups of `use` trees
 /// expanded one level (`crate::{a, b::c}` gives `crate::a` and `crate::b`).
 fn paths(code: &str) -> Vec<Vec<String>> {
+    paths_from(code, |w| w == "crate" || w == "super")
+}
+
+/// Every path of `code` whose first word `first` accepts, groups expanded as in [`paths`].
+fn paths_from(code: &str, first: impl Fn(&str) -> bool) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let chars: Vec<char> = code.chars().collect();
     let mut i = 0;
@@ -177,7 +182,7 @@ fn paths(code: &str) -> Vec<Vec<String>> {
             i += 1;
             continue;
         }
-        if !starts_word || (word != "crate" && word != "super") {
+        if !starts_word || !first(&word) {
             i += word.len();
             continue;
         }
@@ -413,33 +418,15 @@ fn file_modules(lib: &Path) -> Vec<FileModule> {
 }
 
 /// Paths in `code` starting with `self` or with one of `children` (a module's own submodules
-/// named without `crate::`), as `self`-rooted paths.
+/// named without `crate::`; only followed by `::`, not a variable of the same name), as
+/// `self`-rooted paths.
 fn relative_paths(code: &str, children: &[String]) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    let chars: Vec<char> = code.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let starts_word = i == 0 || !is_ident(chars[i - 1]) && chars[i - 1] != ':';
-        let word: String = chars[i..].iter().take_while(|&&c| is_ident(c)).collect();
-        if word.is_empty() {
-            i += 1;
-            continue;
-        }
-        let next_is_path =
-            chars.get(i + word.len()) == Some(&':') && chars.get(i + word.len() + 1) == Some(&':');
-        if starts_word && next_is_path && (word == "self" || children.contains(&word)) {
-            let rebased: String = if word == "self" {
-                chars[i..].iter().collect()
-            } else {
-                format!("self::{}", chars[i..].iter().collect::<String>())
-            };
-            if let Some(p) = paths(&rebased.replacen("self", "crate", 1)).into_iter().next() {
-                out.push(std::iter::once("self".to_string()).chain(p.into_iter().skip(1)).collect());
-            }
-        }
-        i += word.len();
-    }
-    out
+    let found = paths_from(code, |w| w == "self" || children.iter().any(|c| c == w));
+    found
+        .into_iter()
+        .filter(|p| p.len() > 1)
+        .map(|p| if p[0] == "self" { p } else { std::iter::once("self".to_string()).chain(p).collect() })
+        .collect()
 }
 
 /// The file module a path names from module `here`: the longest prefix of its absolute form

@@ -104,6 +104,16 @@ impl Comm {
         }
     }
 
+    /// Starts a planned reduction (schedule, binding, reducer) as a request.
+    ///
+    /// # Safety
+    /// The memory bound must stay valid and untouched by others for `'a`.
+    unsafe fn start_planned<'a>(&self, (s, bind, r): (Arc<Schedule>, Bind, Reducer)) -> Result<Request<'a>> {
+        // SAFETY: forwarded contract.
+        let raw = unsafe { self.launch(s, bind, Some(r)) }?;
+        Ok(Request::borrowing(raw))
+    }
+
     fn check_intra(&self) -> Result<()> {
         if self.is_inter() {
             // Their schedules are another shape (`coll::inter`), reached through `raw`.
@@ -215,10 +225,9 @@ impl Comm {
         if self.rank() == root {
             let n = buf.len();
             // In place: the input is the output's memory, borrowed exclusively for 'a.
-            let (s, bind, r) = self.reduce_raw_plan::<T>(NONE, n, Some(output(buf)), op, root, forced)?;
+            let p = self.reduce_raw_plan::<T>(NONE, n, Some(output(buf)), op, root, forced)?;
             // SAFETY: `buf` is borrowed exclusively for 'a, which the request carries.
-            let raw = unsafe { self.launch(s, bind, Some(r)) }?;
-            Ok(Request::borrowing(raw))
+            unsafe { self.start_planned(p) }
         } else {
             self.ireduce_with(buf, None, op, root, forced)
         }
@@ -232,10 +241,9 @@ impl Comm {
         root: u32,
         forced: Option<choice::Reduce>,
     ) -> Result<Request<'a>> {
-        let (s, bind, r) = self.reduce_plan(send, recv, op, root, forced)?;
+        let p = self.reduce_plan(send, recv, op, root, forced)?;
         // SAFETY: the callers hold the slices' borrows for 'a, which the request carries.
-        let raw = unsafe { self.launch(s, bind, Some(r)) }?;
-        Ok(Request::borrowing(raw))
+        unsafe { self.start_planned(p) }
     }
 
     /// The reduce of `send` into `recv` (the root's), checked and planned.
@@ -320,8 +328,10 @@ impl Comm {
         op: &Op,
     ) -> Result<Request<'a>> {
         Self::same_length(send, recv)?;
-        let n = send.len();
-        self.iallreduce_raw::<T>(input(send), n, output(recv), op, Forced::from_env()?.allreduce)
+        let forced = Forced::from_env()?.allreduce;
+        let p = self.allreduce_plan::<T>(input(send), send.len(), output(recv), op, forced)?;
+        // SAFETY: the slices are borrowed for 'a, which the request carries.
+        unsafe { self.start_planned(p) }
     }
 
     /// `MPI_Allreduce` with `MPI_IN_PLACE`: `buf` is the input and receives the result.
@@ -336,23 +346,9 @@ impl Comm {
     /// `MPI_Iallreduce` with `MPI_IN_PLACE`.
     pub fn iallreduce_in_place<'a, T: Equivalence>(&self, buf: &'a mut [T], op: &Op) -> Result<Request<'a>> {
         let n = buf.len();
-        self.iallreduce_raw::<T>(NONE, n, output(buf), op, Forced::from_env()?.allreduce)
-    }
-
-    /// Starts an allreduce of `count` `T`s from `send` (`NONE`: in place) into `recv`; the
-    /// caller holds both memories' borrows for `'a`.
-    pub(crate) fn iallreduce_raw<'a, T: Equivalence>(
-        &self,
-        send: (*mut u8, usize),
-        count: usize,
-        recv: (*mut u8, usize),
-        op: &Op,
-        forced: Option<choice::Allreduce>,
-    ) -> Result<Request<'a>> {
-        let (s, bind, r) = self.allreduce_plan::<T>(send, count, recv, op, forced)?;
-        // SAFETY: the callers hold the memories' borrows for 'a, which the request carries.
-        let raw = unsafe { self.launch(s, bind, Some(r)) }?;
-        Ok(Request::borrowing(raw))
+        let p = self.allreduce_plan::<T>(NONE, n, output(buf), op, Forced::from_env()?.allreduce)?;
+        // SAFETY: `buf` is borrowed exclusively for 'a, which the request carries.
+        unsafe { self.start_planned(p) }
     }
 
     /// An allreduce of `count` `T`s from `send` (`NONE`: in place) into `recv`, planned.
@@ -446,10 +442,9 @@ mod tests {
                         choice::Allreduce::ReduceBcast,
                     ] {
                         let mut out = vec![0i64; len];
-                        w.iallreduce_raw::<i64>(input(&mine), len, output(&mut out), &sum, Some(a))
-                            .unwrap()
-                            .wait()
-                            .unwrap();
+                        let p = w.allreduce_plan::<i64>(input(&mine), len, output(&mut out), &sum, Some(a));
+                        // SAFETY: both vectors outlive the wait.
+                        unsafe { w.start_planned(p.unwrap()) }.unwrap().wait().unwrap();
                         assert!(out == want, "allreduce {a:?} n={n} len={len}");
                     }
                     for a in [choice::Reduce::Binomial, choice::Reduce::Ordered] {
