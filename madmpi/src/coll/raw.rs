@@ -295,11 +295,27 @@ pub fn reduce(
     }
     let f = Forced::from_env()?;
     let from = if send.is_none() { RECV } else { SEND };
-    let s = plan::reduce(&comm.coll_site(&f)?, &f, root, from, count, elem, op.reorderable());
-    let s = wrap(s, sm.as_ref(), rm.as_ref(), send.is_none(), true);
+    let plan = || {
+        let s = plan::reduce(&comm.coll_site(&f)?, &f, root, from, count, elem, op.reorderable());
+        Ok(wrap(s, sm.as_ref(), rm.as_ref(), send.is_none(), true))
+    };
+    let s = match rm.as_ref().is_some_and(Mem::is_scattered) || sm.as_ref().is_some_and(Mem::is_scattered) {
+        true => std::sync::Arc::new(plan()?),
+        false => {
+            let key = PlanKey {
+                root: root as usize,
+                count,
+                elem,
+                reorderable: op.reorderable(),
+                in_place: send.is_none(),
+                ..PlanKey::of("reduce", f)
+            };
+            comm.planned(key, plan)?
+        }
+    };
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
     let rb = rm.as_ref().map_or(NONE, Mem::bind);
-    launch(comm, s, sb, rb, Some(r))
+    Ok(Planned::new(comm, s, Bind { send: sb, recv: rb }, Some(r)))
 }
 
 /// `MPI_Iallreduce`: `send` (`None`: in place, the input is `recv`) of every rank combined by
