@@ -26,13 +26,24 @@ pub(crate) fn put(out: &mut Vec<u8>, mut v: u64) {
 /// Reads the number at `*at` and moves `*at` past it.
 #[inline]
 pub(crate) fn get(b: &[u8], at: &mut usize) -> Result<u64, Malformed> {
-    // Most numbers of a packet (session, tag, small lengths) take one byte.
-    if let Some(&byte) = b.get(*at)
-        && byte < 0x80
-    {
-        *at += 1;
-        return Ok(u64::from(byte));
+    // Most numbers of a packet (session, tag, small lengths) take one byte; sequence numbers
+    // and credits past 127, two.
+    match b.get(*at..).unwrap_or_default() {
+        [b0, ..] if *b0 < 0x80 => {
+            *at += 1;
+            return Ok(u64::from(*b0));
+        }
+        [b0, b1, ..] if *b1 < 0x80 => {
+            *at += 2;
+            return Ok(u64::from(b0 & 0x7f) | u64::from(*b1) << 7);
+        }
+        _ => {}
     }
+    get_long(b, at)
+}
+
+/// [`get`] past its one- and two-byte fast paths.
+fn get_long(b: &[u8], at: &mut usize) -> Result<u64, Malformed> {
     let mut v = 0u64;
     for i in 0..10 {
         let byte = *b.get(*at).ok_or(Malformed::CutShort)?;
@@ -46,4 +57,36 @@ pub(crate) fn get(b: &[u8], at: &mut usize) -> Result<u64, Malformed> {
         }
     }
     Err(Malformed::Overflow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_back_as_written_through_every_path() {
+        for v in [0, 1, 127, 128, 300, 16_383, 16_384, 1 << 40, u64::MAX - 1, u64::MAX] {
+            let mut b = Vec::new();
+            put(&mut b, v);
+            b.push(0x55); // what follows is left alone
+            let mut at = 0;
+            assert_eq!(get(&b, &mut at), Ok(v), "{v}");
+            assert_eq!(at, b.len() - 1, "{v}");
+            let mut at = 0;
+            assert_eq!(get_long(&b, &mut at), Ok(v), "the general path agrees for {v}");
+        }
+    }
+
+    #[test]
+    fn cut_short_and_overflowing_numbers_are_errors() {
+        for b in [&[][..], &[0x80], &[0xff, 0x80], &[0x80, 0x80, 0x80]] {
+            assert_eq!(get(b, &mut 0), Err(Malformed::CutShort), "{b:?}");
+        }
+        let mut wide = vec![0xff; 9];
+        wide.push(0x02);
+        assert_eq!(get(&wide, &mut 0), Err(Malformed::Overflow));
+        let mut at = 1;
+        assert_eq!(get(&[0x00, 0x81, 0x01], &mut at), Ok(129), "from an offset");
+        assert_eq!(at, 3);
+    }
 }
