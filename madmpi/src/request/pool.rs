@@ -52,10 +52,11 @@ impl Drop for Slot {
         // Past the bound, or while the thread's locals are torn down, the box is freed with the
         // closure that owns it.
         let _ = SPARES.try_with(move |s| {
-            let mut s = s.borrow_mut();
-            if s.len() < SPARES_MAX {
+            if s.borrow().len() < SPARES_MAX {
+                // The old request is dropped here, with no borrow of the spares held (its drop
+                // releases the session it belonged to, which may end up dropping others).
                 b.as_mut().set(nmad::Request::new());
-                s.push(b);
+                s.borrow_mut().push(b);
             }
         });
     }
