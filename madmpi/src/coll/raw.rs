@@ -204,6 +204,17 @@ pub(super) fn launch(
     Ok(Planned::new(comm, std::sync::Arc::new(s), Bind { send, recv }, r))
 }
 
+/// `plan`'s schedule, kept per communicator under `key` unless a buffer is `scattered` (its
+/// packing, part of the schedule, depends on the buffer's layout, which the key does not hold).
+fn kept(
+    comm: &Comm,
+    scattered: bool,
+    key: PlanKey,
+    plan: impl FnOnce() -> Result<Schedule>,
+) -> Result<std::sync::Arc<Schedule>> {
+    if scattered { plan().map(std::sync::Arc::new) } else { comm.planned(key, plan) }
+}
+
 fn check_root(comm: &Comm, call: &str, root: u32) -> Result<()> {
     if comm.is_inter() {
         return Err(Error::comm(format!(
@@ -249,10 +260,8 @@ pub fn bcast(comm: &Comm, buf: &RawBuf, root: u32) -> Result<Planned> {
     let is_root = comm.rank() == root;
     let plan =
         || Ok(wrap(plan::bcast(&comm.coll_site(&f)?, &f, root, len), None, Some(&m), is_root, !is_root));
-    let s = match m.is_scattered() {
-        true => std::sync::Arc::new(plan()?),
-        false => comm.planned(PlanKey { root: root as usize, len, ..PlanKey::of("bcast", f) }, plan)?,
-    };
+    let s =
+        kept(comm, m.is_scattered(), PlanKey { root: root as usize, len, ..PlanKey::of("bcast", f) }, plan)?;
     Ok(Planned::new(comm, s, Bind { send: NONE, recv: m.bind() }, None))
 }
 
@@ -299,20 +308,16 @@ pub fn reduce(
         let s = plan::reduce(&comm.coll_site(&f)?, &f, root, from, count, elem, op.reorderable());
         Ok(wrap(s, sm.as_ref(), rm.as_ref(), send.is_none(), true))
     };
-    let s = match rm.as_ref().is_some_and(Mem::is_scattered) || sm.as_ref().is_some_and(Mem::is_scattered) {
-        true => std::sync::Arc::new(plan()?),
-        false => {
-            let key = PlanKey {
-                root: root as usize,
-                count,
-                elem,
-                reorderable: op.reorderable(),
-                in_place: send.is_none(),
-                ..PlanKey::of("reduce", f)
-            };
-            comm.planned(key, plan)?
-        }
+    let key = PlanKey {
+        root: root as usize,
+        count,
+        elem,
+        reorderable: op.reorderable(),
+        in_place: send.is_none(),
+        ..PlanKey::of("reduce", f)
     };
+    let scattered = rm.as_ref().is_some_and(Mem::is_scattered) || sm.as_ref().is_some_and(Mem::is_scattered);
+    let s = kept(comm, scattered, key, plan)?;
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
     let rb = rm.as_ref().map_or(NONE, Mem::bind);
     Ok(Planned::new(comm, s, Bind { send: sb, recv: rb }, Some(r)))
@@ -344,19 +349,14 @@ pub fn allreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> 
         let s = plan::allreduce(&comm.coll_site(&f)?, &f, from, count, elem, op.reorderable());
         Ok(wrap(s, sm.as_ref(), Some(&rm), send.is_none(), true))
     };
-    let s = match rm.is_scattered() || sm.as_ref().is_some_and(Mem::is_scattered) {
-        true => std::sync::Arc::new(plan()?),
-        false => {
-            let key = PlanKey {
-                count,
-                elem,
-                reorderable: op.reorderable(),
-                in_place: send.is_none(),
-                ..PlanKey::of("allreduce", f)
-            };
-            comm.planned(key, plan)?
-        }
+    let key = PlanKey {
+        count,
+        elem,
+        reorderable: op.reorderable(),
+        in_place: send.is_none(),
+        ..PlanKey::of("allreduce", f)
     };
+    let s = kept(comm, rm.is_scattered() || sm.as_ref().is_some_and(Mem::is_scattered), key, plan)?;
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
     Ok(Planned::new(comm, s, Bind { send: sb, recv: rm.bind() }, Some(r)))
 }
