@@ -48,6 +48,7 @@ fn start(dir: PathBuf, base: u32, key: JobKey) -> Nmad {
         eager_limit: usize::MAX,
         unexpected_budget: BUDGET,
         rdv_slots: 16,
+        rdv_writes: nmad::RdvWrites::default(),
     };
     common::start(DirJob { dir, base, capacity: 3, key }, config)
 }

@@ -38,6 +38,7 @@ fn start(dir: PathBuf, base: u32, key: JobKey, driver: &str) -> Nmad {
         eager_limit: usize::MAX,
         unexpected_budget: 64 << 20,
         rdv_slots: 64,
+        rdv_writes: nmad::RdvWrites::default(),
     };
     common::start(DirJob { dir, base, capacity: 2, key }, config)
 }

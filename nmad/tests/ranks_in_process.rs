@@ -4,7 +4,7 @@
 
 mod common;
 
-use nmad::{Error, Nmad, SendMode, Source, TagMatch, scope};
+use nmad::{Error, Nmad, RdvWrites, SendMode, Source, TagMatch, scope};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,6 +45,60 @@ fn finalize_all(nms: Vec<Nmad>) {
     for h in hs {
         h.join().unwrap();
     }
+}
+
+/// Every rendezvous's data written by its sender, all of it or its share with the receiver
+/// reading the rest (`RdvWrites::Always`): every size arrives whole; a receive into pieces (a
+/// strided layout) and a truncated one too.
+#[test]
+fn rendezvous_data_written_by_the_sender_over_shm() {
+    for share in [100, 50, 1] {
+        rendezvous_written(RdvWrites::Always { share });
+    }
+}
+
+fn rendezvous_written(writes: RdvWrites) {
+    let nms = common::ranks_in_process_writing(2, "shm", "aggreg", usize::MAX, 8 << 20, 256, writes);
+    let before = nms[1].stats().rendezvous_written;
+    swap_all_sizes(&nms);
+    let asked = nms[1].stats().rendezvous_written - before;
+    assert!(asked >= 3, "{writes:?}: {asked} rendezvous written by the sender");
+    let s0 = nms[0].session(1);
+    let s1 = nms[1].session(1);
+    // 64 blocks of 4 KiB, 8 KiB apart: the receive buffer is 64 pieces.
+    let len = 64 << 12;
+    let out = pattern(7, len);
+    let mut inp = vec![0u8; 2 * len];
+    std::thread::scope(|t| {
+        t.spawn(|| s0.send(1, 50, &out).unwrap());
+        let r = std::pin::pin!(nmad::Request::new());
+        let layout = Arc::new(nmad::Strided { count: 64, block: 4096, stride: 8192 });
+        // SAFETY: `inp` holds 64 blocks 8 KiB apart and outlives the wait.
+        unsafe {
+            s1.irecv(Source::Rank(0), 50, nmad::Data::from_layout(inp.as_mut_ptr(), layout), r.as_ref())
+        }
+        .unwrap();
+        r.wait();
+        assert_eq!(r.result().unwrap().unwrap().len, len as u64);
+    });
+    for b in 0..64 {
+        assert!(inp[b * 8192..b * 8192 + 4096] == out[b * 4096..(b + 1) * 4096], "{writes:?}: block {b}");
+        assert!(
+            inp[b * 8192 + 4096..(b + 1) * 8192].iter().all(|&x| x == 0),
+            "{writes:?}: gap {b} untouched"
+        );
+    }
+    let mut short = vec![0u8; 100_000];
+    std::thread::scope(|t| {
+        t.spawn(|| s0.send(1, 51, &out).unwrap());
+        match s1.recv(Source::Rank(0), 51, &mut short) {
+            Err(Error::Truncated { len: l, capacity: 100_000 }) => assert_eq!(l, len as u64),
+            r => panic!("{r:?}"),
+        }
+    });
+    assert!(short[..] == out[..100_000], "the truncated receive holds the message's start");
+    assert!(nms[1].stats().rendezvous_written - before >= asked + 2, "both went by writes");
+    finalize_all(nms);
 }
 
 #[test]

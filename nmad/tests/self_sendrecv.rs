@@ -15,6 +15,7 @@ fn one_rank(strategy: &str) -> Nmad {
         eager_limit: usize::MAX,
         unexpected_budget: 1 << 20,
         rdv_slots: 64,
+        rdv_writes: nmad::RdvWrites::default(),
     };
     let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
     Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()

@@ -19,6 +19,7 @@ struct PerDriver {
 pub(crate) struct Counters {
     pub(crate) eager_sent: AtomicU64,
     pub(crate) rdv_sent: AtomicU64,
+    pub(crate) rdv_written: AtomicU64,
     pub(crate) credit_stalls: AtomicU64,
     pub(crate) unexpected_messages: AtomicU64,
     drivers: Box<[PerDriver]>,
@@ -62,7 +63,8 @@ pub struct DriverStats {
     pub packets: u64,
     pub bytes: u64,
     /// Bytes received: packets, rendezvous pieces, and rendezvous data read from the sender's
-    /// memory (shm's `process_vm_readv`, which the sender never sends).
+    /// memory (shm's `process_vm_readv`, which the sender never sends) or written by it (counted
+    /// by both sides).
     pub bytes_received: u64,
 }
 

@@ -1,14 +1,15 @@
 //! What happens once a receive has its message: eager data is copied into the receive buffer
 //! (straight from the packet when it was posted in time), a rendezvous starts the large
-//! transfer — a direct read of the sender's memory where the driver can, otherwise a
-//! ready-to-receive naming the rails (the strategy splits the data) and bulk data written by
-//! the drivers straight into the buffer.
+//! transfer — a direct read of the sender's memory where the driver can (or, when the read
+//! would run beside the application's computation, a request that the sender write it:
+//! `gate::write_rdv`), otherwise a ready-to-receive naming the rails (the strategy splits the
+//! data) and bulk data written by the drivers straight into the buffer.
 //!
 //! Receives posted without a buffer stop at "matched": the message is *claimed* by the request
 //! (its owner may peek at it) until the owner provides the buffer with `unpack`.
 
 use super::Core;
-use super::gate::{Control, EAGER_OVERHEAD, Gate, LargeRecv};
+use super::gate::{Control, EAGER_OVERHEAD, Gate, LargeRecv, write_rdv};
 use super::matching::{Body, Remote, Unexpected};
 use super::request::{Error, Kind, ReqPtr};
 use super::session::{InBody, Incoming};
@@ -237,12 +238,15 @@ unsafe fn bulk(core: &Core, gate: &Gate, req: ReqPtr, accepted: u64, sender_cook
             unsafe { req.complete(Some(e)) };
             return;
         }
-        large.insert(LargeRecv { req, accepted, received: 0 })
+        large.insert(LargeRecv { req, accepted, received: 0, writing: None, reading: false })
     };
     gate.control(core, Control::Rtr { cookie: sender_cookie, recv_cookie, accepted, pieces });
 }
 
-/// Runs the pending direct reads. Returns how many ran.
+/// Runs the pending direct reads. Returns how many ran. A read this thread does not wait for
+/// would take its time from the application's computation: the sender is asked to write its
+/// share instead where it can (`write_rdv`; [`super::RdvWrites`] decides), unless the buffer is
+/// finely scattered (a staged read is cheaper).
 pub(crate) fn run_reads(core: &Core) -> usize {
     let mut n = 0;
     loop {
@@ -254,6 +258,14 @@ pub(crate) fn run_reads(core: &Core) -> usize {
             // queued reads: the request is completed here).
             // SAFETY: the job holds the request; last access.
             unsafe { job.req.complete(Some(e)) };
+            continue;
+        }
+        let asks = core.config.rdv_writes.asks(super::request::waited_here(job.req))
+            && !finely_scattered(job.req, job.accepted);
+        // SAFETY: the job holds the request; `ask` takes it when it says so.
+        let asked = asks
+            && unsafe { write_rdv::ask(core, &gate, job.req, job.accepted, job.sender_cookie, &job.remote) };
+        if asked {
             continue;
         }
         // SAFETY: the job holds the request.
@@ -300,7 +312,7 @@ unsafe fn read(core: &Core, gate: &Gate, job: &ReadJob) -> io::Result<()> {
     // SAFETY: the caller holds the request.
     unsafe { job.req.state() }.data.segments_mut(0..job.accepted as usize, &mut local);
     let bytes = job.accepted as usize;
-    if local.len() > FINE_MIN_SEGMENTS && bytes / local.len() < FINE_SEGMENT {
+    if is_fine(local.len(), bytes) {
         // A finely scattered buffer (a strided datatype of small blocks): the system's cost
         // per piece would exceed the copy, so read into one buffer and scatter from it.
         let mut staged = vec![0u8; bytes];
@@ -329,6 +341,18 @@ unsafe fn read(core: &Core, gate: &Gate, job: &ReadJob) -> io::Result<()> {
 const FINE_MIN_SEGMENTS: usize = 64;
 const FINE_SEGMENT: usize = 256;
 
+fn is_fine(segments: usize, bytes: usize) -> bool {
+    segments > FINE_MIN_SEGMENTS && bytes / segments < FINE_SEGMENT
+}
+
+/// Whether the first `accepted` bytes of `req`'s buffer are finely scattered (see [`is_fine`]).
+fn finely_scattered(req: ReqPtr, accepted: u64) -> bool {
+    let mut local: Vec<SegmentMut> = Vec::new();
+    // SAFETY: the caller holds the request.
+    unsafe { req.state() }.data.segments_mut(0..accepted as usize, &mut local);
+    is_fine(local.len(), accepted as usize)
+}
+
 /// Where bulk bytes for receive `hdr.cookie` go.
 pub(crate) fn bulk_dest(gate: &Gate, hdr: &BulkHeader, dest: &mut Vec<SegmentMut>) -> bool {
     let mut l = gate.large_in.lock().unwrap();
@@ -350,7 +374,8 @@ pub(crate) fn bulk_done(gate: &Gate, hdr: &BulkHeader) {
         let mut l = gate.large_in.lock().unwrap();
         let Some(e) = l.get_mut(hdr.cookie) else { return };
         e.received += hdr.len;
-        if e.received < e.accepted {
+        // A receive reading its own share (`write_rdv`) is completed by its reader.
+        if e.received < e.accepted || e.reading {
             return;
         }
         l.remove(hdr.cookie)

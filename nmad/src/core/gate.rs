@@ -16,6 +16,7 @@
 mod am_out;
 mod connect_on_receive;
 mod eager_now;
+pub(crate) mod write_rdv;
 
 use super::Core;
 use super::budget::Allowance;
@@ -125,6 +126,18 @@ pub(crate) enum Control {
         pieces: Vec<(usize, u64, u64)>,
     },
     Fin(u64),
+    /// Ready to be written: receive `recv_cookie` exposed the first `written` bytes of its
+    /// buffer through `rail`, giving `key`.
+    Rtw {
+        cookie: u64,
+        recv_cookie: u64,
+        accepted: u64,
+        written: u64,
+        rail: usize,
+        key: Vec<u8>,
+    },
+    /// The data of receive `recv_cookie` is written (see `write_rdv`).
+    Written(u64),
     Ack(u64),
     /// The message of send `cookie` was dropped unmatched (see `deliver::refuse`).
     Nak(u64),
@@ -136,7 +149,8 @@ impl Control {
     fn wire_size(&self) -> usize {
         match self {
             Control::Rtr { pieces, .. } => 1 + 40 + pieces.len() * (1 + wire::MAX_RAIL_NAME + 20),
-            Control::Fin(_) | Control::Ack(_) | Control::Nak(_) => 11,
+            Control::Rtw { key, .. } => 1 + 40 + 1 + wire::MAX_RAIL_NAME + 2 + key.len(),
+            Control::Fin(_) | Control::Written(_) | Control::Ack(_) | Control::Nak(_) => 11,
             Control::Am(am) => am.wire_size(),
         }
     }
@@ -212,6 +226,10 @@ pub(crate) struct LargeRecv {
     pub(crate) req: ReqPtr,
     pub(crate) accepted: u64,
     pub(crate) received: u64,
+    /// The part of the buffer the sender was asked to write (an RTW was sent), until WRITTEN.
+    pub(crate) writing: Option<write_rdv::Writing>,
+    /// This process is reading its share of a written rendezvous (outside the table's lock).
+    pub(crate) reading: bool,
 }
 
 pub(crate) struct Gate {
@@ -593,7 +611,12 @@ impl Gate {
                         .collect();
                     e.rtr(*cookie, *recv_cookie, *accepted, &pieces);
                 }
+                Control::Rtw { cookie, recv_cookie, accepted, written, rail, key } => {
+                    let remote = wire::RemoteMem { rail: self.rails[*rail].info.name.as_bytes(), key };
+                    e.rtw(*cookie, *recv_cookie, *accepted, *written, remote);
+                }
                 Control::Fin(c) => e.fin(*c),
+                Control::Written(c) => e.written(*c),
                 Control::Ack(c) => e.ack(*c),
                 Control::Nak(c) => e.nak(*c),
                 Control::Am(am) => {
@@ -784,11 +807,29 @@ impl Gate {
 
     /// FIN (the peer read the data) or ACK (a synchronous eager send matched).
     pub(crate) fn on_answer(&self, cookie: u64) -> Result<(), String> {
-        let r = self.out.lock().unwrap().sends.remove(cookie);
-        match r {
+        let r = {
+            let mut out = self.out.lock().unwrap();
+            let Some(&mut req) = out.sends.get_mut(cookie) else {
+                return Err(format!("answer for unknown send {cookie:#x}"));
+            };
+            // SAFETY: registered sends are held by the gate; we hold its lock.
+            let st = unsafe { req.state() };
+            if st.pending > 0 {
+                // A FIN among other pieces: the receiver's share of a written rendezvous.
+                if !st.awaits_fin {
+                    return Err(format!("answer for send {cookie:#x} whose data is on its way"));
+                }
+                st.awaits_fin = false;
+                st.pending -= 1;
+                if st.pending > 0 {
+                    return Ok(());
+                }
+            }
+            out.sends.remove(cookie)
+        };
+        if let Some(r) = r {
             // SAFETY: removed: we hold it.
-            Some(r) => unsafe { r.complete(None) },
-            None => return Err(format!("answer for unknown send {cookie:#x}")),
+            unsafe { r.complete(None) };
         }
         Ok(())
     }
@@ -930,7 +971,10 @@ impl Gate {
             reqs.extend(out.sends.drain());
             out.control.clear();
         }
-        reqs.extend(self.large_in.lock().unwrap().drain().into_iter().map(|l| l.req));
+        // A receive whose own share of a written rendezvous is being read is completed by its
+        // reader, which finds it gone (`write_rdv::read_share`).
+        let drained = self.large_in.lock().unwrap().drain();
+        reqs.extend(drained.into_iter().filter(|l| !l.reading).map(|l| l.req));
         core.peers_lost.fetch_add(1, Release);
         let err = self.failure().expect("just set");
         for r in reqs {

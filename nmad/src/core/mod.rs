@@ -36,6 +36,7 @@ use work_queue::WorkQueue;
 
 pub(crate) use counters::Counters;
 pub use counters::DriverStats;
+pub use gate::write_rdv::RdvWrites;
 
 /// Settings (environment variables in brackets; builder values win).
 #[derive(Clone)]
@@ -54,6 +55,9 @@ pub struct Config {
     pub unexpected_budget: u64,
     /// Unmatched rendezvous requests a peer may have outstanding [`NMAD_RDV_SLOTS`, default 1024].
     pub rdv_slots: u64,
+    /// When a receiver whose driver reads the sender's memory asks the sender to write instead,
+    /// and how much [`NMAD_RDV_WRITES`, `NMAD_RDV_WRITE_SHARE`: see [`RdvWrites`]].
+    pub rdv_writes: RdvWrites,
 }
 
 fn env_num(name: &str) -> Result<Option<u64>, String> {
@@ -75,6 +79,7 @@ impl Config {
             eager_limit: env_num("NMAD_EAGER_LIMIT")?.map_or(usize::MAX, |v| v as usize),
             unexpected_budget: env_num("NMAD_UNEXPECTED_BUDGET")?.unwrap_or(64 << 20),
             rdv_slots: env_num("NMAD_RDV_SLOTS")?.unwrap_or(1024).max(1),
+            rdv_writes: RdvWrites::from_env()?,
         })
     }
 }
@@ -93,6 +98,9 @@ pub struct Stats {
     /// Messages sent eagerly, and as rendezvous requests.
     pub eager_sent: u64,
     pub rendezvous_sent: u64,
+    /// Rendezvous received whose sender was asked to write the data (the receive was matched
+    /// beside the application's computation: see `write_rdv`).
+    pub rendezvous_written: u64,
     /// Times sends to a peer had to wait for credit (no eager credit nor rendezvous slot left).
     pub credit_stalls: u64,
     /// Messages that arrived before their receive was posted.
@@ -169,6 +177,8 @@ pub(crate) struct Core {
     /// with the same id (madmpi reuses context ids) continues where the gates' counters are.
     resume_order: Mutex<HashMap<u32, Vec<u32>>>,
     pub(crate) reads: WorkQueue<deliver::ReadJob>,
+    /// Writes into peers' receive buffers they asked for (`write_rdv`).
+    pub(crate) writes: WorkQueue<gate::write_rdv::WriteJob>,
     /// Active-message handlers and the AMs waiting for them.
     pub(crate) ams: am::AmRegistry,
     pub(crate) backlog: WorkQueue<PeerId>,
@@ -258,6 +268,7 @@ impl Core {
             early: Mutex::new(HashMap::default()),
             resume_order: Mutex::new(HashMap::default()),
             reads: WorkQueue::default(),
+            writes: WorkQueue::default(),
             ams: am::AmRegistry::default(),
             backlog: WorkQueue::default(),
             tasks: Mutex::new(Vec::new()),
@@ -611,6 +622,10 @@ impl Core {
                 wire::Chunk::Rtr { cookie, recv_cookie, accepted, pieces } => {
                     gate.on_rtr(self, cookie, recv_cookie, accepted, &pieces)
                 }
+                wire::Chunk::Rtw { cookie, recv_cookie, accepted, written, remote } => {
+                    gate.on_rtw(self, cookie, recv_cookie, accepted, written, remote.rail, remote.key)
+                }
+                wire::Chunk::Written { recv_cookie } => gate.on_written(self, recv_cookie),
                 wire::Chunk::Fin { cookie } | wire::Chunk::Ack { cookie } => gate.on_answer(cookie),
                 wire::Chunk::Nak { cookie } => gate.on_refused(cookie),
                 wire::Chunk::Credit { bytes, slots } => {
@@ -657,6 +672,7 @@ impl Core {
             chunks: self.chunks.load(Relaxed),
             eager_sent: self.counters.eager_sent.load(Relaxed),
             rendezvous_sent: self.counters.rdv_sent.load(Relaxed),
+            rendezvous_written: self.counters.rdv_written.load(Relaxed),
             credit_stalls: self.counters.credit_stalls.load(Relaxed),
             unexpected_messages: self.counters.unexpected_messages.load(Relaxed),
         }
@@ -833,6 +849,9 @@ impl Source for DriverTask {
         if !core.reads.is_empty() {
             n += deliver::run_reads(&core);
         }
+        if !core.writes.is_empty() {
+            n += gate::write_rdv::run_writes(&core);
+        }
         if !core.ams.jobs.is_empty() {
             n += am::run_ams(&core);
         }
@@ -855,7 +874,11 @@ impl Source for DriverTask {
         // gates or queued active messages (another thread's runner may have missed the last one)
         // are work to do, not reasons to sleep.
         let quiet = core.drivers[self.driver].arm();
-        quiet && core.reads.is_empty() && core.backlog.is_empty() && core.ams.jobs.is_empty()
+        quiet
+            && core.reads.is_empty()
+            && core.writes.is_empty()
+            && core.backlog.is_empty()
+            && core.ams.jobs.is_empty()
     }
 
     fn disarm(&self) {
@@ -877,6 +900,7 @@ pub(crate) fn test_core(budget: u64, rdv_slots: u64) -> Arc<Core> {
         eager_limit: usize::MAX,
         unexpected_budget: budget,
         rdv_slots,
+        rdv_writes: RdvWrites::default(),
     };
     let pio = pioman::Pioman::builder().without_marcel().threads(0).build().unwrap();
     Core::start(Arc::new(b), Some(pio), config).unwrap()

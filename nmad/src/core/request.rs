@@ -132,6 +132,8 @@ pub(crate) struct State {
     pub(crate) claimed: Option<Box<super::matching::Unexpected>>,
     /// Outstanding pieces (bulk sends, the final FIN or ACK) before completion.
     pub(crate) pending: u32,
+    /// One of the `pending` pieces is a FIN (a rendezvous the receiver reads in part).
+    pub(crate) awaits_fin: bool,
     pub(crate) monitor: Option<Monitor>,
     /// For rendezvous sends: the memory exposed for the receiver to read (its rail, and what the
     /// driver keeps until we complete).
@@ -166,6 +168,33 @@ pub struct Request {
     /// The driver a waiter polls first (the peer's, when it polls cheaply), or [`NO_DRIVER`].
     first: AtomicUsize,
     _pinned: PhantomPinned,
+}
+
+thread_local! {
+    /// The request this thread waits for in [`Request::wait`] (its address; 0: none).
+    static WAITED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the calling thread as waiting for a request until dropped (restoring what it waited
+/// for before: a wait inside a wait).
+struct Waiting(usize);
+
+impl Waiting {
+    fn on(r: &Request) -> Waiting {
+        Waiting(WAITED.replace(r as *const Request as usize))
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAITED.set(self.0);
+    }
+}
+
+/// Whether the calling thread is waiting for `req` (in [`Request::wait`] or
+/// [`Request::wait_timeout`]): work it does for `req` is work its application waits for.
+pub(crate) fn waited_here(req: ReqPtr) -> bool {
+    WAITED.get() == req.0.as_ptr() as usize
 }
 
 /// No driver to poll first: waits go through pioman's rounds alone.
@@ -235,6 +264,7 @@ impl Request {
             return;
         }
         let Some(c) = self.core() else { return };
+        let _waiting = Waiting::on(self);
         match self.first.load(Relaxed) {
             NO_DRIVER => c.pioman.wait(&self.cond, COMPLETED),
             d => match c.poller(d) {
@@ -254,6 +284,7 @@ impl Request {
         if self.test() {
             return true;
         }
+        let _waiting = Waiting::on(self);
         match self.core() {
             Some(c) => c.pioman.wait_timeout(&self.cond, COMPLETED, timeout) || self.test(),
             None => true, // never submitted: nothing to wait for

@@ -111,6 +111,8 @@ fn decode(link: &Recording) -> Vec<String> {
                     Chunk::Am { handler, header, payload } => {
                         format!("AM h{handler} {}+{}B", header.len(), payload.len())
                     }
+                    Chunk::Rtw { accepted, .. } => format!("RTW {accepted}B"),
+                    Chunk::Written { recv_cookie } => format!("WRITTEN {recv_cookie}"),
                 })
                 .collect::<Vec<_>>()
                 .join(" | ")

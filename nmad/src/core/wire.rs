@@ -15,6 +15,12 @@
 //! AM     := 8 handler hlen len header[hlen] payload[len]
 //!           (an active message: the receiver runs handler `handler` (u16) on it; `header`
 //!           at most MAX_AM_HEADER bytes; the payload follows as a separate segment, like DATA's)
+//! RTW    := 9 cookie recv_cookie accepted written namelen name klen key
+//!           (ready to be written: the receiver exposed the first `written` bytes of its buffer
+//!           through its rail `name`, which gave `key`; the sender writes them there and answers
+//!           WRITTEN, or sends them as bulk data to `recv_cookie` if it cannot. The receiver
+//!           reads bytes `written..accepted` itself, if any, and answers FIN)
+//! WRITTEN:= 10 recv_cookie      (the sender wrote what the RTW asked)
 //! ```
 //! A small message costs one packet: about 7 bytes of headers, then its data. The decoder treats
 //! every byte as hostile: lengths are checked against what remains, counts are capped, varints
@@ -50,6 +56,8 @@ const ACK: u8 = 5;
 const CREDIT: u8 = 6;
 const NAK: u8 = 7;
 const AM: u8 = 8;
+const RTW: u8 = 9;
+const WRITTEN: u8 = 10;
 
 /// Where a message belongs: session, tag and its sequence number on (gate, session).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +87,8 @@ pub enum Chunk<'a> {
     Credit { bytes: u64, slots: u64 },
     Nak { cookie: u64 },
     Am { handler: u16, header: &'a [u8], payload: &'a [u8] },
+    Rtw { cookie: u64, recv_cookie: u64, accepted: u64, written: u64, remote: RemoteMem<'a> },
+    Written { recv_cookie: u64 },
 }
 
 /// The sender's memory announced in an RDV: the rail that exposed it and the key it gave (opaque
@@ -161,6 +171,20 @@ impl<'a> Decoder<'a> {
         Ok(MsgHeader { flags, session: self.varint_u32()?, tag: self.varint()?, seq: self.varint_u32()? })
     }
 
+    /// A rail name and a memory key (RDV with READ, RTW).
+    fn remote_mem(&mut self) -> Result<RemoteMem<'a>, DecodeError> {
+        let n = self.varint()?;
+        if n == 0 || n > MAX_RAIL_NAME as u64 {
+            return self.err("bad rail name length");
+        }
+        let rail = self.bytes(n)?;
+        let n = self.varint()?;
+        if n == 0 || n > MAX_KEY as u64 {
+            return self.err("bad memory key length");
+        }
+        Ok(RemoteMem { rail, key: self.bytes(n)? })
+    }
+
     fn chunk(&mut self) -> Result<Chunk<'a>, DecodeError> {
         match self.byte()? {
             DATA => {
@@ -181,20 +205,7 @@ impl<'a> Decoder<'a> {
                     return self.err("rendezvous header too long");
                 }
                 let header = self.bytes(hlen)?;
-                let remote = if h.flags & FLAG_READ != 0 {
-                    let n = self.varint()?;
-                    if n == 0 || n > MAX_RAIL_NAME as u64 {
-                        return self.err("bad rail name length");
-                    }
-                    let rail = self.bytes(n)?;
-                    let n = self.varint()?;
-                    if n == 0 || n > MAX_KEY as u64 {
-                        return self.err("bad memory key length");
-                    }
-                    Some(RemoteMem { rail, key: self.bytes(n)? })
-                } else {
-                    None
-                };
+                let remote = if h.flags & FLAG_READ != 0 { Some(self.remote_mem()?) } else { None };
                 Ok(Chunk::Rdv { h, total, cookie, header, remote })
             }
             RTR => {
@@ -220,6 +231,15 @@ impl<'a> Decoder<'a> {
                 }
                 Ok(Chunk::Rtr { cookie, recv_cookie, accepted, pieces })
             }
+            RTW => {
+                let (cookie, recv_cookie, accepted) = (self.varint()?, self.varint()?, self.varint()?);
+                let written = self.varint()?;
+                if written == 0 || written > accepted {
+                    return self.err("bytes to write outside the accepted length");
+                }
+                Ok(Chunk::Rtw { cookie, recv_cookie, accepted, written, remote: self.remote_mem()? })
+            }
+            WRITTEN => Ok(Chunk::Written { recv_cookie: self.varint()? }),
             FIN => Ok(Chunk::Fin { cookie: self.varint()? }),
             ACK => Ok(Chunk::Ack { cookie: self.varint()? }),
             CREDIT => Ok(Chunk::Credit { bytes: self.varint()?, slots: self.varint()? }),
@@ -380,11 +400,31 @@ impl Encoder<'_> {
         self.varint(header.len() as u64);
         self.0.extend_from_slice(header);
         if let Some(r) = remote {
-            self.varint(r.rail.len() as u64);
-            self.0.extend_from_slice(r.rail);
-            self.varint(r.key.len() as u64);
-            self.0.extend_from_slice(r.key);
+            self.remote_mem(r);
         }
+    }
+
+    fn remote_mem(&mut self, r: RemoteMem<'_>) {
+        self.varint(r.rail.len() as u64);
+        self.0.extend_from_slice(r.rail);
+        self.varint(r.key.len() as u64);
+        self.0.extend_from_slice(r.key);
+    }
+
+    /// An RTW chunk: `remote` names the first `written` bytes of the receive buffer, exposed
+    /// for writing.
+    pub fn rtw(&mut self, cookie: u64, recv_cookie: u64, accepted: u64, written: u64, remote: RemoteMem<'_>) {
+        self.0.push(RTW);
+        self.varint(cookie);
+        self.varint(recv_cookie);
+        self.varint(accepted);
+        self.varint(written);
+        self.remote_mem(remote);
+    }
+
+    pub fn written(&mut self, recv_cookie: u64) {
+        self.0.push(WRITTEN);
+        self.varint(recv_cookie);
     }
 
     pub fn rtr(&mut self, cookie: u64, recv_cookie: u64, accepted: u64, pieces: &[Piece<'_>]) {
@@ -478,6 +518,8 @@ mod tests {
         Encoder(&mut b).nak(7);
         Encoder(&mut b).am(u16::MAX, b"put", 2);
         b.extend_from_slice(b"xy");
+        Encoder(&mut b).rtw(11, 12, 1 << 20, 1 << 19, remote);
+        Encoder(&mut b).written(12);
         let got: Vec<_> = Decoder::new(&b).unwrap().map(Result::unwrap).collect();
         assert_eq!(got[0], Chunk::Data { h, cookie: 42, payload: b"abc" });
         match &got[1] {
@@ -497,7 +539,9 @@ mod tests {
                 Chunk::Ack { cookie: 6 },
                 Chunk::Credit { bytes: 1 << 40, slots: 3 },
                 Chunk::Nak { cookie: 7 },
-                Chunk::Am { handler: u16::MAX, header: b"put", payload: b"xy" }
+                Chunk::Am { handler: u16::MAX, header: b"put", payload: b"xy" },
+                Chunk::Rtw { cookie: 11, recv_cookie: 12, accepted: 1 << 20, written: 1 << 19, remote },
+                Chunk::Written { recv_cookie: 12 },
             ]
         );
     }
@@ -523,6 +567,21 @@ mod tests {
             ),
             (vec![VERSION, DATA, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 1, 0], "field exceeds 32 bits"),
             (vec![VERSION, RTR, 1, 1, 10, 17], "too many pieces"),
+            (vec![VERSION, RTW, 1, 1, 10, 10, 0], "bad rail name length"),
+            (vec![VERSION, RTW, 1, 1, 10, 10, 3, b's', b'h', b'm', 0], "bad memory key length"),
+            (
+                vec![VERSION, RTW, 1, 1, 10, 4, 3, b's', b'h', b'm', 4, 1],
+                "length beyond the end of the packet",
+            ),
+            (
+                vec![VERSION, RTW, 1, 1, 10, 11, 3, b's', b'h', b'm', 1, 1],
+                "bytes to write outside the accepted length",
+            ),
+            (
+                vec![VERSION, RTW, 1, 1, 10, 0, 3, b's', b'h', b'm', 1, 1],
+                "bytes to write outside the accepted length",
+            ),
+            (vec![VERSION, WRITTEN], "truncated"),
             (vec![VERSION, RTR, 1, 1, 10, 1, 3, b's', b'h', b'm', 5, 6], "piece beyond the accepted length"),
             (vec![VERSION, RDV, 0, 1, 1, 1, 10, 1, 11], "rendezvous header too long"),
             (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 0], "bad rail name length"),

@@ -153,6 +153,19 @@ pub fn ranks_in_process(
     budget: u64,
     rdv_slots: u64,
 ) -> Vec<Nmad> {
+    ranks_in_process_writing(n, drivers, strategy, eager_limit, budget, rdv_slots, nmad::RdvWrites::default())
+}
+
+/// [`ranks_in_process`] with the given choice of who copies a rendezvous's data.
+pub fn ranks_in_process_writing(
+    n: u32,
+    drivers: &str,
+    strategy: &str,
+    eager_limit: usize,
+    budget: u64,
+    rdv_slots: u64,
+    rdv_writes: nmad::RdvWrites,
+) -> Vec<Nmad> {
     let boots = nmad::bootstrap::LocalJob::ranks(n).unwrap();
     let handles: Vec<_> = boots
         .into_iter()
@@ -165,6 +178,7 @@ pub fn ranks_in_process(
                     eager_limit,
                     unexpected_budget: budget,
                     rdv_slots,
+                    rdv_writes,
                 };
                 let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
                 Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()

@@ -190,6 +190,15 @@ pub(crate) fn add(r: &mut Registry) {
             nmad_stat(|s| s.rendezvous_sent),
         ),
         Pvar::new(
+            "nmad_rendezvous_written",
+            Counter,
+            Ull,
+            UserBasic,
+            n,
+            "rendezvous received whose sender wrote the data (matched while this rank computed)",
+            nmad_stat(|s| s.rendezvous_written),
+        ),
+        Pvar::new(
             "nmad_packets_sent",
             Counter,
             Ull,
