@@ -283,6 +283,11 @@ impl Inner {
 
     /// Wakes the progression threads and idle marcel LWPs so that they look at the registry and
     /// policy again.
+    /// Whether an application thread waits in the library (spinning or sleeping), on any node.
+    pub(crate) fn application_waiting(&self) -> bool {
+        self.waiters.iter().any(|w| w.any(WaitKind::Spin) || w.any(WaitKind::Block))
+    }
+
     pub(crate) fn poke(&self) {
         for t in self.pokes.lock().unwrap().iter() {
             t.unpark();
@@ -615,6 +620,12 @@ impl Inner {
         self.waiters[node].enter(WaitKind::Block);
         let round_end = Instant::now() + self.tick;
         let mut watching = watch.try_take();
+        if !watching {
+            // The context sleeping in the fds may be a progression thread that armed its
+            // sources for urgent events only (nobody was waiting: `Pioman::application_waiting`);
+            // it re-arms for everything once poked. After our count went up: no wake is lost.
+            self.poke();
+        }
         let r = marcel::blocking(|| {
             loop {
                 if cond.test(mask) {

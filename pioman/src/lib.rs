@@ -318,6 +318,20 @@ impl Pioman {
         engine::last_progress_contended()
     }
 
+    /// Whether the calling thread is one of pioman's progression threads (a source's `arm` may
+    /// ask its peers to wake such a sleeper less often than a thread waiting in the library).
+    pub fn in_progression_thread() -> bool {
+        threads::in_progression_thread()
+    }
+
+    /// Whether an application thread waits in the library now (spinning on the sources or
+    /// sleeping). A waiter that goes to sleep while another context sleeps in the sources'
+    /// fds pokes it, so that a source armed for urgent events only, because nobody waited, is
+    /// re-armed.
+    pub fn application_waiting(&self) -> bool {
+        self.inner.application_waiting()
+    }
+
     /// Waits until some bit of `mask` is set in `cond`, driving progress as the policy says.
     pub fn wait(&self, cond: &Cond, mask: u32) {
         self.inner.wait(cond, mask);

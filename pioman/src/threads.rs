@@ -42,6 +42,16 @@ const APP_QUIET: Duration = Duration::from_micros(200);
 /// compare_and_swap 3–4× slower in one run of five; the pieces of a transfer come closer.
 const BURST_QUIET: Duration = Duration::from_micros(5);
 
+thread_local! {
+    /// This thread is one of pioman's progression threads.
+    static PROGRESSION_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is one of pioman's progression threads.
+pub(crate) fn in_progression_thread() -> bool {
+    PROGRESSION_THREAD.get()
+}
+
 pub(crate) fn pin_to(cpus: &[usize]) {
     // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity(0) targets the
     // calling thread and only reads the set.
@@ -156,6 +166,7 @@ pub(crate) fn cpus_of_node(n: usize) -> Vec<usize> {
 
 /// The loop of a node or core progression thread.
 pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>) {
+    PROGRESSION_THREAD.set(true);
     pin_to(&cpus);
     inner.pokes.lock().unwrap().push(std::thread::current());
     let node = scope.numa.unwrap_or(0);
@@ -342,6 +353,7 @@ fn poll_burst(inner: &Inner, scope: Scope) {
 }
 
 fn tick_only(inner: Arc<Inner>, scope: Scope) {
+    PROGRESSION_THREAD.set(true);
     while !inner.shutdown.load(Relaxed) {
         std::thread::park_timeout(inner.tick);
         inner.progress(Context::Tick, scope, false, None);
@@ -351,6 +363,7 @@ fn tick_only(inner: Arc<Inner>, scope: Scope) {
 /// Waits in one source's own blocking call while the policy says block, then polls; ends with
 /// the task.
 pub(crate) fn custom_wait_main(inner: Arc<Inner>, lt: Arc<Ltask>, scope: Scope) {
+    PROGRESSION_THREAD.set(true);
     inner.pokes.lock().unwrap().push(std::thread::current());
     while !inner.shutdown.load(Relaxed) && !lt.state.is_finished() {
         let m = inner.machine(None);

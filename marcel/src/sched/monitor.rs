@@ -230,8 +230,11 @@ fn check_vps(rt: &Shared, seen: &mut [Word]) {
                     }
                 }
                 Phase::Orphan if vp.has_waiting_work() => {
-                    // The adopter sent last time never came: send another.
-                    rt.monitor.state.lock().unwrap().adoptions.push((v, w.seq()));
+                    // The adopter sent last time never came: send another, an idle spare first
+                    // (a new kernel thread may be refused while the system is short of
+                    // threads or memory maps, and the VP would stay orphaned for good while
+                    // the kernel thread that left it waits idle).
+                    rt.spares.assign(rt, v, w.seq());
                 }
                 _ => {}
             }

@@ -447,7 +447,7 @@ impl Gate {
         o.ctrl_sizes.extend(o.control.iter().map(Control::wire_size));
         self.plan_messages(core, o);
         let owed = (self.owed_bytes.load(Relaxed), self.owed_slots.load(Relaxed));
-        let credit_due = owed.0 >= self.owed_threshold || owed.1 >= 16;
+        let credit_due = self.credit_due(owed);
         let plan = if o.ctrl_sizes.is_empty() && o.msg_sizes.is_empty() {
             if !credit_due {
                 return Ok(false);
@@ -464,14 +464,16 @@ impl Gate {
         };
         let link = self.rails[plan.rail].link(core).map_err(SendError::Gate)?;
         let taken = self.build(core, o, &plan).map_err(SendError::Gate)?;
+        let urgent = self.urgent(o, &plan, taken);
+        let send = |p: &[IoSlice<'_>]| if urgent { link.try_send(p) } else { link.try_send_lazy(p) };
         let sent = if self.rails[plan.rail].info.caps.iovec {
-            link.try_send(&o.iov)
+            send(&o.iov)
         } else {
             o.flat.clear();
             for s in &o.iov {
                 o.flat.extend_from_slice(s);
             }
-            link.try_send(&[IoSlice::new(&o.flat)])
+            send(&[IoSlice::new(&o.flat)])
         };
         let bytes = o.iov.iter().map(|s| s.len()).sum::<usize>();
         o.iov.clear(); // the slices borrowed `hdr` and user memory only for the send
@@ -588,6 +590,28 @@ impl Gate {
         // SAFETY: the caller's contract.
         let e = unsafe { link.expose(mem, Access::Read) }.ok()?;
         (e.key().len() <= crate::drivers::MAX_KEY && !e.key().is_empty()).then_some((i, e))
+    }
+
+    /// Whether owing the peer `owed` (bytes, slots) calls for giving it back now, in a packet of
+    /// its own if need be: the peer may be running short.
+    pub(crate) fn credit_due(&self, owed: (u64, u64)) -> bool {
+        owed.0 >= self.owed_threshold || owed.1 >= 16
+    }
+
+    /// Whether the packet of `plan` (carrying `taken` credit back) holds something the peer's
+    /// progress depends on — a control chunk, credit that was due, a rendezvous request, a
+    /// synchronous send, a message whose request is watched (a collective's schedule, a
+    /// partitioned transfer) — rather than plain eager data and a little credit, which a peer
+    /// asleep in its progression thread may read later (`Link::try_send_lazy`).
+    fn urgent(&self, o: &Out, plan: &Plan, taken: (u64, u64)) -> bool {
+        plan.control > 0
+            || self.credit_due(taken)
+            || (0..plan.messages).any(|i| {
+                // SAFETY: queued: the gate holds it, and the caller holds the gate lock.
+                let st = unsafe { o.msgs[i].state() };
+                let sync = matches!(st.kind, Kind::Send { flags, .. } if flags & FLAG_SYNC != 0);
+                o.protos[i] == Proto::Rdv || sync || st.monitor.is_some()
+            })
     }
 
     /// Encodes the packet of `plan` into `o.hdr`/`o.iov`. Returns the credit it carries back.
@@ -879,7 +903,7 @@ impl Gate {
         self.allowance.release(bytes, slots);
         let b = self.owed_bytes.fetch_add(bytes, Relaxed) + bytes;
         let s = self.owed_slots.fetch_add(slots, Relaxed) + slots;
-        if b >= self.owed_threshold || s >= 16 {
+        if self.credit_due((b, s)) {
             self.flush(core);
         }
     }

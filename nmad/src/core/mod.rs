@@ -823,6 +823,12 @@ impl Sink for CoreSink<'_> {
     }
 }
 
+thread_local! {
+    /// Drivers (by index, below 64) this thread armed for urgent packets only: its disarm
+    /// must be of the same kind.
+    static ARMED_FOR_URGENT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// The progression task of one driver: polls it, runs the direct reads and retries busy gates.
 struct DriverTask {
     core: Weak<Core>,
@@ -873,7 +879,16 @@ impl Source for DriverTask {
         // Always arm the driver (each arm is paired with a disarm); then: pending reads, busy
         // gates or queued active messages (another thread's runner may have missed the last one)
         // are work to do, not reasons to sleep.
-        let quiet = core.drivers[self.driver].arm();
+        // A progression thread sleeps through plain eager data (`Link::try_send_lazy`) while no
+        // application thread waits in the library: the application reads it at its next call,
+        // or the next tick does; whatever someone waits for still wakes it (and a waiter that
+        // comes to sleep pokes it to arm again, for everything).
+        let d = &core.drivers[self.driver];
+        let lazy = Pioman::in_progression_thread() && !core.pioman.application_waiting() && self.driver < 64;
+        ARMED_FOR_URGENT.set(
+            ARMED_FOR_URGENT.get() & !(1 << (self.driver % 64)) | (u64::from(lazy) << (self.driver % 64)),
+        );
+        let quiet = if lazy { d.arm_for_urgent() } else { d.arm() };
         quiet
             && core.reads.is_empty()
             && core.writes.is_empty()
@@ -883,7 +898,11 @@ impl Source for DriverTask {
 
     fn disarm(&self) {
         if let Some(core) = self.core.upgrade() {
-            core.drivers[self.driver].disarm();
+            let d = &core.drivers[self.driver];
+            let bit = 1u64 << (self.driver % 64);
+            let lazy = self.driver < 64 && ARMED_FOR_URGENT.get() & bit != 0;
+            ARMED_FOR_URGENT.set(ARMED_FOR_URGENT.get() & !bit);
+            if lazy { d.disarm_for_urgent() } else { d.disarm() }
         }
     }
 }

@@ -225,6 +225,15 @@ pub trait Driver: Send + Sync {
         true
     }
     fn disarm(&self) {}
+    /// [`Driver::arm`] for a context that peers need to wake only for packets someone waits for
+    /// (not those sent by [`Link::try_send_lazy`]): a progression thread while its application
+    /// computes. Paired with [`Driver::disarm_for_urgent`].
+    fn arm_for_urgent(&self) -> bool {
+        self.arm()
+    }
+    fn disarm_for_urgent(&self) {
+        self.disarm()
+    }
     /// Closes every link and stops accepting. Idempotent.
     fn shutdown(&self) {}
 }
@@ -236,6 +245,12 @@ pub trait Link: Send + Sync {
     /// whole, or nothing ([`Sent::Busy`]). On `Done` the bytes were copied or written: the caller
     /// may reuse them. Errors mean the link failed.
     fn try_send(&self, packet: &[IoSlice<'_>]) -> io::Result<Sent>;
+    /// [`Link::try_send`] of a packet nobody waits for at the peer (plain eager data, no answer
+    /// asked): a peer asleep for urgent packets only ([`Driver::arm_for_urgent`]) is left asleep
+    /// and reads it at its next poll.
+    fn try_send_lazy(&self, packet: &[IoSlice<'_>]) -> io::Result<Sent> {
+        self.try_send(packet)
+    }
     /// Starts sending `src` (`hdr.len` bytes in all) as bulk data; the receiving driver asks its
     /// sink where to put it. Completion is reported as [`Sink::bulk_sent`] with `token`.
     ///

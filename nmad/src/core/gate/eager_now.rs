@@ -44,9 +44,10 @@ impl Gate {
         }
         o.segs.clear();
         st.data.segments(0..len, &mut o.segs);
+        let watched = st.monitor.is_some();
         // SAFETY: the send's memory is readable until it completes (Data contract), and it
         // completes only after this call.
-        unsafe { self.packet_now(core, o, &MsgHeader { flags: 0, session, tag, seq: st.seq }, len) }
+        unsafe { self.packet_now(core, o, &MsgHeader { flags: 0, session, tag, seq: st.seq }, len, watched) }
     }
 
     /// The express send: `bytes` to session `session` with `tag`, sent now in a packet of its
@@ -65,7 +66,7 @@ impl Gate {
         o.segs.push(Segment { ptr: bytes.as_ptr(), len: bytes.len() });
         let h = MsgHeader { flags: 0, session, tag, seq };
         // SAFETY: `bytes` is borrowed for this call, and the packet is in the link when it returns.
-        match unsafe { self.packet_now(core, o, &h, bytes.len()) } {
+        match unsafe { self.packet_now(core, o, &h, bytes.len(), false) } {
             Ok(Now::Sent) => {
                 *o.next_seq.of(session) = seq.wrapping_add(1);
                 true
@@ -100,7 +101,8 @@ impl Gate {
     }
 
     /// Sends the message of header `h` and `len` bytes, whose payload is `o.segs`, in a packet
-    /// of its own with the credit we owe the peer.
+    /// of its own with the credit we owe the peer; `watched`: its request has a monitor (see
+    /// `Gate::urgent`).
     ///
     /// # Safety
     /// `o.segs` describe readable memory until this returns; the caller holds the gate lock and
@@ -111,6 +113,7 @@ impl Gate {
         o: &mut Out,
         h: &MsgHeader,
         len: usize,
+        watched: bool,
     ) -> Result<Now, SendError> {
         if o.segs.len() > MAX_PIECES {
             return Ok(Now::NotNow);
@@ -143,7 +146,11 @@ impl Gate {
             iov.push(IoSlice::new(credit.bytes()));
         }
         let bytes = iov.iter().map(|s| s.len()).sum::<usize>();
-        match link.try_send(&iov) {
+        // Plain eager data (no answer asked: `may_send_now` refused synchronous sends) is lazy
+        // unless it carries credit that was due, or its request is watched (`Gate::urgent`).
+        let urgent = watched || self.credit_due(owed);
+        let sent = if urgent { link.try_send(&iov) } else { link.try_send_lazy(&iov) };
+        match sent {
             Ok(Sent::Done) => {
                 o.credit -= len as u64 + EAGER_OVERHEAD;
                 core.packets.fetch_add(1, Relaxed);

@@ -219,9 +219,9 @@ impl ShmLink {
         self.error()
     }
 
-    /// Signals the peer if it sleeps (after a publish).
-    fn wake_peer(&self) {
-        if ring::consumer_sleeping(&self.out) {
+    /// Signals the peer if it sleeps for such a record (after a publish).
+    fn wake_peer(&self, urgent: bool) {
+        if ring::consumer_sleeping(&self.out).wants(urgent) {
             signal(&self.peer_wake);
         }
     }
@@ -284,29 +284,25 @@ impl ShmLink {
         }
         drop(guard);
         if n > 0 {
-            self.wake_peer();
+            self.wake_peer(true);
         }
         Ok(n)
     }
 
     /// Bulk tokens finished outside `poll` get a wake-up of our own driver, so a sleeping context
-    /// reports them.
-    fn after_send(&self, tx: Guard<'_, Tx>) {
+    /// reports them. Bulk data in the ring is urgent (its sender waits for its end).
+    fn after_send(&self, tx: Guard<'_, Tx>, urgent: bool) {
         let finished = !tx.sent.is_empty();
+        let urgent = urgent || !tx.bulk.is_empty() || finished;
         drop(tx);
-        self.wake_peer();
+        self.wake_peer(urgent);
         if finished {
             signal(&self.own_wake);
         }
     }
-}
 
-impl Link for ShmLink {
-    fn peer(&self) -> PeerId {
-        self.peer
-    }
-
-    fn try_send(&self, packet: &[IoSlice<'_>]) -> io::Result<Sent> {
+    /// Writes `packet` into the ring, signalling a peer asleep for such a record.
+    fn send_packet(&self, packet: &[IoSlice<'_>], urgent: bool) -> io::Result<Sent> {
         let len: usize = packet.iter().map(|s| s.len()).sum();
         if len as u64 > MAX_PAYLOAD {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "packet larger than max_packet"));
@@ -317,7 +313,14 @@ impl Link for ShmLink {
         let pos = match tx.prod.reserve(&self.out, record_size(PACKET_HEADER, len as u64), 0) {
             Ok(Some(pos)) => pos,
             Ok(None) => {
+                // Records a peer asleep for urgent ones left unread may be what fills the ring:
+                // a stall is urgent (once per stall).
+                let first = !self.tx_stalled.load(Relaxed);
                 self.stall(tx);
+                drop(guard);
+                if first {
+                    self.wake_peer(true);
+                }
                 return Ok(Sent::Busy);
             }
             Err(m) => return Err(self.corrupt(m)),
@@ -334,8 +337,22 @@ impl Link for ShmLink {
             // The packet is in the ring; the failure shows at the next call and poll.
             self.corrupt(m);
         }
-        self.after_send(guard);
+        self.after_send(guard, urgent);
         Ok(Sent::Done)
+    }
+}
+
+impl Link for ShmLink {
+    fn peer(&self) -> PeerId {
+        self.peer
+    }
+
+    fn try_send(&self, packet: &[IoSlice<'_>]) -> io::Result<Sent> {
+        self.send_packet(packet, true)
+    }
+
+    fn try_send_lazy(&self, packet: &[IoSlice<'_>]) -> io::Result<Sent> {
+        self.send_packet(packet, false)
     }
 
     unsafe fn send_bulk(&self, hdr: BulkHeader, src: &[Segment], token: u64) -> io::Result<()> {
@@ -352,7 +369,7 @@ impl Link for ShmLink {
         tx.bulk.push_back(BulkJob { hdr, src: src.to_vec(), index: 0, offset: 0, done: 0, token });
         self.tx_pending.store(true, Relaxed);
         self.push_bulk(tx, BULK_PIECES_AT_START).map_err(|m| self.corrupt(m))?;
-        self.after_send(guard);
+        self.after_send(guard, true);
         Ok(())
     }
 
@@ -399,9 +416,9 @@ impl Link for ShmLink {
 }
 
 impl Sleeper for Arc<ShmLink> {
-    fn set_asleep(&self, on: bool) {
-        ring::set_sleeping(&self.inc, on);
-        ring::set_waiting(&self.out, on && self.tx_stalled.load(Relaxed));
+    fn set_asleep(&self, how: ring::Sleep) {
+        ring::set_sleeping(&self.inc, how);
+        ring::set_waiting(&self.out, how != ring::Sleep::Awake && self.tx_stalled.load(Relaxed));
     }
 
     fn ready(&self) -> bool {

@@ -48,6 +48,7 @@ use super::retry::with_retry;
 use super::{Caps, Driver, DriverEnv, LargePath, Link, PeerId, Profile, Sink};
 use link::ShmLink;
 use receive::{Scratch, receive};
+use ring::Sleep;
 use setup::Local;
 use shared::Shared;
 use socket::drain;
@@ -157,6 +158,21 @@ impl ShmDriver {
             sink.link_failed(link.peer, link.error());
         }
         1
+    }
+
+    /// Arms the driver for a context woken as `how` says (see [`Driver::arm`]).
+    fn arm_as(&self, how: Sleep) -> bool {
+        let sh = &*self.shared;
+        // Reset the eventfd before every arm, not only the first of overlapping ones: while
+        // several contexts take turns sleeping, the count may never fall back to 0, and a
+        // readable fd left from an old wake-up would make every sleep return at once (a spin
+        // through epoll). A sleeper woken by that old write and now finding the fd reset goes
+        // back to sleep: the data is seen by this arm's check of the rings, and the context
+        // that polls it completes (and rings the doorbell of) whatever it finishes.
+        drain(&sh.local.wake);
+        let quiet = sh.sleepers.arm(how);
+        sh.armed.store(true, Relaxed);
+        quiet && !sh.events.load(SeqCst)
     }
 }
 
@@ -276,21 +292,19 @@ impl Driver for ShmDriver {
     }
 
     fn arm(&self) -> bool {
-        let sh = &*self.shared;
-        // Reset the eventfd before every arm, not only the first of overlapping ones: while
-        // several contexts take turns sleeping, the count may never fall back to 0, and a
-        // readable fd left from an old wake-up would make every sleep return at once (a spin
-        // through epoll). A sleeper woken by that old write and now finding the fd reset goes
-        // back to sleep: the data is seen by this arm's check of the rings, and the context
-        // that polls it completes (and rings the doorbell of) whatever it finishes.
-        drain(&sh.local.wake);
-        let quiet = sh.sleepers.arm();
-        sh.armed.store(true, Relaxed);
-        quiet && !sh.events.load(SeqCst)
+        self.arm_as(Sleep::Any)
     }
 
     fn disarm(&self) {
-        self.shared.sleepers.disarm();
+        self.shared.sleepers.disarm(Sleep::Any);
+    }
+
+    fn arm_for_urgent(&self) -> bool {
+        self.arm_as(Sleep::Urgent)
+    }
+
+    fn disarm_for_urgent(&self) {
+        self.shared.sleepers.disarm(Sleep::Urgent);
     }
 
     fn shutdown(&self) {

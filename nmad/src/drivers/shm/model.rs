@@ -1,7 +1,8 @@
 //! Loom models of the ring and of the wake protocol, on tiny rings
 //! (`RUSTFLAGS="--cfg loom" cargo test -p nmad --lib --release loom`): no record is lost, torn or
 //! reordered, and a context that decides to sleep is always signalled by the peer's next publish
-//! or release.
+//! it sleeps for (every one, or the urgent ones for a progression thread) or release, even while
+//! contexts of the other kind come and go.
 //!
 //! The wake models are explored exhaustively; the ring model with at most 3 preemptions (its
 //! exhaustive run takes about ten minutes and passes too). Loom does not model load buffering, so
@@ -9,7 +10,7 @@
 //! is argued in `ring.rs`, not checked here.
 
 use super::ring::test_mem::TestMem;
-use super::ring::{self, Body, Producer, RingMem, record_size};
+use super::ring::{self, Body, Producer, RingMem, Sleep, record_size};
 use super::wake::{Sleeper, Sleepers};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering::*};
@@ -77,57 +78,72 @@ struct Rx {
 }
 
 impl Sleeper for Arc<Rx> {
-    fn set_asleep(&self, on: bool) {
-        ring::set_sleeping(&*self.m, on);
+    fn set_asleep(&self, how: Sleep) {
+        ring::set_sleeping(&*self.m, how);
     }
     fn ready(&self) -> bool {
         ring::has_record(&*self.m, self.head)
     }
 }
 
-/// Publishes one record and signals if the consumer sleeps.
-fn publish_and_signal(m: &TestMem, signalled: &AtomicBool) {
+/// Publishes one record (`urgent` or not) and signals if the consumer sleeps for it.
+fn publish_and_signal(m: &TestMem, signalled: &AtomicBool, urgent: bool) {
     let mut p = Producer::new(m.cap());
     send(&mut p, m, &[1; 8]);
-    if ring::consumer_sleeping(m) {
+    if ring::consumer_sleeping(m).wants(urgent) {
         signalled.store(true, Relaxed);
     }
 }
 
-#[test]
-fn loom_wake_a_sleeping_consumer_is_signalled() {
-    model(None, || {
+/// A consumer that sleeps as `how` says is signalled by a publish it wants (`urgent`).
+fn sleeper_is_signalled(how: Sleep, urgent: bool) {
+    model(None, move || {
         let m = Arc::new(TestMem::new(256));
         let sleepers = Sleepers::new();
         sleepers.add(Arc::new(Rx { m: m.clone(), head: 0 }));
         let signalled = Arc::new(AtomicBool::new(false));
         let (pm, ps) = (m.clone(), signalled.clone());
-        let producer = loom::thread::spawn(move || publish_and_signal(&pm, &ps));
-        let slept = sleepers.arm();
+        let producer = loom::thread::spawn(move || publish_and_signal(&pm, &ps, urgent));
+        let slept = sleepers.arm(how);
         producer.join().unwrap();
         assert!(!slept || signalled.load(Relaxed), "the consumer slept and was never signalled");
     });
 }
 
 #[test]
-fn loom_wake_another_context_leaving_does_not_clear_the_flag() {
-    model(None, || {
+fn loom_wake_a_sleeping_consumer_is_signalled() {
+    sleeper_is_signalled(Sleep::Any, false);
+    sleeper_is_signalled(Sleep::Any, true);
+    sleeper_is_signalled(Sleep::Urgent, true);
+}
+
+/// A context of kind `brief` arming and leaving while another sleeps as `how` does not lower
+/// the flags that one relies on (a publish it wants still signals it).
+fn others_leaving_keep_the_flag(how: Sleep, brief: Sleep, urgent: bool) {
+    model(None, move || {
         let m = Arc::new(TestMem::new(256));
         let sleepers = Arc::new(Sleepers::new());
         sleepers.add(Arc::new(Rx { m: m.clone(), head: 0 }));
         let signalled = Arc::new(AtomicBool::new(false));
         let (pm, ps) = (m.clone(), signalled.clone());
-        let producer = loom::thread::spawn(move || publish_and_signal(&pm, &ps));
+        let producer = loom::thread::spawn(move || publish_and_signal(&pm, &ps, urgent));
         let other = sleepers.clone();
-        let brief = loom::thread::spawn(move || {
-            other.arm();
-            other.disarm();
+        let passer = loom::thread::spawn(move || {
+            other.arm(brief);
+            other.disarm(brief);
         });
-        let slept = sleepers.arm();
+        let slept = sleepers.arm(how);
         producer.join().unwrap();
-        brief.join().unwrap();
+        passer.join().unwrap();
         assert!(!slept || signalled.load(Relaxed), "a disarm cleared the flag of a sleeper");
     });
+}
+
+#[test]
+fn loom_wake_another_context_leaving_does_not_clear_the_flag() {
+    others_leaving_keep_the_flag(Sleep::Any, Sleep::Any, false);
+    others_leaving_keep_the_flag(Sleep::Any, Sleep::Urgent, false);
+    others_leaving_keep_the_flag(Sleep::Urgent, Sleep::Any, true);
 }
 
 /// The producer side of a full ring, as the driver's stalled link is.
@@ -137,8 +153,8 @@ struct Tx {
 }
 
 impl Sleeper for Arc<Tx> {
-    fn set_asleep(&self, on: bool) {
-        ring::set_waiting(&*self.m, on);
+    fn set_asleep(&self, how: Sleep) {
+        ring::set_waiting(&*self.m, how != Sleep::Awake);
     }
     fn ready(&self) -> bool {
         ring::released(&*self.m) != self.seen_head
@@ -166,7 +182,7 @@ fn loom_wake_a_producer_waiting_for_space_is_signalled() {
                 cs.store(true, Relaxed);
             }
         });
-        let slept = sleepers.arm();
+        let slept = sleepers.arm(Sleep::Urgent);
         consumer.join().unwrap();
         assert!(!slept || signalled.load(Relaxed), "the producer slept and was never signalled");
         if !slept {

@@ -10,8 +10,8 @@
 //! the data area). Layout:
 //! - control block, one 128-byte block each (no false sharing, even with adjacent-line
 //!   prefetch): `head` (bytes the consumer released), `sleeping` (the consumer may sleep: the
-//!   producer must signal it after publishing), `waiting` (the producer may sleep until the
-//!   consumer frees space);
+//!   producer must signal it after publishing — every record, or only urgent ones: [`Sleep`]),
+//!   `waiting` (the producer may sleep until the consumer frees space);
 //! - data area: records, each starting on a 64-byte slot: `stamp` (= pos + 1, stored last with
 //!   Release), `meta` (kind << 32 | length), for bulk pieces `cookie` and `offset`, then the
 //!   payload, which may wrap around the end of the area.
@@ -237,17 +237,47 @@ pub(crate) fn released(m: &impl RingMem) -> u64 {
     m.load(Word::Head, Ordering::Relaxed)
 }
 
-/// Consumer side of the wake protocol: announce (or withdraw) that it may sleep. The caller
-/// issues a SeqCst fence before checking [`has_record`].
-pub(crate) fn set_sleeping(m: &impl RingMem, on: bool) {
-    set_flag(m, Word::Sleeping, on);
+/// How the consumer sleeps (the `sleeping` word), in increasing order of what wakes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Sleep {
+    Awake = 0,
+    /// Only for records someone waits for (a progression thread while its application
+    /// computes: plain eager data can wait for the application's next call or the next tick).
+    Urgent = 1,
+    /// For every record (a thread waiting in the library).
+    Any = 2,
 }
 
-/// Stores a flag only if it changes: the peer reads it on every publish (or release), so a
-/// needless store would cost it a cache miss.
-fn set_flag(m: &impl RingMem, w: Word, on: bool) {
-    if (m.load(w, Ordering::Relaxed) != 0) != on {
-        m.store(w, on as u64, Ordering::Relaxed);
+impl Sleep {
+    fn of(word: u64) -> Sleep {
+        match word {
+            0 => Sleep::Awake,
+            1 => Sleep::Urgent,
+            _ => Sleep::Any, // a foreign value: the safe reading
+        }
+    }
+
+    /// Whether a sleeper of this kind must be signalled for a record (`urgent` or not).
+    pub(crate) fn wants(self, urgent: bool) -> bool {
+        match self {
+            Sleep::Awake => false,
+            Sleep::Urgent => urgent,
+            Sleep::Any => true,
+        }
+    }
+}
+
+/// Consumer side of the wake protocol: announce (or withdraw, with [`Sleep::Awake`]) that it
+/// may sleep. The caller issues a SeqCst fence before checking [`has_record`].
+pub(crate) fn set_sleeping(m: &impl RingMem, how: Sleep) {
+    set_word(m, Word::Sleeping, how as u64);
+}
+
+/// Stores a control word only if it changes: the peer reads it on every publish (or release),
+/// so a needless store would cost it a cache miss.
+fn set_word(m: &impl RingMem, w: Word, v: u64) {
+    if m.load(w, Ordering::Relaxed) != v {
+        m.store(w, v, Ordering::Relaxed);
     }
 }
 
@@ -256,16 +286,17 @@ pub(crate) fn has_record(m: &impl RingMem, head: u64) -> bool {
     m.load(Word::Data(head), Ordering::Relaxed) != 0
 }
 
-/// Producer side, after publishing: whether the consumer must be signalled.
-pub(crate) fn consumer_sleeping(m: &impl RingMem) -> bool {
+/// Producer side, after publishing: how the consumer sleeps ([`Sleep::wants`] says whether
+/// to signal it).
+pub(crate) fn consumer_sleeping(m: &impl RingMem) -> Sleep {
     fence(Ordering::SeqCst);
-    m.load(Word::Sleeping, Ordering::Relaxed) != 0
+    Sleep::of(m.load(Word::Sleeping, Ordering::Relaxed))
 }
 
 /// Producer side of the space protocol: announce (or withdraw) that it may sleep until the
 /// consumer frees space. The caller fences (SeqCst) before re-reading the consumer's index.
 pub(crate) fn set_waiting(m: &impl RingMem, on: bool) {
-    set_flag(m, Word::Waiting, on);
+    set_word(m, Word::Waiting, u64::from(on));
 }
 
 /// Consumer side: whether releasing up to `head` calls for a look at the producer's `waiting`

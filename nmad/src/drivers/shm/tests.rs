@@ -141,3 +141,46 @@ fn cards_of_other_nodes_or_malformed_are_not_reached() {
     assert!(!d[0].reaches(node), "no name");
     assert!(d[0].connect(1, "garbage").is_err());
 }
+
+/// Whether `fd` (an eventfd) was signalled, without waiting.
+fn signalled(fd: std::os::fd::RawFd) -> bool {
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd; no wait.
+    unsafe { libc::poll(&mut pfd, 1, 0) == 1 }
+}
+
+/// A context asleep for urgent packets only is not signalled by a lazy one, is by an urgent one
+/// and when its peer's ring is full; one asleep for everything is signalled by a lazy one too.
+#[test]
+fn a_sleeper_for_urgent_packets_is_signalled_only_for_them() {
+    let d = drivers(2);
+    let (a, b) = (&d[0], &d[1]);
+    let ab = dial(a, b, 1);
+    let mut rb = Recorder::default();
+    pump(b, &mut rb, "the link", |r| r.links.len() == 1);
+    let fd = b.wait_fd().unwrap();
+    while b.poll(&mut rb) > 0 {}
+    assert!(b.arm_for_urgent(), "nothing pending");
+    assert_eq!(ab.try_send_lazy(&[IoSlice::new(b"lazy")]).unwrap(), Sent::Done);
+    assert!(!signalled(fd), "a lazy packet woke a sleeper for urgent ones");
+    assert_eq!(ab.try_send(&[IoSlice::new(b"urgent")]).unwrap(), Sent::Done);
+    assert!(signalled(fd), "an urgent packet did not wake it");
+    b.disarm_for_urgent();
+    pump(b, &mut rb, "both packets", |r| r.packets.len() == 2);
+    assert!(b.arm(), "nothing pending");
+    assert_eq!(ab.try_send_lazy(&[IoSlice::new(b"lazy")]).unwrap(), Sent::Done);
+    assert!(signalled(fd), "a lazy packet did not wake a sleeper for everything");
+    b.disarm();
+    pump(b, &mut rb, "the third packet", |r| r.packets.len() == 3);
+    // Lazy packets left unread fill the ring: the stall signals the sleeper.
+    assert!(b.arm_for_urgent(), "nothing pending");
+    let data = [7u8; 8000];
+    let mut n = 0;
+    while ab.try_send_lazy(&[IoSlice::new(&data)]).unwrap() == Sent::Done {
+        assert!(!signalled(fd), "lazy packet {n} woke it");
+        n += 1;
+    }
+    assert!(signalled(fd), "a full ring did not wake the sleeper for urgent packets");
+    b.disarm_for_urgent();
+    pump(b, &mut rb, "the ring's packets", |r| r.packets.len() == 3 + n);
+}
