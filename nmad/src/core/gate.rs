@@ -810,8 +810,9 @@ impl Gate {
         Ok(())
     }
 
-    /// A bulk piece of send `cookie` left.
-    pub(crate) fn on_bulk_sent(&self, cookie: u64) {
+    /// A piece of send `cookie` is done (bulk data left, or a write the peer asked for): the
+    /// send completes with its last.
+    pub(crate) fn on_piece_done(&self, cookie: u64) {
         let done = {
             let mut out = self.out.lock().unwrap();
             let Some(&mut req) = out.sends.get_mut(cookie) else { return };

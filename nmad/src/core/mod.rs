@@ -811,7 +811,7 @@ impl Sink for CoreSink<'_> {
 
     fn bulk_sent(&mut self, to: PeerId, token: u64) {
         if let Some(g) = self.core.existing_gate(to) {
-            g.on_bulk_sent(token);
+            g.on_piece_done(token);
         }
     }
 

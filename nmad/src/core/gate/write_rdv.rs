@@ -302,25 +302,6 @@ impl Gate {
         }
         Ok(())
     }
-
-    /// One piece of send `cookie` (its write) is over: it completes when none is left.
-    fn write_done(&self, cookie: u64) {
-        let done = {
-            let mut out = self.out.lock().unwrap();
-            let Some(&mut req) = out.sends.get_mut(cookie) else { return };
-            // SAFETY: registered: held by the gate, under its lock.
-            let st = unsafe { req.state() };
-            st.pending = st.pending.saturating_sub(1);
-            if st.pending > 0 {
-                return;
-            }
-            out.sends.remove(cookie)
-        };
-        if let Some(r) = done {
-            // SAFETY: removed: we hold it.
-            unsafe { r.complete(None) };
-        }
-    }
 }
 
 /// Runs the queued writes. Returns how many ran.
@@ -338,8 +319,8 @@ pub(crate) fn run_writes(core: &Core) -> usize {
 }
 
 /// Writes `job`'s bytes and answers WRITTEN; if the write fails, sends them as bulk data to
-/// the receive instead (its entry takes bulk pieces). Either way the piece ends the send's
-/// write (`write_done`, or `on_bulk_sent` for the bulk data).
+/// the receive instead (its entry takes bulk pieces). Either way the piece ends
+/// (`Gate::on_piece_done`, at once or when the bulk data left).
 fn write(core: &Core, gate: &Gate, job: &WriteJob) {
     let mut segs: Vec<Segment> = Vec::new();
     {
@@ -359,7 +340,7 @@ fn write(core: &Core, gate: &Gate, job: &WriteJob) {
         Ok(()) => {
             core.counters.sent(rail.driver, job.len as usize);
             gate.control(core, Control::Written(job.recv_cookie));
-            gate.write_done(job.cookie);
+            gate.on_piece_done(job.cookie);
         }
         Err(e) => {
             static REFUSED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
