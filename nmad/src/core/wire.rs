@@ -547,6 +547,21 @@ mod tests {
     }
 
     #[test]
+    fn the_latency_paths_headers_are_the_general_encoders() {
+        let vals = [0u64, 1, 127, 128, 300, 16_383, 16_384, u32::MAX as u64, u64::MAX];
+        for &v in &vals {
+            let h = MsgHeader { flags: 0, session: v as u32, tag: v, seq: (v >> 3) as u32 };
+            let mut general = vec![VERSION];
+            Encoder(&mut general).data(&h, v as usize, 0);
+            assert_eq!(Small::data_packet(&h, v as usize).bytes(), &general[..], "{v}");
+            let mut credit = Vec::new();
+            Encoder(&mut credit).credit(v, v >> 9);
+            let small = Small::credit(v, v >> 9);
+            assert_eq!(small.bytes(), if v == 0 { &[][..] } else { &credit[..] }, "credit {v}");
+        }
+    }
+
+    #[test]
     fn a_small_message_header_is_a_few_bytes() {
         let b = packet(|e| e.data(&MsgHeader { flags: 0, session: 1, tag: 5, seq: 10 }, 8, 0));
         assert_eq!(b.len(), 1 + 6);
