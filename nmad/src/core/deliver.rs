@@ -347,10 +347,9 @@ fn is_fine(segments: usize, bytes: usize) -> bool {
 
 /// Whether the first `accepted` bytes of `req`'s buffer are finely scattered (see [`is_fine`]).
 fn finely_scattered(req: ReqPtr, accepted: u64) -> bool {
-    let mut local: Vec<SegmentMut> = Vec::new();
     // SAFETY: the caller holds the request.
-    unsafe { req.state() }.data.segments_mut(0..accepted as usize, &mut local);
-    is_fine(local.len(), accepted as usize)
+    let blocks = unsafe { req.state() }.data.block_count(0..accepted as usize);
+    is_fine(blocks, accepted as usize)
 }
 
 /// Where bulk bytes for receive `hdr.cookie` go.

@@ -197,6 +197,22 @@ pub(crate) struct Out {
     stalled: bool,
 }
 
+impl Out {
+    /// The registered send `cookie` that the peer's `answer` (an RTR, an RTW) names, if the
+    /// `accepted` bytes fit its message.
+    fn answered(&mut self, cookie: u64, accepted: u64, answer: &str) -> Result<ReqPtr, String> {
+        let Some(&mut req) = self.sends.get_mut(cookie) else {
+            return Err(format!("{answer} for unknown send {cookie:#x}"));
+        };
+        // SAFETY: registered sends are held by the gate; the caller holds its lock.
+        let len = unsafe { req.state() }.data.len();
+        if accepted > len as u64 {
+            return Err(format!("{answer} accepts {accepted} bytes of a {len}-byte message"));
+        }
+        Ok(req)
+    }
+}
+
 /// The next sequence number of each session's messages to the peer: the last session used
 /// inline (programs mostly talk on one communicator at a time), the others in a map.
 #[derive(Default)]
@@ -774,17 +790,9 @@ impl Gate {
         {
             let mut out = self.out.lock().unwrap();
             let o = &mut *out;
-            let Some(&mut req) = o.sends.get_mut(cookie) else {
-                return Err(format!("ready-to-receive for unknown send {cookie:#x}"));
-            };
+            let req = o.answered(cookie, accepted, "ready-to-receive")?;
             // SAFETY: registered sends are held by the gate; we hold its lock.
             let st = unsafe { req.state() };
-            if accepted > st.data.len() as u64 {
-                return Err(format!(
-                    "ready-to-receive accepts {accepted} bytes of a {}-byte message",
-                    st.data.len()
-                ));
-            }
             for p in pieces {
                 let rail = self.rail_by_name(p.rail).unwrap_or(0);
                 let link = self.rails[rail]

@@ -829,6 +829,23 @@ thread_local! {
     static ARMED_FOR_URGENT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+/// Records how this thread arms `driver` (for urgent packets only if `lazy` and the driver
+/// has a bit); returns whether for urgent packets only.
+fn armed_for_urgent(driver: usize, lazy: bool) -> bool {
+    let Some(bit) = 1u64.checked_shl(driver as u32) else { return false };
+    let armed = ARMED_FOR_URGENT.get();
+    ARMED_FOR_URGENT.set(if lazy { armed | bit } else { armed & !bit });
+    lazy
+}
+
+/// Whether this thread armed `driver` for urgent packets only; forgets it.
+fn disarmed_for_urgent(driver: usize) -> bool {
+    let Some(bit) = 1u64.checked_shl(driver as u32) else { return false };
+    let armed = ARMED_FOR_URGENT.get();
+    ARMED_FOR_URGENT.set(armed & !bit);
+    armed & bit != 0
+}
+
 /// The progression task of one driver: polls it, runs the direct reads and retries busy gates.
 struct DriverTask {
     core: Weak<Core>,
@@ -884,10 +901,8 @@ impl Source for DriverTask {
         // or the next tick does; whatever someone waits for still wakes it (and a waiter that
         // comes to sleep pokes it to arm again, for everything).
         let d = &core.drivers[self.driver];
-        let lazy = Pioman::in_progression_thread() && !core.pioman.application_waiting() && self.driver < 64;
-        ARMED_FOR_URGENT.set(
-            ARMED_FOR_URGENT.get() & !(1 << (self.driver % 64)) | (u64::from(lazy) << (self.driver % 64)),
-        );
+        let lazy = Pioman::in_progression_thread() && !core.pioman.application_waiting();
+        let lazy = armed_for_urgent(self.driver, lazy);
         let quiet = if lazy { d.arm_for_urgent() } else { d.arm() };
         quiet
             && core.reads.is_empty()
@@ -899,10 +914,7 @@ impl Source for DriverTask {
     fn disarm(&self) {
         if let Some(core) = self.core.upgrade() {
             let d = &core.drivers[self.driver];
-            let bit = 1u64 << (self.driver % 64);
-            let lazy = self.driver < 64 && ARMED_FOR_URGENT.get() & bit != 0;
-            ARMED_FOR_URGENT.set(ARMED_FOR_URGENT.get() & !bit);
-            if lazy { d.disarm_for_urgent() } else { d.disarm() }
+            if disarmed_for_urgent(self.driver) { d.disarm_for_urgent() } else { d.disarm() }
         }
     }
 }

@@ -248,17 +248,9 @@ impl Gate {
         };
         {
             let mut out = self.out.lock().unwrap();
-            let Some(&mut req) = out.sends.get_mut(cookie) else {
-                return Err(format!("ready-to-write for unknown send {cookie:#x}"));
-            };
+            let req = out.answered(cookie, accepted, "ready-to-write")?;
             // SAFETY: registered sends are held by the gate; we hold its lock.
             let st = unsafe { req.state() };
-            if accepted > st.data.len() as u64 {
-                return Err(format!(
-                    "ready-to-write accepts {accepted} bytes of a {}-byte message",
-                    st.data.len()
-                ));
-            }
             if st.pending > 0 {
                 return Err(format!("second answer for send {cookie:#x}"));
             }
