@@ -9,6 +9,7 @@ use crate::cond::{Cond, Wake};
 use crate::ltask::{Cancel, Ended, LTASK_CANCELLED, LTASK_DONE, Ltask, State};
 use crate::machine::{self, Scope};
 use crate::observe::Event;
+use crate::own_cpu;
 use crate::policy::{AfterSpin, MachineState, Policy};
 use crate::source::{Binding, BlockingWait, Context, Options, Poll, PollCtx, Source};
 use crate::stats::{Snapshot, SourceStats, context_index};
@@ -188,9 +189,15 @@ impl Inner {
 
     /// What the policy sees, from LWP `vp` (marcel) or from the calling thread.
     pub(crate) fn machine(&self, vp: Option<usize>) -> MachineState {
+        self.machine_seen(vp, true)
+    }
+
+    /// [`Self::machine`], re-reading the kernel's counts only if `refresh` (see
+    /// `machine::os_state`).
+    fn machine_seen(&self, vp: Option<usize>, refresh: bool) -> MachineState {
         let mut m = match &self.marcel {
             Some(h) => machine::marcel_state(h, vp),
-            None => machine::os_state(),
+            None => machine::os_state(refresh),
         };
         m.oversubscribed = self.oversubscribed.load(Relaxed);
         m
@@ -488,15 +495,28 @@ impl Inner {
         vp: Option<usize>,
         first: First<'_>,
     ) -> bool {
+        // The run-queue delay at the previous re-plan (read only once a spin ran out: the fast
+        // path makes no system call), and whether this round follows one.
+        let mut run_delay: Option<u64> = None;
+        let mut replan = false;
         loop {
             if cond.test(mask) {
                 return true;
             }
-            let plan = self.policy.load().0.wait(&self.machine(vp));
+            let mut machine = self.machine_seen(vp, replan);
+            if self.marcel.is_none() {
+                own_cpu::fill(&mut machine, replan, self.waiters[self.node_index(scope)].waiting());
+            }
+            let plan = self.policy.load().0.wait(&machine);
             if let Some(r) = self.spin(cond, mask, scope, &plan, deadline, first) {
                 return r;
             }
             let slept = match plan.then {
+                AfterSpin::Replan => {
+                    run_delay = own_cpu::note_run_delay(run_delay);
+                    replan = true;
+                    None
+                }
                 AfterSpin::Block if self.has_blocking_sources(scope) => {
                     self.sleep_blocking(cond, mask, scope, deadline)
                 }
@@ -535,6 +555,7 @@ impl Inner {
         let mut round = 0u32;
         let reentrant = first.is_some_and(|lt| lt.source.reentrant());
         let mut direct = DirectPolls::default();
+        let spins_on = plan.then == AfterSpin::Replan;
         let spun = 'spin: loop {
             let mut useful = 0;
             if let Some(first) = first {
@@ -569,6 +590,9 @@ impl Inner {
                 if crate::clock::now_ns() >= spin_end {
                     break None;
                 }
+                if spins_on && waiters.waiting() > 1 {
+                    break None; // another thread came to wait: re-plan (it may want our CPU)
+                }
             }
             if plan.yield_while_spinning && in_user_thread {
                 marcel::yield_now();
@@ -584,7 +608,7 @@ impl Inner {
         if plan.spin > Duration::ZERO {
             self.last_spin_ns[node].store(crate::clock::now_ns(), Relaxed);
         }
-        if waiters.leave(WaitKind::Spin) && spun.is_none() && plan.spin > Duration::ZERO {
+        if waiters.leave(WaitKind::Spin) && spun.is_none() && plan.spin > Duration::ZERO && !spins_on {
             self.poke(); // a progression thread that stood back must poll again
         }
         spun

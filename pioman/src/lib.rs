@@ -57,6 +57,7 @@ mod loom;
 mod ltask;
 mod machine;
 pub mod observe;
+mod own_cpu;
 pub mod policy;
 mod source;
 pub mod stats;

@@ -5,7 +5,7 @@
 
 use crate::policy::MachineState;
 use crate::source::Binding;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::cell::Cell;
 
 /// Which bound tasks a context may poll.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -55,9 +55,13 @@ pub(crate) fn numa_of_cpu(cpu: usize) -> usize {
 /// Both counts are machine-wide. Not the CPUs this thread may use: an MPI rank pinned to one
 /// core would compare the whole machine's runnable threads (its peers spinning on their own
 /// cores) with its single core, always find it busy, and never spin.
-pub(crate) fn os_state() -> MachineState {
+///
+/// `refresh`: the count may be re-read if older than 1 ms. A waiter's first look at a wait does
+/// not (it uses its last count, however old): reading `/proc/loadavg` takes microseconds on a VM,
+/// just when a message may be arriving.
+pub(crate) fn os_state(refresh: bool) -> MachineState {
     let cores = online_cpus();
-    let runnable = runnable_threads();
+    let runnable = runnable_threads(refresh);
     let others = runnable.saturating_sub(1);
     MachineState { cores, idle_cores: cores.saturating_sub(others), ..MachineState::default() }
 }
@@ -69,19 +73,23 @@ fn online_cpus() -> usize {
     *N.get_or_init(|| (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as usize)
 }
 
-/// The first number of `/proc/loadavg`'s fourth field ("running/total"), cached for 1 ms.
-fn runnable_threads() -> usize {
-    static LAST_NS: AtomicU64 = AtomicU64::new(0);
-    static VALUE: AtomicU64 = AtomicU64::new(1);
+/// The first number of `/proc/loadavg`'s fourth field ("running/total"), cached for 1 ms per
+/// thread: the count includes its reader, which `os_state` subtracts, so a value read by another
+/// thread (a progression thread waking for its tick while the application spins) would count
+/// that thread instead of the caller.
+fn runnable_threads(refresh: bool) -> usize {
+    thread_local! {
+        /// (when read, clock ns; value)
+        static CACHE: Cell<(u64, u64)> = const { Cell::new((0, 1)) };
+    }
     // Asked at every wait: the TSC clock, not a clock_gettime.
     let now = crate::clock::now_ns();
-    let last = LAST_NS.load(Relaxed);
-    if last != 0 && now.saturating_sub(last) < 1_000_000 {
-        return VALUE.load(Relaxed) as usize;
+    let (last, value) = CACHE.get();
+    if last != 0 && (!refresh || now.saturating_sub(last) < 1_000_000) {
+        return value as usize;
     }
-    LAST_NS.store(now.max(1), Relaxed);
     let v = read_loadavg().and_then(|s| runnable_of(&s)).unwrap_or(1);
-    VALUE.store(v, Relaxed);
+    CACHE.set((now.max(1), v));
     v as usize
 }
 
@@ -119,7 +127,7 @@ pub(crate) fn marcel_state(h: &marcel::Handle, vp: Option<usize>) -> MachineStat
             local_ready = s.ready + s.detached;
         }
     }
-    MachineState { cores: n, idle_cores: idle, local_ready, under_marcel: true, oversubscribed: false }
+    MachineState { cores: n, idle_cores: idle, local_ready, under_marcel: true, ..MachineState::default() }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -143,7 +151,7 @@ mod tests {
         assert!(!s.allows(Binding::Core(0)));
         assert!(s.allows(Binding::Numa(0)));
         assert!(!Scope { any: false, ..s }.allows(Binding::Anywhere));
-        let m = os_state();
+        let m = os_state(true);
         assert!(m.cores >= 1 && m.idle_cores <= m.cores);
     }
 }

@@ -11,7 +11,11 @@
 //!   that cannot block.
 //! - `timer`: poll only at ticks.
 //! - `adaptive`: `poll` while a core is idle, `block` when every core computes; sources hinted
-//!   `prefers_blocking` are never polled busily. Under marcel a waiter whose LWP has nothing else to
+//!   `prefers_blocking` are never polled busily. Without marcel, a waiter whose process has no
+//!   other thread waiting for its CPU ([`MachineState::local_ready`]) and that has not lately
+//!   lost its CPU while spinning ([`MachineState::contended`]) spins for as long as the wait
+//!   lasts, re-planning every millisecond, as MPICH's waits do: an idle rank answers in a poll,
+//!   not a kernel wake-up. Under marcel a waiter whose LWP has nothing else to
 //!   run parks (its idle LWP polls and resumes it); one whose core is wanted by other threads
 //!   (ready, or hogs marcel handed off) sleeps in a blocking wait. Without marcel, in a job with
 //!   more ranks on the machine than CPUs ([`MachineState::oversubscribed`]), a waiter whose core
@@ -30,7 +34,9 @@ pub struct MachineState {
     /// Cores with nothing to run right now (idle marcel LWPs; without marcel, an estimate from the
     /// kernel's runnable count).
     pub idle_cores: usize,
-    /// Threads ready to run on the deciding context's core besides itself (marcel: its LWP's queue).
+    /// Threads ready to run on the deciding context's core besides itself (marcel: its LWP's
+    /// queue; a waiting OS thread: its process's runnable threads beyond its other allowed CPUs;
+    /// zero for other OS threads).
     pub local_ready: usize,
     /// Whether pioman runs under marcel.
     pub under_marcel: bool,
@@ -38,6 +44,11 @@ pub struct MachineState {
     /// more ranks than cores): the other runnable threads are likely peers waiting for us, not
     /// computations to stay out of the way of ([`crate::Pioman::set_oversubscribed`]).
     pub oversubscribed: bool,
+    /// The waiting OS thread lately lost its CPU to other threads while it spun (its run-queue
+    /// delay grew by more than a blip during a spin; remembered for 250 ms): its CPU is wanted.
+    /// Per thread, unlike `idle_cores`, and so not fooled by other cores' load. Always false
+    /// under marcel and outside waits.
+    pub contended: bool,
 }
 
 /// What an idle context (an idle marcel LWP, a progression thread) does now.
@@ -60,6 +71,9 @@ pub enum AfterSpin {
     Block,
     /// Park until the request completes (someone else detects it) or the next tick.
     Park,
+    /// Ask the policy again, without sleeping: the spin goes on as long as the machine stays as
+    /// it was (a core nobody else wants spins like MPICH's waits do).
+    Replan,
 }
 
 /// How a thread waiting for a request waits.
@@ -228,6 +242,17 @@ impl Policy for AdaptivePolicy {
                 then: AfterSpin::Block,
             };
         }
+        if !m.under_marcel && !m.oversubscribed && m.local_ready == 0 && !m.contended {
+            // No thread of ours waits for our CPU and nothing took it from us while we spun:
+            // keep polling (a kernel wake-up costs tens of µs on a VM), looking again every
+            // millisecond (each look reads `/proc`: not more often).
+            return WaitPlan {
+                spin: Duration::from_millis(1),
+                yield_while_spinning: false,
+                yield_cpu: false,
+                then: AfterSpin::Replan,
+            };
+        }
         let spin = if free { default_spin() } else { Duration::ZERO };
         WaitPlan { spin, yield_while_spinning: false, yield_cpu: false, then: AfterSpin::Block }
     }
@@ -328,6 +353,7 @@ mod tests {
             local_ready: 3,
             under_marcel: true,
             oversubscribed: false,
+            contended: false,
         };
         let idle = MachineState {
             cores: 2,
@@ -335,6 +361,7 @@ mod tests {
             local_ready: 0,
             under_marcel: true,
             oversubscribed: false,
+            contended: false,
         };
         assert_eq!(a.idle(&busy), IdleAction::Block);
         assert_eq!(a.idle(&idle), IdleAction::Poll);
@@ -346,10 +373,18 @@ mod tests {
             local_ready: 0,
             under_marcel: true,
             oversubscribed: false,
+            contended: false,
         };
         assert_eq!(a.wait(&alone).then, AfterSpin::Park, "our LWP will poll when we park");
         assert_eq!(a.wait(&busy).then, AfterSpin::Block);
-        let os_busy = MachineState { cores: 2, idle_cores: 0, local_ready: 0, ..Default::default() };
+        let os_alone = MachineState { cores: 2, idle_cores: 0, ..Default::default() };
+        assert_eq!(a.wait(&os_alone).then, AfterSpin::Replan, "an uncontended waiter spins on");
+        let contended = MachineState { contended: true, ..os_alone };
+        assert_eq!(a.wait(&contended).then, AfterSpin::Block);
+        let computing = MachineState { local_ready: 1, ..os_alone };
+        assert_eq!(a.wait(&computing).then, AfterSpin::Block, "our compute threads want the CPU");
+        let os_busy =
+            MachineState { cores: 2, idle_cores: 0, local_ready: 0, contended: true, ..Default::default() };
         assert_eq!(a.wait(&os_busy).spin, Duration::ZERO);
         let crowded = MachineState { oversubscribed: true, ..os_busy };
         assert!(a.wait(&crowded).spin > Duration::ZERO && a.wait(&crowded).yield_cpu);

@@ -47,6 +47,24 @@ thread_local! {
     static PROGRESSION_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Marks the calling thread as one of pioman's for its life (a waiter does not leave its CPU
+/// to it: `own_cpu`).
+struct OurThread;
+
+impl OurThread {
+    fn begin() -> OurThread {
+        PROGRESSION_THREAD.set(true);
+        crate::own_cpu::note_pioman_thread();
+        OurThread
+    }
+}
+
+impl Drop for OurThread {
+    fn drop(&mut self) {
+        crate::own_cpu::forget_pioman_thread();
+    }
+}
+
 /// Whether the calling thread is one of pioman's progression threads.
 pub(crate) fn in_progression_thread() -> bool {
     PROGRESSION_THREAD.get()
@@ -166,7 +184,7 @@ pub(crate) fn cpus_of_node(n: usize) -> Vec<usize> {
 
 /// The loop of a node or core progression thread.
 pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>) {
-    PROGRESSION_THREAD.set(true);
+    let _ours = OurThread::begin();
     pin_to(&cpus);
     inner.pokes.lock().unwrap().push(std::thread::current());
     let node = scope.numa.unwrap_or(0);
@@ -201,6 +219,16 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
     let mut served_mark = 0;
     let mut handover = Handover { from: Instant::now(), gap: 1 };
     while !inner.shutdown.load(Relaxed) {
+        if !served && inner.waiter_spinning(node) {
+            // The application polls every source itself right now: neither the machine's state
+            // nor a tick's poll is of use, and each would take the spinner's CPU (a rank pinned
+            // to one core shares it with us) just when a message may arrive.
+            served |= stand_back(&inner, node, next_tick, &mut handover);
+            if Instant::now() >= next_tick {
+                next_tick = Instant::now() + inner.tick;
+            }
+            continue;
+        }
         let m = inner.machine(None);
         let p = inner.policy();
         let action = idle_action(p.idle(&m), under_marcel, shares_one_cpu);
@@ -363,7 +391,7 @@ fn tick_only(inner: Arc<Inner>, scope: Scope) {
 /// Waits in one source's own blocking call while the policy says block, then polls; ends with
 /// the task.
 pub(crate) fn custom_wait_main(inner: Arc<Inner>, lt: Arc<Ltask>, scope: Scope) {
-    PROGRESSION_THREAD.set(true);
+    let _ours = OurThread::begin();
     inner.pokes.lock().unwrap().push(std::thread::current());
     while !inner.shutdown.load(Relaxed) && !lt.state.is_finished() {
         let m = inner.machine(None);

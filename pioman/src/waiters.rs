@@ -69,6 +69,11 @@ impl Waiters {
             && self.handover.swap(false, SeqCst)
     }
 
+    /// How many wait now, spinning or sleeping.
+    pub(crate) fn waiting(&self) -> usize {
+        self.spinning.load(Relaxed) + self.blocking.load(Relaxed)
+    }
+
     pub(crate) fn any(&self, kind: Kind) -> bool {
         self.count(kind).load(Acquire) > 0
     }

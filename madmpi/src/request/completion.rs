@@ -107,8 +107,9 @@ mod tests {
     use std::time::Instant;
 
     /// Rank 0 waits on three receives; rank 1 sends to the last one only, late: the wait ends
-    /// with that one, and waiting idle did not take a core (the waiting thread's CPU time is
-    /// well below the wall time).
+    /// with that one, and under a policy that never spins (`block`), waiting idle did not take a
+    /// core: the naps sleep (the waiting thread's CPU time is well below the wall time). The
+    /// default policy spins instead while nothing else wants the CPU (see pioman's `own_cpu`).
     #[test]
     fn waits_for_whichever_completes_without_spinning() {
         on_all(2, |w| {
@@ -131,6 +132,7 @@ mod tests {
                 })
                 .collect();
             let refs: Vec<&RawRequest> = reqs.iter().collect();
+            reqs[0].pioman().set_policy(std::sync::Arc::new(pioman::policy::BLOCK));
             let (t0, cpu0) = (Instant::now(), cpu_time());
             wait_any_complete(&refs);
             let (wall, cpu) = (t0.elapsed(), cpu_time() - cpu0);
