@@ -222,14 +222,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
     fn pin_to_first_cpu() {
-        let cpu = marcel::topology::allowed_cpus()[0];
-        // SAFETY: a zeroed cpu_set_t is empty; CPU_SET writes inside it; the set outlives the
-        // call, which only reads it.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            assert_eq!(libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set), 0);
-        }
+        crate::threads::pin_to(&[marcel::topology::allowed_cpus()[0]]);
     }
 
     fn spin_until(stop: &AtomicBool) {

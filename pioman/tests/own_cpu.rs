@@ -10,14 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
 fn pin_to_first_cpu() {
-    let cpu = marcel::topology::allowed_cpus()[0];
-    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET writes inside it; the set outlives the call,
-    // which only reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        assert_eq!(libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set), 0);
-    }
+    let id = marcel::topology::allowed_cpus()[0];
+    assert!(core_affinity::set_for_current(core_affinity::CoreId { id }), "pinned to CPU {id}");
 }
 
 /// Waits on `src` for an event written `after` from now; returns the blocking waits this cost.

@@ -55,7 +55,7 @@ impl Setup {
     /// and logs it.
     pub fn admit(&self, s: TcpStream, addr: SocketAddr, ticket: &Ticket) {
         let result = self.server_side(&s, ticket).and_then(|peer| {
-            let conn = Arc::new(Conn::new(self.shared.clone(), peer, s, addr));
+            let conn = Arc::new(Conn::new(self.shared.clone(), peer, s, addr, false));
             self.shared.adopt(conn, true).map_err(|e| e.to_string())
         });
         if let Err(why) = result {

@@ -20,7 +20,7 @@ use std::io::{self, IoSlice};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering::*};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Payload bytes per bulk frame: bounds how long a packet waits behind bulk data.
 pub const BULK_FRAME: usize = 512 << 10;
@@ -193,12 +193,19 @@ pub struct Conn {
     failure: Mutex<Option<io::Error>>,
     /// This process cut the peer off ([`Link::close`]): nothing more is read from it.
     cut: AtomicBool,
+    /// Made by our own `connect` (else accepted from the peer).
+    pub dialed: bool,
+    /// The connection this one's packets go by instead: of two connections that crossed, both
+    /// sides send on the one the lower rank dialed ([`Shared::adopt`]).
+    redirect: OnceLock<Arc<Conn>>,
 }
 
 impl Conn {
     /// `sock` is authenticated and nonblocking.
-    pub fn new(shared: Arc<Shared>, peer: PeerId, sock: TcpStream, addr: SocketAddr) -> Conn {
+    pub fn new(shared: Arc<Shared>, peer: PeerId, sock: TcpStream, addr: SocketAddr, dialed: bool) -> Conn {
         Conn {
+            dialed,
+            redirect: OnceLock::new(),
             token: shared.token(),
             peer,
             addr,
@@ -259,6 +266,19 @@ impl Conn {
             io::ErrorKind::ConnectionAborted,
             format!("tcp link to rank {} ({}) closed by this process", self.peer, self.addr),
         ));
+    }
+
+    /// Sends this connection's packets and bulk data by `to` from now on (once; what is queued
+    /// here already goes from here). The receiver reads both connections and restores the order of messages by their
+    /// sequence numbers, as it does across rails.
+    pub fn redirect_to(&self, to: Arc<Conn>) {
+        let _ = self.redirect.set(to);
+    }
+
+    /// The connection this one's packets go by, if not itself.
+    #[cfg(test)]
+    pub fn redirected(&self) -> Option<&Arc<Conn>> {
+        self.redirect.get()
     }
 
     /// Whether this process cut the peer off.
@@ -340,6 +360,9 @@ impl Link for Conn {
     }
 
     fn try_send(&self, packet: &[IoSlice<'_>]) -> io::Result<Sent> {
+        if let Some(to) = self.redirect.get() {
+            return to.try_send(packet);
+        }
         let len: usize = packet.iter().map(|s| s.len()).sum();
         if len > MAX_PACKET {
             return Err(io::Error::new(
@@ -371,6 +394,10 @@ impl Link for Conn {
     }
 
     unsafe fn send_bulk(&self, hdr: BulkHeader, src: &[Segment], token: u64) -> io::Result<()> {
+        if let Some(to) = self.redirect.get() {
+            // SAFETY: the caller's contract, passed on unchanged.
+            return unsafe { to.send_bulk(hdr, src, token) };
+        }
         let total: u64 = src.iter().map(|s| s.len as u64).sum();
         if total != hdr.len || hdr.offset.checked_add(hdr.len).is_none() {
             return Err(io::Error::new(
@@ -397,8 +424,11 @@ impl Link for Conn {
     /// acknowledged (a socket closed with unread input is reset, and the kernel then drops what
     /// it still had to send).
     fn sending(&self) -> bool {
-        let tx = self.tx.lock().unwrap();
-        !tx.closed && (tx.pending() || sys::unacknowledged(self.fd()) > 0)
+        let here = {
+            let tx = self.tx.lock().unwrap();
+            !tx.closed && (tx.pending() || sys::unacknowledged(self.fd()) > 0)
+        };
+        here || self.redirect.get().is_some_and(|to| to.sending())
     }
 
     /// Cuts every connection to the peer through this driver (both may have connected at once),

@@ -17,7 +17,8 @@
 //! - `shared`: the epoll set that `poll` checks and pioman sleeps on, and the hand-off queues;
 //! - `sys`: the `libc` calls std does not offer.
 //!
-//! Every connection carries both directions. Failures (end of stream, reset, malformed frame,
+//! Every connection carries both directions; when both sides connected at once, both send on
+//! the connection the lower rank dialed and read from both (`Shared::adopt`). Failures (end of stream, reset, malformed frame,
 //! keepalive or user timeout for a vanished host) are reported once as `Sink::link_failed`; the
 //! link's later calls return errors. `Link::close` shuts down every connection to the peer both
 //! ways (the peer reads end of stream) and `poll` reads nothing more from them; the fds are
@@ -163,7 +164,7 @@ impl TcpDriver {
         let local_addr = listener.local_addr()?;
         let node = card::card_node(&env.node);
         let card = Card { node: node.clone(), port: local_addr.port(), addrs: plan.advertised }.to_string();
-        let shared = Shared::new()?;
+        let shared = Shared::new(env.rank)?;
         let setup = Arc::new(Setup {
             shared: shared.clone(),
             key: env.job_key.clone(),
@@ -314,7 +315,7 @@ impl Driver for TcpDriver {
             )
         })?;
         let (s, addr) = s;
-        let conn = Arc::new(Conn::new(self.shared.clone(), peer, s, addr));
+        let conn = Arc::new(Conn::new(self.shared.clone(), peer, s, addr, true));
         self.shared.adopt(conn.clone(), false)?;
         Ok(conn)
     }

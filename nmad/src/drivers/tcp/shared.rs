@@ -38,10 +38,12 @@ pub struct Shared {
     finished: Mutex<Vec<(PeerId, u64)>>,
     /// Every connection, to close them at shutdown (the sink may keep links alive).
     all: Mutex<Vec<Weak<Conn>>>,
+    /// This process's rank: which of two crossing connections is kept for sending.
+    rank: PeerId,
 }
 
 impl Shared {
-    pub fn new() -> io::Result<Arc<Shared>> {
+    pub fn new(rank: PeerId) -> io::Result<Arc<Shared>> {
         let (epoll, doorbell) = (Epoll::new()?, EventFd::new()?);
         epoll.add(doorbell.fd(), DOORBELL, false)?;
         Ok(Arc::new(Shared {
@@ -54,6 +56,7 @@ impl Shared {
             new_conns: Mutex::new(Vec::new()),
             finished: Mutex::new(Vec::new()),
             all: Mutex::new(Vec::new()),
+            rank,
         }))
     }
 
@@ -77,11 +80,34 @@ impl Shared {
             }
             self.epoll.add(conn.fd(), conn.token, false)?;
             all.retain(|w| w.strong_count() > 0);
+            self.uncross(&all, &conn);
             all.push(Arc::downgrade(&conn));
         }
         self.new_conns.lock().unwrap().push(NewConn { conn, accepted });
         self.ring();
         Ok(())
+    }
+
+    /// Both sides connected at once (each side's first message, or a receive posted before
+    /// any, dials): both send on the connection the lower rank dialed, so that one connection
+    /// carries both directions and its acknowledgements ride on the replies. Two one-way
+    /// streams cost each small message about 3 µs more on loopback (a C ping-pong: 6.8–7.2 µs
+    /// one way on one connection, 9.3–10.2 µs on two), the kernel acknowledging each message
+    /// alone. Only the higher rank's dialed connection is redirected (to the accepted one):
+    /// never in a cycle. Both are read until they close.
+    fn uncross(&self, all: &[Weak<Conn>], conn: &Arc<Conn>) {
+        if conn.peer >= self.rank {
+            return; // our own dial is the one kept
+        }
+        let mut same_peer =
+            all.iter().filter_map(Weak::upgrade).filter(|c| c.peer == conn.peer && !c.is_cut());
+        if conn.dialed {
+            if let Some(accepted) = same_peer.find(|c| !c.dialed) {
+                conn.redirect_to(accepted);
+            }
+        } else {
+            same_peer.filter(|c| c.dialed).for_each(|c| c.redirect_to(conn.clone()));
+        }
     }
 
     /// Rings the doorbell (after queueing what the poll must see).
@@ -139,5 +165,60 @@ impl Shared {
         all.iter().filter_map(Weak::upgrade).for_each(|c| c.shut_down());
         self.new_conns.lock().unwrap().clear();
         self.ring();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drivers::{Link, Sent};
+    use std::io::{IoSlice, Read};
+    use std::net::{TcpListener, TcpStream};
+
+    /// A connection of `shared` to `peer` over loopback, and the socket at its far end.
+    fn conn(shared: &Arc<Shared>, peer: PeerId, dialed: bool) -> (Arc<Conn>, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let ours = TcpStream::connect(addr).unwrap();
+        let (far, _) = l.accept().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let c = Arc::new(Conn::new(shared.clone(), peer, ours, addr, dialed));
+        shared.adopt(c.clone(), !dialed).unwrap();
+        (c, far)
+    }
+
+    #[test]
+    fn crossing_connections_send_on_the_one_the_lower_rank_dialed() {
+        // Rank 1 dialed rank 0, then accepted rank 0's own connection: it sends on that one.
+        let one = Shared::new(1).unwrap();
+        let (dialed, _) = conn(&one, 0, true);
+        assert!(dialed.redirected().is_none(), "alone, a connection is used as it is");
+        let (accepted, mut far) = conn(&one, 0, false);
+        assert!(dialed.redirected().is_some_and(|c| Arc::ptr_eq(c, &accepted)));
+        assert!(accepted.redirected().is_none(), "the kept one is never redirected");
+        assert_eq!(dialed.try_send(&[IoSlice::new(b"by the other one")]).unwrap(), Sent::Done);
+        far.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let mut got = [0u8; 64];
+        let n = far.read(&mut got).unwrap();
+        assert!(got[..n].ends_with(b"by the other one"), "{:?}", &got[..n]);
+        // The same when rank 0's connection came first.
+        let one = Shared::new(1).unwrap();
+        let (accepted, _) = conn(&one, 0, false);
+        let (dialed, _) = conn(&one, 0, true);
+        assert!(dialed.redirected().is_some_and(|c| Arc::ptr_eq(c, &accepted)));
+        // Rank 0 keeps its own, whatever the order; a connection to another peer is left alone.
+        let zero = Shared::new(0).unwrap();
+        let (accepted, _) = conn(&zero, 1, false);
+        let (dialed, _) = conn(&zero, 1, true);
+        let (other, _) = conn(&zero, 2, true);
+        assert!(
+            dialed.redirected().is_none() && accepted.redirected().is_none() && other.redirected().is_none()
+        );
+        // A cut connection is not one to send on.
+        let two = Shared::new(2).unwrap();
+        let (accepted, _) = conn(&two, 1, false);
+        accepted.cut();
+        let (dialed, _) = conn(&two, 1, true);
+        assert!(dialed.redirected().is_none());
     }
 }
