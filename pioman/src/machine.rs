@@ -93,12 +93,17 @@ fn runnable_threads(refresh: bool) -> usize {
     v as usize
 }
 
-/// `/proc/loadavg` read into a stack buffer (a waiter calls this: no allocation).
-fn read_loadavg() -> Option<[u8; 128]> {
+/// A small `/proc` file read into `buf`; the bytes read. Waiters call this: nothing is
+/// allocated (`File::open` builds a short path's C string on the stack).
+pub(crate) fn read_proc(path: &str, buf: &mut [u8]) -> Option<usize> {
     use std::io::Read;
+    std::fs::File::open(path).ok()?.read(buf).ok()
+}
+
+/// `/proc/loadavg` read into a stack buffer, NUL-padded.
+fn read_loadavg() -> Option<[u8; 128]> {
     let mut buf = [0u8; 128];
-    let mut f = std::fs::File::open("/proc/loadavg").ok()?;
-    let n = f.read(&mut buf).ok()?;
+    let n = read_proc("/proc/loadavg", &mut buf)?;
     buf[n.min(127)..].fill(0);
     Some(buf)
 }

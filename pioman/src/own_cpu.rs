@@ -4,10 +4,12 @@
 //! ([`MachineState::contended`]). The machine-wide load (`machine::os_state`) cannot say: it
 //! counts every runnable thread of the machine, a busy neighbour's as much as one's own.
 //!
-//! Owns per-thread caches only; reads `/proc` with libc calls into stack buffers (a waiter must
-//! not allocate: the collectives' counting-allocator test waits too). Not for marcel user threads
+//! Owns per-thread caches only; reads `/proc` into stack buffers and lists the process's
+//! threads with `opendir` (a waiter must not allocate: the collectives' counting-allocator test
+//! waits too, and `std::fs::read_dir` allocates each entry's name). Not for marcel user threads
 //! (their LWP's queue says it all).
 
+use crate::machine::read_proc;
 use crate::policy::MachineState;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
@@ -108,27 +110,11 @@ fn wanted(before: u64, now: u64) -> bool {
     now.saturating_sub(before) >= CONTENDED_DELAY_NS
 }
 
-/// Reads a small `/proc` file (NUL-terminated `path`) into `buf`; the bytes read.
-fn read_proc(path: &[u8], buf: &mut [u8]) -> Option<usize> {
-    debug_assert_eq!(path.last(), Some(&0));
-    // SAFETY: `path` is NUL-terminated (checked above in debug builds, and by every caller's
-    // construction); open only reads it.
-    let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: `fd` is the descriptor just opened; `buf` is writable for its whole length.
-    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-    // SAFETY: `fd` is ours and closed once.
-    unsafe { libc::close(fd) };
-    usize::try_from(n).ok()
-}
-
 /// The calling thread's time spent runnable but not running (ns), the second field of
 /// `/proc/thread-self/schedstat`; `None` without schedstats.
 fn run_delay_ns() -> Option<u64> {
     let mut buf = [0u8; 96];
-    let n = read_proc(b"/proc/thread-self/schedstat\0", &mut buf)?;
+    let n = read_proc("/proc/thread-self/schedstat", &mut buf)?;
     let field = buf[..n].split(|b| b.is_ascii_whitespace()).nth(1)?;
     std::str::from_utf8(field).ok()?.parse().ok()
 }
@@ -157,7 +143,7 @@ fn ready_beside_caller() -> Option<usize> {
         let Some(tid) = std::str::from_utf8(name).ok().and_then(|t| t.parse::<i32>().ok()) else {
             continue; // "." and ".."
         };
-        if tid != me && !is_pioman_thread(tid) && task_runnable(name) {
+        if tid != me && !is_pioman_thread(tid) && task_runnable(tid) {
             runnable += 1;
         }
     }
@@ -166,22 +152,18 @@ fn ready_beside_caller() -> Option<usize> {
     Some(runnable.saturating_sub(allowed_cpus().saturating_sub(1)))
 }
 
-/// Whether task `tid` (its decimal name) of this process is in state `R`.
-fn task_runnable(tid: &[u8]) -> bool {
-    const PREFIX: &[u8] = b"/proc/self/task/";
-    const SUFFIX: &[u8] = b"/stat\0";
-    let mut path = [0u8; 64];
-    if PREFIX.len() + tid.len() + SUFFIX.len() > path.len() {
+/// Whether task `tid` of this process is in state `R`.
+fn task_runnable(tid: i32) -> bool {
+    use std::io::Write;
+    let mut path = [0u8; 48];
+    let mut w = &mut path[..];
+    if write!(w, "/proc/self/task/{tid}/stat").is_err() {
         return false;
     }
-    let mut at = 0;
-    for part in [PREFIX, tid, SUFFIX] {
-        path[at..at + part.len()].copy_from_slice(part);
-        at += part.len();
-    }
+    let len = 48 - w.len();
+    let Ok(path) = std::str::from_utf8(&path[..len]) else { return false };
     let mut buf = [0u8; 512];
-    let Some(n) = read_proc(&path[..at], &mut buf) else { return false };
-    state_of(&buf[..n]) == Some(b'R')
+    read_proc(path, &mut buf).is_some_and(|n| state_of(&buf[..n]) == Some(b'R'))
 }
 
 /// The state letter of a `stat` line: the first field after the command, which is in
