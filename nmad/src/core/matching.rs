@@ -77,6 +77,11 @@ impl<R> Posted<R> {
     }
 }
 
+/// Takes the `i`th posted receive out of `q` (usually the first: a plain pop, no shifting).
+fn take<R>(q: &mut VecDeque<Posted<R>>, i: usize) -> Option<R> {
+    if i == 0 { q.pop_front() } else { q.remove(i) }.map(|p| p.req)
+}
+
 fn tag_matches(msg_tag: u64, tag: u64, mask: u64) -> bool {
     (msg_tag ^ tag) & mask == 0
 }
@@ -185,10 +190,10 @@ impl<R: Copy + PartialEq> Matching<R> {
             self.sources.get(source as usize).and_then(|s| s.posted.iter().position(|p| p.accepts(tag)));
         match (own, any) {
             (Some(o), Some(a)) if self.any[a].order < self.sources[source as usize].posted[o].order => {
-                self.any.remove(a).map(|p| p.req)
+                take(&mut self.any, a)
             }
-            (Some(o), _) => self.sources[source as usize].posted.remove(o).map(|p| p.req),
-            (None, Some(a)) => self.any.remove(a).map(|p| p.req),
+            (Some(o), _) => take(&mut self.sources[source as usize].posted, o),
+            (None, Some(a)) => take(&mut self.any, a),
             (None, None) => None,
         }
     }

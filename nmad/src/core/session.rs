@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// A DATA or RDV chunk on its way to matching (borrowing the packet, or owned when it must wait).
 #[derive(Debug)]
@@ -130,27 +130,49 @@ impl SessionInner {
     pub(crate) fn deliver(self: &Arc<Self>, gate: &Gate, inc: Incoming<'_>) -> Result<(), String> {
         let core = &*self.core;
         let from = inc.from;
+        let mut guard = self.state.lock().unwrap();
+        let st = &mut *guard;
+        if st.order.len() <= from as usize {
+            st.order.resize_with(from as usize + 1, Order::default);
+        }
+        let ord = &mut st.order[from as usize];
+        if gate.allowance.check_seq(inc.h.seq, ord.expected)? != 0 {
+            match ord.early.entry(inc.h.seq) {
+                Entry::Vacant(v) => {
+                    core.budget_add(inc.footprint());
+                    v.insert(inc.into_owned());
+                }
+                Entry::Occupied(_) => return Err(format!("sequence number {} sent twice", inc.h.seq)),
+            }
+            return Ok(());
+        }
+        // The usual arrival: in order, nothing early behind it, its receive posted. Delivered
+        // as soon as the lock is dropped, with nothing gathered on the way.
+        if ord.early.is_empty()
+            && st.revoked.is_none()
+            && let Some(req) = st.m.arrive(from, inc.h.tag)
+        {
+            ord.expected = ord.expected.wrapping_add(1);
+            drop(guard);
+            // SAFETY: taken out of the posted list: we hold it.
+            unsafe { deliver::matched(core, gate, req, inc) };
+            return Ok(());
+        }
+        self.deliver_in_order(guard, gate, inc);
+        Ok(())
+    }
+
+    /// [`SessionInner::deliver`] past its usual case: `inc` (the expected sequence number) and
+    /// the early arrivals it releases, matched, stored or dropped (revoked session) in order.
+    fn deliver_in_order(self: &Arc<Self>, mut guard: MutexGuard<'_, State>, gate: &Gate, inc: Incoming<'_>) {
+        let core = &*self.core;
+        let from = inc.from;
         // Usually one message, matched or stored: no allocation for that.
         let mut matched: SmallVec<[(ReqPtr, Incoming<'_>); 2]> = SmallVec::new();
         let mut stored: SmallVec<[Status; 2]> = SmallVec::new();
         let mut dropped: SmallVec<[deliver::Dropped; 1]> = SmallVec::new();
         {
-            let mut st = self.state.lock().unwrap();
-            let st = &mut *st;
-            if st.order.len() <= from as usize {
-                st.order.resize_with(from as usize + 1, Order::default);
-            }
-            let ord = &mut st.order[from as usize];
-            if gate.allowance.check_seq(inc.h.seq, ord.expected)? != 0 {
-                match ord.early.entry(inc.h.seq) {
-                    Entry::Vacant(v) => {
-                        core.budget_add(inc.footprint());
-                        v.insert(inc.into_owned());
-                    }
-                    Entry::Occupied(_) => return Err(format!("sequence number {} sent twice", inc.h.seq)),
-                }
-                return Ok(());
-            }
+            let st = &mut *guard;
             let mut cur = inc;
             loop {
                 let ord = &mut st.order[from as usize];
@@ -173,7 +195,8 @@ impl SessionInner {
                     }
                 }
                 let ord = &mut st.order[from as usize];
-                match ord.early.remove(&ord.expected) {
+                let next = if ord.early.is_empty() { None } else { ord.early.remove(&ord.expected) };
+                match next {
                     Some(next) => {
                         core.budget_sub(next.footprint());
                         cur = next;
@@ -182,6 +205,7 @@ impl SessionInner {
                 }
             }
         }
+        drop(guard);
         for (req, inc) in matched {
             // SAFETY: taken out of the posted list: we hold it.
             unsafe { deliver::matched(core, gate, req, inc) };
@@ -200,7 +224,6 @@ impl SessionInner {
             }
             self.fire_monitors(&stored);
         }
-        Ok(())
     }
 
     fn fire_monitors(self: &Arc<Self>, stored: &[Status]) {

@@ -130,16 +130,19 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    #[inline]
     fn err<T>(&self, what: &'static str) -> Result<T, DecodeError> {
         Err(DecodeError { at: self.at, what })
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8, DecodeError> {
         let Some(&v) = self.b.get(self.at) else { return self.err("truncated") };
         self.at += 1;
         Ok(v)
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64, DecodeError> {
         match leb128::get(self.b, &mut self.at) {
             Ok(v) => Ok(v),
@@ -148,11 +151,13 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    #[inline]
     fn varint_u32(&mut self) -> Result<u32, DecodeError> {
         let v = self.varint()?;
         u32::try_from(v).or_else(|_| self.err("field exceeds 32 bits"))
     }
 
+    #[inline]
     fn bytes(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
         let rest = (self.b.len() - self.at) as u64;
         if n > rest {
@@ -163,6 +168,7 @@ impl<'a> Decoder<'a> {
         Ok(s)
     }
 
+    #[inline]
     fn msg_header(&mut self) -> Result<MsgHeader, DecodeError> {
         let flags = self.byte()?;
         if flags & !(FLAG_SYNC | FLAG_READ) != 0 {
@@ -185,6 +191,7 @@ impl<'a> Decoder<'a> {
         Ok(RemoteMem { rail, key: self.bytes(n)? })
     }
 
+    #[inline]
     fn chunk(&mut self) -> Result<Chunk<'a>, DecodeError> {
         match self.byte()? {
             DATA => {
@@ -266,6 +273,7 @@ impl<'a> Decoder<'a> {
 impl<'a> Iterator for Decoder<'a> {
     type Item = Result<Chunk<'a>, DecodeError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.at >= self.b.len() {
             return None;
