@@ -320,6 +320,17 @@ fn matched_probes_under_mpi_thread_multiple() {
 /// Barrier, broadcast, reduce and allreduce (blocking, nonblocking and overlapped, in place),
 /// every predefined operation, a non-commutative user operation, a vector datatype, and the
 /// argument errors, at 1, 2, 3, 4 and 8 processes (the program also passes on MPICH's library).
+/// Barrier, broadcast and allreduce where even ranks take the express path (builtin type) and
+/// odd ranks the general one (a derived type of the same type map) for the same calls; with
+/// nonblocking collectives in flight, in place, a non-commutative operation, a split
+/// communicator.
+#[test]
+fn express_collectives_match_the_general_path_on_the_wire() {
+    for n in [1, 2, 3, 4, 8] {
+        passes_on("coll_express", n);
+    }
+}
+
 #[test]
 fn collectives_and_reduction_operations_match_local_references() {
     for n in [1, 2, 3, 4, 8] {

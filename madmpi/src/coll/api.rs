@@ -128,6 +128,9 @@ impl Comm {
 
     /// `MPI_Barrier`.
     pub fn barrier(&self) -> Result<()> {
+        if let Some(done) = self.barrier_now() {
+            return done;
+        }
         // SAFETY: no memory is involved.
         unsafe { self.run_inline(self.barrier_plan()?, Bind { send: NONE, recv: NONE }, None) }
     }
@@ -148,6 +151,11 @@ impl Comm {
 
     /// `MPI_Bcast`: `buf` of `root` to every rank's `buf` (all of the same length).
     pub fn bcast<T: Equivalence>(&self, buf: &mut [T], root: u32) -> Result<()> {
+        let (at, len) = (buf.as_mut_ptr().cast(), std::mem::size_of_val(buf));
+        // SAFETY: `buf` is borrowed exclusively for the call; any bytes are valid `T`s.
+        if let Some(done) = unsafe { self.bcast_now(at, len, root) } {
+            return done;
+        }
         let s = self.bcast_plan(std::mem::size_of_val(buf), root, Forced::from_env()?.bcast)?;
         // SAFETY: `buf` is borrowed exclusively for the call; any bytes are valid `T`s.
         unsafe { self.run_inline(s, Bind { send: NONE, recv: output(buf) }, None) }
@@ -303,6 +311,13 @@ impl Comm {
     /// (of `send`'s length).
     pub fn allreduce<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
         Self::same_length(send, recv)?;
+        let (from, to, dtype) =
+            (send.as_ptr().cast(), recv.as_mut_ptr().cast(), Datatype::predefined(T::DATATYPE));
+        // SAFETY: the slices are borrowed for the call (`recv` exclusively); any bytes are
+        // valid `T`s.
+        if let Some(done) = unsafe { self.allreduce_now(Some(from), to, send.len(), &dtype, op) } {
+            return done;
+        }
         let forced = Forced::from_env()?.allreduce;
         let (s, bind, r) = self.allreduce_plan::<T>(input(send), send.len(), output(recv), op, forced)?;
         // SAFETY: the slices are borrowed for the call.
@@ -337,6 +352,11 @@ impl Comm {
     /// `MPI_Allreduce` with `MPI_IN_PLACE`: `buf` is the input and receives the result.
     pub fn allreduce_in_place<T: Equivalence>(&self, buf: &mut [T], op: &Op) -> Result<()> {
         let n = buf.len();
+        let dtype = Datatype::predefined(T::DATATYPE);
+        // SAFETY: `buf` is borrowed exclusively for the call; any bytes are valid `T`s.
+        if let Some(done) = unsafe { self.allreduce_now(None, buf.as_mut_ptr().cast(), n, &dtype, op) } {
+            return done;
+        }
         let forced = Forced::from_env()?.allreduce;
         let (s, bind, r) = self.allreduce_plan::<T>(NONE, n, output(buf), op, forced)?;
         // SAFETY: `buf` is borrowed exclusively for the call.

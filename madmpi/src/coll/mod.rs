@@ -85,6 +85,7 @@ mod api_reduce;
 mod bound;
 pub mod choice;
 pub(crate) mod engine;
+mod express;
 mod inline;
 pub mod inter;
 pub mod neighbor;

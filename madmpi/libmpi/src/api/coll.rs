@@ -193,14 +193,14 @@ family! {
     ()
     /// Barrier.
     => barrier[];
-    run MPI_Barrier / PMPI_Barrier;
+    run_hot MPI_Barrier / PMPI_Barrier;
     start MPI_Ibarrier / PMPI_Ibarrier;
     init_info MPI_Barrier_init / PMPI_Barrier_init;
 
     (buffer: *mut c_void, count: Count, datatype: abi::Datatype, root: c_int)
     /// Broadcast from `root`.
     => bcast[];
-    run MPI_Bcast / PMPI_Bcast, MPI_Bcast_c / PMPI_Bcast_c;
+    run_hot MPI_Bcast / PMPI_Bcast, MPI_Bcast_c / PMPI_Bcast_c;
     start MPI_Ibcast / PMPI_Ibcast, MPI_Ibcast_c / PMPI_Ibcast_c;
     init_info MPI_Bcast_init / PMPI_Bcast_init, MPI_Bcast_init_c / PMPI_Bcast_init_c;
 
@@ -227,7 +227,81 @@ family! {
     )
     /// Reduce to every rank: `MPI_IN_PLACE` as the send buffer everywhere.
     => allreduce[];
-    run MPI_Allreduce / PMPI_Allreduce, MPI_Allreduce_c / PMPI_Allreduce_c;
+    run_hot MPI_Allreduce / PMPI_Allreduce, MPI_Allreduce_c / PMPI_Allreduce_c;
     start MPI_Iallreduce / PMPI_Iallreduce, MPI_Iallreduce_c / PMPI_Iallreduce_c;
     init_info MPI_Allreduce_init / PMPI_Allreduce_init, MPI_Allreduce_init_c / PMPI_Allreduce_init_c;
+}
+
+/// The express paths of the blocking barrier, broadcast and allreduce (`run_hot`): a builtin
+/// datatype (and operation) and a few bytes on this thread's recent communicator go to
+/// `madmpi::coll::express`, which replays the flat schedule's messages or declines (`None`,
+/// nothing done); the general path then runs and reports every argument error.
+#[allow(non_snake_case)]
+mod hot {
+    use super::*;
+    use crate::datatypes::builtin_elem;
+    use crate::errors::Outcome;
+    use madmpi::op::Op;
+
+    /// An express call's result, a failure going to the communicator's handler.
+    fn reported(comm: abi::Comm, r: madmpi::error::Result<()>) -> Outcome {
+        r.or_else(|e| crate::comms::fail_on(comm, e))
+    }
+
+    /// # Safety
+    /// Nothing: `unsafe` as every express call.
+    #[inline(always)]
+    pub(super) unsafe fn MPI_Barrier(comm: abi::Comm) -> Option<Outcome> {
+        let r = crate::comms::hot(comm, |c| c.comm.barrier_now())?;
+        Some(reported(comm, r))
+    }
+
+    /// # Safety
+    /// `buffer` holds `count` elements of `datatype` (MPI's contract).
+    #[inline(always)]
+    pub(super) unsafe fn MPI_Bcast(
+        buffer: *mut c_void,
+        count: impl CInt,
+        datatype: abi::Datatype,
+        root: c_int,
+        comm: abi::Comm,
+    ) -> Option<Outcome> {
+        let (_, size) = builtin_elem(datatype)?;
+        let len = usize::try_from(u64::try_from(count.wide()).ok()?.checked_mul(size as u64)?).ok()?;
+        let root = u32::try_from(root).ok()?;
+        // SAFETY: `len` bytes at `buffer`, ours during the call (our contract).
+        let r = crate::comms::hot(comm, |c| unsafe { c.comm.bcast_now(buffer.cast(), len, root) })?;
+        Some(reported(comm, r))
+    }
+
+    pub(super) use MPI_Bcast as MPI_Bcast_c;
+
+    /// # Safety
+    /// The buffers hold `count` elements of `datatype` (MPI's contract).
+    #[inline(always)]
+    pub(super) unsafe fn MPI_Allreduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: impl CInt,
+        datatype: abi::Datatype,
+        op: abi::Op,
+        comm: abi::Comm,
+    ) -> Option<Outcome> {
+        let (p, _) = builtin_elem(datatype)?;
+        let b = ops::builtin(op)?;
+        let count = usize::try_from(count.wide()).ok()?;
+        let send = (!in_place(sendbuf)).then_some(sendbuf.cast::<u8>());
+        if send.is_some_and(|s| std::ptr::eq(s, recvbuf.cast_const().cast())) {
+            return None; // aliased: the general path reports it
+        }
+        let (dtype, op) = (Datatype::predefined(p), Op::builtin(b));
+        let (dtype, op) = (&dtype, &op);
+        // SAFETY: the buffers hold `count` elements, ours during the call (our contract).
+        let r = crate::comms::hot(comm, |c| unsafe {
+            c.comm.allreduce_now(send, recvbuf.cast(), count, dtype, op)
+        })?;
+        Some(reported(comm, r))
+    }
+
+    pub(super) use MPI_Allreduce as MPI_Allreduce_c;
 }
