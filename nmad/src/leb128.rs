@@ -26,20 +26,46 @@ pub(crate) fn put(out: &mut Vec<u8>, mut v: u64) {
 /// Reads the number at `*at` and moves `*at` past it.
 #[inline]
 pub(crate) fn get(b: &[u8], at: &mut usize) -> Result<u64, Malformed> {
-    // Most numbers of a packet (session, tag, small lengths) take one byte; sequence numbers
-    // and credits past 127, two.
-    match b.get(*at..).unwrap_or_default() {
+    // Most numbers of a packet (session, small tags and lengths) take one byte; sequence
+    // numbers, credits and collective tags (up to 8 bytes) are read as one word when the
+    // packet has 8 bytes left; the rest byte by byte.
+    let rest = b.get(*at..).unwrap_or_default();
+    match rest {
         [b0, ..] if *b0 < 0x80 => {
             *at += 1;
             return Ok(u64::from(*b0));
         }
-        [b0, b1, ..] if *b1 < 0x80 => {
-            *at += 2;
-            return Ok(u64::from(b0 & 0x7f) | u64::from(*b1) << 7);
-        }
         _ => {}
     }
-    get_long(b, at)
+    if let Some(&w) = rest.first_chunk::<8>()
+        && let Some((v, n)) = from_word(u64::from_le_bytes(w))
+    {
+        *at += n;
+        return Ok(v);
+    }
+    match rest {
+        [b0, b1, ..] if *b1 < 0x80 => {
+            *at += 2;
+            Ok(u64::from(b0 & 0x7f) | u64::from(*b1) << 7)
+        }
+        _ => get_long(b, at),
+    }
+}
+
+/// The number that starts the 8 bytes of `w` (little-endian) and its length in bytes, if it
+/// ends within them: the 7-bit groups gathered by halving steps, no loop.
+#[inline]
+fn from_word(w: u64) -> Option<(u64, usize)> {
+    let ends = !w & 0x8080_8080_8080_8080;
+    if ends == 0 {
+        return None;
+    }
+    let n = ends.trailing_zeros() / 8 + 1;
+    let w = w & (u64::MAX >> (64 - 8 * n)) & 0x7f7f_7f7f_7f7f_7f7f;
+    let w = (w & 0x007f_007f_007f_007f) | (w & 0x7f00_7f00_7f00_7f00) >> 1;
+    let w = (w & 0x0000_3fff_0000_3fff) | (w & 0x3fff_0000_3fff_0000) >> 2;
+    let w = (w & 0x0000_0000_0fff_ffff) | (w & 0x0fff_ffff_0000_0000) >> 4;
+    Some((w, n as usize))
 }
 
 /// [`get`] past its one- and two-byte fast paths.
@@ -74,6 +100,26 @@ mod tests {
             assert_eq!(at, b.len() - 1, "{v}");
             let mut at = 0;
             assert_eq!(get_long(&b, &mut at), Ok(v), "the general path agrees for {v}");
+        }
+    }
+
+    #[test]
+    fn numbers_read_as_one_word_agree_with_the_general_path() {
+        let mut v = 1u64;
+        for shift in 0..64 {
+            for x in [v, v - 1, v | 0x55, v.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift] {
+                let mut b = Vec::new();
+                put(&mut b, x);
+                let len = b.len();
+                b.extend_from_slice(&[0xff; 9]); // a word is always there to read
+                let mut at = 0;
+                assert_eq!(get(&b, &mut at), Ok(x), "{x:#x}");
+                assert_eq!(at, len, "{x:#x}");
+            }
+            v <<= 1;
+            if v == 0 {
+                break;
+            }
         }
     }
 
