@@ -135,10 +135,25 @@ pub(crate) fn hot<R>(h: Handle, f: impl Fn(&CommObj) -> Option<R> + Copy) -> Opt
     }
 }
 
+/// [`hot`] for a call that keeps a reference to the communicator: `f` sees its `Arc`.
+#[inline(always)]
+pub(crate) fn hot_shared<R>(h: Handle, f: impl Fn(&Arc<CommObj>) -> Option<R> + Copy) -> Option<R> {
+    match COMMS.hot_shared(h, f) {
+        Some(r) => r,
+        None => lookup_and_shared(h, f),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn lookup_and_shared<R>(h: Handle, f: impl Fn(&Arc<CommObj>) -> Option<R>) -> Option<R> {
+    COMMS.with(h, || looked_up(h), |c| Ok(f(c))).ok().flatten()
+}
+
 #[cold]
 #[inline(never)]
 fn lookup_and<R>(h: Handle, f: impl Fn(&CommObj) -> Option<R>) -> Option<R> {
-    COMMS.with(h, || looked_up(h), |c| Ok(f(c))).ok().flatten()
+    lookup_and_shared(h, |c| f(c))
 }
 
 /// The communicator of handle `h`, through the state.

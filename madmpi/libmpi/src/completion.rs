@@ -106,7 +106,7 @@ pub(crate) fn progress_once(ops: &[&RawRequest]) {
 /// set: `MPI_SUCCESS` or the operation's error code.
 pub(crate) fn in_status(
     func: &str,
-    done: &[(usize, Option<Error>, Arc<ReqEntry>)],
+    done: &[(usize, Option<Error>, &ReqEntry)],
     statuses: Option<&mut [Status]>,
 ) -> Option<Fail> {
     let failed = done.iter().filter(|d| d.1.is_some()).count();
@@ -119,6 +119,14 @@ pub(crate) fn in_status(
     let what =
         format!("{failed} of {} completed requests failed (see the MPI_ERROR of their statuses)", done.len());
     Some(Fail { error: Error::new(ErrorClass::InStatus, what), comm: Some(first.comm.clone()) })
+}
+
+/// Drops what a completion call resolved, giving the allocations of the requests it retired
+/// back to this thread (`requests::give_back`).
+pub(crate) fn give_back(active: Vec<Option<Active>>) {
+    for a in active.into_iter().flatten() {
+        crate::requests::give_back(a.entry, a.op);
+    }
 }
 
 /// The operations of the active requests.
@@ -169,7 +177,7 @@ pub(crate) fn report_some(
             Some(stopped) => stopped,
         };
         indices[k] = i as c_int;
-        done.push((k, r, a.entry.clone()));
+        done.push((k, r, &*a.entry));
     }
     *outcount = done.len() as c_int;
     in_status(func, &done, statuses).map_or(Ok(()), Err)
@@ -200,7 +208,7 @@ pub(crate) fn report_all(
             let pending = || Error::new(ErrorClass::Pending, "not complete: a failure stopped the wait");
             Some(a.op.failure_pending().unwrap_or_else(pending))
         };
-        done.push((i, r, a.entry.clone()));
+        done.push((i, r, &*a.entry));
     }
     if done.iter().any(|d| d.1.is_some())
         && let Some(s) = statuses.as_deref_mut()

@@ -100,17 +100,34 @@ impl<T> Kind<T> {
     /// instructions).
     #[inline(always)]
     pub(crate) fn hot<R>(&'static self, h: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
-        // SAFETY: the entry has a constant initializer and no destructor, so its storage is
-        // valid for the rest of this thread's life; `Recent` is not `Sync` (it holds `Cell`s),
-        // so the reference cannot leave this thread.
-        let r: &Recent<T> = unsafe { &*self.recent.with(|r| r as *const Recent<T>) };
-        let o = r.current(h, &self.frees).filter(|_| !r.in_use.get())?;
+        let o = self.entry(h)?;
         // SAFETY: the object outlives `f`: the entry holds a strong reference, and should a
         // callback run while `f` waits (a user operation in a background collective) replace
         // the entry, the handle table still holds one, as MPI forbids freeing an object while
         // a call on it runs. No `in_use` mark, then: a hot call costs one thread-local access
         // and no store.
         Some(f(unsafe { &*o }))
+    }
+
+    /// [`Kind::hot`] for a call that keeps a reference to the object (a request keeps its
+    /// communicator): `f` sees the entry's `Arc`, lent.
+    #[inline(always)]
+    pub(crate) fn hot_shared<R>(&'static self, h: Handle, f: impl FnOnce(&Arc<T>) -> R) -> Option<R> {
+        let o = self.entry(h)?;
+        // SAFETY: `o` came from `Arc::into_raw` (the entry's strong reference), and the object
+        // outlives `f` as in `hot`; the view is never dropped, so the count stays as it was.
+        let lent = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(o) });
+        Some(f(&lent))
+    }
+
+    /// The object of this thread's entry if it names handle `h`, is current and not in use.
+    #[inline(always)]
+    fn entry(&'static self, h: Handle) -> Option<*const T> {
+        // SAFETY: the entry has a constant initializer and no destructor, so its storage is
+        // valid for the rest of this thread's life; `Recent` is not `Sync` (it holds `Cell`s),
+        // so the reference cannot leave this thread.
+        let r: &Recent<T> = unsafe { &*self.recent.with(|r| r as *const Recent<T>) };
+        r.current(h, &self.frees).filter(|_| !r.in_use.get())
     }
 
     /// Runs `f` on the object of handle `h`, found through this thread's entry, else by

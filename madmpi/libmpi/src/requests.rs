@@ -27,7 +27,24 @@ use madmpi::error::Error;
 use madmpi::operation::MpiRequest;
 use madmpi::operation::Persistent;
 use madmpi::request::RawRequest;
+use madmpi::request::recycle::Spares;
 use std::sync::{Arc, PoisonError};
+
+thread_local! {
+    /// Allocations of entries given back by completion calls ([`give_back`]), for the next.
+    static ENTRIES: Spares<ReqEntry> = const { Spares::new() };
+}
+
+/// Drops the entry and operation of a request a completion call retired (out of the table,
+/// reported); the allocations nobody else holds serve this thread's next requests.
+pub(crate) fn give_back(mut entry: Arc<ReqEntry>, op: Arc<RawRequest>) {
+    if let Some(e) = Arc::get_mut(&mut entry) {
+        drop(e.req.take_current()); // its reference to `op`
+        let mut entry = Some(entry);
+        let _ = ENTRIES.try_with(|s| entry.take().map(|e| s.give_back(e)));
+    }
+    madmpi::operation::give_back(op);
+}
 
 /// The handle of any operation that completed before its call returned (see the module docs):
 /// a builtin request handle in MPICH's encoding, which the table never makes.
@@ -70,7 +87,11 @@ impl State {
     }
 
     fn insert_request(&self, entry: ReqEntry) -> Result<Handle, Error> {
-        self.requests.insert(Arc::new(entry)).ok_or_else(|| Error::intern("too many live requests"))
+        let mut entry = Some(entry);
+        let shared = ENTRIES.try_with(|s| entry.take().map(|e| s.make(e))).ok().flatten();
+        let shared =
+            shared.unwrap_or_else(|| Arc::new(entry.take().expect("not taken when the spares are gone")));
+        self.requests.insert(shared).ok_or_else(|| Error::intern("too many live requests"))
     }
 
     /// The request of handle `h`; `Ok(None)` for `MPI_REQUEST_NULL`, `MPI_ERR_REQUEST` for

@@ -71,6 +71,18 @@ pub(crate) fn state() -> Result<Arc<State>, Error> {
     })
 }
 
+/// `f` on the running state, without taking a reference to it; `None` before `MPI_Init` or
+/// after the end (the general path then reports it).
+pub(crate) fn with_state<R>(f: impl FnOnce(&State) -> R) -> Option<R> {
+    STATE.load().as_ref().map(|s| f(s))
+}
+
+/// Whether the state exists (between `MPI_Init` or a session's start and the end), without
+/// taking a reference to it.
+pub(crate) fn running() -> bool {
+    STATE.load().is_some()
+}
+
 /// Who keeps the state: the world model (`MPI_Init` .. `MPI_Finalize`) and each open session
 /// (MPI 4.0 lets them coexist); the state goes when the last of them does.
 struct Holders {

@@ -9,7 +9,28 @@
 use super::Persistent;
 use crate::error::{Error, Result};
 use crate::request::RawRequest;
+use crate::request::recycle::Spares;
 use std::sync::{Arc, Mutex, PoisonError};
+
+thread_local! {
+    /// Allocations of operations given back ([`give_back`]), for the next ones.
+    static OPS: Spares<RawRequest> = const { Spares::new() };
+}
+
+/// `raw` in an `Arc`, in an allocation given back earlier if this thread has one.
+fn shared(raw: RawRequest) -> Arc<RawRequest> {
+    let mut raw = Some(raw);
+    let made = OPS.try_with(|s| raw.take().map(|r| s.make(r))).ok().flatten();
+    made.unwrap_or_else(|| Arc::new(raw.take().expect("not taken when the spares are gone")))
+}
+
+/// Drops an operation a completion call reported; if this was its last holder, its allocation
+/// serves this thread's next operation.
+pub fn give_back(op: Arc<RawRequest>) {
+    let mut op = Some(op);
+    let _ = OPS.try_with(|s| op.take().map(|o| s.give_back(o)));
+    drop(op);
+}
 
 /// See the module docs.
 pub struct MpiRequest {
@@ -23,12 +44,18 @@ pub struct MpiRequest {
 impl MpiRequest {
     /// The request of an operation started once (a nonblocking call).
     pub fn once(raw: RawRequest) -> MpiRequest {
-        MpiRequest { current: Mutex::new(Some(Arc::new(raw))), persistent: None }
+        MpiRequest { current: Mutex::new(Some(shared(raw))), persistent: None }
     }
 
     /// A new persistent request, inactive.
     pub fn persistent(p: Persistent) -> MpiRequest {
         MpiRequest { current: Mutex::new(None), persistent: Some(p) }
+    }
+
+    /// Takes the current operation out (an owner about to drop the request: see
+    /// [`give_back`]).
+    pub fn take_current(&mut self) -> Option<Arc<RawRequest>> {
+        self.current.get_mut().unwrap_or_else(PoisonError::into_inner).take()
     }
 
     /// What a start starts (`None`: not a persistent request).
@@ -73,7 +100,8 @@ impl MpiRequest {
         // SAFETY: the memory stays valid until the operation completes (our contract), and the
         // request is inactive (checked), so its previous run completed and was reported.
         let raw = unsafe { self.check_startable()?.start() }?;
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(raw));
+        let op = shared(raw);
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(op);
         Ok(())
     }
 

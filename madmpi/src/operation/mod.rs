@@ -14,7 +14,7 @@
 
 mod lifecycle;
 
-pub use lifecycle::MpiRequest;
+pub use lifecycle::{MpiRequest, give_back};
 
 use crate::coll::raw;
 use crate::comm::Comm;

@@ -32,6 +32,7 @@ pub(crate) mod background;
 pub mod completion;
 mod kinds;
 mod pool;
+pub mod recycle;
 mod sendrecv;
 
 use pool::Slot;
@@ -299,6 +300,13 @@ impl RawRequest {
 
     /// Waits for completion; returns the outcome.
     pub fn wait(&self) -> Result<Status> {
+        self.wait_done();
+        self.status().expect("completed")
+    }
+
+    /// Waits for completion, leaving the outcome to be read (a completion call reads it once,
+    /// when it reports).
+    pub fn wait_done(&self) {
         match &self.kind {
             Kind::Point => self.inner.wait(),
             Kind::SendRecv(h) => {
@@ -312,7 +320,6 @@ impl RawRequest {
             }
             Kind::Pending(p) => p.wait(self.pioman()),
         }
-        self.status().expect("completed")
     }
 
     /// `MPI_Wait`'s wait: for completion; but a receive from `MPI_ANY_SOURCE` returns
@@ -322,7 +329,7 @@ impl RawRequest {
         if self.under_any_source_rule() {
             self.comm.runtime().wait_any_source(&self.comm, &self.inner)?;
         }
-        let _ = self.wait();
+        self.wait_done();
         Ok(())
     }
 

@@ -22,15 +22,18 @@
 //! then the output pointers in parameter order.
 
 use crate::check;
-use crate::completion::{Active, finish, ops, progress_once, report_all, report_first, report_some};
+use crate::completion::{
+    Active, finish, give_back, ops, progress_once, report_all, report_first, report_some,
+};
 use crate::errors::{Fail, On};
 use crate::export::export;
+use crate::requests::COMPLETED;
 use crate::state::{State, state};
 use crate::status;
 use madmpi::abi::{self, Status};
 use madmpi::error::Error;
-use madmpi::request::RawRequest;
 use madmpi::request::completion::wait_any_or_failure_pending;
+use madmpi::request::{Outcome, RawRequest};
 use std::ffi::c_int;
 
 /// The checked request array of `count` handles (empty for a count of 0).
@@ -58,9 +61,57 @@ unsafe fn statuses<'a>(p: *mut Status, n: usize) -> Result<Option<&'a mut [Statu
     unsafe { check::array(p, n, "array_of_statuses") }.map(Some)
 }
 
+/// The completion calls' fast path: when every handle of `n` at `reqs` is `MPI_REQUEST_NULL` or
+/// [`COMPLETED`] (operations that completed in their call: sends that left at once), each is
+/// reported as the general path would — the empty status for a null handle, a completed send's
+/// status for `COMPLETED`, which becomes `MPI_REQUEST_NULL` — without the request table.
+/// `false`: something else is there (or an argument the general path must check), nothing done.
+/// `MPI_Wait` and `MPI_Test` pass their one handle and status (`MPI_STATUS_IGNORE` is
+/// `MPI_STATUSES_IGNORE`'s address, 1).
+///
+/// # Safety
+/// A non-null `reqs` holds `n` handles; a `statuses` that is neither null nor
+/// `MPI_STATUSES_IGNORE` holds `n` statuses (MPI's contract).
+const _: () = assert!(abi::MPI_STATUS_IGNORE == abi::MPI_STATUSES_IGNORE);
+
+unsafe fn done_at_once(n: c_int, reqs: *mut abi::Request, statuses: *mut Status) -> bool {
+    let Ok(n) = usize::try_from(n) else { return false };
+    let ignore = statuses as usize == abi::MPI_STATUSES_IGNORE;
+    if n == 0
+        || reqs.is_null()
+        || !reqs.is_aligned()
+        || !ignore && (statuses.is_null() || !statuses.is_aligned())
+    {
+        return false;
+    }
+    // SAFETY: not null, aligned, `n` handles (our contract).
+    let handles = unsafe { std::slice::from_raw_parts_mut(reqs, n) };
+    if !handles.iter().all(|&h| h == COMPLETED || h == abi::MPI_REQUEST_NULL) || !crate::state::running() {
+        return false;
+    }
+    let mut outs = (!ignore).then(|| {
+        // SAFETY: not null, aligned, `n` statuses (our contract).
+        unsafe { std::slice::from_raw_parts_mut(statuses, n) }.iter_mut()
+    });
+    for h in handles {
+        let out = outs.as_mut().and_then(|o| o.next());
+        if *h == COMPLETED {
+            *h = abi::MPI_REQUEST_NULL;
+            status::outcome(out, &Outcome::DONE);
+        } else {
+            status::empty(out);
+        }
+    }
+    true
+}
+
 export! {
     /// `MPI_Wait`.
     fn MPI_Wait / PMPI_Wait(request: *mut abi::Request, status: *mut Status) {
+        // SAFETY: one handle and one status, as MPI's contract says.
+        if unsafe { done_at_once(1, request, status) } {
+            return Ok(());
+        }
         let st = state()?;
         // SAFETY: an in-out argument.
         let handle = unsafe { check::out(request, "request") }?;
@@ -73,11 +124,22 @@ export! {
         };
         // A receive from any source left pending by a member's failure (ULFM) stays active.
         a.op.wait_unless_failure_pending().on(&a.entry.comm)?;
-        finish(&st, handle, &a, status).on(&a.entry.comm)
+        let reported = finish(&st, handle, &a, status).on(&a.entry.comm);
+        crate::requests::give_back(a.entry, a.op);
+        reported
     }
 
     /// `MPI_Test`.
     fn MPI_Test / PMPI_Test(request: *mut abi::Request, flag: *mut c_int, status: *mut Status) {
+        if !flag.is_null()
+            && flag.is_aligned()
+            // SAFETY: one handle and one status, as MPI's contract says.
+            && unsafe { done_at_once(1, request, status) }
+        {
+            // SAFETY: not null, aligned: an output argument (MPI's contract).
+            unsafe { *flag = 1 };
+            return Ok(());
+        }
         let st = state()?;
         // SAFETY: an in-out argument.
         let handle = unsafe { check::out(request, "request") }?;
@@ -96,7 +158,9 @@ export! {
             // ULFM: a receive from any source with a member's failure unacknowledged.
             return a.op.failure_pending().map_or(Ok(()), Err).on(&a.entry.comm);
         }
-        finish(&st, handle, &a, status).on(&a.entry.comm)
+        let reported = finish(&st, handle, &a, status).on(&a.entry.comm);
+        crate::requests::give_back(a.entry, a.op);
+        reported
     }
 
     /// `MPI_Waitany`: completes one active request, the lowest-indexed of those complete; its
@@ -171,6 +235,10 @@ export! {
 
     /// `MPI_Waitall`: on failure, `MPI_ERR_IN_STATUS` with each status's `MPI_ERROR` set.
     fn MPI_Waitall / PMPI_Waitall(count: c_int, array_of_requests: *mut abi::Request, array_of_statuses: *mut Status) {
+        // SAFETY: the arrays as MPI's contract says.
+        if unsafe { done_at_once(count, array_of_requests, array_of_statuses) } {
+            return Ok(());
+        }
         let st = state()?;
         // SAFETY: an array of `count` requests (MPI's contract).
         let handles = unsafe { requests(count, array_of_requests) }?;
@@ -179,17 +247,20 @@ export! {
         let statuses = unsafe { statuses(array_of_statuses, handles.len()) }?;
         let ops = ops(&active);
         if !ops.iter().any(|op| op.under_any_source_rule()) {
-            ops.iter().for_each(|op| drop(op.wait()));
-            return report_all("MPI_Waitall", &st, handles, &active, statuses);
-        }
-        // A receive from any source: waits for whichever completes, until all have or a
-        // failure stops that receive (ULFM).
-        loop {
-            let left: Vec<&RawRequest> = ops.iter().copied().filter(|op| !op.is_complete()).collect();
-            if left.is_empty() || wait_any_or_failure_pending(&left) {
-                return report_all("MPI_Waitall", &st, handles, &active, statuses);
+            ops.iter().for_each(|op| op.wait_done());
+        } else {
+            // A receive from any source: waits for whichever completes, until all have or a
+            // failure stops that receive (ULFM).
+            loop {
+                let left: Vec<&RawRequest> = ops.iter().copied().filter(|op| !op.is_complete()).collect();
+                if left.is_empty() || wait_any_or_failure_pending(&left) {
+                    break;
+                }
             }
         }
+        let reported = report_all("MPI_Waitall", &st, handles, &active, statuses);
+        give_back(active);
+        reported
     }
 
     /// `MPI_Testall`: `flag` 1 and every request reported if all are complete; else `flag` 0
@@ -200,6 +271,15 @@ export! {
         flag: *mut c_int,
         array_of_statuses: *mut Status,
     ) {
+        if !flag.is_null()
+            && flag.is_aligned()
+            // SAFETY: the arrays as MPI's contract says.
+            && unsafe { done_at_once(count, array_of_requests, array_of_statuses) }
+        {
+            // SAFETY: not null, aligned: an output argument (MPI's contract).
+            unsafe { *flag = 1 };
+            return Ok(());
+        }
         let st = state()?;
         // SAFETY: an array of `count` requests (MPI's contract).
         let handles = unsafe { requests(count, array_of_requests) }?;
@@ -217,7 +297,9 @@ export! {
         if *flag == 0 && failure_pending(&active).is_none() {
             return Ok(());
         }
-        report_all("MPI_Testall", &st, handles, &active, statuses)
+        let reported = report_all("MPI_Testall", &st, handles, &active, statuses);
+        give_back(active);
+        reported
     }
 
     /// `MPI_Waitsome`: waits until some active request completes, then reports all those

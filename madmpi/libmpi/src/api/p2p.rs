@@ -234,6 +234,7 @@ mod hot {
     use crate::datatypes::builtin_elem;
     use crate::errors::Outcome;
     use madmpi::p2p::{From, Tag};
+    use madmpi::request::RawRequest;
 
     /// The bytes of `count` elements of a builtin `datatype` (one contiguous block), if it is
     /// one and the count is valid.
@@ -312,14 +313,7 @@ mod hot {
         status: *mut abi::Status,
     ) -> Option<Outcome> {
         let len = contiguous_len(buf, count, datatype)?;
-        let from = match source {
-            abi::MPI_ANY_SOURCE => From::Any,
-            _ => From::Rank(u32::try_from(source).ok()?),
-        };
-        let tag = match tag {
-            abi::MPI_ANY_TAG => Tag::Any,
-            _ => Tag::Tag(u32::try_from(tag).ok()? as i32),
-        };
+        let (from, tag) = (from_of(source)?, tag_of(tag)?);
         // SAFETY: an output argument (our contract).
         let status = unsafe { check::status(status) }.ok()?;
         // SAFETY: `len` bytes at `buf` are writable during the call (our contract).
@@ -342,6 +336,65 @@ mod hot {
     }
 
     pub(super) use MPI_Recv as MPI_Recv_c;
+
+    /// `MPI_Irecv` of a builtin datatype from a rank or `MPI_ANY_SOURCE` on this thread's
+    /// recent communicator: the receive is posted with the arguments checked here and its
+    /// request stored, without the state's communicator lookup or an operation.
+    ///
+    /// # Safety
+    /// `buf` is writable for `count` elements of `datatype` until the request completes, and
+    /// `request` is an output argument (MPI's contract).
+    #[inline(always)]
+    pub(super) unsafe fn MPI_Irecv(
+        buf: *mut c_void,
+        count: impl CInt,
+        datatype: abi::Datatype,
+        source: c_int,
+        tag: c_int,
+        comm: abi::Comm,
+        request: *mut abi::Request,
+    ) -> Option<Outcome> {
+        let len = contiguous_len(buf, count, datatype)?;
+        let (from, tag) = (from_of(source)?, tag_of(tag)?);
+        // SAFETY: an output argument (our contract).
+        let request = unsafe { check::out(request, "request") }.ok()?;
+        // SAFETY: `len` bytes at `buf` are writable until the request completes (our contract).
+        let data = unsafe { nmad::Data::from_raw(buf.cast(), len) };
+        let handle = crate::comms::hot_shared(comm, |c| {
+            if let From::Rank(r) = from
+                && r >= c.comm.peer_size()
+            {
+                return None;
+            }
+            crate::state::with_state(|st| {
+                // SAFETY: `data` stays writable until the request completes (our contract).
+                let raw = unsafe { RawRequest::irecv(&c.comm, data.clone(), from, tag) }.ok()?;
+                st.add_request(raw, c).ok()
+            })
+            .flatten()
+        })?;
+        *request = handle;
+        Some(Ok(()))
+    }
+
+    pub(super) use MPI_Irecv as MPI_Irecv_c;
+
+    /// An MPI source as the Rust API's (`MPI_ANY_SOURCE` or a rank; `None`: another value,
+    /// which the general path handles or reports).
+    fn from_of(source: c_int) -> Option<From> {
+        match source {
+            abi::MPI_ANY_SOURCE => Some(From::Any),
+            _ => Some(From::Rank(u32::try_from(source).ok()?)),
+        }
+    }
+
+    /// An MPI tag as the Rust API's (`MPI_ANY_TAG` or a non-negative tag).
+    fn tag_of(tag: c_int) -> Option<Tag> {
+        match tag {
+            abi::MPI_ANY_TAG => Some(Tag::Any),
+            _ => Some(Tag::Tag(u32::try_from(tag).ok()? as i32)),
+        }
+    }
 }
 
 family! {
@@ -376,7 +429,7 @@ family! {
     /// what was stored.
     => recv[];
     run_status_hot MPI_Recv / PMPI_Recv, MPI_Recv_c / PMPI_Recv_c;
-    start MPI_Irecv / PMPI_Irecv, MPI_Irecv_c / PMPI_Irecv_c;
+    start_hot MPI_Irecv / PMPI_Irecv, MPI_Irecv_c / PMPI_Irecv_c;
     init MPI_Recv_init / PMPI_Recv_init, MPI_Recv_init_c / PMPI_Recv_init_c;
 
     (
