@@ -70,10 +70,18 @@ impl Rail {
     }
 
     /// The link, connecting on first use (lazily: no n² connections at start-up).
+    #[inline]
     pub(crate) fn link(&self, core: &Core) -> io::Result<&Arc<dyn Link>> {
-        if let Some(l) = self.link.get() {
-            return Ok(l);
+        match self.link.get() {
+            Some(l) => Ok(l),
+            None => self.connect(core),
         }
+    }
+
+    /// [`Rail::link`] the first time: connects (once, whoever else asks meanwhile).
+    #[cold]
+    #[inline(never)]
+    fn connect(&self, core: &Core) -> io::Result<&Arc<dyn Link>> {
         let _connecting = self.connecting.lock().unwrap();
         if let Some(l) = self.link.get() {
             return Ok(l);

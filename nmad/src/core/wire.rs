@@ -315,38 +315,41 @@ impl Out for Vec<u8> {
     }
 }
 
-/// The latency path's headers: a packet's head (version and DATA header, no cookie) or its
-/// credit chunk, written by an [`Encoder`] into a fixed buffer, without a vector's capacity
-/// checks.
+/// The latency path's packet headers, written by an [`Encoder`] into one fixed buffer without
+/// a vector's capacity checks: the head (version and the DATA header of a message without
+/// cookie) and the tail (the CREDIT chunk, empty when nothing is owed), which go before and
+/// after the payload.
 pub struct Small {
-    buf: [u8; 40],
+    /// Head at most 33 bytes (1 + 1 + 1 + 5 + 10 + 5 + 10), tail at most 21 (1 + 10 + 10).
+    buf: [u8; 64],
+    head: usize,
     len: usize,
 }
 
 impl Small {
-    /// The head of a packet whose first chunk is the DATA header of `h` (flags 0: no cookie)
-    /// for `len` payload bytes.
+    /// The headers of a packet holding the DATA chunk of `h` (flags 0: no cookie) with `len`
+    /// payload bytes, then the CREDIT chunk of `credit` (bytes, slots) unless both are 0.
     #[inline]
-    pub fn data_packet(h: &MsgHeader, len: usize) -> Small {
+    pub fn packet(h: &MsgHeader, len: usize, credit: (u64, u64)) -> Small {
         debug_assert_eq!(h.flags & FLAG_SYNC, 0, "a synchronous message carries a cookie");
-        let mut s = Small { buf: [0; 40], len: 0 };
+        let mut s = Small { buf: [0; 64], head: 0, len: 0 };
         s.byte(VERSION);
         Encoder(&mut s).data(h, len, 0);
-        s
-    }
-
-    /// A CREDIT chunk (nothing when both are 0).
-    #[inline]
-    pub fn credit(bytes: u64, slots: u64) -> Small {
-        let mut s = Small { buf: [0; 40], len: 0 };
-        if (bytes, slots) != (0, 0) {
-            Encoder(&mut s).credit(bytes, slots);
+        s.head = s.len;
+        if credit != (0, 0) {
+            Encoder(&mut s).credit(credit.0, credit.1);
         }
         s
     }
 
-    pub fn bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
+    /// What goes before the payload.
+    pub fn head(&self) -> &[u8] {
+        &self.buf[..self.head]
+    }
+
+    /// What goes after it (empty without credit).
+    pub fn tail(&self) -> &[u8] {
+        &self.buf[self.head..self.len]
     }
 }
 
@@ -561,11 +564,11 @@ mod tests {
             let h = MsgHeader { flags: 0, session: v as u32, tag: v, seq: (v >> 3) as u32 };
             let mut general = vec![VERSION];
             Encoder(&mut general).data(&h, v as usize, 0);
-            assert_eq!(Small::data_packet(&h, v as usize).bytes(), &general[..], "{v}");
             let mut credit = Vec::new();
             Encoder(&mut credit).credit(v, v >> 9);
-            let small = Small::credit(v, v >> 9);
-            assert_eq!(small.bytes(), if v == 0 { &[][..] } else { &credit[..] }, "credit {v}");
+            let small = Small::packet(&h, v as usize, (v, v >> 9));
+            assert_eq!(small.head(), &general[..], "{v}");
+            assert_eq!(small.tail(), if v == 0 { &[][..] } else { &credit[..] }, "credit {v}");
         }
     }
 

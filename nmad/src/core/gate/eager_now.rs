@@ -15,7 +15,6 @@ use crate::core::Core;
 use crate::core::request::{Kind, ReqPtr};
 use crate::core::wire::{FLAG_SYNC, MsgHeader, Small};
 use crate::drivers::{Segment, Sent};
-use smallvec::SmallVec;
 use std::io::IoSlice;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -118,14 +117,15 @@ impl Gate {
         if o.segs.len() > MAX_PIECES {
             return Ok(Now::NotNow);
         }
-        let head = Small::data_packet(h, len);
         let owed = self.take_owed();
-        let credit = Small::credit(owed.0, owed.1);
         let give_back = |g: &Gate| {
             g.owed_bytes.fetch_add(owed.0, Relaxed);
             g.owed_slots.fetch_add(owed.1, Relaxed);
         };
-        if head.bytes().len() + credit.bytes().len() + len > self.rails[0].info.caps.max_packet {
+        let headers = Small::packet(h, len, owed);
+        let (head, tail) = (headers.head(), headers.tail());
+        let bytes = head.len() + len + tail.len();
+        if bytes > self.rails[0].info.caps.max_packet {
             give_back(self);
             return Ok(Now::NotNow);
         }
@@ -136,20 +136,23 @@ impl Gate {
                 return Err(SendError::Gate(e));
             }
         };
-        let mut iov: SmallVec<[IoSlice<'_>; MAX_PIECES + 2]> = SmallVec::new();
-        iov.push(IoSlice::new(head.bytes()));
+        let mut iov = [IoSlice::new(&[]); MAX_PIECES + 2];
+        iov[0] = IoSlice::new(head);
+        let mut n = 1;
         for s in o.segs.iter().filter(|s| s.len > 0) {
             // SAFETY: readable until this returns (our contract).
-            iov.push(IoSlice::new(unsafe { std::slice::from_raw_parts(s.ptr, s.len) }));
+            iov[n] = IoSlice::new(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
+            n += 1;
         }
-        if !credit.bytes().is_empty() {
-            iov.push(IoSlice::new(credit.bytes()));
+        if !tail.is_empty() {
+            iov[n] = IoSlice::new(tail);
+            n += 1;
         }
-        let bytes = iov.iter().map(|s| s.len()).sum::<usize>();
+        let iov = &iov[..n];
         // Plain eager data (no answer asked: `may_send_now` refused synchronous sends) is lazy
         // unless it carries credit that was due, or its request is watched (`Gate::urgent`).
         let urgent = watched || self.credit_due(owed);
-        let sent = if urgent { link.try_send(&iov) } else { link.try_send_lazy(&iov) };
+        let sent = if urgent { link.try_send(iov) } else { link.try_send_lazy(iov) };
         match sent {
             Ok(Sent::Done) => {
                 o.credit -= len as u64 + EAGER_OVERHEAD;
