@@ -312,19 +312,13 @@ mod hot {
         comm: abi::Comm,
         status: *mut abi::Status,
     ) -> Option<Outcome> {
-        let len = contiguous_len(buf, count, datatype)?;
-        let (from, tag) = (from_of(source)?, tag_of(tag)?);
+        // SAFETY: our contract, passed on.
+        let (data, from, tag) = unsafe { receive_args(buf, count, datatype, source, tag) }?;
         // SAFETY: an output argument (our contract).
         let status = unsafe { check::status(status) }.ok()?;
-        // SAFETY: `len` bytes at `buf` are writable during the call (our contract).
-        let data = unsafe { nmad::Data::from_raw(buf.cast(), len) };
         let o = crate::comms::hot(comm, |c| {
-            let inside = match from {
-                From::Rank(r) => r < c.comm.peer_size(),
-                _ => true,
-            };
             // SAFETY: `data` is writable until the blocking receive returns.
-            inside.then(|| unsafe { c.comm.recv_data("MPI_Recv", data.clone(), from, tag) })
+            inside(c, from).then(|| unsafe { c.comm.recv_data("MPI_Recv", data.clone(), from, tag) })
         })?;
         Some(match o {
             Ok(o) => {
@@ -354,16 +348,12 @@ mod hot {
         comm: abi::Comm,
         request: *mut abi::Request,
     ) -> Option<Outcome> {
-        let len = contiguous_len(buf, count, datatype)?;
-        let (from, tag) = (from_of(source)?, tag_of(tag)?);
+        // SAFETY: our contract, passed on.
+        let (data, from, tag) = unsafe { receive_args(buf, count, datatype, source, tag) }?;
         // SAFETY: an output argument (our contract).
         let request = unsafe { check::out(request, "request") }.ok()?;
-        // SAFETY: `len` bytes at `buf` are writable until the request completes (our contract).
-        let data = unsafe { nmad::Data::from_raw(buf.cast(), len) };
         let handle = crate::comms::hot_shared(comm, |c| {
-            if let From::Rank(r) = from
-                && r >= c.comm.peer_size()
-            {
+            if !inside(c, from) {
                 return None;
             }
             crate::state::with_state(|st| {
@@ -378,6 +368,34 @@ mod hot {
     }
 
     pub(super) use MPI_Irecv as MPI_Irecv_c;
+
+    /// A receive's buffer of a builtin `datatype`, source and tag as the Rust API's; `None`
+    /// for anything else (the general path handles or reports it).
+    ///
+    /// # Safety
+    /// `buf` is writable for `count` elements of `datatype` as long as the returned data is
+    /// used (the caller's contract).
+    #[inline(always)]
+    unsafe fn receive_args(
+        buf: *mut c_void,
+        count: impl CInt,
+        datatype: abi::Datatype,
+        source: c_int,
+        tag: c_int,
+    ) -> Option<(nmad::Data, From, Tag)> {
+        let len = contiguous_len(buf, count, datatype)?;
+        // SAFETY: `len` writable bytes at `buf` (our contract).
+        let data = unsafe { nmad::Data::from_raw(buf.cast(), len) };
+        Some((data, from_of(source)?, tag_of(tag)?))
+    }
+
+    /// Whether `from` is in the communicator (or any source).
+    fn inside(c: &CommObj, from: From) -> bool {
+        match from {
+            From::Rank(r) => r < c.comm.peer_size(),
+            _ => true,
+        }
+    }
 
     /// An MPI source as the Rust API's (`MPI_ANY_SOURCE` or a rank; `None`: another value,
     /// which the general path handles or reports).
