@@ -505,10 +505,11 @@ impl Inner {
             }
             let mut machine = self.machine_seen(vp, replan);
             if self.marcel.is_none() {
-                own_cpu::fill(&mut machine, replan, self.waiters[self.node_index(scope)].waiting());
+                let w = &self.waiters[self.node_index(scope)];
+                own_cpu::fill(&mut machine, replan, w.waiting(), w.spinning());
             }
             let plan = self.policy.load().0.wait(&machine);
-            if let Some(r) = self.spin(cond, mask, scope, &plan, deadline, first) {
+            if let Some(r) = self.spin(cond, mask, scope, &plan, deadline, first, machine.waiters_only) {
                 return r;
             }
             let slept = match plan.then {
@@ -541,6 +542,7 @@ impl Inner {
         plan: &crate::policy::WaitPlan,
         deadline: Option<Instant>,
         first: First<'_>,
+        plan_shares: bool,
     ) -> Option<bool> {
         let in_user_thread = marcel::current_lwp().is_some();
         let spin_ns = plan.spin.as_nanos() as u64;
@@ -590,8 +592,10 @@ impl Inner {
                 if crate::clock::now_ns() >= spin_end {
                     break None;
                 }
-                if spins_on && waiters.waiting() > 1 {
-                    break None; // another thread came to wait: re-plan (it may want our CPU)
+                if spins_on && !plan_shares && waiters.waiting() > 1 {
+                    // Another thread came to wait: re-plan (it may want our CPU; a plan made
+                    // for our other waiters already shares it with them).
+                    break None;
                 }
             }
             if plan.yield_while_spinning && in_user_thread {

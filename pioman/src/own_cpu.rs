@@ -65,10 +65,10 @@ thread_local! {
 
 /// Fills `m`'s per-thread fields for the calling OS thread, of which `waiting` other threads
 /// wait in the library on its node (they want a CPU as soon as their message comes, asleep or
-/// not). `replan`: a round after a spin ran out (the thread spins anyway: a fresher count); the
+/// not), `spinning` of them spinning (runnable: they may be all the competition there is). `replan`: a round after a spin ran out (the thread spins anyway: a fresher count); the
 /// first round of a wait uses an older one, so that a wait that completes at once seldom pays
 /// for `/proc` reads.
-pub(crate) fn fill(m: &mut MachineState, replan: bool, waiting: usize) {
+pub(crate) fn fill(m: &mut MachineState, replan: bool, waiting: usize, spinning: usize) {
     m.contended = contended_here();
     let now = crate::clock::now_ns();
     let (at, ready) = READY.get();
@@ -85,7 +85,9 @@ pub(crate) fn fill(m: &mut MachineState, replan: bool, waiting: usize) {
         READY.set((now.max(1), r));
         r
     };
-    m.local_ready = ready.max(waiting.saturating_sub(allowed_cpus().saturating_sub(1)));
+    let beside = |n: usize| n.saturating_sub(allowed_cpus().saturating_sub(1));
+    m.local_ready = ready.max(beside(waiting));
+    m.waiters_only = m.local_ready > 0 && ready <= beside(spinning);
 }
 
 /// Whether the calling thread lately lost its CPU while spinning (see [`CONTENDED_HOLD`]).

@@ -49,6 +49,11 @@ pub struct MachineState {
     /// Per thread, unlike `idle_cores`, and so not fooled by other cores' load. Always false
     /// under marcel and outside waits.
     pub contended: bool,
+    /// The threads of its process that want the waiting OS thread's CPU are, as far as it can
+    /// tell, other threads waiting in the library (no more runnable than waiters): a spin that
+    /// yields the CPU between polls serves them all, where a sleep would cost each message a
+    /// kernel wake-up. Always false under marcel and outside waits.
+    pub waiters_only: bool,
 }
 
 /// What an idle context (an idle marcel LWP, a progression thread) does now.
@@ -242,6 +247,19 @@ impl Policy for AdaptivePolicy {
                 then: AfterSpin::Block,
             };
         }
+        if !m.under_marcel && m.waiters_only {
+            // Our CPU is wanted by our own threads waiting in the library (several threads of a
+            // rank on one CPU, each in its receive): spin on and let the kernel share the CPU
+            // among us by time slices (each spinner completes the others' requests too; a
+            // yield per poll, or a sleep, would cost each message a system call or a wake-up),
+            // looking again every millisecond: a computation coming along shows in the next look.
+            return WaitPlan {
+                spin: Duration::from_millis(1),
+                yield_while_spinning: false,
+                yield_cpu: false,
+                then: AfterSpin::Replan,
+            };
+        }
         if !m.under_marcel && !m.oversubscribed && m.local_ready == 0 && !m.contended {
             // No thread of ours waits for our CPU and nothing took it from us while we spun:
             // keep polling (a kernel wake-up costs tens of µs on a VM), looking again every
@@ -354,6 +372,7 @@ mod tests {
             under_marcel: true,
             oversubscribed: false,
             contended: false,
+            waiters_only: false,
         };
         let idle = MachineState {
             cores: 2,
@@ -362,6 +381,7 @@ mod tests {
             under_marcel: true,
             oversubscribed: false,
             contended: false,
+            waiters_only: false,
         };
         assert_eq!(a.idle(&busy), IdleAction::Block);
         assert_eq!(a.idle(&idle), IdleAction::Poll);
@@ -374,6 +394,7 @@ mod tests {
             under_marcel: true,
             oversubscribed: false,
             contended: false,
+            waiters_only: false,
         };
         assert_eq!(a.wait(&alone).then, AfterSpin::Park, "our LWP will poll when we park");
         assert_eq!(a.wait(&busy).then, AfterSpin::Block);
@@ -383,6 +404,8 @@ mod tests {
         assert_eq!(a.wait(&contended).then, AfterSpin::Block);
         let computing = MachineState { local_ready: 1, ..os_alone };
         assert_eq!(a.wait(&computing).then, AfterSpin::Block, "our compute threads want the CPU");
+        let waiters = MachineState { local_ready: 1, waiters_only: true, contended: true, ..os_alone };
+        assert_eq!(a.wait(&waiters).then, AfterSpin::Replan, "our other waiters: the spin goes on");
         let os_busy =
             MachineState { cores: 2, idle_cores: 0, local_ready: 0, contended: true, ..Default::default() };
         assert_eq!(a.wait(&os_busy).spin, Duration::ZERO);

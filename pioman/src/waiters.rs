@@ -69,6 +69,11 @@ impl Waiters {
             && self.handover.swap(false, SeqCst)
     }
 
+    /// How many spin now.
+    pub(crate) fn spinning(&self) -> usize {
+        self.spinning.load(Relaxed)
+    }
+
     /// How many wait now, spinning or sleeping.
     pub(crate) fn waiting(&self) -> usize {
         self.spinning.load(Relaxed) + self.blocking.load(Relaxed)
