@@ -534,6 +534,7 @@ impl Inner {
     ///
     /// The clock is read every [`CLOCK_EVERY`] rounds only: spin and deadline may overshoot by
     /// that many poll rounds (microseconds).
+    #[allow(clippy::too_many_arguments)] // one wait's state, passed once per spin phase
     fn spin(
         &self,
         cond: &Cond,
