@@ -65,9 +65,10 @@ thread_local! {
 
 /// Fills `m`'s per-thread fields for the calling OS thread, of which `waiting` other threads
 /// wait in the library on its node (they want a CPU as soon as their message comes, asleep or
-/// not), `spinning` of them spinning (runnable: they may be all the competition there is). `replan`: a round after a spin ran out (the thread spins anyway: a fresher count); the
-/// first round of a wait uses an older one, so that a wait that completes at once seldom pays
-/// for `/proc` reads.
+/// not), `spinning` of them spinning (runnable: they may be all the competition there is).
+/// `replan`: a round after a spin ran out (the thread spins anyway: a fresher count); the first
+/// round of a wait uses an older one, so that a wait that completes at once seldom pays for
+/// `/proc` reads.
 pub(crate) fn fill(m: &mut MachineState, replan: bool, waiting: usize, spinning: usize) {
     m.contended = contended_here();
     let now = crate::clock::now_ns();

@@ -50,9 +50,9 @@ pub struct MachineState {
     /// under marcel and outside waits.
     pub contended: bool,
     /// The threads of its process that want the waiting OS thread's CPU are, as far as it can
-    /// tell, other threads waiting in the library (no more runnable than waiters): a spin that
-    /// yields the CPU between polls serves them all, where a sleep would cost each message a
-    /// kernel wake-up. Always false under marcel and outside waits.
+    /// tell, other threads spinning in the library (no more runnable than spinning waiters):
+    /// spinning on, the CPU shared by time slices, serves them all, where a sleep would cost
+    /// each message a kernel wake-up. Always false under marcel and outside waits.
     pub waiters_only: bool,
 }
 

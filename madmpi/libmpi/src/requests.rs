@@ -27,7 +27,7 @@ use madmpi::error::Error;
 use madmpi::operation::MpiRequest;
 use madmpi::operation::Persistent;
 use madmpi::request::RawRequest;
-use madmpi::request::recycle::Spares;
+use madmpi::request::recycle::{self, Spares};
 use std::sync::{Arc, PoisonError};
 
 thread_local! {
@@ -40,8 +40,7 @@ thread_local! {
 pub(crate) fn give_back(mut entry: Arc<ReqEntry>, op: Arc<RawRequest>) {
     if let Some(e) = Arc::get_mut(&mut entry) {
         drop(e.req.take_current()); // its reference to `op`
-        let mut entry = Some(entry);
-        let _ = ENTRIES.try_with(|s| entry.take().map(|e| s.give_back(e)));
+        recycle::give_back_in(&ENTRIES, entry);
     }
     madmpi::operation::give_back(op);
 }
@@ -87,11 +86,9 @@ impl State {
     }
 
     fn insert_request(&self, entry: ReqEntry) -> Result<Handle, Error> {
-        let mut entry = Some(entry);
-        let shared = ENTRIES.try_with(|s| entry.take().map(|e| s.make(e))).ok().flatten();
-        let shared =
-            shared.unwrap_or_else(|| Arc::new(entry.take().expect("not taken when the spares are gone")));
-        self.requests.insert(shared).ok_or_else(|| Error::intern("too many live requests"))
+        self.requests
+            .insert(recycle::make_in(&ENTRIES, entry))
+            .ok_or_else(|| Error::intern("too many live requests"))
     }
 
     /// The request of handle `h`; `Ok(None)` for `MPI_REQUEST_NULL`, `MPI_ERR_REQUEST` for

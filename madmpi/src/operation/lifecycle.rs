@@ -9,7 +9,7 @@
 use super::Persistent;
 use crate::error::{Error, Result};
 use crate::request::RawRequest;
-use crate::request::recycle::Spares;
+use crate::request::recycle::{self, Spares};
 use std::sync::{Arc, Mutex, PoisonError};
 
 thread_local! {
@@ -19,17 +19,13 @@ thread_local! {
 
 /// `raw` in an `Arc`, in an allocation given back earlier if this thread has one.
 fn shared(raw: RawRequest) -> Arc<RawRequest> {
-    let mut raw = Some(raw);
-    let made = OPS.try_with(|s| raw.take().map(|r| s.make(r))).ok().flatten();
-    made.unwrap_or_else(|| Arc::new(raw.take().expect("not taken when the spares are gone")))
+    recycle::make_in(&OPS, raw)
 }
 
 /// Drops an operation a completion call reported; if this was its last holder, its allocation
 /// serves this thread's next operation.
 pub fn give_back(op: Arc<RawRequest>) {
-    let mut op = Some(op);
-    let _ = OPS.try_with(|s| op.take().map(|o| s.give_back(o)));
-    drop(op);
+    recycle::give_back_in(&OPS, op);
 }
 
 /// See the module docs.

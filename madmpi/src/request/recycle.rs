@@ -66,6 +66,20 @@ impl<T> Spares<T> {
     }
 }
 
+/// [`Spares::make`] on a thread's spares, or a plain `Arc` while the thread's locals are torn
+/// down.
+pub fn make_in<T>(key: &'static std::thread::LocalKey<Spares<T>>, v: T) -> Arc<T> {
+    let mut v = Some(v);
+    let made = key.try_with(|s| v.take().map(|v| s.make(v))).ok().flatten();
+    made.unwrap_or_else(|| Arc::new(v.take().expect("not taken when the spares are gone")))
+}
+
+/// [`Spares::give_back`] on a thread's spares, or a plain drop while they are torn down.
+pub fn give_back_in<T>(key: &'static std::thread::LocalKey<Spares<T>>, a: Arc<T>) {
+    let mut a = Some(a);
+    let _ = key.try_with(|s| a.take().map(|a| s.give_back(a)));
+}
+
 impl<T> Default for Spares<T> {
     fn default() -> Self {
         Spares::new()
