@@ -10,7 +10,7 @@
 //! Owns the reporting of completions; it must not decide when a call waits or returns (the
 //! `api` layer does) nor start operations.
 
-use crate::errors::{Fail, On, Outcome, named};
+use crate::errors::{Fail, HandlerOwner, On, Outcome, named};
 use crate::requests::ReqEntry;
 use crate::state::State;
 use crate::status;
@@ -37,14 +37,15 @@ impl State {
     /// The active requests of an array, all resolved before anything completes (an invalid
     /// handle fails the call, naming its position as MPICH does).
     pub(crate) fn all_active(&self, handles: &[abi::Request]) -> Result<Vec<Option<Active>>, Error> {
-        handles
-            .iter()
-            .enumerate()
-            .map(|(i, &h)| {
+        // Sized once: collecting `Result`s would grow the vector step by step.
+        let mut all = Vec::with_capacity(handles.len());
+        for (i, &h) in handles.iter().enumerate() {
+            all.push(
                 self.active(h)
-                    .map_err(|e| Error::new(e.class(), format!("array_of_requests[{i}]: {}", e.message())))
-            })
-            .collect()
+                    .map_err(|e| Error::new(e.class(), format!("array_of_requests[{i}]: {}", e.message())))?,
+            );
+        }
+        Ok(all)
     }
 }
 
@@ -109,16 +110,37 @@ pub(crate) fn in_status(
     done: &[(usize, Option<Error>, &ReqEntry)],
     statuses: Option<&mut [Status]>,
 ) -> Option<Fail> {
-    let failed = done.iter().filter(|d| d.1.is_some()).count();
     let (_, _, first) = done.iter().find(|d| d.1.is_some())?;
-    if let Some(statuses) = statuses {
-        for (slot, e, _) in done {
-            statuses[*slot].error = e.as_ref().map_or(0, |e| named(func, e.clone()).code());
+    let mut statuses = statuses;
+    if let Some(s) = statuses.as_deref_mut() {
+        for (slot, _, _) in done {
+            s[*slot].error = 0;
         }
     }
-    let what =
-        format!("{failed} of {} completed requests failed (see the MPI_ERROR of their statuses)", done.len());
-    Some(Fail { error: Error::new(ErrorClass::InStatus, what), comm: Some(first.comm.clone()) })
+    let failed: Vec<(usize, &Error)> = done.iter().filter_map(|(i, e, _)| Some((*i, e.as_ref()?))).collect();
+    Some(failures_in_status(func, done.len(), &failed, first.comm.clone(), statuses))
+}
+
+/// `MPI_ERR_IN_STATUS` for the `failed` ones (status slot, error) of `reported` completed
+/// requests: each failed slot's `MPI_ERROR` becomes its error's code (the caller set the
+/// others'); the error goes to `comm`'s handler (the first failed request's).
+pub(crate) fn failures_in_status(
+    func: &str,
+    reported: usize,
+    failed: &[(usize, &Error)],
+    comm: Arc<dyn HandlerOwner>,
+    statuses: Option<&mut [Status]>,
+) -> Fail {
+    if let Some(statuses) = statuses {
+        for (slot, e) in failed {
+            statuses[*slot].error = named(func, (*e).clone()).code();
+        }
+    }
+    let what = format!(
+        "{} of {reported} completed requests failed (see the MPI_ERROR of their statuses)",
+        failed.len()
+    );
+    Fail { error: Error::new(ErrorClass::InStatus, what), comm: Some(comm) }
 }
 
 /// Drops what a completion call resolved, giving the allocations of the requests it retired
@@ -131,7 +153,9 @@ pub(crate) fn give_back(active: Vec<Option<Active>>) {
 
 /// The operations of the active requests.
 pub(crate) fn ops(active: &[Option<Active>]) -> Vec<&RawRequest> {
-    active.iter().flatten().map(|a| &*a.op).collect()
+    let mut ops = Vec::with_capacity(active.len());
+    ops.extend(active.iter().flatten().map(|a| &*a.op));
+    ops
 }
 
 /// Reports the completed one of `active` with the lowest index (`MPI_Waitany`, `MPI_Testany`).
@@ -166,7 +190,7 @@ pub(crate) fn report_some(
     indices: &mut [c_int],
     mut statuses: Option<&mut [Status]>,
 ) -> Outcome {
-    let mut done = Vec::new();
+    let mut done = Vec::with_capacity(active.len());
     for (i, a) in active.iter().enumerate() {
         let Some(a) = a else { continue };
         let pending = if a.op.is_complete() { None } else { Some(a.op.failure_pending()) };
@@ -195,7 +219,7 @@ pub(crate) fn report_all(
     active: &[Option<Active>],
     mut statuses: Option<&mut [Status]>,
 ) -> Outcome {
-    let mut done = Vec::new();
+    let mut done = Vec::with_capacity(active.len());
     for (i, a) in active.iter().enumerate() {
         let status = statuses.as_deref_mut().map(|s| &mut s[i]);
         let Some(a) = a else {

@@ -46,7 +46,7 @@ impl State {
             return Ok(MsgRef::Msg(m));
         }
         match abi::decode_user_handle(h) {
-            Some((UserObject::Request, _)) => {
+            Some((UserObject::Request | UserObject::ExpressRequest, _)) => {
                 Err(Error::arg(format!("{h:#x} is a request handle, not a message (MPI_Message)")))
             }
             _ => Err(Error::request(format!("invalid message handle {h:#x}"))),

@@ -102,8 +102,8 @@ impl<T: Clone> Table<T> {
     }
 }
 
-/// The shard this thread inserts into.
-fn home_shard() -> u32 {
+/// The shard this thread inserts into (of `SHARDS`, which the express table shares).
+pub(crate) fn home_shard() -> u32 {
     use std::hash::{BuildHasher, RandomState};
     thread_local! {
         static SHARD: u32 = {

@@ -193,7 +193,9 @@ fn p2p_basic_passes_with_both_headers_under_both_launchers() {
 
 /// The express path (builtin datatypes: `MPI_Send`, `MPI_Isend` completing at once, `MPI_Recv`)
 /// completes as the general path does (a derived type of the same type map): statuses, errors,
-/// truncation, any source, probes, every completion call on a send request, declined arguments.
+/// truncation, any source, probes, every completion call on a send request and on a receive
+/// of the express request table (`MPI_Wait`/`MPI_Waitall` complete it there, the other calls
+/// promote it), declined arguments.
 #[test]
 fn express_calls_complete_as_the_general_path_does() {
     passes("p2p_express");

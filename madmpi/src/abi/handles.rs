@@ -116,7 +116,8 @@ pub const fn keyval_target(h: Handle) -> Option<ObjectType> {
 //   31-30  kind = Direct (2): never clashes with builtin or null handles;
 //   29-26  object type as MPICH numbers it, so `handle_object` works on every handle;
 //   25-22  qualifier: a keyval's target object type (the layout of MPICH's builtin keyvals),
-//          MESSAGE_QUALIFIER for a matched message (which MPICH types as a request), else 0;
+//          MESSAGE_QUALIFIER for a matched message (which MPICH types as a request),
+//          EXPRESS_QUALIFIER for an express request, else 0;
 //   21-0   USER_INDEX_BASE + slot, the slot being the owning module's table index.
 // Indices below USER_INDEX_BASE are MPICH's predefined direct handles (the pair datatypes),
 // so no user handle can equal a predefined one.
@@ -130,6 +131,9 @@ pub const USER_INDEX_BASE: u32 = 16;
 pub const MAX_USER_SLOT: u32 = (1 << USER_INDEX_BITS) - 1 - USER_INDEX_BASE;
 /// Qualifier of a request-typed handle that designates a matched message.
 const MESSAGE_QUALIFIER: u32 = 1;
+/// Qualifier of a request handle of the C library's express table (receives its hot path
+/// posted), beside the general table's.
+const EXPRESS_QUALIFIER: u32 = 2;
 
 /// The kinds of objects MadMPI hands out handles for, with what their handles must encode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -144,6 +148,9 @@ pub enum UserObject {
     Request,
     /// A matched message (`MPI_Mprobe`): request-typed, like MPICH's.
     Message,
+    /// A request of the express table (a receive `MPI_Irecv`'s hot path posted): a request to
+    /// the program, in a table of its own.
+    ExpressRequest,
     /// An error handler.
     Errhandler,
     /// A user reduction operation.
@@ -169,6 +176,7 @@ impl UserObject {
             UserObject::Datatype => (ObjectType::Datatype, 0),
             UserObject::Request => (ObjectType::Request, 0),
             UserObject::Message => (ObjectType::Request, MESSAGE_QUALIFIER),
+            UserObject::ExpressRequest => (ObjectType::Request, EXPRESS_QUALIFIER),
             UserObject::Errhandler => (ObjectType::Errhandler, 0),
             UserObject::Op => (ObjectType::Op, 0),
             UserObject::Info => (ObjectType::Info, 0),
@@ -184,6 +192,7 @@ impl UserObject {
 
 /// The handle of the object of kind `object` in slot `slot` of its module's table; `None`
 /// if the slot is above [`MAX_USER_SLOT`] or the keyval target is not a comm, type or window.
+#[inline]
 pub const fn encode_user_handle(object: UserObject, slot: u32) -> Option<Handle> {
     let Some((ty, qualifier)) = object.bits() else { return None };
     if slot > MAX_USER_SLOT {
@@ -198,6 +207,7 @@ pub const fn encode_user_handle(object: UserObject, slot: u32) -> Option<Handle>
 
 /// The inverse of [`encode_user_handle`]: what `h` designates and its slot, or `None` if `h`
 /// is not a handle MadMPI could have created (null, builtin, predefined direct, garbage).
+#[inline]
 pub const fn decode_user_handle(h: Handle) -> Option<(UserObject, u32)> {
     let bits = h as u32;
     if !matches!(handle_kind(h), HandleKind::Direct) {
@@ -214,6 +224,7 @@ pub const fn decode_user_handle(h: Handle) -> Option<(UserObject, u32)> {
         (ObjectType::Datatype, 0) => UserObject::Datatype,
         (ObjectType::Request, 0) => UserObject::Request,
         (ObjectType::Request, MESSAGE_QUALIFIER) => UserObject::Message,
+        (ObjectType::Request, EXPRESS_QUALIFIER) => UserObject::ExpressRequest,
         (ObjectType::Errhandler, 0) => UserObject::Errhandler,
         (ObjectType::Op, 0) => UserObject::Op,
         (ObjectType::Info, 0) => UserObject::Info,

@@ -58,6 +58,7 @@ fn user_object() -> impl Strategy<Value = UserObject> {
         Just(UserObject::Datatype),
         Just(UserObject::Request),
         Just(UserObject::Message),
+        Just(UserObject::ExpressRequest),
         Just(UserObject::Errhandler),
         Just(UserObject::Op),
         Just(UserObject::Info),

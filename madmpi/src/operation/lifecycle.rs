@@ -17,8 +17,9 @@ thread_local! {
     static OPS: Spares<RawRequest> = const { Spares::new() };
 }
 
-/// `raw` in an `Arc`, in an allocation given back earlier if this thread has one.
-fn shared(raw: RawRequest) -> Arc<RawRequest> {
+/// `raw` in an `Arc`, in an allocation given back earlier if this thread has one (what
+/// [`give_back`] takes back).
+pub fn shared(raw: RawRequest) -> Arc<RawRequest> {
     recycle::make_in(&OPS, raw)
 }
 
@@ -41,6 +42,11 @@ impl MpiRequest {
     /// The request of an operation started once (a nonblocking call).
     pub fn once(raw: RawRequest) -> MpiRequest {
         MpiRequest { current: Mutex::new(Some(shared(raw))), persistent: None }
+    }
+
+    /// The request of an operation started once, already shared (see [`shared`]).
+    pub fn once_shared(op: Arc<RawRequest>) -> MpiRequest {
+        MpiRequest { current: Mutex::new(Some(op)), persistent: None }
     }
 
     /// A new persistent request, inactive.

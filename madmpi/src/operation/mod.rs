@@ -14,7 +14,7 @@
 
 mod lifecycle;
 
-pub use lifecycle::{MpiRequest, give_back};
+pub use lifecycle::{MpiRequest, give_back, shared};
 
 use crate::coll::raw;
 use crate::comm::Comm;

@@ -23,18 +23,21 @@
 
 use crate::check;
 use crate::completion::{
-    Active, finish, give_back, ops, progress_once, report_all, report_first, report_some,
+    Active, failures_in_status, finish, give_back, ops, progress_once, report_all, report_first, report_some,
 };
 use crate::errors::{Fail, On};
 use crate::export::export;
 use crate::requests::COMPLETED;
+use crate::requests::express::EXPRESS;
 use crate::state::{State, state};
 use crate::status;
 use madmpi::abi::{self, Status};
 use madmpi::error::Error;
 use madmpi::request::completion::wait_any_or_failure_pending;
 use madmpi::request::{Outcome, RawRequest};
+use smallvec::SmallVec;
 use std::ffi::c_int;
+use std::sync::Arc;
 
 /// The checked request array of `count` handles (empty for a count of 0).
 ///
@@ -105,12 +108,100 @@ unsafe fn done_at_once(n: c_int, reqs: *mut abi::Request, statuses: *mut Status)
     true
 }
 
+/// The express path of `MPI_Wait` and `MPI_Waitall`: when every handle of `n` at `reqs` is
+/// `MPI_REQUEST_NULL`, [`COMPLETED`] or a live express request (`requests::express`), and one
+/// at least is the latter, waits for the express ones and reports every request as the
+/// general path would (statuses, handles to `MPI_REQUEST_NULL`, an error to the handler of
+/// the request's communicator; several requests: `MPI_ERR_IN_STATUS`). `None`: something else
+/// is there, or an argument the general path must check; nothing done.
+///
+/// # Safety
+/// As [`done_at_once`].
+unsafe fn express_done(
+    func: &str,
+    n: c_int,
+    reqs: *mut abi::Request,
+    statuses: *mut Status,
+) -> Option<crate::errors::Outcome> {
+    let n = usize::try_from(n).ok()?;
+    let ignore = statuses as usize == abi::MPI_STATUSES_IGNORE;
+    if n == 0
+        || reqs.is_null()
+        || !reqs.is_aligned()
+        || !ignore && (statuses.is_null() || !statuses.is_aligned())
+    {
+        return None;
+    }
+    // SAFETY: not null, aligned, `n` handles (our contract).
+    let handles = unsafe { std::slice::from_raw_parts_mut(reqs, n) };
+    // Every express one live, taken at once (nothing reported unless all can be).
+    // On the stack for a window of the usual size (`madbench mt`'s is 64).
+    let mut ops: SmallVec<[Arc<RawRequest>; 64]> = SmallVec::new();
+    for &h in handles.iter() {
+        if h != COMPLETED && h != abi::MPI_REQUEST_NULL {
+            ops.push(EXPRESS.op(h)?);
+        }
+    }
+    if ops.is_empty() {
+        return None;
+    }
+    ops.iter().for_each(|op| op.wait_done());
+    drop(ops); // each request's last reference is its slot's again
+    let mut outs = (!ignore).then(|| {
+        // SAFETY: not null, aligned, `n` statuses (our contract).
+        unsafe { std::slice::from_raw_parts_mut(statuses, n) }
+    });
+    let mut failed = Vec::new();
+    let mut reported = 0;
+    for (i, h) in handles.iter_mut().enumerate() {
+        let out = outs.as_deref_mut().map(|s| &mut s[i]);
+        match *h {
+            abi::MPI_REQUEST_NULL => status::empty(out),
+            COMPLETED => {
+                *h = abi::MPI_REQUEST_NULL;
+                status::outcome(out, &Outcome::DONE);
+                reported += 1;
+            }
+            _ => {
+                // Another thread completing the same request meanwhile is the program's error.
+                let Some(live) = EXPRESS.take(*h) else {
+                    let e =
+                        Error::request(format!("request {h:#x} was completed by another thread meanwhile"));
+                    return Some(Err(e.into()));
+                };
+                *h = abi::MPI_REQUEST_NULL;
+                reported += 1;
+                let o = live.op.outcome().expect("waited for");
+                status::outcome(out, &o);
+                if let Some(e) = o.error {
+                    failed.push((i, e, live.owner));
+                }
+                madmpi::operation::give_back(live.op);
+            }
+        }
+    }
+    let Some((_, _, owner)) = failed.first() else { return Some(Ok(())) };
+    if n == 1 {
+        let (_, e, owner) = failed.pop().expect("one");
+        return Some(Err(e).on(&owner));
+    }
+    if let Some(s) = outs.as_deref_mut() {
+        s.iter_mut().for_each(|s| s.error = 0);
+    }
+    let list: Vec<(usize, &Error)> = failed.iter().map(|(i, e, _)| (*i, e)).collect();
+    Some(Err(failures_in_status(func, reported, &list, owner.clone(), outs)))
+}
+
 export! {
     /// `MPI_Wait`.
     fn MPI_Wait / PMPI_Wait(request: *mut abi::Request, status: *mut Status) {
         // SAFETY: one handle and one status, as MPI's contract says.
         if unsafe { done_at_once(1, request, status) } {
             return Ok(());
+        }
+        // SAFETY: as above.
+        if let Some(r) = unsafe { express_done("MPI_Wait", 1, request, status) } {
+            return r;
         }
         let st = state()?;
         // SAFETY: an in-out argument.
@@ -238,6 +329,10 @@ export! {
         // SAFETY: the arrays as MPI's contract says.
         if unsafe { done_at_once(count, array_of_requests, array_of_statuses) } {
             return Ok(());
+        }
+        // SAFETY: as above.
+        if let Some(r) = unsafe { express_done("MPI_Waitall", count, array_of_requests, array_of_statuses) } {
+            return r;
         }
         let st = state()?;
         // SAFETY: an array of `count` requests (MPI's contract).

@@ -232,7 +232,8 @@ unsafe fn sendrecv_replace(
 mod hot {
     use super::*;
     use crate::datatypes::builtin_elem;
-    use crate::errors::Outcome;
+    use crate::errors::{AsOwner, Outcome};
+    use crate::requests::express::{EXPRESS, Live};
     use madmpi::p2p::{From, Tag};
     use madmpi::request::RawRequest;
 
@@ -333,7 +334,8 @@ mod hot {
 
     /// `MPI_Irecv` of a builtin datatype from a rank or `MPI_ANY_SOURCE` on this thread's
     /// recent communicator: the receive is posted with the arguments checked here and its
-    /// request stored, without the state's communicator lookup or an operation.
+    /// request stored (from a rank: in the express table), without the state's communicator
+    /// lookup.
     ///
     /// # Safety
     /// `buf` is writable for `count` elements of `datatype` until the request completes, and
@@ -355,6 +357,16 @@ mod hot {
         let handle = crate::comms::hot_shared(comm, |c| {
             if !inside(c, from) {
                 return None;
+            }
+            // From one rank: the express table (a receive from any source stays with the
+            // general path, whose waits apply ULFM's rule to it).
+            if let From::Rank(_) = from
+                && let Some(ticket) = EXPRESS.reserve()
+            {
+                // SAFETY: `data` stays writable until the request completes (our contract).
+                let raw = unsafe { RawRequest::irecv(&c.comm, data.clone(), from, tag) }.ok()?;
+                let live = Live { op: madmpi::operation::shared(raw), owner: c.owner() };
+                return Some(EXPRESS.fill(ticket, live));
             }
             crate::state::with_state(|st| {
                 // SAFETY: `data` stays writable until the request completes (our contract).

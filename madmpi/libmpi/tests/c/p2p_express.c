@@ -6,7 +6,11 @@
  * receive, a probe then a receive; a send that leaves at once (the express MPI_Isend, whose
  * request is complete when the call returns) must answer every completion call as a general
  * send's request does (MPI_Test, MPI_Request_get_status, MPI_Wait, MPI_Waitall, MPI_Waitany,
- * MPI_Testsome, MPI_Cancel then MPI_Test_cancelled, MPI_Request_free); and the arguments the
+ * MPI_Testsome, MPI_Cancel then MPI_Test_cancelled, MPI_Request_free), and so must a receive
+ * request from the express table (MPI_Irecv from a rank: MPI_Request_get_status, MPI_Wait,
+ * MPI_Waitall, MPI_Waitany, MPI_Testsome, MPI_Cancel, MPI_Request_free before its message came,
+ * a truncated receive in MPI_Waitall beside a receive from any source and a null request,
+ * then beside a null request only, then alone in MPI_Wait); and the arguments the
  * express paths decline (a rank outside the communicator, a negative tag or count, a null
  * status, MPI_COMM_NULL) must still fail with their error classes. Runs on MPICH's library too. */
 #include "check.h"
@@ -111,6 +115,77 @@ static void drain_completions(void)
               "the completion test's message %d", i);
 }
 
+/* Rank 0's messages for one run of `receive_completions`. */
+static void send_for_receives(void)
+{
+    int two[2] = {7, 8};
+    const int tags[] = {40, 41, 41, 41, 42, 42, 42, 44, 47};
+    for (int i = 0; i < 9; i++)
+        MPI_Send(two, 1, MPI_INT, 1, tags[i], MPI_COMM_WORLD);
+    MPI_Send(two, 2, MPI_INT, 1, 45, MPI_COMM_WORLD);
+    MPI_Send(two, 2, MPI_INT, 1, 46, MPI_COMM_WORLD);
+    MPI_Send(two, 2, MPI_INT, 1, 48, MPI_COMM_WORLD);
+}
+
+/* The completion calls on receive requests (express when `type` is MPI_INT: posted from rank 0
+ * on the communicator just used), each outcome in `g`; `keep` is the buffer of the request freed
+ * before its message came, valid until the end. */
+static void receive_completions(MPI_Datatype type, struct got g[12], int *keep)
+{
+    MPI_Request r[3];
+    MPI_Status st[3];
+    int in[3][2], flag = 0, idx = -1, outcount = 0, indices[3], rc;
+    memset(st, 0, sizeof st);
+    MPI_Irecv(in[0], 2, type, 0, 40, MPI_COMM_WORLD, &r[0]);
+    do
+        MPI_Request_get_status(r[0], &flag, &st[0]);
+    while (!flag);
+    g[0] = got_of(r[0] != MPI_REQUEST_NULL ? MPI_SUCCESS : MPI_ERR_OTHER, &st[0]);
+    g[1] = got_of(MPI_Wait(&r[0], &st[0]), &st[0]);
+    for (int i = 0; i < 3; i++)
+        MPI_Irecv(in[i], 2, type, 0, 41, MPI_COMM_WORLD, &r[i]);
+    rc = MPI_Waitall(3, r, st);
+    g[2] = got_of(rc, &st[2]);
+    g[2].cancelled |= (r[0] != MPI_REQUEST_NULL) << 1 | (st[0].MPI_TAG != 41) << 2;
+    for (int i = 0; i < 3; i++)
+        MPI_Irecv(in[i], 2, type, 0, 42, MPI_COMM_WORLD, &r[i]);
+    MPI_Waitany(3, r, &idx, &st[0]);
+    g[3] = got_of(MPI_SUCCESS, &st[0]);
+    for (int left = 2; left > 0; left -= outcount)
+        MPI_Testsome(3, r, &outcount, indices, st);
+    g[4] = got_of(MPI_SUCCESS, &st[0]);
+    g[4].cancelled |= (r[0] != MPI_REQUEST_NULL || r[1] != MPI_REQUEST_NULL || r[2] != MPI_REQUEST_NULL) << 1;
+    MPI_Irecv(in[0], 2, type, 0, 43, MPI_COMM_WORLD, &r[0]); /* never sent */
+    MPI_Cancel(&r[0]);
+    g[5] = got_of(MPI_Wait(&r[0], &st[0]), &st[0]);
+    MPI_Irecv(keep, 2, type, 0, 44, MPI_COMM_WORLD, &r[0]);
+    g[6].rc = MPI_Request_free(&r[0]);
+    g[6].source = r[0] == MPI_REQUEST_NULL;
+    /* A truncated receive beside a receive from any source and a null request. */
+    MPI_Irecv(in[0], 1, type, 0, 45, MPI_COMM_WORLD, &r[0]);
+    MPI_Irecv(in[1], 2, MPI_INT, MPI_ANY_SOURCE, 47, MPI_COMM_WORLD, &r[1]);
+    r[2] = MPI_REQUEST_NULL;
+    for (int i = 0; i < 3; i++)
+        st[i].MPI_ERROR = -1;
+    rc = MPI_Waitall(3, r, st);
+    g[7] = got_of(rc, &st[0]);
+    MPI_Error_class(st[0].MPI_ERROR, &g[7].cancelled);
+    g[8] = got_of(st[1].MPI_ERROR, &st[1]);
+    g[8].cancelled = st[2].MPI_ERROR;
+    /* Truncated beside a null request only (the express path reports it), then alone. */
+    MPI_Irecv(in[0], 1, type, 0, 46, MPI_COMM_WORLD, &r[0]);
+    r[1] = MPI_REQUEST_NULL;
+    st[0].MPI_ERROR = st[1].MPI_ERROR = -1;
+    rc = MPI_Waitall(2, r, st);
+    g[9] = got_of(rc, &st[0]);
+    MPI_Error_class(st[0].MPI_ERROR, &g[9].cancelled);
+    g[9].cancelled |= st[1].MPI_ERROR << 8;
+    MPI_Irecv(in[0], 1, type, 0, 48, MPI_COMM_WORLD, &r[0]);
+    g[10] = got_of(MPI_Wait(&r[0], &st[0]), &st[0]);
+    MPI_Recv(in[0], 2, type, 0, 44, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* the freed one's twin */
+    g[11].rc = in[0][0];
+}
+
 static void declined_arguments(int size)
 {
     int x = 0, cls = 0;
@@ -180,6 +255,41 @@ int main(int argc, char **argv)
     } else {
         drain_completions();
         drain_completions();
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        for (int run = 0; run < 2; run++) {
+            send_for_receives();
+            int two[2] = {7, 8};
+            MPI_Send(two, 2, MPI_INT, 1, 44, MPI_COMM_WORLD); /* the freed receive's twin */
+        }
+    } else {
+        static int keep[2][2];
+        struct got a[12], b[12];
+        memset(a, 0, sizeof a);
+        memset(b, 0, sizeof b);
+        receive_completions(MPI_INT, a, keep[0]);
+        receive_completions(dint, b, keep[1]);
+        const char *what[12] = {"get_status", "wait", "waitall", "waitany", "testsome", "cancel",
+                                "request_free", "waitall truncated", "waitall beside",
+                                "waitall truncated alone", "wait truncated", "freed receive's message"};
+        for (int i = 0; i < 12; i++)
+            same(what[i], a[i], b[i]);
+        CHECK(a[1].source == 0 && a[1].tag == 40 && a[1].count == 4, "express wait's status");
+        CHECK(a[2].rc == MPI_SUCCESS && a[2].cancelled == 0, "express waitall");
+        CHECK(a[5].cancelled == 1, "a cancelled express receive");
+        CHECK(a[7].rc == MPI_ERR_IN_STATUS && a[7].cancelled == MPI_ERR_TRUNCATE && a[8].rc == MPI_SUCCESS &&
+                  a[8].cancelled == MPI_SUCCESS,
+              "a truncated express receive in MPI_Waitall: MPI_ERR_IN_STATUS (%d), its MPI_ERROR "
+              "MPI_ERR_TRUNCATE (%d), the others' MPI_SUCCESS (%d, %d)",
+              a[7].rc, a[7].cancelled, a[8].rc, a[8].cancelled);
+        CHECK(a[9].rc == MPI_ERR_IN_STATUS && a[9].cancelled == MPI_ERR_TRUNCATE && a[9].count == 4,
+              "a truncated express receive beside a null request in MPI_Waitall (%d, %#x)", a[9].rc,
+              a[9].cancelled);
+        CHECK(a[10].rc == MPI_ERR_TRUNCATE && a[10].count == 4 && a[10].tag == 48,
+              "a truncated express receive in MPI_Wait (%d)", a[10].rc);
+        CHECK(a[6].rc == MPI_SUCCESS && a[6].source == 1, "MPI_Request_free of a pending express receive");
+        CHECK(keep[0][0] == 7 && keep[1][0] == 7, "the freed receives stored their messages");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)

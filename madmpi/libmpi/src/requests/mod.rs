@@ -16,12 +16,18 @@
 //! complete with an empty status, and which `MPI_Request_free` or a completion call simply
 //! forget. MPICH hands out such builtin requests too.
 //!
+//! The receives `MPI_Irecv`'s hot path posts live in the [`express`] table instead, which
+//! hands the general path their entries on demand.
+//!
 //! Owns request handles and the life of freed requests; it must not fill statuses (see
 //! `status`) nor start operations (madmpi's `MpiRequest` does, and keeps persistent requests
 //! active or inactive).
 
+pub(crate) mod express;
+
 use crate::errors::{AsOwner, HandlerOwner};
 use crate::state::State;
+use express::EXPRESS;
 use madmpi::abi::{self, Handle};
 use madmpi::error::Error;
 use madmpi::operation::MpiRequest;
@@ -99,10 +105,16 @@ impl State {
             COMPLETED => return Ok(Some(self.completed.clone())),
             _ => {}
         }
-        match self.requests.get(h) {
+        let found = if express::is_express(h) { EXPRESS.promote(h) } else { self.requests.get(h) };
+        match found {
             Some(e) => Ok(Some(e)),
             None => Err(Error::request(format!("invalid request handle {h:#x}"))),
         }
+    }
+
+    /// Takes request `h` out of its table (general or express).
+    fn take_request(&self, h: Handle) -> Option<Arc<ReqEntry>> {
+        if express::is_express(h) { EXPRESS.remove(h) } else { self.requests.remove(h) }
     }
 
     /// Forgets the completed request `h` (after its status was read).
@@ -110,7 +122,7 @@ impl State {
         if h == COMPLETED {
             return;
         }
-        drop(self.requests.remove(h));
+        drop(self.take_request(h));
     }
 
     /// `MPI_Request_free`: forgets `h`; a running operation goes on, detached. A generalized
@@ -120,7 +132,7 @@ impl State {
         if h == COMPLETED {
             return Ok(());
         }
-        if let Some(op) = self.requests.get(h).and_then(|e| e.op()) {
+        if let Some(op) = self.request(h).ok().flatten().and_then(|e| e.op()) {
             if let Some(g) = op.generalized() {
                 let Some(freed) = g.release() else { return Ok(()) };
                 self.retire_request(h);
@@ -130,10 +142,8 @@ impl State {
                 return Err(Error::request("an active partitioned request cannot be freed (MPI 4.0 §4.2.2)"));
             }
         }
-        let entry = self
-            .requests
-            .remove(h)
-            .ok_or_else(|| Error::request(format!("invalid request handle {h:#x}")))?;
+        let entry =
+            self.take_request(h).ok_or_else(|| Error::request(format!("invalid request handle {h:#x}")))?;
         let mut detached = self.detached.lock().unwrap_or_else(PoisonError::into_inner);
         let done: Vec<Arc<ReqEntry>> = {
             let (done, running) = detached.drain(..).partition(|e: &Arc<ReqEntry>| e.is_complete());
@@ -151,6 +161,7 @@ impl State {
     /// Every request still known (at `MPI_Finalize`), detached ones included.
     pub(crate) fn take_all_requests(&self) -> Vec<Arc<ReqEntry>> {
         let mut all = self.requests.drain();
+        all.append(&mut EXPRESS.drain());
         all.append(&mut self.detached.lock().unwrap_or_else(PoisonError::into_inner));
         all
     }
