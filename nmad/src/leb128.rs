@@ -24,19 +24,24 @@ pub(crate) fn put(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Reads the number at `*at` and moves `*at` past it.
-#[inline]
+#[inline(always)]
 pub(crate) fn get(b: &[u8], at: &mut usize) -> Result<u64, Malformed> {
-    // Most numbers of a packet (session, small tags and lengths) take one byte; sequence
-    // numbers, credits and collective tags (up to 8 bytes) are read as one word when the
-    // packet has 8 bytes left; the rest byte by byte.
-    let rest = b.get(*at..).unwrap_or_default();
-    match rest {
-        [b0, ..] if *b0 < 0x80 => {
-            *at += 1;
-            return Ok(u64::from(*b0));
-        }
-        _ => {}
+    // Most numbers of a packet (session, small tags and lengths) take one byte: read inline;
+    // the others out of line.
+    if let Some(&b0) = b.get(*at)
+        && b0 < 0x80
+    {
+        *at += 1;
+        return Ok(u64::from(b0));
     }
+    get_wider(b, at)
+}
+
+/// [`get`] past one byte: sequence numbers, credits and collective tags (up to 8 bytes) are
+/// read as one word when the packet has 8 bytes left; the rest byte by byte.
+#[inline(never)]
+fn get_wider(b: &[u8], at: &mut usize) -> Result<u64, Malformed> {
+    let rest = b.get(*at..).unwrap_or_default();
     if let Some(&w) = rest.first_chunk::<8>()
         && let Some((v, n)) = from_word(u64::from_le_bytes(w))
     {

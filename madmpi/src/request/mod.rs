@@ -298,6 +298,18 @@ impl RawRequest {
         Some(outcome_of(&self.comm, self.op, r, self.inner.status()))
     }
 
+    /// [`RawRequest::outcome`]'s error alone, for a caller that ignores the status: `None` if
+    /// the operation succeeded, was cancelled, or has not completed.
+    pub fn outcome_error(&self) -> Option<Error> {
+        match &self.kind {
+            Kind::Point => match self.inner.result()? {
+                Ok(_) | Err(nmad::Error::Cancelled) => None,
+                Err(e) => Some(from_nmad(e)),
+            },
+            _ => self.outcome()?.error,
+        }
+    }
+
     /// Waits for completion; returns the outcome.
     pub fn wait(&self) -> Result<Status> {
         self.wait_done();

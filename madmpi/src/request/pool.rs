@@ -53,10 +53,11 @@ impl Drop for Slot {
         // closure that owns it.
         let _ = SPARES.try_with(move |s| {
             if s.borrow().len() < SPARES_MAX {
-                // The old request is dropped here, with no borrow of the spares held (its drop
-                // releases the session it belonged to, which may end up dropping others).
-                b.as_mut().set(nmad::Request::new());
-                s.borrow_mut().push(b);
+                // What the old operation held goes here, with no borrow of the spares held
+                // (it releases the session it belonged to, which may end up dropping others).
+                if b.as_mut().recycle() {
+                    s.borrow_mut().push(b);
+                }
             }
         });
     }

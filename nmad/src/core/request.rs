@@ -234,6 +234,22 @@ impl Request {
         }
     }
 
+    /// Makes a completed (or never submitted) request as new, in place, for another operation
+    /// (a pool's spare): what it held of its last one (its core and session, a claimed message,
+    /// a monitor, an error) is dropped. `false`, nothing done, for a request in flight.
+    pub fn recycle(self: Pin<&mut Self>) -> bool {
+        if !self.test() {
+            return false;
+        }
+        // SAFETY: nothing moves out of the pinned request: fields are reset in place. Complete,
+        // it is the owner's alone (the core's last access was the signal `test` acquired).
+        let this = unsafe { self.get_unchecked_mut() };
+        *this.owner.get_mut() = Owner::default();
+        *this.state.get_mut() = State::default();
+        *this.life.get_mut() = IDLE;
+        true
+    }
+
     /// Whether the request completed (acquires its results).
     pub fn test(&self) -> bool {
         self.cond.test(COMPLETED)

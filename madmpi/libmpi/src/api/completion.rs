@@ -171,9 +171,15 @@ unsafe fn express_done(
                 };
                 *h = abi::MPI_REQUEST_NULL;
                 reported += 1;
-                let o = live.op.outcome().expect("waited for");
-                status::outcome(out, &o);
-                if let Some(e) = o.error {
+                let error = match out {
+                    None => live.op.outcome_error(), // no status to fill
+                    Some(out) => {
+                        let o = live.op.outcome().expect("waited for");
+                        status::outcome(Some(out), &o);
+                        o.error
+                    }
+                };
+                if let Some(e) = error {
                     failed.push((i, e, live.owner));
                 }
                 madmpi::operation::give_back(live.op);
