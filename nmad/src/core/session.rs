@@ -258,8 +258,16 @@ impl SessionInner {
         mask: u64,
     ) -> Result<(), Error> {
         let core = &*self.core;
+        // A made gate without a reference count; else made here.
+        let made;
         let gate = match source {
-            Some(p) => Some(core.gate(p)?),
+            Some(p) => match core.made_gate(p) {
+                Some(g) => Some(g),
+                None => {
+                    made = core.gate(p)?;
+                    Some(&made)
+                }
+            },
             None => None,
         };
         let u = {
@@ -285,7 +293,7 @@ impl SessionInner {
         if let Some(u) = u {
             core.budget_sub(u.footprint());
             let gate = match gate {
-                Some(g) => g,
+                Some(g) => g.clone(),
                 None => core.gate(u.source)?,
             };
             // SAFETY: not posted: we still hold it.

@@ -226,11 +226,44 @@ impl Express {
     }
 }
 
-/// The slot of express handle `h`, if `h` is one the table may have made.
+/// The bits of every express handle but its index ([`abi::encode_user_handle`]'s layout).
+const PREFIX: u32 = match abi::encode_user_handle(UserObject::ExpressRequest, 0) {
+    Some(h) => h as u32 & !INDEX_MASK,
+    None => panic!("slot 0 is in range"),
+};
+const INDEX_MASK: u32 = (1 << abi::USER_INDEX_BITS) - 1;
+
+/// The slot of express handle `h`, if `h` is one the table may have made (the decoding of
+/// [`abi::decode_user_handle`] for this one kind, on every completion call's path).
+#[inline]
 fn index(h: Handle) -> Option<u32> {
-    match abi::decode_user_handle(h)? {
-        (UserObject::ExpressRequest, i) if i / SEGMENT < SEGMENTS as u32 => Some(i),
-        _ => None,
+    let bits = h as u32;
+    if bits & !INDEX_MASK != PREFIX {
+        return None;
+    }
+    let i = (bits & INDEX_MASK).checked_sub(abi::USER_INDEX_BASE)?;
+    (i / SEGMENT < SEGMENTS as u32).then_some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_decoding_agrees_with_the_abis() {
+        for i in [0, 1, 4095, 4096, SEGMENT * SEGMENTS as u32 - 1] {
+            let h = abi::encode_user_handle(UserObject::ExpressRequest, i).unwrap();
+            assert_eq!(index(h), Some(i));
+            assert_eq!(abi::decode_user_handle(h), Some((UserObject::ExpressRequest, i)));
+        }
+        let beyond = abi::encode_user_handle(UserObject::ExpressRequest, SEGMENT * SEGMENTS as u32).unwrap();
+        assert_eq!(index(beyond), None, "past the last segment");
+        for other in [UserObject::Request, UserObject::Message, UserObject::Comm] {
+            assert_eq!(index(abi::encode_user_handle(other, 3).unwrap()), None, "{other:?}");
+        }
+        for h in [abi::MPI_REQUEST_NULL, super::super::COMPLETED, PREFIX as Handle, -1] {
+            assert_eq!(index(h), None, "{h:#x}");
+        }
     }
 }
 
