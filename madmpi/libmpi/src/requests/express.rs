@@ -245,6 +245,11 @@ fn index(h: Handle) -> Option<u32> {
     (i / SEGMENT < SEGMENTS as u32).then_some(i)
 }
 
+/// Whether `h` is an express request handle (live or not).
+pub(crate) fn is_express(h: Handle) -> bool {
+    index(h).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,9 +270,4 @@ mod tests {
             assert_eq!(index(h), None, "{h:#x}");
         }
     }
-}
-
-/// Whether `h` is an express request handle (live or not).
-pub(crate) fn is_express(h: Handle) -> bool {
-    index(h).is_some()
 }
