@@ -108,9 +108,9 @@ unsafe fn done_at_once(n: c_int, reqs: *mut abi::Request, statuses: *mut Status)
     true
 }
 
-/// The express path of `MPI_Wait` and `MPI_Waitall`: when every handle of `n` at `reqs` is
-/// `MPI_REQUEST_NULL`, [`COMPLETED`] or a live express request (`requests::express`), and one
-/// at least is the latter, waits for the express ones and reports every request as the
+/// The express path of `MPI_Wait`, `MPI_Waitall` (and of a completed `MPI_Test`): when every
+/// handle of `n` at `reqs` is `MPI_REQUEST_NULL`, [`COMPLETED`] or a live express request
+/// (`requests::express`), and one at least is the latter, waits for the express ones and reports every request as the
 /// general path would (statuses, handles to `MPI_REQUEST_NULL`, an error to the handler of
 /// the request's communicator; several requests: `MPI_ERR_IN_STATUS`). `None`: something else
 /// is there, or an argument the general path must check; nothing done.
@@ -236,6 +236,26 @@ export! {
             // SAFETY: not null, aligned: an output argument (MPI's contract).
             unsafe { *flag = 1 };
             return Ok(());
+        }
+        // An express receive: tested (progress driven once) without promoting it; reported
+        // by the express path once complete.
+        if !flag.is_null()
+            && flag.is_aligned()
+            && request.is_aligned()
+            // SAFETY: not null (checked first), aligned: an in-out argument (MPI's contract).
+            && let Some(op) = (!request.is_null()).then(|| EXPRESS.op(unsafe { *request })).flatten()
+        {
+            let done = op.test();
+            drop(op);
+            // SAFETY: not null, aligned: an output argument (MPI's contract).
+            unsafe { *flag = c_int::from(done) };
+            if !done {
+                return Ok(());
+            }
+            // SAFETY: one handle and one status, as MPI's contract says.
+            if let Some(r) = unsafe { express_done("MPI_Test", 1, request, status) } {
+                return r;
+            }
         }
         let st = state()?;
         // SAFETY: an in-out argument.

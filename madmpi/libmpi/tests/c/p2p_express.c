@@ -10,7 +10,7 @@
  * request from the express table (MPI_Irecv from a rank: MPI_Request_get_status, MPI_Wait,
  * MPI_Waitall, MPI_Waitany, MPI_Testsome, MPI_Cancel, MPI_Request_free before its message came,
  * a truncated receive in MPI_Waitall beside a receive from any source and a null request,
- * then beside a null request only, then alone in MPI_Wait); and the arguments the
+ * then beside a null request only, then alone in MPI_Wait, MPI_Test); and the arguments the
  * express paths decline (a rank outside the communicator, a negative tag or count, a null
  * status, MPI_COMM_NULL) must still fail with their error classes. Runs on MPICH's library too. */
 #include "check.h"
@@ -119,8 +119,8 @@ static void drain_completions(void)
 static void send_for_receives(void)
 {
     int two[2] = {7, 8};
-    const int tags[] = {40, 41, 41, 41, 42, 42, 42, 44, 47};
-    for (int i = 0; i < 9; i++)
+    const int tags[] = {40, 41, 41, 41, 42, 42, 42, 44, 47, 49};
+    for (int i = 0; i < 10; i++)
         MPI_Send(two, 1, MPI_INT, 1, tags[i], MPI_COMM_WORLD);
     MPI_Send(two, 2, MPI_INT, 1, 45, MPI_COMM_WORLD);
     MPI_Send(two, 2, MPI_INT, 1, 46, MPI_COMM_WORLD);
@@ -130,7 +130,7 @@ static void send_for_receives(void)
 /* The completion calls on receive requests (express when `type` is MPI_INT: posted from rank 0
  * on the communicator just used), each outcome in `g`; `keep` is the buffer of the request freed
  * before its message came, valid until the end. */
-static void receive_completions(MPI_Datatype type, struct got g[12], int *keep)
+static void receive_completions(MPI_Datatype type, struct got g[13], int *keep)
 {
     MPI_Request r[3];
     MPI_Status st[3];
@@ -182,6 +182,11 @@ static void receive_completions(MPI_Datatype type, struct got g[12], int *keep)
     g[9].cancelled |= st[1].MPI_ERROR << 8;
     MPI_Irecv(in[0], 1, type, 0, 48, MPI_COMM_WORLD, &r[0]);
     g[10] = got_of(MPI_Wait(&r[0], &st[0]), &st[0]);
+    MPI_Irecv(in[0], 2, type, 0, 49, MPI_COMM_WORLD, &r[0]);
+    do
+        MPI_Test(&r[0], &flag, &st[0]);
+    while (!flag);
+    g[12] = got_of(r[0] == MPI_REQUEST_NULL ? MPI_SUCCESS : MPI_ERR_OTHER, &st[0]);
     MPI_Recv(in[0], 2, type, 0, 44, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* the freed one's twin */
     g[11].rc = in[0][0];
 }
@@ -265,18 +270,20 @@ int main(int argc, char **argv)
         }
     } else {
         static int keep[2][2];
-        struct got a[12], b[12];
+        struct got a[13], b[13];
         memset(a, 0, sizeof a);
         memset(b, 0, sizeof b);
         receive_completions(MPI_INT, a, keep[0]);
         receive_completions(dint, b, keep[1]);
-        const char *what[12] = {"get_status", "wait", "waitall", "waitany", "testsome", "cancel",
+        const char *what[13] = {"get_status", "wait", "waitall", "waitany", "testsome", "cancel",
                                 "request_free", "waitall truncated", "waitall beside",
-                                "waitall truncated alone", "wait truncated", "freed receive's message"};
-        for (int i = 0; i < 12; i++)
+                                "waitall truncated alone", "wait truncated", "freed receive's message",
+                                "test"};
+        for (int i = 0; i < 13; i++)
             same(what[i], a[i], b[i]);
         CHECK(a[1].source == 0 && a[1].tag == 40 && a[1].count == 4, "express wait's status");
         CHECK(a[2].rc == MPI_SUCCESS && a[2].cancelled == 0, "express waitall");
+        CHECK(a[12].rc == MPI_SUCCESS && a[12].tag == 49 && a[12].count == 4, "express test");
         CHECK(a[5].cancelled == 1, "a cancelled express receive");
         CHECK(a[7].rc == MPI_ERR_IN_STATUS && a[7].cancelled == MPI_ERR_TRUNCATE && a[8].rc == MPI_SUCCESS &&
                   a[8].cancelled == MPI_SUCCESS,
