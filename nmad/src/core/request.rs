@@ -246,7 +246,13 @@ impl Request {
         let this = unsafe { self.get_unchecked_mut() };
         *this.owner.get_mut() = Owner::default();
         *this.state.get_mut() = State::default();
+        *this.matched.get_mut() = Matched::default();
         *this.life.get_mut() = IDLE;
+        *this.first.get_mut() = NO_DRIVER;
+        // A fresh condition: complete, and no waiter mark left by a past wait (which would
+        // make every later signal look for sleepers).
+        this.cond = Cond::new();
+        this.cond.signal(COMPLETED);
         true
     }
 
