@@ -78,26 +78,13 @@ unsafe fn statuses<'a>(p: *mut Status, n: usize) -> Result<Option<&'a mut [Statu
 const _: () = assert!(abi::MPI_STATUS_IGNORE == abi::MPI_STATUSES_IGNORE);
 
 unsafe fn done_at_once(n: c_int, reqs: *mut abi::Request, statuses: *mut Status) -> bool {
-    let Ok(n) = usize::try_from(n) else { return false };
-    let ignore = statuses as usize == abi::MPI_STATUSES_IGNORE;
-    if n == 0
-        || reqs.is_null()
-        || !reqs.is_aligned()
-        || !ignore && (statuses.is_null() || !statuses.is_aligned())
-    {
-        return false;
-    }
-    // SAFETY: not null, aligned, `n` handles (our contract).
-    let handles = unsafe { std::slice::from_raw_parts_mut(reqs, n) };
+    // SAFETY: our contract, passed on.
+    let Some((handles, mut outs)) = (unsafe { fast_arrays(n, reqs, statuses) }) else { return false };
     if !handles.iter().all(|&h| h == COMPLETED || h == abi::MPI_REQUEST_NULL) || !crate::state::running() {
         return false;
     }
-    let mut outs = (!ignore).then(|| {
-        // SAFETY: not null, aligned, `n` statuses (our contract).
-        unsafe { std::slice::from_raw_parts_mut(statuses, n) }.iter_mut()
-    });
-    for h in handles {
-        let out = outs.as_mut().and_then(|o| o.next());
+    for (i, h) in handles.iter_mut().enumerate() {
+        let out = outs.as_deref_mut().map(|s| &mut s[i]);
         if *h == COMPLETED {
             *h = abi::MPI_REQUEST_NULL;
             status::outcome(out, &Outcome::DONE);
@@ -106,6 +93,33 @@ unsafe fn done_at_once(n: c_int, reqs: *mut abi::Request, statuses: *mut Status)
         }
     }
     true
+}
+
+/// The arrays of a completion call's fast paths: the `n` handles at `reqs` and, unless
+/// `statuses` is `MPI_STATUSES_IGNORE`, the `n` statuses there; `None` for anything the general
+/// path must check or report (no handle, a null or misaligned array).
+///
+/// # Safety
+/// As [`done_at_once`].
+unsafe fn fast_arrays<'a>(
+    n: c_int,
+    reqs: *mut abi::Request,
+    statuses: *mut Status,
+) -> Option<(&'a mut [abi::Request], Option<&'a mut [Status]>)> {
+    let n = usize::try_from(n).ok()?;
+    let ignore = statuses as usize == abi::MPI_STATUSES_IGNORE;
+    if n == 0
+        || reqs.is_null()
+        || !reqs.is_aligned()
+        || !ignore && (statuses.is_null() || !statuses.is_aligned())
+    {
+        return None;
+    }
+    // SAFETY: not null, aligned, `n` handles (our contract).
+    let handles = unsafe { std::slice::from_raw_parts_mut(reqs, n) };
+    // SAFETY: not null, aligned, `n` statuses (our contract), apart from the handles.
+    let outs = (!ignore).then(|| unsafe { std::slice::from_raw_parts_mut(statuses, n) });
+    Some((handles, outs))
 }
 
 /// The express path of `MPI_Wait`, `MPI_Waitall` (and of a completed `MPI_Test`): when every
@@ -123,17 +137,9 @@ unsafe fn express_done(
     reqs: *mut abi::Request,
     statuses: *mut Status,
 ) -> Option<crate::errors::Outcome> {
-    let n = usize::try_from(n).ok()?;
-    let ignore = statuses as usize == abi::MPI_STATUSES_IGNORE;
-    if n == 0
-        || reqs.is_null()
-        || !reqs.is_aligned()
-        || !ignore && (statuses.is_null() || !statuses.is_aligned())
-    {
-        return None;
-    }
-    // SAFETY: not null, aligned, `n` handles (our contract).
-    let handles = unsafe { std::slice::from_raw_parts_mut(reqs, n) };
+    // SAFETY: our contract, passed on.
+    let (handles, mut outs) = unsafe { fast_arrays(n, reqs, statuses) }?;
+    let n = handles.len();
     // Every express one live, taken at once (nothing reported unless all can be).
     // On the stack for a window of the usual size (`madbench mt`'s is 64).
     let mut ops: SmallVec<[Arc<RawRequest>; 64]> = SmallVec::new();
@@ -147,10 +153,6 @@ unsafe fn express_done(
     }
     ops.iter().for_each(|op| op.wait_done());
     drop(ops); // each request's last reference is its slot's again
-    let mut outs = (!ignore).then(|| {
-        // SAFETY: not null, aligned, `n` statuses (our contract).
-        unsafe { std::slice::from_raw_parts_mut(statuses, n) }
-    });
     let mut failed = Vec::new();
     let mut reported = 0;
     for (i, h) in handles.iter_mut().enumerate() {

@@ -127,7 +127,7 @@ impl Express {
     /// The operation of live express request `h` (`None`: not a live one, for the general
     /// path to resolve or report).
     pub(crate) fn op(&self, h: Handle) -> Option<Arc<RawRequest>> {
-        match &*self.slot(index(h)?).lock() {
+        match &*self.made(index(h)?)?.lock() {
             Body::Live(l) => Some(l.op.clone()),
             _ => None,
         }
@@ -137,7 +137,7 @@ impl Express {
     pub(crate) fn take(&self, h: Handle) -> Option<Live> {
         let i = index(h)?;
         let live = {
-            let mut body = self.slot(i).lock();
+            let mut body = self.made(i)?.lock();
             if !matches!(*body, Body::Live(_)) {
                 return None;
             }
@@ -153,7 +153,7 @@ impl Express {
     /// The general path's view of express request `h`: its entry (the request promoted if it
     /// was not yet); `None` if `h` is no live express request.
     pub(crate) fn promote(&self, h: Handle) -> Option<Arc<ReqEntry>> {
-        let mut body = self.slot(index(h)?).lock();
+        let mut body = self.made(index(h)?)?.lock();
         match std::mem::take(&mut *body) {
             Body::Live(l) => {
                 let e = l.promoted();
@@ -175,7 +175,7 @@ impl Express {
     pub(crate) fn remove(&self, h: Handle) -> Option<Arc<ReqEntry>> {
         let i = index(h)?;
         let e = {
-            let mut body = self.slot(i).lock();
+            let mut body = self.made(i)?.lock();
             match std::mem::take(&mut *body) {
                 Body::Live(l) => l.promoted(),
                 Body::Promoted(e) => e,
@@ -218,7 +218,13 @@ impl Express {
         s.free.push(i);
     }
 
-    /// Slot `i` (made by `reserve`: its segment exists, or is made here the first time).
+    /// Slot `i`, if its segment was made (a handle the program made up finds none, and makes
+    /// none).
+    fn made(&self, i: u32) -> Option<&Slot> {
+        Some(&self.segments[(i / SEGMENT) as usize].get()?[(i % SEGMENT) as usize])
+    }
+
+    /// Slot `i` of a [`Ticket`]: its segment is made here the first time.
     fn slot(&self, i: u32) -> &Slot {
         let seg = self.segments[(i / SEGMENT) as usize]
             .get_or_init(|| (0..SEGMENT).map(|_| Slot::default()).collect());
