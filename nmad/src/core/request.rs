@@ -219,7 +219,8 @@ impl fmt::Debug for Request {
 }
 
 impl Request {
-    /// A request that is complete (like `MPI_REQUEST_NULL`) until submitted.
+    /// A request that is complete (like `MPI_REQUEST_NULL`) until submitted ([`Request::recycle`]
+    /// makes a used one so again, field by field: keep the two in step).
     pub fn new() -> Request {
         let cond = Cond::new();
         cond.signal(COMPLETED);

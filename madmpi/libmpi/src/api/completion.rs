@@ -124,9 +124,9 @@ unsafe fn fast_arrays<'a>(
 
 /// The express path of `MPI_Wait`, `MPI_Waitall` (and of a completed `MPI_Test`): when every
 /// handle of `n` at `reqs` is `MPI_REQUEST_NULL`, [`COMPLETED`] or a live express request
-/// (`requests::express`), and one at least is the latter, waits for the express ones and reports every request as the
-/// general path would (statuses, handles to `MPI_REQUEST_NULL`, an error to the handler of
-/// the request's communicator; several requests: `MPI_ERR_IN_STATUS`). `None`: something else
+/// (`requests::express`), and one at least is the latter, waits for the express ones and
+/// reports every request as the general path would (statuses, handles to `MPI_REQUEST_NULL`, an
+/// error to the handler of the request's communicator; several requests: `MPI_ERR_IN_STATUS`). `None`: something else
 /// is there, or an argument the general path must check; nothing done.
 ///
 /// # Safety
@@ -243,9 +243,10 @@ export! {
         // by the express path once complete.
         if !flag.is_null()
             && flag.is_aligned()
+            && !request.is_null()
             && request.is_aligned()
-            // SAFETY: not null (checked first), aligned: an in-out argument (MPI's contract).
-            && let Some(op) = (!request.is_null()).then(|| EXPRESS.op(unsafe { *request })).flatten()
+            // SAFETY: not null, aligned: an in-out argument (MPI's contract).
+            && let Some(op) = EXPRESS.op(unsafe { *request })
         {
             let done = op.test();
             drop(op);

@@ -360,20 +360,19 @@ mod hot {
             }
             // From one rank: the express table (a receive from any source stays with the
             // general path, whose waits apply ULFM's rule to it).
-            if let From::Rank(_) = from
-                && let Some(ticket) = EXPRESS.reserve()
-            {
-                // SAFETY: `data` stays writable until the request completes (our contract).
-                let raw = unsafe { RawRequest::irecv(&c.comm, data.clone(), from, tag) }.ok()?;
-                let live = Live { op: madmpi::operation::shared(raw), owner: c.owner() };
-                return Some(EXPRESS.fill(ticket, live));
+            let ticket = match from {
+                From::Rank(_) => EXPRESS.reserve(),
+                _ => None,
+            };
+            // SAFETY: `data` stays writable until the request completes (our contract).
+            let raw = unsafe { RawRequest::irecv(&c.comm, data.clone(), from, tag) }.ok()?;
+            match ticket {
+                Some(t) => {
+                    Some(EXPRESS.fill(t, Live { op: madmpi::operation::shared(raw), owner: c.owner() }))
+                }
+                // No state (a call racing the end): `raw`'s drop cancels the receive.
+                None => crate::state::with_state(|st| st.add_request(raw, c).ok()).flatten(),
             }
-            crate::state::with_state(|st| {
-                // SAFETY: `data` stays writable until the request completes (our contract).
-                let raw = unsafe { RawRequest::irecv(&c.comm, data.clone(), from, tag) }.ok()?;
-                st.add_request(raw, c).ok()
-            })
-            .flatten()
         })?;
         *request = handle;
         Some(Ok(()))
