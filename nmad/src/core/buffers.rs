@@ -34,7 +34,22 @@ fn class_of(capacity: usize) -> Option<usize> {
 
 /// A buffer holding a copy of `data` (recycled when one of its class is spare).
 pub(crate) fn copy(data: &[u8]) -> Vec<u8> {
-    let Some(class) = class_of(data.len()) else { return data.to_vec() };
+    let mut v = empty(data.len());
+    v.extend_from_slice(data);
+    v
+}
+
+/// A buffer of `len` bytes written by `fill` (recycled when one of its class is spare).
+pub(crate) fn filled(len: usize, fill: impl FnOnce(&mut [u8])) -> Vec<u8> {
+    let mut v = empty(len);
+    v.resize(len, 0);
+    fill(&mut v);
+    v
+}
+
+/// An empty buffer with room for `len` bytes: a spare one of its class if there is one.
+fn empty(len: usize) -> Vec<u8> {
+    let Some(class) = class_of(len) else { return Vec::with_capacity(len) };
     let spare = POOL.classes[class].lock().unwrap_or_else(|e| e.into_inner()).pop();
     let mut v = match spare {
         Some(v) => {
@@ -44,7 +59,6 @@ pub(crate) fn copy(data: &[u8]) -> Vec<u8> {
         None => Vec::with_capacity(1 << (class as u32 + MIN_CLASS)),
     };
     v.clear();
-    v.extend_from_slice(data);
     v
 }
 
@@ -75,12 +89,22 @@ impl std::fmt::Debug for Kept {
 
 impl From<&[u8]> for Kept {
     fn from(data: &[u8]) -> Kept {
-        if data.len() <= INLINE {
+        match data.len() {
+            0..=INLINE => Kept::filled(data.len(), |b| b.copy_from_slice(data)),
+            _ => Kept::Heap(copy(data)),
+        }
+    }
+}
+
+impl Kept {
+    /// `len` bytes written by `fill`.
+    pub(crate) fn filled(len: usize, fill: impl FnOnce(&mut [u8])) -> Kept {
+        if len <= INLINE {
             let mut bytes = [0; INLINE];
-            bytes[..data.len()].copy_from_slice(data);
-            Kept::Inline { len: data.len() as u8, bytes }
+            fill(&mut bytes[..len]);
+            Kept::Inline { len: len as u8, bytes }
         } else {
-            Kept::Heap(copy(data))
+            Kept::Heap(filled(len, fill))
         }
     }
 }

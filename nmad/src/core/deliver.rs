@@ -11,10 +11,12 @@
 use super::Core;
 use super::gate::{Control, EAGER_OVERHEAD, Gate, LargeRecv, write_rdv};
 use super::matching::{Body, Remote, Unexpected};
+use super::payload::Payload;
 use super::request::{Error, Kind, ReqPtr};
 use super::session::{InBody, Incoming};
 use super::wire::FLAG_SYNC;
 use crate::drivers::{BulkHeader, LargePath, PeerId, SegmentMut};
+use std::borrow::Cow;
 use std::io;
 use std::sync::atomic::Ordering::*;
 
@@ -88,7 +90,7 @@ pub(crate) unsafe fn matched(core: &Core, gate: &Gate, req: ReqPtr, inc: Incomin
             // SAFETY: we hold it.
             unsafe { req.set_matched(from, tag, payload.len() as u64) };
             if is_deferred(req) {
-                let body = Body::Eager { data: super::buffers::own(payload), sync_cookie: sync };
+                let body = Body::Eager { data: payload.keep(), sync_cookie: sync };
                 // SAFETY: we hold it; signal_matched is our last access.
                 unsafe { claim(req, Unexpected { source: from, tag, arrival: 0, body }) };
             } else {
@@ -150,7 +152,7 @@ pub(crate) unsafe fn consume(core: &Core, gate: &Gate, req: ReqPtr, u: Unexpecte
     match u.body {
         Body::Eager { data, sync_cookie } => {
             // SAFETY: we hold it.
-            unsafe { finish_eager(core, gate, req, &data, sync_cookie) };
+            unsafe { finish_eager(core, gate, req, &Payload::Bytes(Cow::Borrowed(&data)), sync_cookie) };
             super::buffers::release(data);
         }
         Body::Rdv { total, cookie, remote, .. } => {
@@ -160,12 +162,12 @@ pub(crate) unsafe fn consume(core: &Core, gate: &Gate, req: ReqPtr, u: Unexpecte
     }
 }
 
-unsafe fn finish_eager(core: &Core, gate: &Gate, req: ReqPtr, payload: &[u8], sync: Option<u64>) {
+unsafe fn finish_eager(core: &Core, gate: &Gate, req: ReqPtr, payload: &Payload<'_>, sync: Option<u64>) {
     // SAFETY: the caller holds `req`.
     let st = unsafe { req.state() };
     let cap = st.data.len();
     // SAFETY: the receive buffer is writable until completion (Data contract).
-    st.received = unsafe { st.data.unpack(0, payload) } as u64;
+    st.received = unsafe { payload.unpack(&st.data) } as u64;
     if payload.len() > cap {
         st.error = Some(Error::Truncated { len: payload.len() as u64, capacity: cap as u64 });
     }

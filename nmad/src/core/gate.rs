@@ -221,27 +221,32 @@ impl Out {
     }
 }
 
-/// The next sequence number of each session's messages to the peer: the last session used
-/// inline (programs mostly talk on one communicator at a time), the others in a map.
+/// The next sequence number of each session's messages to the peer: indexed by id for the ids
+/// the sessions table holds directly (grown to the largest used), the others in a map.
 #[derive(Default)]
 struct SeqNumbers {
-    last: Option<(u32, u32)>,
+    direct: Vec<u32>,
     others: HashMap<u32, u32>,
 }
 
 impl SeqNumbers {
     /// Session `session`'s next number, to read and advance.
+    #[inline]
     fn of(&mut self, session: u32) -> &mut u32 {
-        match self.last {
-            Some((s, _)) if s == session => {}
-            _ => {
-                let next = self.others.remove(&session).unwrap_or(0);
-                if let Some((s, n)) = self.last.replace((session, next)) {
-                    self.others.insert(s, n);
-                }
-            }
+        let i = session as usize;
+        if i < self.direct.len() {
+            return &mut self.direct[i];
         }
-        &mut self.last.as_mut().expect("just set").1
+        self.of_new(session)
+    }
+
+    #[cold]
+    fn of_new(&mut self, session: u32) -> &mut u32 {
+        if session >= super::sessions::DIRECT {
+            return self.others.entry(session).or_insert(0);
+        }
+        self.direct.resize(session as usize + 1, 0);
+        &mut self.direct[session as usize]
     }
 }
 

@@ -12,17 +12,22 @@ mod buffers;
 mod counters;
 pub(crate) mod deliver;
 mod gate;
+#[cfg(all(test, not(loom)))]
+mod lent_tests;
 pub(crate) mod matching;
+mod payload;
 pub(crate) mod request;
 pub(crate) mod session;
+pub(crate) mod sessions;
 mod slab;
 pub mod wire;
 mod work_queue;
 
 use crate::bootstrap::{Bootstrap, Fence};
-use crate::drivers::{self, BulkHeader, Driver, DriverEnv, Link, PeerId, SegmentMut, Sink};
+use crate::drivers::{self, BulkHeader, Driver, DriverEnv, LentPacket, Link, PeerId, SegmentMut, Sink};
 use crate::strategies::{RailInfo, Strategy};
 use gate::{Gate, Rail};
+use payload::Payload;
 use pioman::{BlockingWait, LtaskHandle, Options, Pioman, Poll, PollCtx, Source};
 use request::Error;
 use rustc_hash::FxHashMap as HashMap;
@@ -30,7 +35,7 @@ use session::{InBody, Incoming, SessionInner};
 use std::borrow::Cow;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 use work_queue::WorkQueue;
 
@@ -170,7 +175,7 @@ pub(crate) struct Core {
     /// Peers' business cards, read from the bootstrap once.
     cards: Box<[OnceLock<Arc<Cards>>]>,
     gate_creation: Mutex<()>,
-    sessions: RwLock<HashMap<u32, Arc<SessionInner>>>,
+    sessions: sessions::Sessions,
     /// Messages for sessions not created here yet (another rank created its communicator first).
     early: Mutex<HashMap<u32, EarlySession>>,
     /// Per closed session, the next sequence number expected from each peer: a session reopened
@@ -264,7 +269,7 @@ impl Core {
             gates: (0..universe.capacity).map(|_| OnceLock::new()).collect(),
             cards: (0..universe.capacity).map(|_| OnceLock::new()).collect(),
             gate_creation: Mutex::new(()),
-            sessions: RwLock::new(HashMap::default()),
+            sessions: sessions::Sessions::default(),
             early: Mutex::new(HashMap::default()),
             resume_order: Mutex::new(HashMap::default()),
             reads: WorkQueue::default(),
@@ -446,8 +451,7 @@ impl Core {
     }
 
     pub(crate) fn fail_posted_for(&self, peer: PeerId, err: &Error) {
-        let sessions: Vec<_> = self.sessions.read().unwrap().values().cloned().collect();
-        for s in sessions {
+        for s in self.sessions.all() {
             s.fail_posted_for(peer, err);
         }
     }
@@ -455,17 +459,17 @@ impl Core {
     // ------------------------------------------------------------ sessions
 
     pub(crate) fn session(self: &Arc<Self>, id: u32) -> Arc<SessionInner> {
-        if let Some(s) = self.sessions.read().unwrap().get(&id) {
-            return s.clone();
+        if let Some(s) = self.sessions.get(id) {
+            return s;
         }
         let (s, early) = {
+            // Sessions are added under this lock (`incoming` looks again under it).
             let mut early = self.early.lock().unwrap();
-            let mut map = self.sessions.write().unwrap();
-            if let Some(s) = map.get(&id) {
-                return s.clone();
+            if let Some(s) = self.sessions.get(id) {
+                return s;
             }
             let s = Arc::new(SessionInner::new(id, self.clone()));
-            map.insert(id, s.clone());
+            self.sessions.insert(id, s.clone());
             (s, early.remove(&id).unwrap_or_default())
         };
         for &p in &early.senders {
@@ -499,8 +503,7 @@ impl Core {
     }
 
     pub(crate) fn close_session(&self, id: u32) {
-        let s = self.sessions.write().unwrap().remove(&id);
-        if let Some(s) = s {
+        if let Some(s) = self.sessions.remove(id) {
             s.close();
         }
     }
@@ -509,27 +512,23 @@ impl Core {
     /// peer broke the protocol (see [`budget`]).
     fn incoming(&self, gate: &Gate, inc: Incoming<'_>) -> Result<(), String> {
         let id = inc.h.session;
-        let s = self.sessions.read().unwrap().get(&id).cloned();
-        let s = match s {
-            Some(s) => s,
-            None => {
-                let mut early = self.early.lock().unwrap();
-                match self.sessions.read().unwrap().get(&id).cloned() {
-                    Some(s) => s,
-                    None => {
-                        let e = early.entry(id).or_default();
-                        if let Err(at) = e.senders.binary_search(&inc.from) {
-                            gate.allowance.enter_unknown_session(id)?;
-                            e.senders.insert(at, inc.from);
-                        }
-                        self.budget_add(inc.footprint());
-                        e.msgs.push(inc.into_owned());
-                        return Ok(());
-                    }
-                }
-            }
-        };
-        s.deliver(gate, inc)
+        if let Some(s) = self.sessions.get(id) {
+            return s.deliver(gate, inc);
+        }
+        // Sessions are added under this lock: look again under it.
+        let mut early = self.early.lock().unwrap();
+        if let Some(s) = self.sessions.get(id) {
+            drop(early);
+            return s.deliver(gate, inc);
+        }
+        let e = early.entry(id).or_default();
+        if let Err(at) = e.senders.binary_search(&inc.from) {
+            gate.allowance.enter_unknown_session(id)?;
+            e.senders.insert(at, inc.from);
+        }
+        self.budget_add(inc.footprint());
+        e.msgs.push(inc.into_owned());
+        Ok(())
     }
 
     /// Drops what `gate`'s peer made this process hold (it broke the protocol): its messages
@@ -551,8 +550,7 @@ impl Core {
             }
             !e.msgs.is_empty()
         });
-        let sessions: Vec<_> = self.sessions.read().unwrap().values().cloned().collect();
-        for s in sessions {
+        for s in self.sessions.all() {
             bytes += s.purge(peer);
         }
         self.budget_sub(bytes);
@@ -560,15 +558,14 @@ impl Core {
 
     // ------------------------------------------------------------ arrivals
 
-    fn on_packet(&self, from: PeerId, bytes: &[u8]) {
-        let made: Arc<Gate>;
+    /// The gate a packet from `from` arrives on (made on first use), unless the packet is to
+    /// be dropped: the peer is unknown, or its gate failed (it broke the protocol, or a late
+    /// packet on a rail of a lost peer).
+    fn arrival_gate(&self, from: PeerId) -> Option<GateRef<'_>> {
         let gate = match self.made_gate(from) {
-            Some(g) => g,
+            Some(g) => GateRef::Made(g),
             None => match self.gate(from) {
-                Ok(g) => {
-                    made = g;
-                    &made
-                }
+                Ok(g) => GateRef::New(g),
                 Err(e) => {
                     static DROPPED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
                     DROPPED.note(|n| {
@@ -578,77 +575,162 @@ impl Core {
                             pm2_log::repeats(n)
                         )
                     });
-                    return;
+                    return None;
                 }
             },
         };
-        if gate.failed.get().is_some() {
-            return; // it broke the protocol, or a late packet on a rail of a lost peer
+        gate.failed.get().is_none().then_some(gate)
+    }
+
+    fn on_packet(&self, from: PeerId, bytes: &[u8]) {
+        if let Some(gate) = self.arrival_gate(from) {
+            self.on_rest(&gate, from, bytes, 0);
         }
-        let chunks = match wire::Decoder::new(bytes) {
-            Ok(d) => d,
-            Err(e) => return gate.fail(self, &format!("{e}")),
-        };
-        for c in chunks {
-            let c = match c {
-                Ok(c) => c,
-                Err(e) => return gate.fail(self, &format!("{e}")),
-            };
-            // An arrival is charged to the peer's credit before anything is kept of it.
-            let r = match c {
-                wire::Chunk::Data { h, cookie, payload } => {
-                    let body = InBody::Data { cookie, payload: Cow::Borrowed(payload) };
-                    let arrival = gate.allowance.charge_eager(payload.len());
-                    if let Err(what) = arrival.and_then(|()| self.incoming(gate, Incoming { from, h, body }))
-                    {
-                        return gate.violation(self, &what);
+    }
+
+    /// A packet lent by its driver (`Sink::packet_lent`): its chunk headers are copied out a
+    /// window at a time and decoded from the copy; the payload of a DATA chunk that goes past
+    /// its window stays in the packet until it is copied to where it belongs.
+    fn on_lent_packet(&self, from: PeerId, packet: &dyn LentPacket) {
+        /// Bytes copied out at a time: DATA headers and the usual control chunks fit.
+        const WINDOW: usize = 64;
+        let Some(gate) = self.arrival_gate(from) else { return };
+        let len = packet.len();
+        let mut window = [0u8; WINDOW];
+        let mut at = 0;
+        while at < len {
+            let n = (len - at).min(WINDOW);
+            packet.read(at, &mut window[..n]);
+            let w = &window[..n];
+            if n == len - at || at == 0 && w[0] != wire::VERSION {
+                // The rest fits in the window (or the packet is malformed: reported from it).
+                return self.on_rest(&gate, from, w, at);
+            }
+            let skip = usize::from(at == 0);
+            match wire::first_in_window(&w[skip..]) {
+                wire::Windowed::Chunk(c, used) => {
+                    if !self.on_chunk(&gate, from, c) {
+                        return;
                     }
-                    Ok(())
+                    at += skip + used;
                 }
-                wire::Chunk::Rdv { h, total, cookie, header, remote } => {
-                    // Memory exposed through a rail we do not share is read some other way: bulk.
-                    let remote = remote.and_then(|r| {
-                        let rail = gate.rail_by_name(r.rail)?;
-                        Some(matching::Remote { rail, key: r.key.to_vec() })
-                    });
-                    let body = InBody::Rdv { total, cookie, header: Cow::Borrowed(header), remote };
-                    let arrival = gate.allowance.charge_rdv();
-                    if let Err(what) = arrival.and_then(|()| self.incoming(gate, Incoming { from, h, body }))
-                    {
-                        return gate.violation(self, &what);
+                wire::Windowed::DataPast { h, cookie, used, len: bytes } => {
+                    let start = at + skip + used;
+                    let end = usize::try_from(bytes).ok().and_then(|b| start.checked_add(b));
+                    let Some(end) = end.filter(|&e| e <= len) else {
+                        let e = wire::DecodeError { at: start, what: "length beyond the end of the packet" };
+                        return gate.fail(self, &format!("{e}"));
+                    };
+                    let payload = Payload::Lent { packet, at: start, len: end - start };
+                    if !self.on_chunk_data(&gate, from, h, cookie, payload) {
+                        return;
                     }
-                    Ok(())
+                    at = end;
                 }
-                wire::Chunk::Rtr { cookie, recv_cookie, accepted, pieces } => {
-                    gate.on_rtr(self, cookie, recv_cookie, accepted, &pieces)
-                }
-                wire::Chunk::Rtw { cookie, recv_cookie, accepted, written, remote } => {
-                    gate.on_rtw(self, cookie, recv_cookie, accepted, written, remote.rail, remote.key)
-                }
-                wire::Chunk::Written { recv_cookie } => gate.on_written(self, recv_cookie),
-                wire::Chunk::Fin { cookie } | wire::Chunk::Ack { cookie } => gate.on_answer(cookie),
-                wire::Chunk::Nak { cookie } => gate.on_refused(cookie),
-                wire::Chunk::Credit { bytes, slots } => {
-                    gate.add_credit(self, bytes, slots);
-                    Ok(())
-                }
-                // Charged like eager data; its handler runs later, outside this driver callback.
-                wire::Chunk::Am { handler, header, payload } => {
-                    let arrival = gate.allowance.charge_eager(header.len() + payload.len());
-                    if let Err(what) = arrival.and_then(|()| self.ams.arrived(from, handler, header, payload))
-                    {
-                        return gate.violation(self, &what);
-                    }
-                    Ok(())
-                }
-            };
-            if let Err(e) = r {
-                static IGNORED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
-                IGNORED.note(|n| {
-                    log::warn!("rank {}: from rank {from}: {e} (ignored){}", self.rank, pm2_log::repeats(n))
-                });
+                wire::Windowed::Cut => break,
             }
         }
+        if at < len {
+            // A chunk header longer than the window: the rest is decoded from one copy.
+            let mut rest = vec![0; len - at];
+            packet.read(at, &mut rest);
+            self.on_rest(&gate, from, &rest, at);
+        }
+    }
+
+    /// The chunks of `bytes`, the part of a packet from byte `at` (0: the whole packet), in
+    /// order, until one breaks the protocol.
+    fn on_rest(&self, gate: &Gate, from: PeerId, bytes: &[u8], at: usize) {
+        let chunks = if at == 0 { wire::Decoder::new(bytes) } else { Ok(wire::Decoder::rest(bytes)) };
+        let fail = |e: wire::DecodeError| {
+            let e = wire::DecodeError { at: at + e.at, ..e };
+            gate.fail(self, &format!("{e}"));
+        };
+        let chunks = match chunks {
+            Ok(chunks) => chunks,
+            Err(e) => return fail(e),
+        };
+        for c in chunks {
+            match c {
+                Ok(c) => {
+                    if !self.on_chunk(gate, from, c) {
+                        return;
+                    }
+                }
+                Err(e) => return fail(e),
+            }
+        }
+    }
+
+    /// An eager message's chunk; `false` if it broke the protocol (the gate failed).
+    fn on_chunk_data(
+        &self,
+        gate: &Gate,
+        from: PeerId,
+        h: wire::MsgHeader,
+        cookie: u64,
+        payload: Payload<'_>,
+    ) -> bool {
+        // An arrival is charged to the peer's credit before anything is kept of it.
+        let arrival = gate.allowance.charge_eager(payload.len());
+        let body = InBody::Data { cookie, payload };
+        if let Err(what) = arrival.and_then(|()| self.incoming(gate, Incoming { from, h, body })) {
+            gate.violation(self, &what);
+            return false;
+        }
+        true
+    }
+
+    /// One chunk; `false` if it broke the protocol (the gate failed: the rest is dropped).
+    fn on_chunk(&self, gate: &Gate, from: PeerId, c: wire::Chunk<'_>) -> bool {
+        let r = match c {
+            wire::Chunk::Data { h, cookie, payload } => {
+                return self.on_chunk_data(gate, from, h, cookie, Payload::Bytes(Cow::Borrowed(payload)));
+            }
+            wire::Chunk::Rdv { h, total, cookie, header, remote } => {
+                // Memory exposed through a rail we do not share is read some other way: bulk.
+                let remote = remote.and_then(|r| {
+                    let rail = gate.rail_by_name(r.rail)?;
+                    Some(matching::Remote { rail, key: r.key.to_vec() })
+                });
+                let body = InBody::Rdv { total, cookie, header: Cow::Borrowed(header), remote };
+                let arrival = gate.allowance.charge_rdv();
+                if let Err(what) = arrival.and_then(|()| self.incoming(gate, Incoming { from, h, body })) {
+                    gate.violation(self, &what);
+                    return false;
+                }
+                Ok(())
+            }
+            wire::Chunk::Rtr { cookie, recv_cookie, accepted, pieces } => {
+                gate.on_rtr(self, cookie, recv_cookie, accepted, &pieces)
+            }
+            wire::Chunk::Rtw { cookie, recv_cookie, accepted, written, remote } => {
+                gate.on_rtw(self, cookie, recv_cookie, accepted, written, remote.rail, remote.key)
+            }
+            wire::Chunk::Written { recv_cookie } => gate.on_written(self, recv_cookie),
+            wire::Chunk::Fin { cookie } | wire::Chunk::Ack { cookie } => gate.on_answer(cookie),
+            wire::Chunk::Nak { cookie } => gate.on_refused(cookie),
+            wire::Chunk::Credit { bytes, slots } => {
+                gate.add_credit(self, bytes, slots);
+                Ok(())
+            }
+            // Charged like eager data; its handler runs later, outside this driver callback.
+            wire::Chunk::Am { handler, header, payload } => {
+                let arrival = gate.allowance.charge_eager(header.len() + payload.len());
+                if let Err(what) = arrival.and_then(|()| self.ams.arrived(from, handler, header, payload)) {
+                    gate.violation(self, &what);
+                    return false;
+                }
+                Ok(())
+            }
+        };
+        if let Err(e) = r {
+            static IGNORED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
+            IGNORED.note(|n| {
+                log::warn!("rank {}: from rank {from}: {e} (ignored){}", self.rank, pm2_log::repeats(n))
+            });
+        }
+        true
     }
 
     // ------------------------------------------------------------ budget and stats
@@ -765,8 +847,7 @@ impl Core {
         for d in &self.drivers {
             d.shutdown();
         }
-        let sessions: Vec<_> = self.sessions.write().unwrap().drain().map(|(_, s)| s).collect();
-        for s in sessions {
+        for s in self.sessions.drain() {
             s.close();
         }
         if self.owns_pioman {
@@ -779,6 +860,23 @@ impl Core {
 struct CoreSink<'a> {
     core: &'a Core,
     driver: usize,
+}
+
+/// The gate of an arrival: a made one, borrowed, or one made for it.
+enum GateRef<'a> {
+    Made(&'a Arc<Gate>),
+    New(Arc<Gate>),
+}
+
+impl std::ops::Deref for GateRef<'_> {
+    type Target = Gate;
+
+    fn deref(&self) -> &Gate {
+        match self {
+            GateRef::Made(g) => g,
+            GateRef::New(g) => g,
+        }
+    }
 }
 
 impl Sink for CoreSink<'_> {
@@ -796,6 +894,11 @@ impl Sink for CoreSink<'_> {
     fn packet(&mut self, from: PeerId, bytes: &[u8]) {
         self.core.counters.received(self.driver, bytes.len());
         self.core.on_packet(from, bytes);
+    }
+
+    fn packet_lent(&mut self, from: PeerId, packet: &dyn LentPacket) {
+        self.core.counters.received(self.driver, packet.len());
+        self.core.on_lent_packet(from, packet);
     }
 
     fn bulk_dest(&mut self, from: PeerId, hdr: &BulkHeader, dest: &mut Vec<SegmentMut>) -> bool {

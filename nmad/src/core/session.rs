@@ -10,6 +10,7 @@ use super::Core;
 use super::deliver;
 use super::gate::Gate;
 use super::matching::{Body, Matching, Remote, Unexpected};
+use super::payload::Payload;
 use super::request::{Error, ReqPtr, Status};
 use super::wire::{FLAG_SYNC, MsgHeader};
 use crate::drivers::PeerId;
@@ -30,20 +31,14 @@ pub(crate) struct Incoming<'a> {
 
 #[derive(Debug)]
 pub(crate) enum InBody<'a> {
-    Data { cookie: u64, payload: Cow<'a, [u8]> },
+    Data { cookie: u64, payload: Payload<'a> },
     Rdv { total: u64, cookie: u64, header: Cow<'a, [u8]>, remote: Option<Remote> },
 }
 
 impl Incoming<'_> {
     pub(crate) fn into_owned(self) -> Incoming<'static> {
         let body = match self.body {
-            InBody::Data { cookie, payload } => {
-                let payload = match payload {
-                    Cow::Borrowed(b) => super::buffers::copy(b),
-                    Cow::Owned(v) => v,
-                };
-                InBody::Data { cookie, payload: Cow::Owned(payload) }
-            }
+            InBody::Data { cookie, payload } => InBody::Data { cookie, payload: payload.into_owned() },
             InBody::Rdv { total, cookie, header, remote } => {
                 InBody::Rdv { total, cookie, header: Cow::Owned(header.into_owned()), remote }
             }
@@ -54,7 +49,7 @@ impl Incoming<'_> {
     fn into_unexpected(self) -> Unexpected {
         let body = match self.body {
             InBody::Data { cookie, payload } => Body::Eager {
-                data: super::buffers::own(payload),
+                data: payload.keep(),
                 sync_cookie: (self.h.flags & FLAG_SYNC != 0).then_some(cookie),
             },
             InBody::Rdv { total, cookie, header, remote } => {

@@ -130,6 +130,11 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// The chunks of a packet's remainder (after its version byte and whole chunks).
+    pub fn rest(chunks: &'a [u8]) -> Decoder<'a> {
+        Decoder { b: chunks, at: 0 }
+    }
+
     #[inline]
     fn err<T>(&self, what: &'static str) -> Result<T, DecodeError> {
         Err(DecodeError { at: self.at, what })
@@ -177,6 +182,19 @@ impl<'a> Decoder<'a> {
         Ok(MsgHeader { flags, session: self.varint_u32()?, tag: self.varint()?, seq: self.varint_u32()? })
     }
 
+    /// A DATA chunk's fields after its kind byte: header, payload length, cookie (0 unless
+    /// synchronous).
+    #[inline]
+    fn data_header(&mut self) -> Result<(MsgHeader, u64, u64), DecodeError> {
+        let h = self.msg_header()?;
+        if h.flags & FLAG_READ != 0 {
+            return self.err("READ flag on a DATA chunk");
+        }
+        let len = self.varint()?;
+        let cookie = if h.flags & FLAG_SYNC != 0 { self.varint()? } else { 0 };
+        Ok((h, len, cookie))
+    }
+
     /// A rail name and a memory key (RDV with READ, RTW).
     fn remote_mem(&mut self) -> Result<RemoteMem<'a>, DecodeError> {
         let n = self.varint()?;
@@ -195,12 +213,7 @@ impl<'a> Decoder<'a> {
     fn chunk(&mut self) -> Result<Chunk<'a>, DecodeError> {
         match self.byte()? {
             DATA => {
-                let h = self.msg_header()?;
-                if h.flags & FLAG_READ != 0 {
-                    return self.err("READ flag on a DATA chunk");
-                }
-                let len = self.varint()?;
-                let cookie = if h.flags & FLAG_SYNC != 0 { self.varint()? } else { 0 };
+                let (h, len, cookie) = self.data_header()?;
                 Ok(Chunk::Data { h, cookie, payload: self.bytes(len)? })
             }
             RDV => {
@@ -267,6 +280,38 @@ impl<'a> Decoder<'a> {
                 self.err("unknown chunk kind")
             }
         }
+    }
+}
+
+/// The first chunk of a window: the first bytes of the rest of a packet lent by its driver
+/// (`Sink::packet_lent`), which goes on past the window.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Windowed<'a> {
+    /// A whole chunk within the window, `used` bytes long.
+    Chunk(Chunk<'a>, usize),
+    /// A DATA chunk whose payload goes past the window: its header is `used` bytes long and
+    /// `len` payload bytes follow it (the caller checks them against the packet's length).
+    DataPast { h: MsgHeader, cookie: u64, used: usize, len: u64 },
+    /// Neither: the chunk's header goes past the window, or the window is malformed (the
+    /// caller decodes the whole rest, which tells the two apart).
+    Cut,
+}
+
+/// Decodes the first chunk of `window` (see [`Windowed`]).
+#[inline]
+pub fn first_in_window(window: &[u8]) -> Windowed<'_> {
+    let mut d = Decoder::rest(window);
+    if window.first() == Some(&DATA) {
+        d.at = 1;
+        let Ok((h, len, cookie)) = d.data_header() else { return Windowed::Cut };
+        if len > (window.len() - d.at) as u64 {
+            return Windowed::DataPast { h, cookie, used: d.at, len };
+        }
+        d.at = 0;
+    }
+    match d.chunk() {
+        Ok(c) => Windowed::Chunk(c, d.at),
+        Err(_) => Windowed::Cut,
     }
 }
 

@@ -304,12 +304,33 @@ pub trait Link: Send + Sync {
     fn close(&self) {}
 }
 
+/// A packet a driver lends in place ([`Sink::packet_lent`]): bytes the peer may still write
+/// (a shared ring), so they are only ever copied out, never borrowed, and every byte parsed is
+/// read once. Whoever reads keeps its ranges within [`LentPacket::len`].
+pub trait LentPacket: Sync {
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies bytes `at..at + dst.len()` into `dst` (a range beyond the end is cut short:
+    /// the rest of `dst` is left as it was).
+    fn read(&self, at: usize, dst: &mut [u8]);
+}
+
 /// What a driver's poll hands its events to: the core (or a test).
 pub trait Sink {
     /// A peer connected to us and proved the secret.
     fn link_up(&mut self, link: Arc<dyn Link>);
     /// A packet from `from` (valid only during the call).
     fn packet(&mut self, from: PeerId, bytes: &[u8]);
+    /// A packet from `from` left where it arrived (valid only during the call): read by copying
+    /// out, so that its payloads go once, straight to where they belong. Default: copied whole,
+    /// then [`Sink::packet`].
+    fn packet_lent(&mut self, from: PeerId, packet: &dyn LentPacket) {
+        let mut bytes = vec![0; packet.len()];
+        packet.read(0, &mut bytes);
+        self.packet(from, &bytes);
+    }
     /// Where the bulk bytes `hdr` from `from` go: fills `dest` with segments of `hdr.len` bytes
     /// in all and returns `true`, or returns `false` and the driver discards the bytes. The
     /// memory stays valid until `bulk_done(hdr)` or a link failure is reported.

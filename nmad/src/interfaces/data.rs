@@ -163,7 +163,7 @@ impl Data {
     }
 
     /// Calls `f(address, len)` for the memory of packed bytes `range`, in order.
-    fn for_each(&self, range: Range<usize>, mut f: impl FnMut(*mut u8, usize) -> bool) {
+    pub(crate) fn for_each(&self, range: Range<usize>, mut f: impl FnMut(*mut u8, usize) -> bool) {
         let end = range.end.min(self.len());
         if range.start >= end {
             return;

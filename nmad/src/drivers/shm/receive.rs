@@ -1,28 +1,53 @@
 //! The receive side of a link, run by the poller: reads the records at the head of the incoming
-//! ring, validates them, and hands them to the sink (packets copied out first, bulk pieces copied
-//! straight to where the sink says).
+//! ring, validates them, and hands them to the sink (small packets copied out first, larger ones
+//! lent in place, bulk pieces copied straight to where the sink says).
 //!
-//! Packets are copied into private memory before the sink sees them: the peer can write the ring
-//! at any time, and the core must never parse bytes that change under it. Space is released as
-//! soon as the bytes are out, before the sink runs. It owns no state of its own: the consumer
-//! position lives in the link, the buffers in the driver's poll state.
+//! The peer can write the ring at any time, and the core must never parse bytes that change
+//! under it: a small packet is copied into private memory (its space released at once, before
+//! the sink runs); a larger one is lent ([`RingPacket`]: the sink copies out what it reads, its
+//! headers into private memory, its payloads straight into their receive buffers) and its space
+//! released when the sink returns. It owns no state of its own: the consumer position lives in
+//! the link, the buffers in the driver's poll state.
 
 use super::link::ShmLink;
 use super::ring::{self, Body, RingMem};
 use super::socket::signal;
-use crate::drivers::{BulkHeader, SegmentMut, Sink};
+use crate::drivers::{BulkHeader, LentPacket, SegmentMut, Sink};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Buffers the poller reuses.
 pub(crate) struct Scratch {
-    /// Holds one packet (the largest payload).
+    /// Holds one packet copied out (at most [`LEND_ABOVE`] bytes).
     pub packet: Vec<u8>,
     pub dest: Vec<SegmentMut>,
 }
 
 impl Scratch {
     pub(crate) fn new() -> Scratch {
-        Scratch { packet: vec![0; ring::MAX_PAYLOAD as usize], dest: Vec::new() }
+        Scratch { packet: vec![0; LEND_ABOVE as usize], dest: Vec::new() }
+    }
+}
+
+/// Packets up to this many bytes are copied out before the sink sees them (a copy this small
+/// costs less than reading through a lent view); larger ones are lent.
+const LEND_ABOVE: u64 = 256;
+
+/// A packet lent in place: `len` bytes of the incoming ring from `pos`.
+struct RingPacket<'a> {
+    link: &'a ShmLink,
+    pos: u64,
+    len: usize,
+}
+
+impl LentPacket for RingPacket<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn read(&self, at: usize, dst: &mut [u8]) {
+        let n = dst.len().min(self.len.saturating_sub(at));
+        debug_assert_eq!(n, dst.len(), "a lent packet is read within its length");
+        self.link.inc.read(self.pos + at as u64, &mut dst[..n]);
     }
 }
 
@@ -56,11 +81,15 @@ pub(crate) fn receive(
         let len = r.len as usize;
         head = r.end;
         match r.body {
-            Body::Packet => {
+            Body::Packet if r.len <= LEND_ABOVE => {
                 let bytes = &mut s.packet[..len];
                 link.inc.read(r.payload, bytes);
                 consumed(link, head);
                 sink.packet(link.peer, bytes);
+            }
+            Body::Packet => {
+                sink.packet_lent(link.peer, &RingPacket { link, pos: r.payload, len });
+                consumed(link, head);
             }
             Body::Bulk { cookie, offset } => {
                 if offset.checked_add(r.len).is_none() {
