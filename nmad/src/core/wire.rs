@@ -374,7 +374,7 @@ pub struct Small {
 impl Small {
     /// The headers of a packet holding the DATA chunk of `h` (flags 0: no cookie) with `len`
     /// payload bytes, then the CREDIT chunk of `credit` (bytes, slots) unless both are 0.
-    #[inline]
+    #[inline(always)]
     pub fn packet(h: &MsgHeader, len: usize, credit: (u64, u64)) -> Small {
         debug_assert_eq!(h.flags & FLAG_SYNC, 0, "a synchronous message carries a cookie");
         let mut s = Small { buf: [0; 64], head: 0, len: 0 };
@@ -399,9 +399,10 @@ impl Small {
 }
 
 impl Out for Small {
-    #[inline]
+    #[inline(always)]
     fn byte(&mut self, b: u8) {
-        self.buf[self.len] = b;
+        // Within bounds by construction (54 bytes at most); the mask spares a bounds check.
+        self.buf[self.len & 63] = b;
         self.len += 1;
     }
 }
