@@ -198,6 +198,9 @@ pub struct Conn {
     /// The connection this one's packets go by instead: of two connections that crossed, both
     /// sides send on the one the lower rank dialed ([`Shared::adopt`]).
     redirect: OnceLock<Arc<Conn>>,
+    /// Output waits for room in the socket (epoll watches it for writing): `poll` must look at
+    /// the epoll set.
+    waits_for_room: AtomicBool,
 }
 
 impl Conn {
@@ -214,6 +217,7 @@ impl Conn {
             tx: Mutex::new(Tx::default()),
             failure: Mutex::new(None),
             cut: AtomicBool::new(false),
+            waits_for_room: AtomicBool::new(false),
         }
     }
 
@@ -232,7 +236,13 @@ impl Conn {
     fn watch_out(&self, tx: &mut Tx, want: bool) {
         if tx.out_watched != want && self.shared.epoll.modify(self.fd(), self.token, want).is_ok() {
             tx.out_watched = want;
+            self.waits_for_room.store(want, Release);
         }
+    }
+
+    /// Whether output waits for room in the socket (see `TcpDriver::poll`).
+    pub fn waits_for_room(&self) -> bool {
+        self.waits_for_room.load(Acquire)
     }
 
     fn fail_locked(&self, tx: &mut Tx, e: io::Error) {
