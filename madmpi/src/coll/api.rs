@@ -403,8 +403,11 @@ mod tests {
     /// A blocking barrier, broadcast, reduce or allreduce repeated with the same arguments
     /// allocates nothing in the calling thread (its plan, requests, round states and buffers are
     /// kept; an 8-byte message arriving before its receive is kept inline), and still computes
-    /// the right results. Allowed: the few allocations of a waiter's first sleep on a CPU (its
-    /// wait set, built once and pooled) — a per-call allocation would show 2,000 here.
+    /// the right results. Allowed: what a waiter's sleeps build once and pool — a wait set per
+    /// context sleeping at the same time (its doorbell, its fd list, the pool's growth), the
+    /// condition's waiter list growing — about 4 allocations per set, which a loaded machine
+    /// (the full test run) makes the calling thread pay for up to 3 sets (12 seen, 0 unloaded).
+    /// A per-call allocation would show 500 or more here.
     #[test]
     fn repeated_blocking_collectives_allocate_nothing() {
         let counts = on_all(2, |w| {
@@ -431,7 +434,7 @@ mod tests {
             n
         });
         assert!(
-            counts.iter().all(|&n| n <= 8),
+            counts.iter().all(|&n| n <= 24),
             "allocations per rank over 500 rounds of 4 collectives: {counts:?}"
         );
     }
