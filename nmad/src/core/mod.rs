@@ -317,6 +317,14 @@ impl Core {
         self.gates.get(peer as usize)?.get()
     }
 
+    /// The gate to `peer`: borrowed if it was made (no reference count), else made now.
+    pub(crate) fn gate_ref(&self, peer: PeerId) -> Result<GateRef<'_>, Error> {
+        match self.made_gate(peer) {
+            Some(g) => Ok(GateRef::Made(g)),
+            None => self.gate(peer).map(GateRef::New),
+        }
+    }
+
     /// The gate to `peer`, created on first use from its published cards.
     pub(crate) fn gate(&self, peer: PeerId) -> Result<Arc<Gate>, Error> {
         let slot = self.gates.get(peer as usize).ok_or_else(|| {
@@ -562,22 +570,19 @@ impl Core {
     /// be dropped: the peer is unknown, or its gate failed (it broke the protocol, or a late
     /// packet on a rail of a lost peer).
     fn arrival_gate(&self, from: PeerId) -> Option<GateRef<'_>> {
-        let gate = match self.made_gate(from) {
-            Some(g) => GateRef::Made(g),
-            None => match self.gate(from) {
-                Ok(g) => GateRef::New(g),
-                Err(e) => {
-                    static DROPPED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
-                    DROPPED.note(|n| {
-                        log::warn!(
-                            "rank {}: packet from rank {from} dropped: {e}{}",
-                            self.rank,
-                            pm2_log::repeats(n)
-                        )
-                    });
-                    return None;
-                }
-            },
+        let gate = match self.gate_ref(from) {
+            Ok(g) => g,
+            Err(e) => {
+                static DROPPED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));
+                DROPPED.note(|n| {
+                    log::warn!(
+                        "rank {}: packet from rank {from} dropped: {e}{}",
+                        self.rank,
+                        pm2_log::repeats(n)
+                    )
+                });
+                return None;
+            }
         };
         gate.failed.get().is_none().then_some(gate)
     }
@@ -862,8 +867,8 @@ struct CoreSink<'a> {
     driver: usize,
 }
 
-/// The gate of an arrival: a made one, borrowed, or one made for it.
-enum GateRef<'a> {
+/// A gate: a made one, borrowed, or one made for the caller ([`Core::gate_ref`]).
+pub(crate) enum GateRef<'a> {
     Made(&'a Arc<Gate>),
     New(Arc<Gate>),
 }

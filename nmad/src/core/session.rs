@@ -253,18 +253,7 @@ impl SessionInner {
         mask: u64,
     ) -> Result<(), Error> {
         let core = &*self.core;
-        // A made gate without a reference count; else made here.
-        let made;
-        let gate = match source {
-            Some(p) => match core.made_gate(p) {
-                Some(g) => Some(g),
-                None => {
-                    made = core.gate(p)?;
-                    Some(&made)
-                }
-            },
-            None => None,
-        };
+        let gate = source.map(|p| core.gate_ref(p)).transpose()?;
         let u = {
             let mut st = self.state.lock().unwrap();
             if st.closed {
@@ -288,8 +277,8 @@ impl SessionInner {
         if let Some(u) = u {
             core.budget_sub(u.footprint());
             let gate = match gate {
-                Some(g) => g.clone(),
-                None => core.gate(u.source)?,
+                Some(g) => g,
+                None => core.gate_ref(u.source)?,
             };
             // SAFETY: not posted: we still hold it.
             unsafe { deliver::unexpected(core, &gate, req, u) };

@@ -304,10 +304,11 @@ pub fn first_in_window(window: &[u8]) -> Windowed<'_> {
     if window.first() == Some(&DATA) {
         d.at = 1;
         let Ok((h, len, cookie)) = d.data_header() else { return Windowed::Cut };
-        if len > (window.len() - d.at) as u64 {
-            return Windowed::DataPast { h, cookie, used: d.at, len };
-        }
-        d.at = 0;
+        let used = d.at;
+        return match d.bytes(len) {
+            Ok(payload) => Windowed::Chunk(Chunk::Data { h, cookie, payload }, d.at),
+            Err(_) => Windowed::DataPast { h, cookie, used, len },
+        };
     }
     match d.chunk() {
         Ok(c) => Windowed::Chunk(c, d.at),
