@@ -7,6 +7,8 @@
 //!   flow control, and runs each driver from a pioman progression task;
 //! - [`interfaces`] are what upper layers use (`sendrecv`, data descriptions);
 //! - [`bootstrap`] finds the other processes (PMI) and exchanges business cards.
+//! - [`reliable`] is the acknowledgement protocol (sequence numbers, selective ACKs, retransmission)
+//!   for transports that lose packets (the udp driver), sans I/O;
 //! - [`observe`] reports protocol events (unexpected arrivals, rendezvous, credit stalls) to a
 //!   tool; `Nmad::stats` and `Nmad::driver_stats` give the counters.
 //!
@@ -31,6 +33,7 @@ pub mod interfaces;
 mod leb128;
 mod loom;
 pub mod observe;
+pub mod reliable;
 pub mod strategies;
 
 pub use crate::core::am::AmHandler;

@@ -73,6 +73,18 @@ impl JobKey {
         crate::pmi::wire::encode_value(&mac[..8])
     }
 
+    /// HMAC-SHA256 under the key of `label` then `data`: a proof for handshakes other than the
+    /// stream one below (the udp driver's datagrams). Labels keep proofs of different steps
+    /// apart.
+    pub fn proof(&self, label: &[u8], data: &[u8]) -> [u8; 32] {
+        self.mac(label, data, &[]).finalize().into_bytes().into()
+    }
+
+    /// Whether `mac` is [`JobKey::proof`] of `label` and `data` (compared in constant time).
+    pub fn verify(&self, label: &[u8], data: &[u8], mac: &[u8]) -> bool {
+        self.mac(label, data, &[]).verify_slice(mac).is_ok()
+    }
+
     fn mac(&self, role: &[u8], nc: &[u8], ns: &[u8]) -> Hmac<Sha256> {
         let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes any key length");
         m.update(role);

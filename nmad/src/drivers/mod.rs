@@ -40,11 +40,13 @@
 //! - Drivers never see tags, sessions or requests: `BulkHeader::cookie` is opaque to them.
 
 pub mod conformance;
+pub mod ip;
 pub mod memkey;
 pub mod retry;
 pub mod self_driver;
 pub mod shm;
 pub mod tcp;
+pub mod udp;
 
 use std::io::{self, IoSlice};
 use std::os::fd::RawFd;
@@ -376,16 +378,17 @@ pub unsafe fn copy_segments(src: &[Segment], dst: &[SegmentMut]) {
 }
 
 /// A driver by name and options: `self`, `shm`, `tcp`, `tcp:IFACE` or `tcp:ADDRESS` (the address
-/// or interface it listens on; several are rails).
+/// or interface it listens on; several are rails), `udp`, `udp:IFACE` or `udp:ADDRESS`.
 pub fn by_spec(spec: &str, env: &DriverEnv) -> io::Result<Arc<dyn Driver>> {
     let (kind, arg) = spec.split_once(':').map_or((spec, None), |(k, a)| (k, Some(a)));
     match kind {
         "self" => Ok(Arc::new(self_driver::SelfDriver::new(env)?)),
         "shm" => shm::ShmDriver::create(env),
         "tcp" => tcp::TcpDriver::create(env, arg),
+        "udp" => udp::UdpDriver::create(env, arg),
         _ => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("unknown driver `{spec}` (known: self, shm, tcp, tcp:IFACE)"),
+            format!("unknown driver `{spec}` (known: self, shm, tcp, tcp:IFACE, udp, udp:IFACE)"),
         )),
     }
 }

@@ -8,7 +8,7 @@
 //! through `Shared::adopt`.
 
 use super::handshake::Setup;
-use super::sys::EventFd;
+use crate::drivers::ip::sys::EventFd;
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;

@@ -32,7 +32,6 @@
 //! protocols (cookies are opaque) and touches no other driver.
 
 mod accept;
-mod card;
 mod handshake;
 mod link;
 mod recv;
@@ -40,10 +39,10 @@ mod shared;
 mod sys;
 pub mod wire;
 
+use super::ip::card::{self, Card};
 use super::retry::with_retry;
 use super::{Caps, Driver, DriverEnv, LargePath, Link, PeerId, Profile, Sink};
 use accept::Acceptor;
-use card::Card;
 use handshake::Setup;
 use link::Conn;
 use recv::Rx;

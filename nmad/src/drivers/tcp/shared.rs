@@ -6,8 +6,8 @@
 //! never reads or writes a socket.
 
 use super::link::Conn;
-use super::sys::{Epoll, EventFd};
 use crate::drivers::PeerId;
+use crate::drivers::ip::sys::{Epoll, EventFd};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, Weak};

@@ -1,6 +1,6 @@
-//! Addresses: where a tcp driver instance listens (loopback only for a single-node job, every
-//! interface otherwise, or the one chosen), what its business card says, and which addresses of
-//! a peer's card to try.
+//! Addresses: where an IP driver instance (tcp, udp) listens (loopback only for a single-node
+//! job, every interface otherwise, or the one chosen), what its business card says, and which
+//! addresses of a peer's card to try.
 //!
 //! Card: `NODE,PORT,ADDR[,ADDR...]` (no `;`, `=` or spaces; IPv6 addresses keep their colons).
 //! Loopback addresses in a card only serve processes of the same node (same boot id and network
@@ -66,8 +66,8 @@ pub struct Plan {
     pub local: Option<IpAddr>,
 }
 
-/// The plan for `tcp` (`choice` = None: every interface, or loopback only if `single_node`:
-/// no peer can come from elsewhere) or `tcp:IFACE` / `tcp:ADDRESS`.
+/// The plan for `tcp` or `udp` (`choice` = None: every interface, or loopback only if
+/// `single_node`: no peer can come from elsewhere) or `tcp:IFACE` / `tcp:ADDRESS` (`udp:` alike).
 pub fn plan(choice: Option<&str>, single_node: bool) -> io::Result<Plan> {
     if choice.is_none() && single_node {
         let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -111,7 +111,7 @@ fn interface_ip(name: &str, ifs: &[sys::IfAddr]) -> io::Result<IpAddr> {
             io::Error::new(
                 io::ErrorKind::NotFound,
                 format!(
-                    "tcp: `{name}` is neither an address nor an up interface with one (up: {})",
+                    "`{name}` is neither an address nor an up interface with one (up: {})",
                     names.join(", ")
                 ),
             )

@@ -1,0 +1,497 @@
+//! The `udp` driver: the PM/UDP protocol (`../shared/seeds/003`) over one UDP socket per
+//! instance, with the acknowledgement layer of [`crate::reliable`] per link.
+//!
+//! - `handshake`: the card names a handshake socket served by a thread of its own (so that
+//!   `connect` never needs the peer to poll); HELLO / WELCOME / PROOF / READY prove the job key
+//!   both ways (HMAC-SHA256) and exchange each side's data port, link id, window, receive buffer
+//!   and datagram limit. A stranger's datagrams are dropped and counted, never delivered.
+//! - `link`: per peer, packets cut into datagram-sized fragments and bulk pieces read from the
+//!   sender's memory, kept until acknowledged, sent as the congestion window and the peer's
+//!   window allow (rendezvous data paced by them); in-order delivery, fragments reassembled,
+//!   bulk pieces written where the core says.
+//! - `wire`: the datagrams, every field checked; `sys`: `recvmmsg`, `sendmsg` to an address,
+//!   forced socket buffers, a timer fd.
+//! - `poll` (here) reads datagrams in batches, runs the timers (probes, retransmissions,
+//!   delayed ACKs, peers silent too long), reports links that came up, finished bulk sends
+//!   and failures. Its wait fd is an epoll set of the data socket, a timer fd armed for the
+//!   next protocol deadline, and a doorbell: a progression thread asleep on it still
+//!   acknowledges data, and a sender's retransmission timer still fires, while the
+//!   application computes.
+//!
+//! A peer that acknowledges nothing for `NMAD_UDP_DEAD_AFTER` (ms, default 10,000) while we
+//! wait for it is reported failed, named; `Link::close` and `shutdown` tell the peer with a
+//! CLOSE datagram.
+//!
+//! Environment: `NMAD_UDP_IFACE` (interface or address for a plain `udp`), `NMAD_UDP_SOCKBUF`
+//! (socket buffer bytes, `K`/`M` suffixes; default 8M, forced beyond `rmem_max` when
+//! privileged), `NMAD_UDP_DATAGRAM` (the largest datagram off loopback; default: the
+//! interface's MTU less the IP and UDP headers), `NMAD_UDP_DEAD_AFTER`, `NMAD_UDP_BANDWIDTH`
+//! (nominal MB/s for the strategies).
+//!
+//! This module owns its sockets, thread and fds; it knows nothing of the core's protocols
+//! (cookies are opaque) and touches no other driver.
+
+mod handshake;
+mod link;
+mod shared;
+mod sys;
+pub mod wire;
+
+use super::ip::card::{self, Card};
+use super::ip::sys::{Epoll, readable};
+use super::{Caps, Driver, DriverEnv, LargePath, Link, PeerId, Profile, Sink};
+use crate::reliable::{Ack, Config, StatsSnapshot};
+use handshake::{LOOPBACK_DATAGRAM, Server, Setup};
+use link::{NEVER, UdpLink};
+use shared::{Links, Shared};
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use sys::{BATCH, TimerFd};
+use tools::admission::RejectLog;
+use wire::{Data, Header};
+
+/// Largest packet `try_send` takes (cut into datagrams as the path needs).
+pub const MAX_PACKET: usize = 64 << 10;
+/// Receive batches one poll reads at most (the rest waits for the next poll).
+const BATCHES_PER_POLL: usize = 4;
+/// Receive buffers hold the largest datagram loopback carries.
+const BUFFER: usize = 65_536;
+
+/// Tunables of a driver instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UdpOptions {
+    /// SO_RCVBUF and SO_SNDBUF of the data socket.
+    pub socket_buffer: usize,
+    pub handshake_timeout: Duration,
+    /// A peer that acknowledges nothing for this long while we wait for it is lost.
+    pub dead_after: Duration,
+    /// The largest datagram off loopback (`None`: from the interface's MTU).
+    pub datagram: Option<usize>,
+    pub bandwidth_mbps: u64,
+    pub protocol: Config,
+}
+
+impl Default for UdpOptions {
+    fn default() -> UdpOptions {
+        UdpOptions {
+            socket_buffer: 8 << 20,
+            handshake_timeout: Duration::from_secs(5),
+            dead_after: Duration::from_secs(10),
+            datagram: None,
+            bandwidth_mbps: 1000,
+            protocol: Config::default(),
+        }
+    }
+}
+
+fn env_value<T>(name: &str, parse: impl Fn(&str) -> Option<T>) -> io::Result<Option<T>> {
+    match std::env::var(name) {
+        Err(_) => Ok(None),
+        Ok(v) => parse(&v).map(Some).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("{name}=`{v}`: not a valid value"))
+        }),
+    }
+}
+
+fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (digits, shift) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 10),
+        'm' | 'M' => (&s[..s.len() - 1], 20),
+        _ => (s, 0),
+    };
+    digits.parse::<usize>().ok()?.checked_mul(1 << shift).filter(|&n| n > 0)
+}
+
+impl UdpOptions {
+    /// The defaults, overridden by the environment (see the module's documentation).
+    pub fn from_env() -> io::Result<UdpOptions> {
+        let mut o = UdpOptions::default();
+        if let Some(b) = env_value("NMAD_UDP_SOCKBUF", parse_size)? {
+            o.socket_buffer = b;
+        }
+        let datagram =
+            |v: &str| v.trim().parse::<usize>().ok().filter(|&n| (1024..=LOOPBACK_DATAGRAM).contains(&n));
+        o.datagram = env_value("NMAD_UDP_DATAGRAM", datagram)?.or(o.datagram);
+        let ms = |v: &str| v.trim().parse::<u64>().ok().filter(|&n| n > 0).map(Duration::from_millis);
+        o.dead_after = env_value("NMAD_UDP_DEAD_AFTER", ms)?.unwrap_or(o.dead_after);
+        let bw = env_value("NMAD_UDP_BANDWIDTH", |v| v.trim().parse::<u64>().ok().filter(|&n| n > 0))?;
+        o.bandwidth_mbps = bw.unwrap_or(o.bandwidth_mbps);
+        Ok(o)
+    }
+}
+
+/// What one poll reuses: the receive buffers and their lengths and senders.
+struct PollState {
+    bufs: Vec<Vec<u8>>,
+    got: Vec<(usize, Option<SocketAddr>)>,
+    due: Vec<Arc<UdpLink>>,
+}
+
+/// One udp driver instance (one rail).
+pub struct UdpDriver {
+    name: String,
+    node: String,
+    card: String,
+    bandwidth_mbps: u64,
+    setup: Arc<Setup>,
+    shared: Arc<Shared>,
+    links: Arc<Links>,
+    epoll: Epoll,
+    timer: TimerFd,
+    poll: Mutex<PollState>,
+    server: Mutex<Option<Server>>,
+}
+
+impl UdpDriver {
+    /// `arg`: the interface name or address to use (`udp:ARG`), if any.
+    pub fn create(env: &DriverEnv, arg: Option<&str>) -> io::Result<Arc<dyn Driver>> {
+        Ok(UdpDriver::new(env, arg, UdpOptions::from_env()?)?)
+    }
+
+    /// An instance with explicit options (`create` reads them from the environment).
+    pub fn new(env: &DriverEnv, arg: Option<&str>, opts: UdpOptions) -> io::Result<Arc<UdpDriver>> {
+        if let Some(a) = arg
+            && (a.is_empty() || a.len() > 200 || a.contains([';', '=', ' ', ',']))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("udp:`{a}`: not an interface or address"),
+            ));
+        }
+        let name = arg.map_or("udp".to_string(), |a| format!("udp:{a}"));
+        let choice = match arg {
+            Some(a) => Some(a.to_string()),
+            None => std::env::var("NMAD_UDP_IFACE").ok().filter(|v| !v.is_empty()),
+        };
+        let plan = card::plan(choice.as_deref(), env.single_node)
+            .map_err(|e| io::Error::new(e.kind(), format!("{name}: {e}")))?;
+        let bind = |what: &str| {
+            UdpSocket::bind((plan.bind, 0)).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("{name}: cannot bind the {what} socket on {}: {e}", plan.bind),
+                )
+            })
+        };
+        let data = bind("data")?;
+        data.set_nonblocking(true)?;
+        let rcvbuf = sys::set_buffers(data.as_raw_fd(), opts.socket_buffer);
+        let handshake_sock = bind("handshake")?;
+        let data_port = data.local_addr()?.port();
+        let hs_port = handshake_sock.local_addr()?.port();
+        let header = if plan.bind.is_ipv6() { 48 } else { 28 };
+        let datagram = opts
+            .datagram
+            .or_else(|| {
+                let mtu = if plan.bind.is_loopback() {
+                    Some(LOOPBACK_DATAGRAM + header)
+                } else if plan.bind.is_unspecified() {
+                    sys::smallest_mtu()
+                } else {
+                    sys::mtu_of(plan.bind)
+                };
+                mtu.map(|m| m - header)
+            })
+            .unwrap_or(1500 - header)
+            .min(LOOPBACK_DATAGRAM);
+        let rejects = RejectLog::new(format!("nmad {name} (rank {})", env.rank), Duration::from_secs(5));
+        let dead_after = opts.dead_after.as_micros() as u64;
+        let busy = opts.protocol.window as usize;
+        let shared = Arc::new(Shared::new(
+            env.rank,
+            env.size,
+            data,
+            opts.protocol,
+            MAX_PACKET,
+            busy,
+            dead_after,
+            rejects,
+        )?);
+        let links = Arc::new(Links::new(env.size));
+        let setup = Arc::new(Setup {
+            shared: shared.clone(),
+            links: links.clone(),
+            key: env.job_key.clone(),
+            data_port,
+            rcvbuf: rcvbuf.min(u32::MAX as usize) as u32,
+            max_datagram: datagram as u32,
+            timeout: opts.handshake_timeout,
+            local: plan.local,
+        });
+        let epoll = Epoll::new()?;
+        let timer = TimerFd::new()?;
+        epoll.add(shared.sock_fd(), 0, false)?;
+        epoll.add(timer.fd(), 1, false)?;
+        epoll.add(shared.doorbell.fd(), 2, false)?;
+        let server = Server::spawn(handshake_sock, setup.clone())?;
+        let node = card::card_node(&env.node);
+        let card = Card { node: node.clone(), port: hs_port, addrs: plan.advertised }.to_string();
+        let bufs = (0..BATCH).map(|_| vec![0u8; BUFFER]).collect();
+        Ok(Arc::new(UdpDriver {
+            name,
+            node,
+            card,
+            bandwidth_mbps: opts.bandwidth_mbps,
+            setup,
+            shared,
+            links,
+            epoll,
+            timer,
+            poll: Mutex::new(PollState { bufs, got: vec![(0, None); BATCH], due: Vec::new() }),
+            server: Mutex::new(Some(server)),
+        }))
+    }
+
+    /// Datagrams dropped so far because they came from no peer of ours or failed their checks.
+    pub fn strangers(&self) -> u64 {
+        self.shared.strangers.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The acknowledgement layer's counters (every link of this instance).
+    pub fn protocol_stats(&self) -> StatsSnapshot {
+        self.shared.stats.snapshot()
+    }
+
+    /// The data socket's address (what the handshake tells peers, with its port).
+    pub fn data_addr(&self) -> io::Result<SocketAddr> {
+        self.shared.sock.local_addr()
+    }
+
+    /// One datagram of the batch: checked, then handed to its link. Returns the units it
+    /// delivered (or 1 for a control datagram that did something).
+    fn datagram(&self, st: &mut PollState, i: usize, sink: &mut dyn Sink) -> usize {
+        let (len, from) = st.got[i];
+        let buf = &mut st.bufs[i];
+        let from_str = || from.map_or("an unknown address".to_string(), |a| a.to_string());
+        if len > buf.len() {
+            self.shared.stranger(from_str(), "a datagram longer than any we send");
+            return 0;
+        }
+        let Some(h) = Header::decode(&buf[..len]) else {
+            self.shared.stranger(from_str(), "not one of our datagrams");
+            return 0;
+        };
+        let link = self
+            .links
+            .get(h.from)
+            .filter(|l| l.local_id == h.link_id && l.remote().is_some_and(|r| Some(r.addr) == from));
+        let Some(link) = link else {
+            self.shared.stranger(from_str(), "a datagram for no link of ours");
+            return 0;
+        };
+        if link.is_closed() {
+            return 0;
+        }
+        let now = self.shared.now();
+        let malformed = |what: &str| {
+            io::Error::new(io::ErrorKind::InvalidData, format!("rank {}: malformed {what} datagram", h.from))
+        };
+        match h.kind {
+            wire::KIND_DATA => {
+                let Some(d) = Data::decode(&buf[..len]) else {
+                    link.fail(malformed("data"));
+                    return 1;
+                };
+                if let Some(a) = &d.ack {
+                    link.on_ack(a, now);
+                }
+                let n = link.on_data(buf, len, d, now, sink);
+                if buf.is_empty() {
+                    *buf = vec![0u8; BUFFER]; // kept by the link for later
+                }
+                n
+            }
+            wire::KIND_ACK => {
+                match Ack::decode(&buf[wire::HEADER..len]) {
+                    Some((a, n)) if wire::HEADER + n == len => link.on_ack(&a, now),
+                    _ => link.fail(malformed("ACK")),
+                }
+                0
+            }
+            wire::KIND_CLOSE if len == wire::HEADER => {
+                link.fail(io::Error::new(
+                    io::ErrorKind::ConnectionReset,
+                    format!("rank {} closed the link (it shut down or cut us off)", h.from),
+                ));
+                1
+            }
+            _ => {
+                link.fail(malformed("unknown"));
+                1
+            }
+        }
+    }
+
+    /// Timers, finished bulk sends and failures: the work no datagram brought.
+    fn service(&self, st: &mut PollState, sink: &mut dyn Sink) -> usize {
+        let now = self.shared.now();
+        st.due.clear();
+        self.links.each(|l| {
+            if l.due() <= now || l.has_finished() {
+                st.due.push(l.clone());
+            }
+        });
+        let mut handled = 0;
+        for l in st.due.drain(..) {
+            l.service(now);
+            for token in l.take_finished() {
+                sink.bulk_sent(l.peer, token);
+                handled += 1;
+            }
+        }
+        for peer in self.shared.take_failed() {
+            if let Some(l) = self.links.get(peer)
+                && let Some(e) = l.take_failure()
+            {
+                sink.link_failed(peer, e);
+                handled += 1;
+            }
+        }
+        handled
+    }
+}
+
+impl Drop for UdpDriver {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Driver for UdpDriver {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            max_packet: MAX_PACKET,
+            eager_limit: 32 << 10,
+            iovec: true,
+            large: LargePath::Bulk,
+            blocking: true,
+        }
+    }
+
+    fn profile(&self) -> Profile {
+        Profile { latency_ns: 25_000, bandwidth_mbps: self.bandwidth_mbps }
+    }
+
+    fn card(&self) -> String {
+        self.card.clone()
+    }
+
+    fn reaches(&self, card: &str) -> bool {
+        Card::parse(card).is_some_and(|c| !c.candidates(&self.node).is_empty())
+    }
+
+    fn connect(&self, peer: PeerId, card: &str) -> io::Result<Arc<dyn Link>> {
+        if self.shared.is_closed() {
+            return Err(io::Error::new(io::ErrorKind::NotConnected, format!("{} is shut down", self.name)));
+        }
+        let c = Card::parse(card).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("malformed udp card `{card}`"))
+        })?;
+        let candidates = c.candidates(&self.node);
+        if candidates.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrNotAvailable,
+                format!(
+                    "{}: no address of rank {peer}'s card `{card}` is reachable from this node",
+                    self.name
+                ),
+            ));
+        }
+        let link = handshake::connect(&self.setup, peer, &candidates).map_err(|e| {
+            io::Error::new(e.kind(), format!("{}: cannot connect to rank {peer}: {e}", self.name))
+        })?;
+        if link.is_closed() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("{}: the link to rank {peer} failed", self.name),
+            ));
+        }
+        Ok(link)
+    }
+
+    fn poll(&self, sink: &mut dyn Sink) -> usize {
+        let Ok(mut guard) = self.poll.try_lock() else { return 0 }; // another thread is polling
+        let st = &mut *guard;
+        if self.shared.is_closed() {
+            return 0;
+        }
+        let mut handled = 0;
+        if self.shared.rung() {
+            self.shared.clear_rung();
+            for l in self.shared.take_announced() {
+                sink.link_up(l);
+                handled += 1;
+            }
+        }
+        for _ in 0..BATCHES_PER_POLL {
+            let n = sys::recv_batch(self.shared.sock_fd(), &mut st.bufs, &mut st.got).unwrap_or(0);
+            for i in 0..n {
+                handled += self.datagram(st, i, sink);
+                if self.shared.is_closed() {
+                    return handled; // the sink shut us down
+                }
+            }
+            if n < BATCH {
+                break;
+            }
+        }
+        handled + self.service(st, sink)
+    }
+
+    fn wait_fd(&self) -> Option<RawFd> {
+        Some(self.epoll.fd())
+    }
+
+    fn arm(&self) -> bool {
+        if self.shared.rung() || readable(self.shared.sock_fd(), 0) {
+            return false;
+        }
+        let now = self.shared.now();
+        let mut due = NEVER;
+        self.links.each(|l| due = due.min(l.due()));
+        if due <= now {
+            return false;
+        }
+        if due != NEVER {
+            self.timer.set(Some(Duration::from_micros(due - now)));
+        }
+        true
+    }
+
+    fn disarm(&self) {
+        self.timer.set(None);
+    }
+
+    fn shutdown(&self) {
+        if self.shared.is_closed() {
+            return;
+        }
+        self.links.each(|l| l.close());
+        self.shared.close();
+        if let Some(mut s) = self.server.lock().unwrap().take() {
+            s.stop();
+        }
+        self.shared.rejects.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("8M"), Some(8 << 20));
+        assert_eq!(parse_size("0"), None);
+        assert_eq!(parse_size("x"), None);
+    }
+}
