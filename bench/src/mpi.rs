@@ -33,6 +33,9 @@ const COMMON_H: &str = include_str!("../mpi/common.h");
 pub enum Transport {
     Shm,
     Tcp,
+    /// Ours over the udp driver; MPICH and Open MPI have no UDP transport and run over their
+    /// tcp, as in the `tcp` rows (the udp rows compare our udp with everyone's tcp).
+    Udp,
 }
 
 impl Transport {
@@ -40,6 +43,7 @@ impl Transport {
         match self {
             Transport::Shm => "shm",
             Transport::Tcp => "tcp",
+            Transport::Udp => "udp",
         }
     }
 }
@@ -181,7 +185,14 @@ impl Launch<'_> {
                 c = Command::new(&tc.madrun);
                 c.arg("-n").arg(self.ranks.to_string());
                 c.env("LD_LIBRARY_PATH", &tc.lib_dir);
-                c.env("NMAD_DRIVERS", if self.transport == Transport::Shm { "shm" } else { "tcp:lo" });
+                c.env(
+                    "NMAD_DRIVERS",
+                    match self.transport {
+                        Transport::Shm => "shm",
+                        Transport::Tcp => "tcp:lo",
+                        Transport::Udp => "udp:lo",
+                    },
+                );
                 if let Some(p) = self.policy {
                     c.env("PIOMAN_POLICY", p);
                 }
@@ -189,7 +200,7 @@ impl Launch<'_> {
             Impl::Mpich => {
                 c = Command::new("mpiexec.hydra");
                 c.arg("-n").arg(self.ranks.to_string()).args(["-bind-to", "none"]);
-                if self.transport == Transport::Tcp {
+                if self.transport != Transport::Shm {
                     // Debian's MPICH is ch4:ucx: UCX carries local messages too, so limiting UCX to
                     // tcp (and telling MPICH that no peer is local) makes it talk over TCP.
                     c.env("MPIR_CVAR_NOLOCAL", "1").env("UCX_TLS", "tcp,self").env("UCX_NET_DEVICES", "lo");
@@ -201,7 +212,7 @@ impl Launch<'_> {
                 c.arg(self.ranks.to_string()).args(["--mca", "pml", "ob1"]);
                 match self.transport {
                     Transport::Shm => c.args(["--mca", "btl", "self,vader"]),
-                    Transport::Tcp => {
+                    Transport::Tcp | Transport::Udp => {
                         c.args(["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"])
                     }
                 };

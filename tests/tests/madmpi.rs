@@ -179,7 +179,7 @@ fn finalize_returns_an_error_after_a_peer_died() {
 #[test]
 fn pending_calls_fail_when_a_connected_peer_dies() {
     let _g = serial();
-    for driver in ["shm", "tcp"] {
+    for driver in ["shm", "tcp", "udp"] {
         let d =
             peer_failure_job(&["-disable-auto-cleanup", "-genv", "NMAD_DRIVERS", driver], &["kill-linked"]);
         // madrun exits with the first failure it sees: rank 1's SIGKILL, or rank 0's status 1

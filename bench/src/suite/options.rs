@@ -7,7 +7,7 @@ use std::path::PathBuf;
 pub const USAGE: &str = "\
 usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched | mt | limits | coll | rma]...
                 [--quick] [--json[=FILE]] [--out DIR] [--only madmpi,mpich,openmpi]
-                [--transport shm,tcp] [--reps N] [--rounds N] [--policy NAME] [--no-plots] [--quiet]
+                [--transport shm,tcp,udp] [--reps N] [--rounds N] [--policy NAME] [--no-plots] [--quiet]
 
   all          every benchmark (the default): about 5 minutes on 2 cores
   pingpong     MPI latency 0 B-4 MiB over shm and tcp, beside MPICH and Open MPI
@@ -33,7 +33,8 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
   --json       one JSON object per measurement and line, to FILE (bench-results/madbench.json)
   --out DIR    where CSV files, plots and config.json go (bench-results)
   --only       the MPI libraries to run (all three by default; missing compilers are reported)
-  --transport  shm, tcp or both (both)
+  --transport  shm, tcp, udp, comma-separated (shm,tcp; udp: ours over the udp driver beside
+               MPICH and Open MPI over their tcp)
   --reps N     repetitions per point (5); --rounds N: interleaved rounds of pingpong/bw (3; quick 1)
   --policy P   our pioman policy for every MPI benchmark but reactivity (default: the library's own)
 ";
@@ -171,7 +172,8 @@ impl Options {
                         .map(|s| match s {
                             "shm" => Ok(Transport::Shm),
                             "tcp" => Ok(Transport::Tcp),
-                            _ => Err(format!("--transport: {s:?} is not shm or tcp")),
+                            "udp" => Ok(Transport::Udp),
+                            _ => Err(format!("--transport: {s:?} is not shm, tcp or udp")),
                         })
                         .collect::<Result<_, _>>()?;
                 }

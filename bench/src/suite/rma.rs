@@ -20,7 +20,7 @@ pub fn variants(libs: &[Impl], t: Transport) -> Vec<(Impl, Option<&'static str>)
     for &imp in libs {
         match (imp, t) {
             (Impl::OpenMpi, Transport::Shm) => v.extend([(imp, None), (imp, Some("sm"))]),
-            (Impl::OpenMpi, Transport::Tcp) => {}
+            (Impl::OpenMpi, Transport::Tcp | Transport::Udp) => {}
             _ => v.push((imp, None)),
         }
     }

@@ -214,7 +214,7 @@ impl Win {
             Transfer::send(&self.core.session, self.core.peers[t as usize], (seq, Way::ToTarget), data, None)
         }?;
         o.push(&self.core, t, rec(seq), &[]);
-        o.to[t as usize].transfers.push(transfer);
+        o.to[t as usize].transfers.push(Arc::new(transfer));
         o.used();
         Ok(())
     }
@@ -326,7 +326,7 @@ impl Win {
                 Transfer::recv(&self.core.session, peer, (seq, Way::ToOrigin), data, Some(c.bytes), None)
             }?;
             o.push(&self.core, at.rank, Record::GetBulk { at: c.target, len: c.bytes, seq }, &[]);
-            o.to[at.rank as usize].transfers.push(t);
+            o.to[at.rank as usize].transfers.push(Arc::new(t));
             o.used();
             return Ok(Slot::done());
         }

@@ -61,7 +61,7 @@ pub(crate) struct TargetOut {
     /// Answers awaited (gets and the like), pruned when done.
     pub(crate) awaited: Vec<Arc<Slot>>,
     /// Large transfers ([`super::bulk`]) started to it, and the number of the next one.
-    pub(crate) transfers: Vec<Transfer>,
+    pub(crate) transfers: Vec<Arc<Transfer>>,
     pub(crate) next_transfer: u64,
 }
 
@@ -188,9 +188,11 @@ impl Origin {
         Ok(())
     }
 
-    /// Forgets the answers already in.
+    /// Forgets the answers already in, and the large transfers done.
     pub(crate) fn prune(&mut self, t: u32) {
-        self.to[t as usize].awaited.retain(|s| !s.is_done());
+        let out = &mut self.to[t as usize];
+        out.awaited.retain(|s| !s.is_done());
+        out.transfers.retain(|x| !x.is_done());
     }
 
     /// The number of the next large transfer to target `t`.

@@ -17,6 +17,7 @@
 //!
 //! Wrong sequences are `MPI_ERR_RMA_SYNC`. Owns the epoch transitions; the target side counts.
 
+use super::bulk::Transfer;
 use super::lock::LockKind;
 use super::origin::{Access, Held, Origin};
 use super::service::Slot;
@@ -41,6 +42,14 @@ pub mod mode {
 
 fn sync_error(what: &str) -> Error {
     Error::rma_sync(what.to_string())
+}
+
+/// What a synchronization waits for: answer slots (acks, gets' answers) and large transfers
+/// with their nmad peers.
+#[derive(Default)]
+struct Waits {
+    slots: Vec<Arc<Slot>>,
+    transfers: Vec<(Arc<Transfer>, u32)>,
 }
 
 impl Win {
@@ -70,39 +79,46 @@ impl Win {
         }
     }
 
-    /// Waits for the answers awaited from `targets`, and for the large transfers to them.
+    /// Waits for the answers awaited from `targets`, and for the large transfers to them
+    /// (under the origin state: for the collective synchronizations).
     fn wait_answers(&self, o: &mut Origin, targets: impl IntoIterator<Item = u32>) -> Result<()> {
-        let mut first = Ok(());
-        for t in targets {
-            let peer = self.core.peers[t as usize];
-            let out = &mut o.to[t as usize];
-            let slots = std::mem::take(&mut out.awaited).into_iter().map(|s| s.wait(&self.core.nm));
-            let transfers =
-                std::mem::take(&mut out.transfers).into_iter().map(|x| x.wait(&self.core.nm, peer));
-            for r in slots.chain(transfers) {
-                if first.is_ok() {
-                    first = r;
-                }
-            }
-        }
-        first
+        let mut w = Waits::default();
+        self.answers_of(o, targets, &mut w);
+        self.wait_for(w)
     }
 
-    /// Sends `rec` (a flush or unlock answered by an ack) to each target after its batch,
-    /// then waits for all the acks.
-    fn acked(&self, o: &mut Origin, targets: &[u32], make: impl Fn(u64) -> Record) -> Result<()> {
-        let slots: Vec<Arc<Slot>> = targets
-            .iter()
-            .map(|&t| {
-                let slot = self.core.service.slot(self.core.peers[t as usize], 0, None);
-                o.push(&self.core, t, make(slot.id), &[]);
-                o.flush_out(&self.core, t);
-                slot
-            })
-            .collect();
+    /// Adds to `w` the answers awaited from `targets` and the large transfers to them (shared,
+    /// not taken: another thread's flush waits for them too).
+    fn answers_of(&self, o: &mut Origin, targets: impl IntoIterator<Item = u32>, w: &mut Waits) {
+        for t in targets {
+            o.prune(t);
+            let out = &o.to[t as usize];
+            w.slots.extend(out.awaited.iter().cloned());
+            w.transfers.extend(out.transfers.iter().map(|x| (x.clone(), self.core.peers[t as usize])));
+        }
+    }
+
+    /// Sends `rec` (a flush or unlock answered by an ack) to each target after its batch; the
+    /// acks go into `w`.
+    fn send_acked(&self, o: &mut Origin, targets: &[u32], make: impl Fn(u64) -> Record, w: &mut Waits) {
+        for &t in targets {
+            let slot = self.core.service.slot(self.core.peers[t as usize], 0, None);
+            o.push(&self.core, t, make(slot.id), &[]);
+            o.flush_out(&self.core, t);
+            w.slots.push(slot);
+        }
+    }
+
+    /// Waits for everything in `w`: the first error, once all are in. Called without the
+    /// origin state by the passive-target calls, which other threads of the process may make
+    /// at once: a thread waiting for a target's answer while holding it would keep the
+    /// process's other threads from the calls that let that target answer (an exclusive lock
+    /// held by one of them, say).
+    fn wait_for(&self, w: Waits) -> Result<()> {
         let mut first = Ok(());
-        for s in slots {
-            let r = s.wait(&self.core.nm);
+        let slots = w.slots.into_iter().map(|s| s.wait(&self.core.nm));
+        let transfers = w.transfers.into_iter().map(|(x, peer)| x.wait(&self.core.nm, peer));
+        for r in slots.chain(transfers) {
             if first.is_ok() {
                 first = r;
             }
@@ -271,11 +287,14 @@ impl Win {
     }
 
     /// Requests the lock on our own rank and waits for it.
-    fn lock_own(&self, o: &mut Origin, kind: LockKind) -> Result<()> {
+    /// Asks for this process's own window lock and waits for it, having let the origin state
+    /// go (another thread of the process may hold the lock, and need that state to release it).
+    fn lock_own(&self, mut o: MutexGuard<'_, Origin>, kind: LockKind) -> Result<()> {
         let me = self.core.me;
         o.to[me as usize].lock = Held::Sent(kind);
         o.push(&self.core, me, Record::Lock { exclusive: kind == LockKind::Exclusive }, &[]);
         o.flush_out(&self.core, me);
+        drop(o);
         self.core.notify.wait_until(&self.core.nm, &[], || self.core.holds_own_lock())
     }
 
@@ -310,7 +329,7 @@ impl Win {
                 o.to[rank as usize].lock = Held::Sent(k);
                 Ok(())
             }
-            Held::Wanted(k) if rank == self.core.me => self.lock_own(&mut o, k),
+            Held::Wanted(k) if rank == self.core.me => self.lock_own(o, k),
             h => {
                 o.to[rank as usize].lock = h;
                 Ok(())
@@ -319,8 +338,10 @@ impl Win {
     }
 
     /// Ends the passive epoch on `targets`: their unlock records (or a flush, for
-    /// `MPI_MODE_NOCHECK`), then the acks and the answers.
-    fn release(&self, o: &mut Origin, targets: &[u32]) -> Result<()> {
+    /// `MPI_MODE_NOCHECK`); returns the acks and answers to wait for once the origin state is
+    /// let go (`Win::wait_for`).
+    fn release(&self, o: &mut Origin, targets: &[u32]) -> Waits {
+        let mut w = Waits::default();
         if let Some(shm) = &self.core.shm {
             fence(SeqCst);
             for &t in targets {
@@ -328,7 +349,7 @@ impl Win {
                     shm.unlock(t, k == LockKind::Exclusive);
                 }
             }
-            return Ok(());
+            return w;
         }
         let (mut unlock, mut flush) = (Vec::new(), Vec::new());
         for &t in targets {
@@ -338,11 +359,10 @@ impl Win {
                 Held::Wanted(_) | Held::None => {}
             }
         }
-        let a = self.acked(o, &unlock, |reply| Record::Unlock { reply });
-        let b = self.acked(o, &flush, |reply| Record::Flush { reply });
-        let c = self.wait_answers(o, targets.iter().copied());
-        a.and(b).and(c)?;
-        self.take_fault()
+        self.send_acked(o, &unlock, |reply| Record::Unlock { reply }, &mut w);
+        self.send_acked(o, &flush, |reply| Record::Flush { reply }, &mut w);
+        self.answers_of(o, targets.iter().copied(), &mut w);
+        w
     }
 
     /// `MPI_Win_unlock`.
@@ -354,11 +374,13 @@ impl Win {
         if o.access != Access::Locks || o.to.get(rank as usize).is_none_or(|t| t.lock == Held::None) {
             return Err(sync_error("MPI_Win_unlock without MPI_Win_lock on that rank"));
         }
-        let r = self.release(&mut o, &[rank]);
+        let w = self.release(&mut o, &[rank]);
         if o.to.iter().all(|t| t.lock == Held::None) {
             self.set_access(&mut o, Access::None);
         }
-        r
+        drop(o);
+        self.wait_for(w)?;
+        self.take_fault()
     }
 
     /// `MPI_Win_lock_all`: a shared lock on every rank.
@@ -381,7 +403,7 @@ impl Win {
                 }
                 Ok(())
             }
-            None if held != Held::Unchecked => self.lock_own(&mut o, LockKind::Shared),
+            None if held != Held::Unchecked => self.lock_own(o, LockKind::Shared),
             _ => Ok(()),
         }
     }
@@ -394,7 +416,10 @@ impl Win {
         }
         let all: Vec<u32> = (0..self.core.members.len() as u32).collect();
         self.set_access(&mut o, Access::None);
-        self.release(&mut o, &all)
+        let w = self.release(&mut o, &all);
+        drop(o);
+        self.wait_for(w)?;
+        self.take_fault()
     }
 
     /// Whether a flush of `rank` (or of all) is in a passive-target epoch on it.
@@ -439,9 +464,11 @@ impl Win {
         // A target whose lock request has not left got no operation.
         let sent: Vec<u32> =
             targets.iter().copied().filter(|&t| !matches!(o.to[t as usize].lock, Held::Wanted(_))).collect();
-        let a = self.acked(&mut o, &sent, |reply| Record::Flush { reply });
-        let b = self.wait_answers(&mut o, targets);
-        a.and(b)?;
+        let mut w = Waits::default();
+        self.send_acked(&mut o, &sent, |reply| Record::Flush { reply }, &mut w);
+        self.answers_of(&mut o, targets, &mut w);
+        drop(o);
+        self.wait_for(w)?;
         self.take_fault()
     }
 

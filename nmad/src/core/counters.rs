@@ -66,6 +66,9 @@ pub struct DriverStats {
     /// memory (shm's `process_vm_readv`, which the sender never sends) or written by it (counted
     /// by both sides).
     pub bytes_received: u64,
+    /// The acknowledgement layer's work (retransmissions, NACKs, duplicates, round trip,
+    /// window), for drivers over a lossy transport (udp).
+    pub protocol: Option<crate::reliable::StatsSnapshot>,
 }
 
 #[cfg(all(test, not(loom)))]

@@ -769,7 +769,8 @@ impl Core {
         (self.drivers.iter().enumerate())
             .map(|(i, d)| {
                 let (packets, bytes, bytes_received) = self.counters.driver(i);
-                DriverStats { name: d.name().to_string(), packets, bytes, bytes_received }
+                let protocol = d.protocol_stats();
+                DriverStats { name: d.name().to_string(), packets, bytes, bytes_received, protocol }
             })
             .collect()
     }

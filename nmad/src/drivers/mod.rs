@@ -238,6 +238,10 @@ pub trait Driver: Send + Sync {
     }
     /// Closes every link and stops accepting. Idempotent.
     fn shutdown(&self) {}
+    /// The acknowledgement layer's counters, for a driver over a lossy transport (udp).
+    fn protocol_stats(&self) -> Option<crate::reliable::StatsSnapshot> {
+        None
+    }
 }
 
 /// A connection to one peer through one driver.

@@ -431,6 +431,26 @@ impl<U> Sender<U> {
         self.recovery_end = Some(self.unsent);
     }
 
+    /// The state in a few numbers, for a report on a stalled link.
+    pub fn describe(&self) -> String {
+        let lost_slots = self.slots.iter().filter(|s| s.state == State::Lost).count();
+        let sacked = self.slots.iter().filter(|s| s.state == State::Sacked).count();
+        format!(
+            "oldest unacknowledged {}, {} kept, {} unsent, {} in flight, {} lost ({} queued), {} acknowledged above, window {}/{}, rtt {} us, {} probe timeouts in a row",
+            self.base,
+            self.slots.len(),
+            self.unsent(),
+            self.in_flight,
+            lost_slots,
+            self.lost.len(),
+            sacked,
+            self.cwnd,
+            self.cfg.window,
+            self.rtt.smoothed(),
+            self.ptos
+        )
+    }
+
     /// How long units have waited for the cumulative point to move (0 with nothing sent and
     /// unacknowledged): a peer silent for too long is lost.
     pub fn silent_for(&self, now: Micros) -> Micros {

@@ -375,7 +375,7 @@ static void pv_alloc(MPI_T_pvar_session s, struct pv *p, void *obj)
     CHECK(MPI_T_pvar_handle_alloc(s, idx, obj, &p->h, &count) == MPI_SUCCESS && count == 1, "handle of %s", p->name);
 }
 
-enum { POLLS, USEFUL, EAGER, RDV, UNEXP, DRV_IN_SHM, DRV_IN_TCP, PACKETS, COMM_LEVEL, NPV };
+enum { POLLS, USEFUL, EAGER, RDV, UNEXP, DRV_IN_SHM, DRV_IN_TCP, DRV_IN_UDP, PACKETS, COMM_LEVEL, NPV };
 
 static void check_counters(void)
 {
@@ -389,6 +389,7 @@ static void check_counters(void)
         {"nmad_unexpected_messages", MPI_T_PVAR_CLASS_COUNTER, 0, 0},
         {"nmad_shm_bytes_received", MPI_T_PVAR_CLASS_COUNTER, 0, 0},
         {"nmad_tcp_bytes_received", MPI_T_PVAR_CLASS_COUNTER, 0, 0},
+        {"nmad_udp_bytes_received", MPI_T_PVAR_CLASS_COUNTER, 0, 0},
         {"nmad_packets_sent", MPI_T_PVAR_CLASS_COUNTER, 0, 0},
         {"madmpi_comm_unexpected_messages", MPI_T_PVAR_CLASS_LEVEL, 0, 0},
     };
@@ -413,7 +414,7 @@ static void check_counters(void)
         MPI_Sendrecv(&k, 1, MPI_INT, peer, 1, &r, 1, MPI_INT, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Sendrecv_replace(big, sizeof big, MPI_CHAR, peer, 2, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     double eager = pv_read(s, &p[EAGER]), rdv = pv_read(s, &p[RDV]);
-    double bytes = pv_read(s, &p[DRV_IN_SHM]) + pv_read(s, &p[DRV_IN_TCP]);
+    double bytes = pv_read(s, &p[DRV_IN_SHM]) + pv_read(s, &p[DRV_IN_TCP]) + pv_read(s, &p[DRV_IN_UDP]);
     CHECK(eager >= 10, "eager sends counted: %.0f", eager);
     CHECK(rdv >= 1, "the 1 MiB message went by rendezvous: %.0f", rdv);
     CHECK(bytes >= (double)sizeof big, "the drivers brought in %.0f bytes", bytes);

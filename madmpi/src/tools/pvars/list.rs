@@ -30,12 +30,24 @@ fn nmad_stat(f: fn(&nmad::Stats) -> u64) -> impl Fn(&Bound) -> Value + Send + Sy
     move |_| Value::Uint(runtime::nmad().map_or(0, |nm| f(&nm.stats())))
 }
 
-/// One figure of the driver named `name`; 0 when it is not started.
-fn driver(name: &'static str, f: fn(&nmad::DriverStats) -> u64) -> impl Fn(&Bound) -> Value + Send + Sync {
+/// One figure of the drivers of kind `kind` (`tcp`, and rails such as `tcp:eth1`), summed; 0
+/// when none is started.
+fn driver(
+    kind: &'static str,
+    f: impl Fn(&nmad::DriverStats) -> u64 + Send + Sync,
+) -> impl Fn(&Bound) -> Value + Send + Sync {
     move |_| {
-        let v = runtime::nmad().and_then(|nm| nm.driver_stats().iter().find(|d| d.name == name).map(f));
-        Value::Uint(v.unwrap_or(0))
+        let of_kind = |d: &&nmad::DriverStats| d.name.split(':').next() == Some(kind);
+        Value::Uint(runtime::nmad().map_or(0, |nm| nm.driver_stats().iter().filter(of_kind).map(&f).sum()))
     }
+}
+
+/// One figure of the udp driver's acknowledgement layer.
+type UdpFigure = fn(&nmad::reliable::StatsSnapshot) -> u64;
+
+/// The udp driver's acknowledgement layer: one figure, summed over its rails.
+fn udp(f: UdpFigure) -> impl Fn(&Bound) -> Value + Send + Sync {
+    driver("udp", move |d| d.protocol.as_ref().map_or(0, f))
 }
 
 pub(crate) fn add(r: &mut Registry) {
@@ -217,7 +229,7 @@ pub(crate) fn add(r: &mut Registry) {
             nmad_stat(|s| s.chunks),
         ),
     ]);
-    for d in ["self", "shm", "tcp"] {
+    for d in ["self", "shm", "tcp", "udp"] {
         r.pvars.extend([
             Pvar::new(
                 &format!("nmad_{d}_packets_sent"),
@@ -247,6 +259,30 @@ pub(crate) fn add(r: &mut Registry) {
                 driver(d, |s| s.bytes_received),
             ),
         ]);
+    }
+    let udp_protocol: [(&str, Class, &str, UdpFigure); 8] = [
+        (
+            "retransmits",
+            Counter,
+            "units the udp driver sent again (after a NACK, a loss or a probe timeout)",
+            |s| s.retransmits,
+        ),
+        ("timeouts", Counter, "probe timeouts of the udp driver that expired (no ACK within the RTO)", |s| {
+            s.timeouts
+        }),
+        ("nacks_sent", Counter, "ACKs the udp driver sent that showed a hole (PM/UDP's NACK)", |s| {
+            s.nacks_sent
+        }),
+        ("nacks_received", Counter, "ACKs the udp driver received that showed a hole", |s| s.nacks_received),
+        ("acks_sent", Counter, "ACKs the udp driver sent alone (not carried by data)", |s| s.acks_sent),
+        ("duplicates", Counter, "units that arrived twice (or beyond the window) and were dropped", |s| {
+            s.duplicates + s.beyond_window
+        }),
+        ("rtt_us", Level, "the last round trip the udp driver measured, in microseconds", |s| s.rtt_us),
+        ("cwnd", Level, "the congestion window the udp driver last set, in datagrams", |s| s.cwnd),
+    ];
+    for (name, class, what, f) in udp_protocol {
+        r.pvars.push(Pvar::new(&format!("nmad_udp_{name}"), class, Ull, TunerBasic, drivers, what, udp(f)));
     }
     r.pvars.push(
         Pvar::new(

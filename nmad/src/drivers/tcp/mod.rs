@@ -40,6 +40,7 @@ mod sys;
 pub mod wire;
 
 use super::ip::card::{self, Card};
+use super::ip::options::{env_value, parse_size};
 use super::retry::with_retry;
 use super::{Caps, Driver, DriverEnv, LargePath, Link, PeerId, Profile, Sink};
 use accept::Acceptor;
@@ -86,25 +87,6 @@ impl Default for TcpOptions {
             dead_after: Duration::from_secs(10),
             bandwidth_mbps: 1000,
         }
-    }
-}
-
-fn parse_size(s: &str) -> Option<usize> {
-    let s = s.trim();
-    let (digits, shift) = match s.chars().last()? {
-        'k' | 'K' => (&s[..s.len() - 1], 10),
-        'm' | 'M' => (&s[..s.len() - 1], 20),
-        _ => (s, 0),
-    };
-    digits.parse::<usize>().ok()?.checked_mul(1 << shift)
-}
-
-fn env_value<T>(name: &str, parse: impl Fn(&str) -> Option<T>) -> io::Result<Option<T>> {
-    match std::env::var(name) {
-        Err(_) => Ok(None),
-        Ok(v) => parse(&v).map(Some).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, format!("{name}=`{v}`: not a valid value"))
-        }),
     }
 }
 
@@ -415,20 +397,5 @@ impl Driver for TcpDriver {
             a.stop();
         }
         self.setup.rejects.flush();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_and_options_parse() {
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("64K"), Some(64 << 10));
-        assert_eq!(parse_size("4m"), Some(4 << 20));
-        assert_eq!(parse_size("x"), None);
-        assert_eq!(parse_size(""), None);
-        assert_eq!(parse_size("99999999999999999999M"), None);
     }
 }

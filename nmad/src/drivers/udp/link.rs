@@ -9,6 +9,7 @@
 //! from the sender's memory each time it goes (first time and retransmissions), and the
 //! transfer is reported sent only once every piece is acknowledged.
 
+use super::alarm::NEVER;
 use super::shared::Shared;
 use super::sys::{self, CAddr};
 use super::wire::{self, Data, Header};
@@ -22,8 +23,11 @@ use std::sync::atomic::Ordering::*;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Nothing due.
-pub const NEVER: Micros = u64::MAX;
+/// Pieces of memory a datagram is sent from at most (more are gathered first).
+const MAX_PIECES: usize = 64;
+
+/// Early datagrams up to this size are copied rather than kept in their receive buffer.
+const KEEP_BY_COPY: usize = 16 << 10;
 
 /// Where the peer's data socket is and how to talk to it (set once, at the handshake).
 pub struct Remote {
@@ -66,6 +70,8 @@ pub struct Tx {
     /// Bulk sends whose every piece was acknowledged, to report.
     pub finished: Vec<u64>,
     head: Vec<u8>,
+    /// A bulk piece scattered over more than [`MAX_PIECES`] segments, gathered.
+    gathered: Vec<u8>,
 }
 
 /// An early datagram, kept whole until its turn.
@@ -100,6 +106,9 @@ pub struct UdpLink {
     /// When the send side's and the receive side's timers next need a poll.
     tx_due: AtomicU64,
     rx_due: AtomicU64,
+    /// When a valid datagram last came from the peer, and we last pinged it.
+    heard: AtomicU64,
+    pinged: AtomicU64,
 }
 
 impl UdpLink {
@@ -114,6 +123,7 @@ impl UdpLink {
                 next_job: 0,
                 finished: Vec::new(),
                 head: Vec::with_capacity(wire::MAX_DATA_OVERHEAD),
+                gathered: Vec::new(),
             }),
             rx: Mutex::new(Rx {
                 receiver: Receiver::new(cfg, shared.stats.clone()),
@@ -130,6 +140,8 @@ impl UdpLink {
             finished: AtomicBool::new(false),
             tx_due: AtomicU64::new(NEVER),
             rx_due: AtomicU64::new(NEVER),
+            heard: AtomicU64::new(0),
+            pinged: AtomicU64::new(0),
         }
     }
 
@@ -139,6 +151,7 @@ impl UdpLink {
         if self.remote.get().is_some() {
             return;
         }
+        self.heard.store(self.shared.now(), Relaxed);
         self.tx.lock().unwrap().sender.limit_window(window.min(in_flight).max(1));
         let _ = self.remote.set(remote);
     }
@@ -205,29 +218,64 @@ impl UdpLink {
         std::mem::take(&mut self.tx.lock().unwrap().finished)
     }
 
-    /// The earliest time a poll must look at this link.
+    /// Publishes a deadline of this link, ringing a poller asleep until later (`alarm`).
+    fn set_due(&self, which: &AtomicU64, due: Micros) {
+        which.store(due, SeqCst);
+        if due != NEVER && self.shared.alarm.must_ring(due) {
+            self.shared.ring();
+        }
+    }
+
+    /// A valid datagram came from the peer.
+    pub fn heard(&self, now: Micros) {
+        self.heard.store(now, Relaxed);
+    }
+
+    /// The earliest time a poll must look at this link: its timers, and the heartbeat a silent
+    /// peer is due.
     pub fn due(&self) -> Micros {
-        self.tx_due.load(Acquire).min(self.rx_due.load(Acquire))
+        let timers = self.tx_due.load(SeqCst).min(self.rx_due.load(SeqCst));
+        if !self.is_up() || self.is_closed() {
+            return timers;
+        }
+        let heard = self.heard.load(Relaxed);
+        let (hb, dead) = (self.shared.heartbeat, self.shared.dead_after);
+        timers.min(heard.max(self.pinged.load(Relaxed)) + hb).min(heard + dead)
     }
 
     // ------------------------------------------------------------------ sending
 
     /// Puts on the wire what the windows allow: lost units, queued units, bulk pieces fed in
-    /// as the window opens (rendezvous data paced by it). A full socket buffer stops it (the
-    /// datagram counts as lost).
+    /// as the window opens (rendezvous data paced by it). A full socket buffer or a network
+    /// error that may pass stops it (the datagram counts as lost: the protocol sends it again);
+    /// any other error fails the link.
     pub fn pump(&self, tx: &mut Tx, now: Micros) {
         let Some(remote) = self.remote.get() else { return };
         loop {
             self.feed_bulk(tx, remote, now);
             let Some(t) = tx.sender.next_transmit(now) else { break };
             if let Err(e) = self.transmit(tx, remote, t) {
-                if e.kind() != io::ErrorKind::WouldBlock {
-                    log::debug!("udp send to rank {} ({}): {e}", self.peer, remote.addr);
+                use io::ErrorKind::*;
+                // A local firewall dropping the datagram says EPERM: a loss like another.
+                let passing = matches!(
+                    e.kind(),
+                    WouldBlock
+                        | Interrupted
+                        | ConnectionRefused
+                        | HostUnreachable
+                        | NetworkUnreachable
+                        | PermissionDenied
+                ) || e.raw_os_error() == Some(libc::ENOBUFS);
+                if !passing {
+                    self.fail(io::Error::new(
+                        e.kind(),
+                        format!("sending to rank {} at {}: {e}", self.peer, remote.addr),
+                    ));
                 }
                 break;
             }
         }
-        self.tx_due.store(tx.sender.deadline().unwrap_or(NEVER), Release);
+        self.set_due(&self.tx_due, tx.sender.deadline().unwrap_or(NEVER));
     }
 
     /// Keeps about a window's worth of bulk pieces queued in the sender.
@@ -247,7 +295,7 @@ impl UdpLink {
         let h = Header { kind: wire::KIND_DATA, from: self.shared.rank, link_id: remote.id };
         let mut iov: SmallVec<[IoSlice<'_>; 8]> = SmallVec::new();
         let ack_now = if t.ack_now { wire::ACK_NOW } else { 0 };
-        let Tx { sender, jobs, head, .. } = tx;
+        let Tx { sender, jobs, head, gathered, .. } = tx;
         head.clear();
         match sender.unit(t.seq) {
             Unit::Fragment { bytes, flags } => {
@@ -265,12 +313,23 @@ impl UdpLink {
                 // SAFETY: the job's memory stays valid until `bulk_sent` (send_bulk's contract),
                 // which is reported only after this unit is acknowledged.
                 unsafe { pieces(&j.src, offset, u64::from(len), &mut iov) };
+                if iov.len() > MAX_PIECES {
+                    // Finely strided memory: one copy beats thousands of iovecs (and the
+                    // kernel's limit of 1024).
+                    gathered.clear();
+                    iov[1..].iter().for_each(|s| gathered.extend_from_slice(s));
+                    iov.truncate(1);
+                    iov.push(IoSlice::new(gathered));
+                }
             }
         }
         if ack.is_some() {
             self.rx_due.store(NEVER, Release);
         }
-        sys::send_to(self.shared.sock_fd(), &remote.caddr, &iov).map(drop)
+        sys::send_to(self.shared.sock_fd(), &remote.caddr, &iov).map(drop).map_err(|e| {
+            let total: usize = iov.iter().map(|s| s.len()).sum();
+            io::Error::new(e.kind(), format!("{e} ({} pieces, {total} bytes)", iov.len()))
+        })
     }
 
     /// The ACK owed to the peer, if any and if the receive side is free (a poller delivering
@@ -281,10 +340,20 @@ impl UdpLink {
         Some(rx.receiver.take_ack())
     }
 
+    /// Answers a heartbeat: an ACK at once.
+    pub fn answer_ping(&self, now: Micros) {
+        let mut rx = self.rx.lock().unwrap();
+        self.send_ack(&mut rx, now, true);
+    }
+
     /// Sends a bare ACK if one is due by `now`; keeps the due time otherwise.
     pub fn ack_if_due(&self, rx: &mut Rx, now: Micros) {
+        self.send_ack(rx, now, false);
+    }
+
+    fn send_ack(&self, rx: &mut Rx, now: Micros, anyway: bool) {
         let due = rx.receiver.ack_due();
-        if due.is_some_and(|t| t <= now)
+        if (anyway || due.is_some_and(|t| t <= now))
             && let Some(remote) = self.remote.get()
         {
             let ack = rx.receiver.take_ack();
@@ -295,7 +364,7 @@ impl UdpLink {
             let _ = sys::send_to(self.shared.sock_fd(), &remote.caddr, &[IoSlice::new(&b)]);
             self.rx_due.store(NEVER, Release);
         } else {
-            self.rx_due.store(due.unwrap_or(NEVER), Release);
+            self.set_due(&self.rx_due, due.unwrap_or(NEVER));
         }
     }
 
@@ -326,19 +395,42 @@ impl UdpLink {
         self.pump(&mut tx, now);
     }
 
-    /// The timers' work: probes and retransmissions, a bare ACK due, a peer silent too long.
+    /// The timers' work: probes and retransmissions, a bare ACK due, a heartbeat to a silent
+    /// peer, a peer silent too long.
     pub fn service(&self, now: Micros) {
         if self.is_closed() {
             return;
         }
+        let Some(remote) = self.remote.get() else { return };
+        let silent = now.saturating_sub(self.heard.load(Relaxed));
+        if silent > self.shared.dead_after {
+            self.fail(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "rank {} answered no heartbeat for {} ms (NMAD_UDP_DEAD_AFTER)",
+                    self.peer,
+                    silent / 1000
+                ),
+            ));
+            return;
+        }
+        if silent >= self.shared.heartbeat
+            && now.saturating_sub(self.pinged.load(Relaxed)) >= self.shared.heartbeat
+        {
+            self.pinged.store(now, Relaxed);
+            let mut b = Vec::with_capacity(wire::HEADER);
+            Header { kind: wire::KIND_PING, from: self.shared.rank, link_id: remote.id }.encode(&mut b);
+            let _ = sys::send_to(self.shared.sock_fd(), &remote.caddr, &[IoSlice::new(&b)]);
+        }
         {
             let mut tx = self.tx.lock().unwrap();
             if tx.sender.silent_for(now) > self.shared.dead_after {
+                let state = tx.sender.describe();
                 drop(tx);
                 self.fail(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!(
-                        "rank {} acknowledged nothing for {} ms (NMAD_UDP_DEAD_AFTER)",
+                        "rank {} acknowledged nothing for {} ms (NMAD_UDP_DEAD_AFTER; {state})",
                         self.peer,
                         self.shared.dead_after / 1000
                     ),
@@ -356,8 +448,8 @@ impl UdpLink {
     // ------------------------------------------------------------------ receiving
 
     /// Takes a DATA datagram (the first `len` bytes of `buf`, fields `d`) from the peer; hands
-    /// what is now in order to the sink. `buf` is taken (replaced by an empty vector) when the
-    /// datagram is kept for later. Returns how many units were handed over.
+    /// what is now in order to the sink. `buf` is taken (replaced by an empty vector) when a
+    /// large datagram is kept for later. Returns how many units were handed over.
     pub fn on_data(&self, buf: &mut Vec<u8>, len: usize, d: Data, now: Micros, sink: &mut dyn Sink) -> usize {
         let mut rx = self.rx.lock().unwrap();
         let ack_now = d.flags & wire::ACK_NOW != 0;
@@ -372,8 +464,14 @@ impl UdpLink {
                 }
             }
         } else {
-            buf.truncate(len);
-            let kept = Kept { buf: std::mem::take(buf), data: d };
+            // A small datagram is copied out (the receive buffer holds the largest one
+            // loopback carries); a large one takes the buffer with it.
+            let kept = if len <= KEEP_BY_COPY {
+                Kept { buf: buf[..len].to_vec(), data: d }
+            } else {
+                buf.truncate(len);
+                Kept { buf: std::mem::take(buf), data: d }
+            };
             rx.receiver.on_data(d.seq, d.stamp, ack_now, Some(kept), now);
         }
         self.ack_if_due(&mut rx, now);

@@ -18,9 +18,14 @@
 //!   acknowledges data, and a sender's retransmission timer still fires, while the
 //!   application computes.
 //!
+//! A send that arms a retransmission timer while a poller sleeps until later rings it
+//! (`alarm`).
+//!
 //! A peer that acknowledges nothing for `NMAD_UDP_DEAD_AFTER` (ms, default 10,000) while we
-//! wait for it is reported failed, named; `Link::close` and `shutdown` tell the peer with a
-//! CLOSE datagram.
+//! wait for it, or answers none of the heartbeats a silent link gets every
+//! `NMAD_UDP_HEARTBEAT` (ms, default 1,000) for as long, is reported failed, named; a port
+//! unreachable from the peer's host (its process is gone) fails the link at once;
+//! `Link::close` and `shutdown` tell the peer with a CLOSE datagram.
 //!
 //! Environment: `NMAD_UDP_IFACE` (interface or address for a plain `udp`), `NMAD_UDP_SOCKBUF`
 //! (socket buffer bytes, `K`/`M` suffixes; default 8M, forced beyond `rmem_max` when
@@ -31,6 +36,7 @@
 //! This module owns its sockets, thread and fds; it knows nothing of the core's protocols
 //! (cookies are opaque) and touches no other driver.
 
+mod alarm;
 mod handshake;
 mod link;
 mod shared;
@@ -38,11 +44,13 @@ mod sys;
 pub mod wire;
 
 use super::ip::card::{self, Card};
+use super::ip::options::{env_value, parse_size};
 use super::ip::sys::{Epoll, readable};
 use super::{Caps, Driver, DriverEnv, LargePath, Link, PeerId, Profile, Sink};
 use crate::reliable::{Ack, Config, StatsSnapshot};
+use alarm::NEVER;
 use handshake::{LOOPBACK_DATAGRAM, Server, Setup};
-use link::{NEVER, UdpLink};
+use link::UdpLink;
 use shared::{Links, Shared};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -66,8 +74,11 @@ pub struct UdpOptions {
     /// SO_RCVBUF and SO_SNDBUF of the data socket.
     pub socket_buffer: usize,
     pub handshake_timeout: Duration,
-    /// A peer that acknowledges nothing for this long while we wait for it is lost.
+    /// A peer that acknowledges nothing, or answers no heartbeat, for this long is lost.
     pub dead_after: Duration,
+    /// A peer silent for this long gets a heartbeat (whose answer, or the port-unreachable
+    /// error a dead process's host sends back, tells whether it lives).
+    pub heartbeat: Duration,
     /// The largest datagram off loopback (`None`: from the interface's MTU).
     pub datagram: Option<usize>,
     pub bandwidth_mbps: u64,
@@ -80,30 +91,12 @@ impl Default for UdpOptions {
             socket_buffer: 8 << 20,
             handshake_timeout: Duration::from_secs(5),
             dead_after: Duration::from_secs(10),
+            heartbeat: Duration::from_secs(1),
             datagram: None,
             bandwidth_mbps: 1000,
             protocol: Config::default(),
         }
     }
-}
-
-fn env_value<T>(name: &str, parse: impl Fn(&str) -> Option<T>) -> io::Result<Option<T>> {
-    match std::env::var(name) {
-        Err(_) => Ok(None),
-        Ok(v) => parse(&v).map(Some).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, format!("{name}=`{v}`: not a valid value"))
-        }),
-    }
-}
-
-fn parse_size(s: &str) -> Option<usize> {
-    let s = s.trim();
-    let (digits, shift) = match s.chars().last()? {
-        'k' | 'K' => (&s[..s.len() - 1], 10),
-        'm' | 'M' => (&s[..s.len() - 1], 20),
-        _ => (s, 0),
-    };
-    digits.parse::<usize>().ok()?.checked_mul(1 << shift).filter(|&n| n > 0)
 }
 
 impl UdpOptions {
@@ -118,6 +111,7 @@ impl UdpOptions {
         o.datagram = env_value("NMAD_UDP_DATAGRAM", datagram)?.or(o.datagram);
         let ms = |v: &str| v.trim().parse::<u64>().ok().filter(|&n| n > 0).map(Duration::from_millis);
         o.dead_after = env_value("NMAD_UDP_DEAD_AFTER", ms)?.unwrap_or(o.dead_after);
+        o.heartbeat = env_value("NMAD_UDP_HEARTBEAT", ms)?.unwrap_or(o.heartbeat);
         let bw = env_value("NMAD_UDP_BANDWIDTH", |v| v.trim().parse::<u64>().ok().filter(|&n| n > 0))?;
         o.bandwidth_mbps = bw.unwrap_or(o.bandwidth_mbps);
         Ok(o)
@@ -199,16 +193,15 @@ impl UdpDriver {
             .unwrap_or(1500 - header)
             .min(LOOPBACK_DATAGRAM);
         let rejects = RejectLog::new(format!("nmad {name} (rank {})", env.rank), Duration::from_secs(5));
-        let dead_after = opts.dead_after.as_micros() as u64;
+        let timeouts = (opts.dead_after.as_micros() as u64, opts.heartbeat.as_micros() as u64);
+        sys::enable_errors(data.as_raw_fd(), plan.bind.is_ipv6())?;
         let busy = opts.protocol.window as usize;
         let shared = Arc::new(Shared::new(
-            env.rank,
-            env.size,
+            (env.rank, env.size),
             data,
             opts.protocol,
-            MAX_PACKET,
-            busy,
-            dead_after,
+            (MAX_PACKET, busy),
+            timeouts,
             rejects,
         )?);
         let links = Arc::new(Links::new(env.size));
@@ -251,11 +244,6 @@ impl UdpDriver {
         self.shared.strangers.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The acknowledgement layer's counters (every link of this instance).
-    pub fn protocol_stats(&self) -> StatsSnapshot {
-        self.shared.stats.snapshot()
-    }
-
     /// The data socket's address (what the handshake tells peers, with its port).
     pub fn data_addr(&self) -> io::Result<SocketAddr> {
         self.shared.sock.local_addr()
@@ -275,18 +263,25 @@ impl UdpDriver {
             self.shared.stranger(from_str(), "not one of our datagrams");
             return 0;
         };
-        let link = self
-            .links
-            .get(h.from)
-            .filter(|l| l.local_id == h.link_id && l.remote().is_some_and(|r| Some(r.addr) == from));
-        let Some(link) = link else {
+        let Some(link) = self.links.get(h.from).filter(|l| l.local_id == h.link_id) else {
             self.shared.stranger(from_str(), "a datagram for no link of ours");
             return 0;
         };
+        match link.remote() {
+            Some(r) if Some(r.addr) == from => {}
+            // The peer knows the link's secret id: its handshake is finishing (our READY is on
+            // its way); what it sent comes again.
+            None => return 0,
+            Some(_) => {
+                self.shared.stranger(from_str(), "a link's id from another address");
+                return 0;
+            }
+        }
         if link.is_closed() {
             return 0;
         }
         let now = self.shared.now();
+        link.heard(now);
         let malformed = |what: &str| {
             io::Error::new(io::ErrorKind::InvalidData, format!("rank {}: malformed {what} datagram", h.from))
         };
@@ -312,6 +307,10 @@ impl UdpDriver {
                 }
                 0
             }
+            wire::KIND_PING if len == wire::HEADER => {
+                link.answer_ping(now);
+                0
+            }
             wire::KIND_CLOSE if len == wire::HEADER => {
                 link.fail(io::Error::new(
                     io::ErrorKind::ConnectionReset,
@@ -324,6 +323,30 @@ impl UdpDriver {
                 1
             }
         }
+    }
+
+    /// Reads the socket's error queue: a port unreachable for a peer's address means its
+    /// process is gone (its host said so), and fails the link at once. Other errors (a host
+    /// or network unreachable for a moment, a datagram too large for a hop) are left to the
+    /// protocol's retransmissions and silence bound.
+    fn drain_errors(&self) -> usize {
+        let mut n = 0;
+        while let Some((to, errno)) = sys::recv_error(self.shared.sock_fd()) {
+            n += 1;
+            if errno != libc::ECONNREFUSED {
+                log::debug!("{}: ICMP error {errno} for a datagram to {to:?}", self.name);
+                continue;
+            }
+            self.links.each(|l| {
+                if l.remote().is_some_and(|r| Some(r.addr) == to) {
+                    l.fail(io::Error::new(
+                        io::ErrorKind::ConnectionRefused,
+                        format!("rank {} is gone: its host reports its udp port closed", l.peer),
+                    ));
+                }
+            });
+        }
+        n
     }
 
     /// Timers, finished bulk sends and failures: the work no datagram brought.
@@ -432,7 +455,13 @@ impl Driver for UdpDriver {
             }
         }
         for _ in 0..BATCHES_PER_POLL {
-            let n = sys::recv_batch(self.shared.sock_fd(), &mut st.bufs, &mut st.got).unwrap_or(0);
+            let n = match sys::recv_batch(self.shared.sock_fd(), &mut st.bufs, &mut st.got) {
+                Ok(n) => n,
+                Err(_) => {
+                    handled += self.drain_errors();
+                    continue;
+                }
+            };
             for i in 0..n {
                 handled += self.datagram(st, i, sink);
                 if self.shared.is_closed() {
@@ -451,23 +480,25 @@ impl Driver for UdpDriver {
     }
 
     fn arm(&self) -> bool {
-        if self.shared.rung() || readable(self.shared.sock_fd(), 0) {
-            return false;
-        }
-        let now = self.shared.now();
-        let mut due = NEVER;
-        self.links.each(|l| due = due.min(l.due()));
-        if due <= now {
-            return false;
-        }
-        if due != NEVER {
-            self.timer.set(Some(Duration::from_micros(due - now)));
-        }
-        true
+        let earliest = || {
+            let mut due = NEVER;
+            self.links.each(|l| due = due.min(l.due()));
+            due
+        };
+        let (now, due) = (self.shared.now(), earliest());
+        self.timer.set((due != NEVER).then(|| Duration::from_micros(due.saturating_sub(now))));
+        // Published before the last looks, so that a sender arming an earlier deadline rings.
+        let undisturbed = self.shared.alarm.sleep(due, earliest);
+        undisturbed && due > now && !self.shared.rung() && !readable(self.shared.sock_fd(), 0)
     }
 
     fn disarm(&self) {
+        self.shared.alarm.woke();
         self.timer.set(None);
+    }
+
+    fn protocol_stats(&self) -> Option<StatsSnapshot> {
+        Some(self.shared.stats.snapshot())
     }
 
     fn shutdown(&self) {
@@ -480,18 +511,5 @@ impl Driver for UdpDriver {
             s.stop();
         }
         self.shared.rejects.flush();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("8M"), Some(8 << 20));
-        assert_eq!(parse_size("0"), None);
-        assert_eq!(parse_size("x"), None);
     }
 }

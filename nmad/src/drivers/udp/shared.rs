@@ -3,6 +3,7 @@
 //! to announce, links that failed) with the doorbell that wakes a sleeping poller for them; and
 //! the links by peer rank ([`Links`]).
 
+use super::alarm::Alarm;
 use super::link::UdpLink;
 use crate::drivers::PeerId;
 use crate::drivers::ip::sys::EventFd;
@@ -25,28 +26,30 @@ pub struct Shared {
     pub max_packet: usize,
     /// Units queued unsent on a link beyond which `try_send` says `Busy`.
     pub busy_units: usize,
-    /// A peer that acknowledges nothing for this long is lost.
+    /// A peer that acknowledges nothing, or answers no heartbeat, for this long is lost.
     pub dead_after: Micros,
+    /// A peer silent for this long gets a heartbeat.
+    pub heartbeat: Micros,
     /// Datagrams dropped because they came from no peer of ours (or failed their checks).
     pub strangers: AtomicU64,
     pub rejects: RejectLog,
     pub doorbell: EventFd,
     rung: AtomicBool,
+    /// Pollers asleep on the wait fd, and until when.
+    pub alarm: Alarm,
     failed: Mutex<Vec<PeerId>>,
     announce: Mutex<Vec<Arc<UdpLink>>>,
     closed: AtomicBool,
 }
 
 impl Shared {
-    #[allow(clippy::too_many_arguments)]
+    /// `(rank, size)`: ours and the job's; `(dead_after, heartbeat)`: the silence bounds.
     pub fn new(
-        rank: u32,
-        size: u32,
+        (rank, size): (u32, u32),
         sock: UdpSocket,
         protocol: Config,
-        max_packet: usize,
-        busy_units: usize,
-        dead_after: Micros,
+        (max_packet, busy_units): (usize, usize),
+        (dead_after, heartbeat): (Micros, Micros),
         rejects: RejectLog,
     ) -> std::io::Result<Shared> {
         Ok(Shared {
@@ -59,10 +62,12 @@ impl Shared {
             max_packet,
             busy_units,
             dead_after,
+            heartbeat,
             strangers: AtomicU64::new(0),
             rejects,
             doorbell: EventFd::new()?,
             rung: AtomicBool::new(false),
+            alarm: Alarm::new(),
             failed: Mutex::new(Vec::new()),
             announce: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),

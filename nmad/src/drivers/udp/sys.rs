@@ -159,6 +159,55 @@ impl TimerFd {
     }
 }
 
+/// Asks the kernel to queue ICMP errors (port unreachable: the peer's process is gone) on the
+/// socket's error queue, with the address the failed datagram was sent to.
+pub fn enable_errors(fd: RawFd, v6: bool) -> io::Result<()> {
+    if v6 {
+        set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVERR, 1)
+    } else {
+        set_int(fd, libc::IPPROTO_IP, libc::IP_RECVERR, 1)
+    }
+}
+
+/// One error from the socket's error queue: the destination of the datagram it concerns and
+/// its errno (`None`: the queue is empty).
+pub fn recv_error(fd: RawFd) -> Option<(Option<SocketAddr>, i32)> {
+    // SAFETY: all-zero is valid for these plain C structures.
+    let mut name: libc::sockaddr_storage = unsafe { zeroed() };
+    let mut control = [0u64; 64]; // 512 bytes, aligned for cmsghdr
+    let mut data = [0u8; 64];
+    let mut iov = libc::iovec { iov_base: data.as_mut_ptr().cast(), iov_len: data.len() };
+    // SAFETY: as above.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_name = (&mut name as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = size_of::<libc::sockaddr_storage>() as _;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = size_of::<[u64; 64]>() as _;
+    // SAFETY: every pointer in `msg` points at our locals, alive and writable for the call.
+    let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+    if r < 0 {
+        return None;
+    }
+    let mut errno = 0;
+    // SAFETY: the CMSG macros walk the control buffer the kernel filled, within its length.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
+            if (level == libc::IPPROTO_IP && kind == libc::IP_RECVERR)
+                || (level == libc::IPPROTO_IPV6 && kind == libc::IPV6_RECVERR)
+            {
+                let e = libc::CMSG_DATA(c).cast::<libc::sock_extended_err>().read_unaligned();
+                errno = e.ee_errno as i32;
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Some((from_sockaddr(&name), errno))
+}
+
 /// The MTU of the interface holding `ip` (`None`: unknown).
 pub fn mtu_of(ip: IpAddr) -> Option<usize> {
     let ifs = crate::drivers::ip::sys::interface_addrs().ok()?;

@@ -10,7 +10,8 @@
 //!   ([`Ack`] encoding), then for a bulk piece its cookie and offset (u64 each), then the payload
 //!   (the rest of the datagram);
 //! - ACK: an [`Ack`];
-//! - CLOSE: nothing (the link is cut).
+//! - CLOSE: nothing (the link is cut);
+//! - PING: nothing (a heartbeat on a silent link: answered by an ACK).
 //!
 //! Handshake socket: `NMUDPHS1`, kind, then the kind's fixed fields (see [`Hello`] and the
 //! others); proofs are HMAC-SHA256 of the job key over both sides' fields (`tools::secret`).
@@ -24,6 +25,7 @@ pub const HEADER: usize = 16;
 pub const KIND_DATA: u8 = 1;
 pub const KIND_ACK: u8 = 2;
 pub const KIND_CLOSE: u8 = 3;
+pub const KIND_PING: u8 = 4;
 
 /// DATA flags.
 pub const FIRST: u8 = 1;
