@@ -20,7 +20,8 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
     let bytes = |x: f64| human_bytes(x.round() as u64);
     let ns = |y: f64| axis_ns(y);
     let mbps = |y: f64| format!("{y:.0}");
-    for t in ["shm", "tcp"] {
+    for t in ["shm", "tcp", "udp"] {
+        let lim_t = if t == "shm" { "shm" } else { "tcp" };
         let lat = curves(
             all,
             "pingpong",
@@ -28,7 +29,7 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
             &limit_curve(
                 all,
                 if t == "shm" { "cacheline-pingpong" } else { "tcp-pingpong" },
-                t,
+                lim_t,
                 (1, 64),
                 "limit: ",
             ),
@@ -51,7 +52,7 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
             )?;
         }
         let bw_limit = if t == "shm" { "memcpy" } else { "tcp-stream" };
-        let bw = curves(all, "bw", t, &limit_series(all, bw_limit, t));
+        let bw = curves(all, "bw", t, &limit_series(all, bw_limit, lim_t));
         if !bw.is_empty() {
             let name = format!("bandwidth-{t}.png");
             out(

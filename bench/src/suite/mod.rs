@@ -384,9 +384,11 @@ pub fn stage_tables(stage: Stage, all: &[Measurement]) -> Vec<tables::Table> {
             }
         }
         Stage::Pingpong | Stage::Bw => {
-            for t in ["shm", "tcp"] {
+            // udp rows: ours over the udp driver, the others over their tcp; the raw tcp limits.
+            for t in ["shm", "tcp", "udp"] {
                 let lat_limit = if t == "shm" { "cacheline-pingpong" } else { "tcp-pingpong" };
-                let small = limit_lookup(all, lat_limit, t);
+                let lim_t = if t == "shm" { "shm" } else { "tcp" };
+                let small = limit_lookup(all, lat_limit, lim_t);
                 let lim = move |s: u64| if s <= 64 { small(s) } else { None };
                 out.extend(tables::by_size(
                     all,
@@ -401,12 +403,12 @@ pub fn stage_tables(stage: Stage, all: &[Measurement]) -> Vec<tables::Table> {
                     "bw",
                     t,
                     &format!("MPI streaming bandwidth over {t}, MB/s, 8 in flight"),
-                    &limit_lookup(all, bw_limit, t),
+                    &limit_lookup(all, bw_limit, lim_t),
                 ));
             }
         }
         Stage::Overlap => {
-            for t in ["shm", "tcp"] {
+            for t in ["shm", "tcp", "udp"] {
                 out.extend(tables::overlap(all, t));
                 out.extend(tables::by_size(
                     all,

@@ -585,16 +585,26 @@ impl Link for UdpLink {
             self.pump(&mut tx, now);
             return Ok(Sent::Busy);
         }
-        // Cut into fragments of at most `remote.fragment` bytes (at least one, for 0 bytes).
-        let mut all = packet.iter().flat_map(|s| s.iter().copied());
+        // Cut into fragments of at most `remote.fragment` bytes (at least one, for 0 bytes),
+        // copied slice by slice.
+        let (mut piece, mut at) = (0, 0);
         let mut left = len;
         let mut first = true;
         loop {
             let n = left.min(remote.fragment);
-            let bytes: Box<[u8]> = all.by_ref().take(n).collect();
+            let mut bytes = Vec::with_capacity(n);
+            while bytes.len() < n {
+                let s = &packet[piece][at..];
+                let take = s.len().min(n - bytes.len());
+                bytes.extend_from_slice(&s[..take]);
+                at += take;
+                if at == packet[piece].len() {
+                    (piece, at) = (piece + 1, 0);
+                }
+            }
             left -= n;
             let flags = if first { wire::FIRST } else { 0 } | if left == 0 { wire::LAST } else { 0 };
-            tx.sender.push(Unit::Fragment { bytes, flags }, now);
+            tx.sender.push(Unit::Fragment { bytes: bytes.into_boxed_slice(), flags }, now);
             first = false;
             if left == 0 {
                 break;
