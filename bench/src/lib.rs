@@ -5,14 +5,15 @@
 //! - [`mpi`]: the C programs of `bench/mpi/` under our library, MPICH and Open MPI;
 //! - [`ranks`]: benchmarks through our runtime's Rust API (marcel reactivity, progression
 //!   overhead), madbench being its own rank program;
-//! - [`sched`], [`limits`]: in-process measurements (marcel versus OS threads; the machine's
-//!   physical limits);
+//! - [`sched`], [`limits`], [`raw_udp`]: in-process measurements (marcel versus OS threads; the
+//!   machine's physical limits);
 //! - [`record`]: the measurement every benchmark returns; [`plot`]: PNG charts.
 
 pub mod limits;
 pub mod mpi;
 pub mod plot;
 pub mod ranks;
+pub mod raw_udp;
 pub mod record;
 pub mod sched;
 pub mod suite;

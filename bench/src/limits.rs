@@ -324,6 +324,8 @@ fn cma_available() -> std::io::Result<()> {
 /// | `cma-copy` (`process_vm_readv`) | `shm` | [`SIZES`] | MB/s |
 /// | `tcp-pingpong` (loopback, polling) | `tcp` | 4 | ns one way |
 /// | `tcp-stream` (loopback, polling) | `tcp` | [`SIZES`] | MB/s |
+/// | `udp-pingpong` (loopback, polling) | `udp` | 4 | ns one way |
+/// | `udp-stream` (loopback, polling, credit-paced) | `udp` | [`SIZES`] | MB/s |
 ///
 /// The calling thread runs on `cpus.0` and the peer threads on `cpus.1`; the caller's affinity
 /// is restored before returning. Each figure is the median, min and max over `reps` batches
@@ -382,6 +384,20 @@ pub fn measure(
         }
         Err(e) => progress(&format!("limits tcp: loopback connection failed: {e}")),
     }
+
+    progress("limits: udp-pingpong, udp-stream");
+    match crate::raw_udp::RawUdp::start(cpus.1) {
+        Ok(mut u) => {
+            let stat = stat_of(samples(reps, quick, |n| u.pingpong(4, n)), one_way);
+            push(&mut out, progress, "udp-pingpong", "udp", 4, stat, "ns");
+            for size in SIZES {
+                let data = vec![1u8; size];
+                let stat = stat_of(samples(reps, quick, |n| u.stream(&data, n)), |ns| mb_per_s(size, ns));
+                push(&mut out, progress, "udp-stream", "udp", size, stat, "MB/s");
+            }
+        }
+        Err(e) => progress(&format!("limits udp: loopback sockets failed: {e}")),
+    }
     out
 }
 
@@ -433,9 +449,15 @@ mod tests {
         let mut notes = Vec::new();
         let ms = measure(1, true, crate::two_cpus(), &mut |s| notes.push(s.to_string()));
         assert_eq!(AffinityGuard::save().set.map(|s| format!("{s:?}")), before, "affinity restored");
-        let mut want = vec![("cacheline-pingpong", 64, "ns"), ("tcp-pingpong", 4, "ns")];
+        let mut want =
+            vec![("cacheline-pingpong", 64, "ns"), ("tcp-pingpong", 4, "ns"), ("udp-pingpong", 4, "ns")];
         for size in SIZES {
-            want.extend([("memcpy", size, "MB/s"), ("cma-copy", size, "MB/s"), ("tcp-stream", size, "MB/s")]);
+            want.extend([
+                ("memcpy", size, "MB/s"),
+                ("cma-copy", size, "MB/s"),
+                ("tcp-stream", size, "MB/s"),
+                ("udp-stream", size, "MB/s"),
+            ]);
         }
         for (case, size, unit) in want {
             let m = ms
@@ -447,6 +469,6 @@ mod tests {
             assert!(s.median.is_finite() && s.median > 0.0, "{case} {size}: {s:?}");
             assert!(s.min <= s.median && s.median <= s.max, "{case} {size}: {s:?}");
         }
-        assert_eq!(ms.len(), 2 + 3 * SIZES.len());
+        assert_eq!(ms.len(), 3 + 4 * SIZES.len());
     }
 }

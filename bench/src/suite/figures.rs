@@ -21,15 +21,14 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
     let ns = |y: f64| axis_ns(y);
     let mbps = |y: f64| format!("{y:.0}");
     for t in ["shm", "tcp", "udp"] {
-        let lim_t = if t == "shm" { "shm" } else { "tcp" };
         let lat = curves(
             all,
             "pingpong",
             t,
             &limit_curve(
                 all,
-                if t == "shm" { "cacheline-pingpong" } else { "tcp-pingpong" },
-                lim_t,
+                &format!("{}-pingpong", if t == "shm" { "cacheline" } else { t }),
+                t,
                 (1, 64),
                 "limit: ",
             ),
@@ -51,8 +50,8 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
                 ),
             )?;
         }
-        let bw_limit = if t == "shm" { "memcpy" } else { "tcp-stream" };
-        let bw = curves(all, "bw", t, &limit_series(all, bw_limit, lim_t));
+        let bw_limit = if t == "shm" { "memcpy".to_string() } else { format!("{t}-stream") };
+        let bw = curves(all, "bw", t, &limit_series(all, &bw_limit, t));
         if !bw.is_empty() {
             let name = format!("bandwidth-{t}.png");
             out(

@@ -384,11 +384,10 @@ pub fn stage_tables(stage: Stage, all: &[Measurement]) -> Vec<tables::Table> {
             }
         }
         Stage::Pingpong | Stage::Bw => {
-            // udp rows: ours over the udp driver, the others over their tcp; the raw tcp limits.
+            // udp rows: ours over the udp driver, the others over their tcp; the raw udp limits.
             for t in ["shm", "tcp", "udp"] {
-                let lat_limit = if t == "shm" { "cacheline-pingpong" } else { "tcp-pingpong" };
-                let lim_t = if t == "shm" { "shm" } else { "tcp" };
-                let small = limit_lookup(all, lat_limit, lim_t);
+                let lat_limit = format!("{}-pingpong", if t == "shm" { "cacheline" } else { t });
+                let small = limit_lookup(all, &lat_limit, t);
                 let lim = move |s: u64| if s <= 64 { small(s) } else { None };
                 out.extend(tables::by_size(
                     all,
@@ -397,13 +396,13 @@ pub fn stage_tables(stage: Stage, all: &[Measurement]) -> Vec<tables::Table> {
                     &format!("MPI one-way latency over {t}"),
                     &lim,
                 ));
-                let bw_limit = if t == "shm" { "memcpy" } else { "tcp-stream" };
+                let bw_limit = if t == "shm" { "memcpy".to_string() } else { format!("{t}-stream") };
                 out.extend(tables::by_size(
                     all,
                     "bw",
                     t,
                     &format!("MPI streaming bandwidth over {t}, MB/s, 8 in flight"),
-                    &limit_lookup(all, bw_limit, lim_t),
+                    &limit_lookup(all, &bw_limit, t),
                 ));
             }
         }

@@ -9,7 +9,7 @@
 //! - the receiver keeps out-of-order units within its window and says which it has
 //!   (*selective* acknowledgement: [`Ack`] carries ranges), so a loss costs one unit's
 //!   retransmission, not the rest of the window;
-//! - the retransmission timeout follows measured round trips ([`rtt`]: every data unit carries
+//! - the retransmission timeout follows measured round trips ([`Rtt`]: every data unit carries
 //!   the sender's clock and the ACK echoes it, so retransmitted units give samples too);
 //! - a gap is NACKed at once (an ACK whose ranges show the hole) and the sender re-sends a unit
 //!   once three units sent after it have arrived, without waiting for the timer;

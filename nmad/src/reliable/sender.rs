@@ -390,7 +390,7 @@ impl<U> Sender<U> {
     }
 
     /// Fires the timers that expired: the time rule's (units overtaken long enough are lost),
-    /// the probe timeout (up to [`PROBES`] units go beyond the window; at the [`PERSISTENT`]th
+    /// the probe timeout (up to two units go beyond the window; at the third
     /// expiry in a row every unit in flight for two round trips is lost and the window drops
     /// to its floor). Returns whether one fired.
     pub fn on_timer(&mut self, now: Micros) -> bool {

@@ -59,6 +59,7 @@ impl Setup {
         Side {
             rank: self.shared.rank,
             data_port: self.data_port,
+            send_port: link.send_port(),
             link_id: link.local_id,
             window: self.shared.protocol.window,
             rcvbuf: self.rcvbuf,
@@ -72,6 +73,7 @@ impl Setup {
             && rank < self.shared.size
             && rank != self.shared.rank
             && s.data_port != 0
+            && s.send_port != 0
             && s.window > 0
             && s.max_datagram as usize >= MIN_DATAGRAM
     }
@@ -86,11 +88,12 @@ impl Setup {
             (peer.max_datagram.min(self.max_datagram) as usize).min(LOOPBACK_DATAGRAM)
         };
         let in_flight = (peer.rcvbuf as usize / 2 / datagram).clamp(4, u32::MAX as usize) as u32;
-        let remote = Remote::new(
-            SocketAddr::new(ip, peer.data_port),
-            peer.link_id,
-            datagram - wire::MAX_DATA_OVERHEAD,
-        );
+        let remote = Remote {
+            addr: SocketAddr::new(ip, peer.data_port),
+            from: SocketAddr::new(ip, peer.send_port),
+            id: peer.link_id,
+            fragment: datagram - wire::MAX_DATA_OVERHEAD,
+        };
         link.establish(remote, peer.window, in_flight);
     }
 }

@@ -11,14 +11,15 @@
 
 use super::alarm::NEVER;
 use super::shared::Shared;
-use super::sys::{self, CAddr};
+use super::sys;
 use super::wire::{self, Data, Header};
 use crate::drivers::{BulkHeader, Link, PeerId, Segment, SegmentMut, Sent, Sink};
 use crate::reliable::{Ack, Arrival, Micros, Receiver, Sender, Transmit};
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::*;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -32,17 +33,12 @@ const KEEP_BY_COPY: usize = 16 << 10;
 /// Where the peer's data socket is and how to talk to it (set once, at the handshake).
 pub struct Remote {
     pub addr: SocketAddr,
-    caddr: CAddr,
+    /// Where the peer's datagrams to us come from (its link socket).
+    pub from: SocketAddr,
     /// The id the peer gave this link (it goes in every datagram we send it).
     pub id: u64,
     /// Payload bytes per datagram (both ends' limits, less our largest overhead).
     pub fragment: usize,
-}
-
-impl Remote {
-    pub fn new(addr: SocketAddr, id: u64, fragment: usize) -> Remote {
-        Remote { addr, caddr: CAddr::new(addr), id, fragment }
-    }
 }
 
 /// What the protocol carries for us.
@@ -89,6 +85,9 @@ pub struct Rx {
 
 pub struct UdpLink {
     pub peer: PeerId,
+    /// The link's own socket, connected to the peer's data socket once established: every
+    /// datagram to the peer leaves through it.
+    sock: UdpSocket,
     /// The id the peer puts in datagrams to us (random: a stranger cannot guess it).
     pub local_id: u64,
     shared: Arc<Shared>,
@@ -112,10 +111,11 @@ pub struct UdpLink {
 }
 
 impl UdpLink {
-    pub fn new(shared: Arc<Shared>, peer: PeerId, local_id: u64) -> UdpLink {
+    pub fn new(shared: Arc<Shared>, peer: PeerId, local_id: u64, sock: UdpSocket) -> UdpLink {
         let cfg = shared.protocol;
         UdpLink {
             peer,
+            sock,
             local_id,
             tx: Mutex::new(Tx {
                 sender: Sender::new(cfg, shared.stats.clone()),
@@ -151,9 +151,37 @@ impl UdpLink {
         if self.remote.get().is_some() {
             return;
         }
+        if let Err(e) = self.sock.connect(remote.addr) {
+            self.fail(io::Error::new(
+                e.kind(),
+                format!("connecting to rank {} at {}: {e}", self.peer, remote.addr),
+            ));
+            return;
+        }
         self.heard.store(self.shared.now(), Relaxed);
         self.tx.lock().unwrap().sender.limit_window(window.min(in_flight).max(1));
         let _ = self.remote.set(remote);
+    }
+
+    /// The port this link's datagrams leave from (the peer checks it).
+    pub fn send_port(&self) -> u16 {
+        self.sock.local_addr().map_or(0, |a| a.port())
+    }
+
+    /// Sends one datagram to the peer. A port unreachable (the peer's process is gone, its
+    /// host said) fails the link.
+    fn send(&self, iov: &[IoSlice<'_>]) -> io::Result<()> {
+        match sys::send(self.sock.as_raw_fd(), iov) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                self.fail(io::Error::new(
+                    io::ErrorKind::ConnectionRefused,
+                    format!("rank {} is gone: its host reports its udp port closed", self.peer),
+                ));
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     pub fn remote(&self) -> Option<&Remote> {
@@ -326,7 +354,7 @@ impl UdpLink {
         if ack.is_some() {
             self.rx_due.store(NEVER, Release);
         }
-        sys::send_to(self.shared.sock_fd(), &remote.caddr, &iov).map(drop).map_err(|e| {
+        self.send(&iov).map_err(|e| {
             let total: usize = iov.iter().map(|s| s.len()).sum();
             io::Error::new(e.kind(), format!("{e} ({} pieces, {total} bytes)", iov.len()))
         })
@@ -361,7 +389,7 @@ impl UdpLink {
             Header { kind: wire::KIND_ACK, from: self.shared.rank, link_id: remote.id }.encode(&mut b);
             ack.encode(&mut b);
             crate::reliable::Stats::add(&self.shared.stats.acks_sent, 1);
-            let _ = sys::send_to(self.shared.sock_fd(), &remote.caddr, &[IoSlice::new(&b)]);
+            let _ = self.send(&[IoSlice::new(&b)]);
             self.rx_due.store(NEVER, Release);
         } else {
             self.set_due(&self.rx_due, due.unwrap_or(NEVER));
@@ -420,7 +448,7 @@ impl UdpLink {
             self.pinged.store(now, Relaxed);
             let mut b = Vec::with_capacity(wire::HEADER);
             Header { kind: wire::KIND_PING, from: self.shared.rank, link_id: remote.id }.encode(&mut b);
-            let _ = sys::send_to(self.shared.sock_fd(), &remote.caddr, &[IoSlice::new(&b)]);
+            let _ = self.send(&[IoSlice::new(&b)]);
         }
         {
             let mut tx = self.tx.lock().unwrap();
@@ -657,7 +685,7 @@ impl Link for UdpLink {
             Header { kind: wire::KIND_CLOSE, from: self.shared.rank, link_id: remote.id }.encode(&mut b);
             // Twice: a lost CLOSE leaves the peer to find out by its silence timeout.
             for _ in 0..2 {
-                let _ = sys::send_to(self.shared.sock_fd(), &remote.caddr, &[IoSlice::new(&b)]);
+                let _ = self.send(&[IoSlice::new(&b)]);
             }
         }
         self.fail(io::Error::new(

@@ -1,5 +1,7 @@
-//! The `udp` driver: the PM/UDP protocol (`../shared/seeds/003`) over one UDP socket per
-//! instance, with the acknowledgement layer of [`crate::reliable`] per link.
+//! The `udp` driver: the PM/UDP protocol (`../shared/seeds/003`) over UDP, with the
+//! acknowledgement layer of [`crate::reliable`] per link. One data socket per instance receives
+//! from every peer; each link sends from a socket of its own, connected to the peer's data
+//! socket (no route lookup per datagram, and a port unreachable comes back on it).
 //!
 //! - `handshake`: the card names a handshake socket served by a thread of its own (so that
 //!   `connect` never needs the peer to poll); HELLO / WELCOME / PROOF / READY prove the job key
@@ -24,7 +26,8 @@
 //! A peer that acknowledges nothing for `NMAD_UDP_DEAD_AFTER` (ms, default 10,000) while we
 //! wait for it, or answers none of the heartbeats a silent link gets every
 //! `NMAD_UDP_HEARTBEAT` (ms, default 1,000) for as long, is reported failed, named; a port
-//! unreachable from the peer's host (its process is gone) fails the link at once;
+//! unreachable from the peer's host (its process is gone), seen by the link's next send,
+//! fails the link at once;
 //! `Link::close` and `shutdown` tell the peer with a CLOSE datagram.
 //!
 //! Environment: `NMAD_UDP_IFACE` (interface or address for a plain `udp`), `NMAD_UDP_SOCKBUF`
@@ -194,11 +197,10 @@ impl UdpDriver {
             .min(LOOPBACK_DATAGRAM);
         let rejects = RejectLog::new(format!("nmad {name} (rank {})", env.rank), Duration::from_secs(5));
         let timeouts = (opts.dead_after.as_micros() as u64, opts.heartbeat.as_micros() as u64);
-        sys::enable_errors(data.as_raw_fd(), plan.bind.is_ipv6())?;
         let busy = opts.protocol.window as usize;
         let shared = Arc::new(Shared::new(
             (env.rank, env.size),
-            data,
+            (data, plan.bind, opts.socket_buffer),
             opts.protocol,
             (MAX_PACKET, busy),
             timeouts,
@@ -268,7 +270,7 @@ impl UdpDriver {
             return 0;
         };
         match link.remote() {
-            Some(r) if Some(r.addr) == from => {}
+            Some(r) if Some(r.from) == from => {}
             // The peer knows the link's secret id: its handshake is finishing (our READY is on
             // its way); what it sent comes again.
             None => return 0,
@@ -323,30 +325,6 @@ impl UdpDriver {
                 1
             }
         }
-    }
-
-    /// Reads the socket's error queue: a port unreachable for a peer's address means its
-    /// process is gone (its host said so), and fails the link at once. Other errors (a host
-    /// or network unreachable for a moment, a datagram too large for a hop) are left to the
-    /// protocol's retransmissions and silence bound.
-    fn drain_errors(&self) -> usize {
-        let mut n = 0;
-        while let Some((to, errno)) = sys::recv_error(self.shared.sock_fd()) {
-            n += 1;
-            if errno != libc::ECONNREFUSED {
-                log::debug!("{}: ICMP error {errno} for a datagram to {to:?}", self.name);
-                continue;
-            }
-            self.links.each(|l| {
-                if l.remote().is_some_and(|r| Some(r.addr) == to) {
-                    l.fail(io::Error::new(
-                        io::ErrorKind::ConnectionRefused,
-                        format!("rank {} is gone: its host reports its udp port closed", l.peer),
-                    ));
-                }
-            });
-        }
-        n
     }
 
     /// Timers, finished bulk sends and failures: the work no datagram brought.
@@ -457,9 +435,9 @@ impl Driver for UdpDriver {
         for _ in 0..BATCHES_PER_POLL {
             let n = match sys::recv_batch(self.shared.sock_fd(), &mut st.bufs, &mut st.got) {
                 Ok(n) => n,
-                Err(_) => {
-                    handled += self.drain_errors();
-                    continue;
+                Err(e) => {
+                    log::debug!("{}: receiving: {e}", self.name);
+                    break;
                 }
             };
             for i in 0..n {

@@ -8,7 +8,7 @@ use super::link::UdpLink;
 use crate::drivers::PeerId;
 use crate::drivers::ip::sys::EventFd;
 use crate::reliable::{Config, Micros, Stats};
-use std::net::UdpSocket;
+use std::net::{IpAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering::*;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -20,6 +20,9 @@ pub struct Shared {
     pub rank: u32,
     pub size: u32,
     pub sock: UdpSocket,
+    /// The address links' sockets bind to, and their send buffer.
+    pub bind: IpAddr,
+    pub sockbuf: usize,
     epoch: Instant,
     pub stats: Arc<Stats>,
     pub protocol: Config,
@@ -46,7 +49,7 @@ impl Shared {
     /// `(rank, size)`: ours and the job's; `(dead_after, heartbeat)`: the silence bounds.
     pub fn new(
         (rank, size): (u32, u32),
-        sock: UdpSocket,
+        (sock, bind, sockbuf): (UdpSocket, IpAddr, usize),
         protocol: Config,
         (max_packet, busy_units): (usize, usize),
         (dead_after, heartbeat): (Micros, Micros),
@@ -56,6 +59,8 @@ impl Shared {
             rank,
             size,
             sock,
+            bind,
+            sockbuf,
             epoch: Instant::now(),
             stats: Arc::default(),
             protocol,
@@ -149,8 +154,8 @@ impl Links {
         self.by_rank.read().unwrap().get(rank as usize)?.clone()
     }
 
-    /// The link to `rank`, made (with a fresh random id) if there is none; `None` for a rank
-    /// outside the job.
+    /// The link to `rank`, made (with a fresh random id and a socket of its own) if there is
+    /// none; `None` for a rank outside the job, or when no socket can be had.
     pub fn get_or_make(&self, shared: &Arc<Shared>, rank: PeerId) -> Option<Arc<UdpLink>> {
         if let Some(l) = self.get(rank) {
             return Some(l);
@@ -160,7 +165,12 @@ impl Links {
         if slot.is_none() {
             let mut id = [0u8; 8];
             tools::secret::random_bytes(&mut id).ok()?;
-            *slot = Some(Arc::new(UdpLink::new(shared.clone(), rank, u64::from_le_bytes(id))));
+            let sock = UdpSocket::bind((shared.bind, 0))
+                .and_then(|s| s.set_nonblocking(true).map(|()| s))
+                .map_err(|e| log::warn!("udp: no socket for a link to rank {rank}: {e}"))
+                .ok()?;
+            super::sys::set_buffers(std::os::fd::AsRawFd::as_raw_fd(&sock), shared.sockbuf);
+            *slot = Some(Arc::new(UdpLink::new(shared.clone(), rank, u64::from_le_bytes(id), sock)));
         }
         slot.clone()
     }

@@ -1,5 +1,5 @@
 //! The `libc` calls the udp driver needs beyond std and `drivers::ip::sys`: a datagram sent from
-//! scattered pieces to an address, a batch of datagrams received at once (`recvmmsg`), socket
+//! scattered pieces on a connected socket, a batch of datagrams received at once (`recvmmsg`), socket
 //! buffers beyond the unprivileged limit, a timer fd, an interface's MTU.
 //!
 //! It owns only the timer fd it creates; every other function works on fds its caller owns.
@@ -11,32 +11,17 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-/// A socket address in C form, built once per link.
-#[derive(Clone, Copy)]
-pub struct CAddr {
-    storage: libc::sockaddr_storage,
-    len: libc::socklen_t,
-}
-
-impl CAddr {
-    pub fn new(addr: SocketAddr) -> CAddr {
-        let (storage, len) = crate::drivers::ip::sys::sockaddr(addr);
-        CAddr { storage, len }
-    }
-}
-
-/// Sends one datagram made of `iov` to `to` without blocking; `WouldBlock` when the socket's
-/// buffer is full (the datagram is then as good as lost: the protocol recovers it).
-pub fn send_to(fd: RawFd, to: &CAddr, iov: &[IoSlice<'_>]) -> io::Result<usize> {
+/// Sends one datagram made of `iov` on a connected socket without blocking; `WouldBlock` when
+/// the socket's buffer is full, `ConnectionRefused` when the peer's host said its port is
+/// closed.
+pub fn send(fd: RawFd, iov: &[IoSlice<'_>]) -> io::Result<usize> {
     // SAFETY: all-zero is a valid msghdr (no name, no control data).
     let mut msg: libc::msghdr = unsafe { zeroed() };
-    msg.msg_name = (&to.storage as *const libc::sockaddr_storage).cast_mut().cast();
-    msg.msg_namelen = to.len;
     // IoSlice is ABI-compatible with iovec (std guarantees it on Unix).
     msg.msg_iov = iov.as_ptr().cast_mut().cast();
     msg.msg_iovlen = iov.len() as _;
     loop {
-        // SAFETY: `msg` points at `to` and at `iov`, both alive and readable for the call.
+        // SAFETY: `msg` points at `iov`, alive and readable for the call.
         let r = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
         match check_size(r) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -157,55 +142,6 @@ impl TimerFd {
         // SAFETY: `spec` is a valid itimerspec for the call; the old value is not asked for.
         unsafe { libc::timerfd_settime(self.fd(), 0, &spec, std::ptr::null_mut()) };
     }
-}
-
-/// Asks the kernel to queue ICMP errors (port unreachable: the peer's process is gone) on the
-/// socket's error queue, with the address the failed datagram was sent to.
-pub fn enable_errors(fd: RawFd, v6: bool) -> io::Result<()> {
-    if v6 {
-        set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVERR, 1)
-    } else {
-        set_int(fd, libc::IPPROTO_IP, libc::IP_RECVERR, 1)
-    }
-}
-
-/// One error from the socket's error queue: the destination of the datagram it concerns and
-/// its errno (`None`: the queue is empty).
-pub fn recv_error(fd: RawFd) -> Option<(Option<SocketAddr>, i32)> {
-    // SAFETY: all-zero is valid for these plain C structures.
-    let mut name: libc::sockaddr_storage = unsafe { zeroed() };
-    let mut control = [0u64; 64]; // 512 bytes, aligned for cmsghdr
-    let mut data = [0u8; 64];
-    let mut iov = libc::iovec { iov_base: data.as_mut_ptr().cast(), iov_len: data.len() };
-    // SAFETY: as above.
-    let mut msg: libc::msghdr = unsafe { zeroed() };
-    msg.msg_name = (&mut name as *mut libc::sockaddr_storage).cast();
-    msg.msg_namelen = size_of::<libc::sockaddr_storage>() as _;
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = size_of::<[u64; 64]>() as _;
-    // SAFETY: every pointer in `msg` points at our locals, alive and writable for the call.
-    let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
-    if r < 0 {
-        return None;
-    }
-    let mut errno = 0;
-    // SAFETY: the CMSG macros walk the control buffer the kernel filled, within its length.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
-            if (level == libc::IPPROTO_IP && kind == libc::IP_RECVERR)
-                || (level == libc::IPPROTO_IPV6 && kind == libc::IPV6_RECVERR)
-            {
-                let e = libc::CMSG_DATA(c).cast::<libc::sock_extended_err>().read_unaligned();
-                errno = e.ee_errno as i32;
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
-    Some((from_sockaddr(&name), errno))
 }
 
 /// The MTU of the interface holding `ip` (`None`: unknown).

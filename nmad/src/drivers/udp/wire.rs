@@ -13,8 +13,7 @@
 //! - CLOSE: nothing (the link is cut);
 //! - PING: nothing (a heartbeat on a silent link: answered by an ACK).
 //!
-//! Handshake socket: `NMUDPHS1`, kind, then the kind's fixed fields (see [`Hello`] and the
-//! others); proofs are HMAC-SHA256 of the job key over both sides' fields (`tools::secret`).
+//! Handshake socket: `NMUDPHS1`, kind, then the kind's fixed fields (see [`Handshake`]); proofs are HMAC-SHA256 of the job key over both sides' fields (`tools::secret`).
 
 use crate::reliable::Ack;
 
@@ -157,7 +156,10 @@ pub const MAC: usize = 32;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Side {
     pub rank: u32,
+    /// Where its data socket receives, and the port its datagrams to this peer come from (a
+    /// socket of the link's own, connected: no route lookup per send).
     pub data_port: u16,
+    pub send_port: u16,
     pub link_id: u64,
     /// Its receive window (units it keeps out of order).
     pub window: u32,
@@ -167,12 +169,13 @@ pub struct Side {
     pub max_datagram: u32,
 }
 
-const SIDE: usize = 4 + 2 + 8 + 4 + 4 + 4;
+const SIDE: usize = 4 + 2 + 2 + 8 + 4 + 4 + 4;
 
 impl Side {
     fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.rank.to_le_bytes());
         out.extend_from_slice(&self.data_port.to_le_bytes());
+        out.extend_from_slice(&self.send_port.to_le_bytes());
         out.extend_from_slice(&self.link_id.to_le_bytes());
         out.extend_from_slice(&self.window.to_le_bytes());
         out.extend_from_slice(&self.rcvbuf.to_le_bytes());
@@ -184,10 +187,11 @@ impl Side {
         Some(Side {
             rank: u32::from_le_bytes(b[0..4].try_into().ok()?),
             data_port: u16::from_le_bytes(b[4..6].try_into().ok()?),
-            link_id: u64::from_le_bytes(b[6..14].try_into().ok()?),
-            window: u32::from_le_bytes(b[14..18].try_into().ok()?),
-            rcvbuf: u32::from_le_bytes(b[18..22].try_into().ok()?),
-            max_datagram: u32::from_le_bytes(b[22..26].try_into().ok()?),
+            send_port: u16::from_le_bytes(b[6..8].try_into().ok()?),
+            link_id: u64::from_le_bytes(b[8..16].try_into().ok()?),
+            window: u32::from_le_bytes(b[16..20].try_into().ok()?),
+            rcvbuf: u32::from_le_bytes(b[20..24].try_into().ok()?),
+            max_datagram: u32::from_le_bytes(b[24..28].try_into().ok()?),
         })
     }
 }
@@ -295,6 +299,7 @@ mod tests {
         Side {
             rank,
             data_port: 4000 + rank as u16,
+            send_port: 5000 + rank as u16,
             link_id: 0xABCD_0000 + u64::from(rank),
             window: 64,
             rcvbuf: 1 << 22,

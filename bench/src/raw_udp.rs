@@ -1,0 +1,175 @@
+//! The UDP limit the udp driver is measured against: a polling ping-pong over loopback, and a
+//! stream of the largest datagrams with the least flow control that loses nothing there (the
+//! receiver grants a credit per quarter of its socket buffer, at most 1 MiB; two
+//! credits may be outstanding).
+
+use crate::pin_to;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+/// Bytes the receiver acknowledges at once, at most.
+const CREDIT: usize = 1 << 20;
+/// The largest datagram sent.
+const DATAGRAM: usize = 65_000;
+
+fn socket() -> std::io::Result<UdpSocket> {
+    let s = UdpSocket::bind("127.0.0.1:0")?;
+    let size: libc::c_int = 8 << 20;
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
+        // SAFETY: passes a pointer to a local c_int and its size; a refusal (not privileged)
+        // leaves the default, and the credit below keeps the stream within it.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as _,
+            )
+        };
+    }
+    s.set_nonblocking(true)?;
+    Ok(s)
+}
+
+/// The receive buffer the kernel granted `s` (it reports twice what it accounts for data).
+fn rcvbuf(s: &UdpSocket) -> usize {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes one c_int into `v`, whose size `len` gives.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 { 212_992 } else { v.max(0) as usize / 2 }
+}
+
+/// Receives one datagram, spinning (a polling runtime's way: no sleep in the measured path).
+fn spin_recv(s: &UdpSocket, buf: &mut [u8]) -> usize {
+    loop {
+        match s.recv(buf) {
+            Ok(n) => return n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) => panic!("raw udp: {e}"),
+        }
+    }
+}
+
+/// Sends one datagram, spinning while the socket buffer is full.
+fn spin_send(s: &UdpSocket, buf: &[u8]) {
+    loop {
+        match s.send(buf) {
+            Ok(_) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) => panic!("raw udp: {e}"),
+        }
+    }
+}
+
+/// Two connected loopback UDP sockets, the second served by a thread on `cpu_b`.
+pub struct RawUdp {
+    sock: UdpSocket,
+    credit: usize,
+    peer: Option<std::thread::JoinHandle<()>>,
+}
+
+fn command(s: &UdpSocket, kind: u8, size: u64, n: u64) {
+    let mut c = [0u8; 17];
+    c[0] = kind;
+    c[1..9].copy_from_slice(&size.to_le_bytes());
+    c[9..].copy_from_slice(&n.to_le_bytes());
+    spin_send(s, &c);
+}
+
+impl RawUdp {
+    pub fn start(cpu_b: usize) -> std::io::Result<RawUdp> {
+        let (a, b) = (socket()?, socket()?);
+        let (aa, ba): (SocketAddr, SocketAddr) = (a.local_addr()?, b.local_addr()?);
+        a.connect(ba)?;
+        b.connect(aa)?;
+        let credit = (rcvbuf(&b) / 4).clamp(DATAGRAM, CREDIT);
+        let peer = std::thread::spawn(move || {
+            pin_to(cpu_b);
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let k = spin_recv(&b, &mut buf);
+                if k != 17 {
+                    continue;
+                }
+                let size = u64::from_le_bytes(buf[1..9].try_into().unwrap()) as usize;
+                let n = u64::from_le_bytes(buf[9..17].try_into().unwrap());
+                match buf[0] {
+                    b'p' => {
+                        for _ in 0..n {
+                            let k = spin_recv(&b, &mut buf);
+                            spin_send(&b, &buf[..k.min(size.max(1))]);
+                        }
+                    }
+                    b's' => {
+                        let (mut got, mut granted) = (0u64, 0u64);
+                        while got < n {
+                            got += spin_recv(&b, &mut buf) as u64;
+                            while got >= granted + credit as u64 {
+                                granted += credit as u64;
+                                spin_send(&b, b"c");
+                            }
+                        }
+                        spin_send(&b, b"k");
+                    }
+                    _ => return,
+                }
+            }
+        });
+        Ok(RawUdp { sock: a, credit, peer: Some(peer) })
+    }
+
+    /// `iters` round trips of `size` bytes (at least 1: a datagram is never empty here).
+    pub fn pingpong(&mut self, size: usize, iters: u64) -> Duration {
+        let mut buf = vec![1u8; size.max(1)];
+        command(&self.sock, b'p', size as u64, iters);
+        let t = Instant::now();
+        for _ in 0..iters {
+            spin_send(&self.sock, &buf);
+            spin_recv(&self.sock, &mut buf);
+        }
+        t.elapsed()
+    }
+
+    /// Streams `iters` messages of `data.len()` bytes as datagrams of at most 65,000 bytes,
+    /// and waits for the peer to have received them all.
+    pub fn stream(&mut self, data: &[u8], iters: u64) -> Duration {
+        let total = data.len() as u64 * iters;
+        command(&self.sock, b's', 0, total);
+        let mut ack = [0u8; 8];
+        let t = Instant::now();
+        let (mut sent, mut credited) = (0u64, 0u64);
+        for _ in 0..iters {
+            for chunk in data.chunks(DATAGRAM) {
+                while sent >= credited + 2 * self.credit as u64 {
+                    if spin_recv(&self.sock, &mut ack) == 1 && ack[0] == b'c' {
+                        credited += self.credit as u64;
+                    }
+                }
+                spin_send(&self.sock, chunk);
+                sent += chunk.len() as u64;
+            }
+        }
+        while !(spin_recv(&self.sock, &mut ack) == 1 && ack[0] == b'k') {}
+        t.elapsed()
+    }
+}
+
+impl Drop for RawUdp {
+    fn drop(&mut self) {
+        command(&self.sock, b'q', 0, 0);
+        if let Some(h) = self.peer.take() {
+            let _ = h.join();
+        }
+    }
+}
