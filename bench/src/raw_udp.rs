@@ -50,24 +50,34 @@ fn rcvbuf(s: &UdpSocket) -> usize {
     if r < 0 { 212_992 } else { v.max(0) as usize / 2 }
 }
 
+/// How long a spin waits for a datagram before the measurement gives up (a datagram lost:
+/// this limit has no retransmission, so it runs only where nothing is lost).
+const PATIENCE: Duration = Duration::from_secs(2);
+
 /// Receives one datagram, spinning (a polling runtime's way: no sleep in the measured path).
-fn spin_recv(s: &UdpSocket, buf: &mut [u8]) -> usize {
+fn spin_recv(s: &UdpSocket, buf: &mut [u8]) -> std::io::Result<usize> {
+    let end = Instant::now() + PATIENCE;
     loop {
         match s.recv(buf) {
-            Ok(n) => return n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
-            Err(e) => panic!("raw udp: {e}"),
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < end => {
+                std::hint::spin_loop()
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "a datagram was lost"));
+            }
+            Err(e) => return Err(e),
         }
     }
 }
 
 /// Sends one datagram, spinning while the socket buffer is full.
-fn spin_send(s: &UdpSocket, buf: &[u8]) {
+fn spin_send(s: &UdpSocket, buf: &[u8]) -> std::io::Result<()> {
     loop {
         match s.send(buf) {
-            Ok(_) => return,
+            Ok(_) => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
-            Err(e) => panic!("raw udp: {e}"),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -76,15 +86,55 @@ fn spin_send(s: &UdpSocket, buf: &[u8]) {
 pub struct RawUdp {
     sock: UdpSocket,
     credit: usize,
+    /// A datagram was lost: every later call fails at once.
+    failed: bool,
     peer: Option<std::thread::JoinHandle<()>>,
 }
 
-fn command(s: &UdpSocket, kind: u8, size: u64, n: u64) {
+fn command(s: &UdpSocket, kind: u8, size: u64, n: u64) -> std::io::Result<()> {
     let mut c = [0u8; 17];
     c[0] = kind;
     c[1..9].copy_from_slice(&size.to_le_bytes());
     c[9..].copy_from_slice(&n.to_le_bytes());
-    spin_send(s, &c);
+    spin_send(s, &c)
+}
+
+/// The peer's side: answers commands until told to quit.
+fn serve(b: &UdpSocket, credit: usize) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let k = loop {
+            match spin_recv(b, &mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue, // idle between commands
+                r => break r?,
+            }
+        };
+        if k != 17 {
+            continue;
+        }
+        let size = u64::from_le_bytes(buf[1..9].try_into().unwrap()) as usize;
+        let n = u64::from_le_bytes(buf[9..17].try_into().unwrap());
+        match buf[0] {
+            b'p' => {
+                for _ in 0..n {
+                    let k = spin_recv(b, &mut buf)?;
+                    spin_send(b, &buf[..k.min(size.max(1))])?;
+                }
+            }
+            b's' => {
+                let (mut got, mut granted) = (0u64, 0u64);
+                while got < n {
+                    got += spin_recv(b, &mut buf)? as u64;
+                    while got >= granted + credit as u64 {
+                        granted += credit as u64;
+                        spin_send(b, b"c")?;
+                    }
+                }
+                spin_send(b, b"k")?;
+            }
+            _ => return Ok(()),
+        }
+    }
 }
 
 impl RawUdp {
@@ -96,78 +146,70 @@ impl RawUdp {
         let credit = (rcvbuf(&b) / 4).clamp(DATAGRAM, CREDIT);
         let peer = std::thread::spawn(move || {
             pin_to(cpu_b);
-            let mut buf = vec![0u8; 1 << 16];
-            loop {
-                let k = spin_recv(&b, &mut buf);
-                if k != 17 {
-                    continue;
-                }
-                let size = u64::from_le_bytes(buf[1..9].try_into().unwrap()) as usize;
-                let n = u64::from_le_bytes(buf[9..17].try_into().unwrap());
-                match buf[0] {
-                    b'p' => {
-                        for _ in 0..n {
-                            let k = spin_recv(&b, &mut buf);
-                            spin_send(&b, &buf[..k.min(size.max(1))]);
-                        }
-                    }
-                    b's' => {
-                        let (mut got, mut granted) = (0u64, 0u64);
-                        while got < n {
-                            got += spin_recv(&b, &mut buf) as u64;
-                            while got >= granted + credit as u64 {
-                                granted += credit as u64;
-                                spin_send(&b, b"c");
-                            }
-                        }
-                        spin_send(&b, b"k");
-                    }
-                    _ => return,
-                }
-            }
+            // Gives up (ends) at the first lost datagram or error: the caller's side reports it.
+            let _ = serve(&b, credit);
         });
-        Ok(RawUdp { sock: a, credit, peer: Some(peer) })
+        Ok(RawUdp { sock: a, credit, failed: false, peer: Some(peer) })
     }
 
-    /// `iters` round trips of `size` bytes (at least 1: a datagram is never empty here).
-    pub fn pingpong(&mut self, size: usize, iters: u64) -> Duration {
+    /// `iters` round trips of `size` bytes (at least 1: a datagram is never empty here); an
+    /// error if a datagram is lost (a lossy network: no limit to measure).
+    pub fn pingpong(&mut self, size: usize, iters: u64) -> std::io::Result<Duration> {
+        let r = self.try_pingpong(size, iters);
+        self.failed |= r.is_err();
+        r
+    }
+
+    fn try_pingpong(&mut self, size: usize, iters: u64) -> std::io::Result<Duration> {
+        self.check()?;
         let mut buf = vec![1u8; size.max(1)];
-        command(&self.sock, b'p', size as u64, iters);
+        command(&self.sock, b'p', size as u64, iters)?;
         let t = Instant::now();
         for _ in 0..iters {
-            spin_send(&self.sock, &buf);
-            spin_recv(&self.sock, &mut buf);
+            spin_send(&self.sock, &buf)?;
+            spin_recv(&self.sock, &mut buf)?;
         }
-        t.elapsed()
+        Ok(t.elapsed())
     }
 
     /// Streams `iters` messages of `data.len()` bytes as datagrams of at most 65,000 bytes,
     /// and waits for the peer to have received them all.
-    pub fn stream(&mut self, data: &[u8], iters: u64) -> Duration {
+    pub fn stream(&mut self, data: &[u8], iters: u64) -> std::io::Result<Duration> {
+        let r = self.try_stream(data, iters);
+        self.failed |= r.is_err();
+        r
+    }
+
+    fn check(&self) -> std::io::Result<()> {
+        if self.failed { Err(std::io::Error::other("an earlier datagram was lost")) } else { Ok(()) }
+    }
+
+    fn try_stream(&mut self, data: &[u8], iters: u64) -> std::io::Result<Duration> {
+        self.check()?;
         let total = data.len() as u64 * iters;
-        command(&self.sock, b's', 0, total);
+        command(&self.sock, b's', 0, total)?;
         let mut ack = [0u8; 8];
         let t = Instant::now();
         let (mut sent, mut credited) = (0u64, 0u64);
         for _ in 0..iters {
             for chunk in data.chunks(DATAGRAM) {
                 while sent >= credited + 2 * self.credit as u64 {
-                    if spin_recv(&self.sock, &mut ack) == 1 && ack[0] == b'c' {
+                    if spin_recv(&self.sock, &mut ack)? == 1 && ack[0] == b'c' {
                         credited += self.credit as u64;
                     }
                 }
-                spin_send(&self.sock, chunk);
+                spin_send(&self.sock, chunk)?;
                 sent += chunk.len() as u64;
             }
         }
-        while !(spin_recv(&self.sock, &mut ack) == 1 && ack[0] == b'k') {}
-        t.elapsed()
+        while !(spin_recv(&self.sock, &mut ack)? == 1 && ack[0] == b'k') {}
+        Ok(t.elapsed())
     }
 }
 
 impl Drop for RawUdp {
     fn drop(&mut self) {
-        command(&self.sock, b'q', 0, 0);
+        let _ = command(&self.sock, b'q', 0, 0);
         if let Some(h) = self.peer.take() {
             let _ = h.join();
         }

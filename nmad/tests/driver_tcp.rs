@@ -2,7 +2,7 @@
 //! short), then what only a network driver faces: strangers, hostile frames, a killed peer
 //! process, rails on different addresses, concurrent pollers.
 
-use nmad::drivers::conformance::{self, Pair, Recorder, pattern};
+use nmad::drivers::conformance::{self, Pair, Recorder, pattern, poll_until};
 use nmad::drivers::tcp::{TcpDriver, TcpOptions, wire};
 use nmad::drivers::{BulkHeader, Driver, DriverEnv, Link, Segment, SegmentMut, Sent, Sink, by_spec, node_id};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -65,17 +65,6 @@ fn env(rank: u32, key: &JobKey) -> DriverEnv {
 
 fn driver(rank: u32, key: &JobKey, arg: Option<&str>, opts: &TcpOptions) -> Arc<TcpDriver> {
     TcpDriver::new(&env(rank, key), arg, opts.clone()).unwrap()
-}
-
-/// Polls `d` into `r` until `done` holds; panics after `secs`.
-fn poll_until(d: &dyn Driver, r: &mut Recorder, secs: u64, what: &str, done: impl Fn(&Recorder) -> bool) {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while !done(r) {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        if d.poll(r) == 0 {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
 }
 
 mod conformance_suite {

@@ -2,7 +2,7 @@
 //! packets travel in fragments), then what only a datagram driver faces: strangers' datagrams
 //! on both sockets, another job's key, a rank outside the job, forged link ids, a closed link.
 
-use nmad::drivers::conformance::{self, Pair, Recorder};
+use nmad::drivers::conformance::{self, Pair, Recorder, poll_until};
 use nmad::drivers::udp::{UdpDriver, UdpOptions, wire};
 use nmad::drivers::{Driver, DriverEnv, Sent, by_spec, node_id};
 use std::io::{self, IoSlice};
@@ -17,17 +17,6 @@ fn env(rank: u32, size: u32, key: &JobKey) -> DriverEnv {
 
 fn driver(rank: u32, key: &JobKey, opts: &UdpOptions) -> Arc<UdpDriver> {
     UdpDriver::new(&env(rank, 2, key), None, opts.clone()).unwrap()
-}
-
-/// Polls `d` into `r` until `done` holds; panics after `secs`.
-fn poll_until(d: &dyn Driver, r: &mut Recorder, secs: u64, what: &str, done: impl Fn(&Recorder) -> bool) {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while !done(r) {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        if d.poll(r) == 0 {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
 }
 
 mod conformance_suite {

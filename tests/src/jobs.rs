@@ -49,6 +49,20 @@ pub fn build_mpi_tree() -> PathBuf {
     dir
 }
 
+/// Whether to skip a test that needs root (network namespaces, nftables, daemons): `true` with
+/// `PM2_SKIP_SYSTEM_TESTS` set; otherwise it fails unless run as root (as `./run test` and CI
+/// are).
+pub fn skip_system_tests() -> bool {
+    if std::env::var_os("PM2_SKIP_SYSTEM_TESTS").is_some() {
+        eprintln!("system tests skipped (PM2_SKIP_SYSTEM_TESTS is set)");
+        return true;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    assert_eq!(euid, 0, "these tests need root: run ./run test as root, or set PM2_SKIP_SYSTEM_TESTS=1");
+    false
+}
+
 pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -14,14 +14,7 @@ use tests::jobs::{Done, madrun_path, run_limited, serial};
 const FULL: bool = !cfg!(debug_assertions);
 
 fn skip() -> bool {
-    if std::env::var_os("PM2_SKIP_SYSTEM_TESTS").is_some() {
-        eprintln!("system tests skipped (PM2_SKIP_SYSTEM_TESTS is set)");
-        return true;
-    }
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(euid, 0, "these tests need root: run ./run test as root, or set PM2_SKIP_SYSTEM_TESTS=1");
-    false
+    tests::jobs::skip_system_tests()
 }
 
 fn sh(args: &[&str], input: Option<&str>) {

@@ -93,6 +93,18 @@ pub fn pump(
     }
 }
 
+/// Polls `d` alone into `r` until `done` holds, resting 200 µs after an idle poll; panics
+/// after `secs`.
+pub fn poll_until(d: &dyn Driver, r: &mut Recorder, secs: u64, what: &str, done: impl Fn(&Recorder) -> bool) {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while !done(r) {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        if d.poll(r) == 0 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
 /// A deterministic byte pattern, different for every (stream, index).
 pub fn pattern(stream: u64, len: usize) -> Vec<u8> {
     let mut x = stream.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;

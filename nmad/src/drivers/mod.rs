@@ -357,6 +357,16 @@ pub fn node_id() -> String {
     format!("{}-{}", boot.trim().replace('-', ""), net)
 }
 
+/// Checks a `Link::send_bulk` call's arguments: the segments add up to `hdr.len` and the
+/// piece's end fits in 64 bits (`InvalidInput` otherwise).
+pub fn check_bulk(hdr: &BulkHeader, src: &[Segment]) -> io::Result<()> {
+    let total = src.iter().try_fold(0u64, |a, s| a.checked_add(s.len as u64));
+    if total != Some(hdr.len) || hdr.offset.checked_add(hdr.len).is_none() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "bulk segments do not add up to hdr.len"));
+    }
+    Ok(())
+}
+
 /// Copies `src` segments into `dst` segments (same total length), for drivers that move bulk
 /// data through their own buffers and for the self driver.
 ///

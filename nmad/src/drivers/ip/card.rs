@@ -41,6 +41,30 @@ impl Card {
         Some(Card { node, port, addrs })
     }
 
+    /// Whether a process on node `my_node` can reach some address of `card`.
+    pub fn reaches(card: &str, my_node: &str) -> bool {
+        Card::parse(card).is_some_and(|c| !c.candidates(my_node).is_empty())
+    }
+
+    /// The addresses of `card` (a peer's, rank `peer`) that driver `name` on node `my_node`
+    /// may try, best first; an error saying why when the card is malformed or none is
+    /// reachable.
+    pub fn reachable(card: &str, my_node: &str, name: &str, peer: u32) -> std::io::Result<Vec<SocketAddr>> {
+        let c = Card::parse(card).ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{name}: malformed card `{card}`"))
+        })?;
+        let candidates = c.candidates(my_node);
+        if candidates.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrNotAvailable,
+                format!(
+                    "{name}: cannot connect to rank {peer} (card `{card}`): no address of the card is reachable from this node"
+                ),
+            ));
+        }
+        Ok(candidates)
+    }
+
     /// Where to connect from a process on node `my_node`, best first.
     pub fn candidates(&self, my_node: &str) -> Vec<SocketAddr> {
         let same = self.node == card_node(my_node);

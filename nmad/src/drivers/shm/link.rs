@@ -356,13 +356,7 @@ impl Link for ShmLink {
     }
 
     unsafe fn send_bulk(&self, hdr: BulkHeader, src: &[Segment], token: u64) -> io::Result<()> {
-        let total = src.iter().try_fold(0u64, |a, s| a.checked_add(s.len as u64));
-        if total != Some(hdr.len) || hdr.offset.checked_add(hdr.len).is_none() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "bulk segments do not add up to hdr.len",
-            ));
-        }
+        crate::drivers::check_bulk(&hdr, src)?;
         let mut guard = self.tx.lock();
         let tx = &mut *guard;
         self.check()?;

@@ -643,13 +643,7 @@ impl Link for UdpLink {
     }
 
     unsafe fn send_bulk(&self, hdr: BulkHeader, src: &[Segment], token: u64) -> io::Result<()> {
-        let total = src.iter().try_fold(0u64, |a, s| a.checked_add(s.len as u64));
-        if total != Some(hdr.len) || hdr.offset.checked_add(hdr.len).is_none() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "bulk segments do not add up to hdr.len",
-            ));
-        }
+        crate::drivers::check_bulk(&hdr, src)?;
         if self.is_closed() {
             return Err(self.error());
         }

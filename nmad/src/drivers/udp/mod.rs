@@ -386,26 +386,14 @@ impl Driver for UdpDriver {
     }
 
     fn reaches(&self, card: &str) -> bool {
-        Card::parse(card).is_some_and(|c| !c.candidates(&self.node).is_empty())
+        Card::reaches(card, &self.node)
     }
 
     fn connect(&self, peer: PeerId, card: &str) -> io::Result<Arc<dyn Link>> {
         if self.shared.is_closed() {
             return Err(io::Error::new(io::ErrorKind::NotConnected, format!("{} is shut down", self.name)));
         }
-        let c = Card::parse(card).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, format!("malformed udp card `{card}`"))
-        })?;
-        let candidates = c.candidates(&self.node);
-        if candidates.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrNotAvailable,
-                format!(
-                    "{}: no address of rank {peer}'s card `{card}` is reachable from this node",
-                    self.name
-                ),
-            ));
-        }
+        let candidates = Card::reachable(card, &self.node, &self.name, peer)?;
         let link = handshake::connect(&self.setup, peer, &candidates).map_err(|e| {
             io::Error::new(e.kind(), format!("{}: cannot connect to rank {peer}: {e}", self.name))
         })?;
