@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Pieces of memory a datagram is sent from at most (more are gathered first).
-const MAX_PIECES: usize = 64;
+pub(super) const MAX_PIECES: usize = 64;
 
 /// Early datagrams up to this size are copied rather than kept in their receive buffer.
 const KEEP_BY_COPY: usize = 16 << 10;
@@ -72,15 +72,15 @@ pub struct Tx {
 
 /// An early datagram, kept whole until its turn.
 pub struct Kept {
-    buf: Vec<u8>,
-    data: Data,
+    pub(super) buf: Vec<u8>,
+    pub(super) data: Data,
 }
 
 pub struct Rx {
     pub receiver: Receiver<Option<Kept>>,
     packet: Vec<u8>,
     assembling: bool,
-    dest: Vec<SegmentMut>,
+    pub(super) dest: Vec<SegmentMut>,
 }
 
 pub struct UdpLink {
@@ -508,7 +508,7 @@ impl UdpLink {
 
     /// One unit in order: a packet fragment (delivered with its packet's last one) or a bulk
     /// piece (written where the sink says). A malformed sequence fails the link.
-    fn hand_over(&self, rx: &mut Rx, buf: &[u8], d: &Data, sink: &mut dyn Sink) -> usize {
+    pub(super) fn hand_over(&self, rx: &mut Rx, buf: &[u8], d: &Data, sink: &mut dyn Sink) -> usize {
         if self.is_closed() {
             return 0;
         }

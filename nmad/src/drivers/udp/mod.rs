@@ -13,6 +13,8 @@
 //!   bulk pieces written where the core says.
 //! - `wire`: the datagrams, every field checked; `sys`: `recvmmsg`, `sendmsg` to an address,
 //!   forced socket buffers, a timer fd.
+//! - `direct`: while a rendezvous streams in, each datagram's head is peeked at and a bulk
+//!   piece that is its link's next unit is received straight into the receiver's memory.
 //! - `poll` (here) reads datagrams in batches, runs the timers (probes, retransmissions,
 //!   delayed ACKs, peers silent too long), reports links that came up, finished bulk sends
 //!   and failures. Its wait fd is an epoll set of the data socket, a timer fd armed for the
@@ -40,6 +42,7 @@
 //! (cookies are opaque) and touches no other driver.
 
 mod alarm;
+mod direct;
 mod handshake;
 mod link;
 mod shared;
@@ -126,6 +129,10 @@ struct PollState {
     bufs: Vec<Vec<u8>>,
     got: Vec<(usize, Option<SocketAddr>)>,
     due: Vec<Arc<UdpLink>>,
+    /// Bulk pieces are streaming in: read each datagram in place if it can (`direct`).
+    direct: bool,
+    /// The last DATA datagram `datagram` took carried a bulk piece.
+    bulk_seen: bool,
 }
 
 /// One udp driver instance (one rail).
@@ -236,7 +243,13 @@ impl UdpDriver {
             links,
             epoll,
             timer,
-            poll: Mutex::new(PollState { bufs, got: vec![(0, None); BATCH], due: Vec::new() }),
+            poll: Mutex::new(PollState {
+                bufs,
+                got: vec![(0, None); BATCH],
+                due: Vec::new(),
+                direct: false,
+                bulk_seen: false,
+            }),
             server: Mutex::new(Some(server)),
         }))
     }
@@ -296,6 +309,7 @@ impl UdpDriver {
                 if let Some(a) = &d.ack {
                     link.on_ack(a, now);
                 }
+                st.bulk_seen = d.bulk.is_some();
                 let n = link.on_data(buf, len, d, now, sink);
                 if buf.is_empty() {
                     *buf = vec![0u8; BUFFER]; // kept by the link for later
@@ -420,7 +434,17 @@ impl Driver for UdpDriver {
                 handled += 1;
             }
         }
-        for _ in 0..BATCHES_PER_POLL {
+        let mut budget = BATCH * BATCHES_PER_POLL;
+        while budget > 0 {
+            if st.direct {
+                let Some(n) = self.receive_direct(st, sink) else { break };
+                handled += n;
+                budget -= 1;
+                if self.shared.is_closed() {
+                    return handled;
+                }
+                continue;
+            }
             let n = match sys::recv_batch(self.shared.sock_fd(), &mut st.bufs, &mut st.got) {
                 Ok(n) => n,
                 Err(e) => {
@@ -428,12 +452,16 @@ impl Driver for UdpDriver {
                     break;
                 }
             };
+            st.bulk_seen = false;
             for i in 0..n {
                 handled += self.datagram(st, i, sink);
                 if self.shared.is_closed() {
                     return handled; // the sink shut us down
                 }
             }
+            // A batch ending with a bulk piece: a rendezvous streams in; read it in place.
+            st.direct = st.bulk_seen;
+            budget = budget.saturating_sub(BATCH);
             if n < BATCH {
                 break;
             }

@@ -1,5 +1,6 @@
 //! The `libc` calls the udp driver needs beyond std and `drivers::ip::sys`: a datagram sent from
-//! scattered pieces on a connected socket, a batch of datagrams received at once (`recvmmsg`), socket
+//! scattered pieces on a connected socket, a batch of datagrams received at once (`recvmmsg`), a
+//! datagram's head peeked at and the datagram then received scattered, socket
 //! buffers beyond the unprivileged limit, a timer fd, an interface's MTU.
 //!
 //! It owns only the timer fd it creates; every other function works on fds its caller owns.
@@ -74,6 +75,53 @@ pub fn recv_batch(
         got[i] = (if truncated { usize::MAX } else { len }, from_sockaddr(&names[i]));
     }
     Ok(r)
+}
+
+/// Copies the first `head.len()` bytes of the next waiting datagram into `head`, leaving it
+/// queued: its whole length and sender, or `None` when nothing waits.
+pub fn peek(fd: RawFd, head: &mut [u8]) -> io::Result<Option<(usize, Option<SocketAddr>)>> {
+    let mut iov = libc::iovec { iov_base: head.as_mut_ptr().cast(), iov_len: head.len() };
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut name: libc::sockaddr_storage = unsafe { zeroed() };
+    // SAFETY: all-zero is a valid msghdr.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_name = (&mut name as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = size_of::<libc::sockaddr_storage>() as _;
+    // MSG_TRUNC: the datagram's real length, not what fitted.
+    let flags = libc::MSG_PEEK | libc::MSG_DONTWAIT | libc::MSG_TRUNC;
+    loop {
+        // SAFETY: `msg` points at `iov` (over `head`) and at `name`, alive and writable for
+        // the call; the kernel writes at most their sizes.
+        let r = unsafe { libc::recvmsg(fd, &mut msg, flags) };
+        match check_size(r) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+            r => return Ok(Some((r?, from_sockaddr(&name)))),
+        }
+    }
+}
+
+/// Receives the next waiting datagram scattered over `iov`; its whole length (more than the
+/// iovecs hold: it was cut).
+///
+/// # Safety
+/// Every entry of `iov` must be writable for its length during the call.
+pub unsafe fn recv_scattered(fd: RawFd, iov: &mut [libc::iovec]) -> io::Result<usize> {
+    // SAFETY: all-zero is a valid msghdr.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = iov.len() as _;
+    loop {
+        // SAFETY: `msg` points at `iov`, whose entries the caller guarantees writable for
+        // their lengths during the call.
+        let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT | libc::MSG_TRUNC) };
+        match check_size(r) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
 }
 
 fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {

@@ -109,6 +109,15 @@ impl Data {
 
     /// Decodes the fields after the header of datagram `b`.
     pub fn decode(b: &[u8]) -> Option<Data> {
+        Data::decode_head(b, b.len())
+    }
+
+    /// Decodes the fields after the header from `head`, the first bytes of a datagram of
+    /// `total` bytes (a peek at it).
+    pub fn decode_head(b: &[u8], total: usize) -> Option<Data> {
+        if b.len() > total {
+            return None;
+        }
         let f = b.get(HEADER..HEADER + DATA_FIXED)?;
         let seq = u64::from_le_bytes(f[..8].try_into().ok()?);
         let stamp = u32::from_le_bytes(f[8..12].try_into().ok()?);
@@ -130,7 +139,7 @@ impl Data {
             let cookie = u64::from_le_bytes(f[..8].try_into().ok()?);
             let offset = u64::from_le_bytes(f[8..].try_into().ok()?);
             // A bulk piece is not a packet fragment, and its end must not overflow.
-            if flags & (FIRST | LAST) != 0 || offset.checked_add((b.len() - at) as u64).is_none() {
+            if flags & (FIRST | LAST) != 0 || offset.checked_add(total.checked_sub(at)? as u64).is_none() {
                 return None;
             }
             Some((cookie, offset))
@@ -335,6 +344,23 @@ mod tests {
         h.encode(&mut bad);
         bad[2] = 9;
         assert_eq!(Header::decode(&bad), None, "another version");
+    }
+
+    #[test]
+    fn a_peeked_head_decodes_as_its_whole_datagram_does() {
+        let h = Header { kind: KIND_DATA, from: 1, link_id: 5 };
+        let mut b = Vec::new();
+        Data::encode_head(&h, 7, 3, 0, None, Some((4, 1000)), &mut b);
+        let at = b.len();
+        b.resize(at + 500, 0);
+        let whole = Data::decode(&b).unwrap();
+        assert_eq!(Data::decode_head(&b[..at], b.len()), Some(whole));
+        assert_eq!(Data::decode_head(&b[..at], at - 1), None, "a total shorter than the head");
+        assert_eq!(Data::decode_head(&b[..at - 1], b.len()), None, "a head cut inside the fields");
+        let mut far = Vec::new();
+        Data::encode_head(&h, 7, 3, 0, None, Some((4, u64::MAX - 10)), &mut far);
+        assert_eq!(Data::decode_head(&far, far.len() + 11), None, "its end past u64::MAX");
+        assert!(Data::decode_head(&far, far.len() + 10).is_some());
     }
 
     #[test]
