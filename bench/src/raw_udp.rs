@@ -6,6 +6,8 @@
 use crate::pin_to;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// Bytes the receiver acknowledges at once, at most.
@@ -89,6 +91,7 @@ pub struct RawUdp {
     /// A datagram was lost: every later call fails at once.
     failed: bool,
     peer: Option<std::thread::JoinHandle<()>>,
+    quit: Arc<AtomicBool>,
 }
 
 fn command(s: &UdpSocket, kind: u8, size: u64, n: u64) -> std::io::Result<()> {
@@ -99,13 +102,14 @@ fn command(s: &UdpSocket, kind: u8, size: u64, n: u64) -> std::io::Result<()> {
     spin_send(s, &c)
 }
 
-/// The peer's side: answers commands until told to quit.
-fn serve(b: &UdpSocket, credit: usize) -> std::io::Result<()> {
+/// The peer's side: answers commands until told to quit (by a command, or by `quit` when the
+/// command was lost).
+fn serve(b: &UdpSocket, credit: usize, quit: &AtomicBool) -> std::io::Result<()> {
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let k = loop {
             match spin_recv(b, &mut buf) {
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue, // idle between commands
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut && !quit.load(Relaxed) => continue,
                 r => break r?,
             }
         };
@@ -144,12 +148,14 @@ impl RawUdp {
         a.connect(ba)?;
         b.connect(aa)?;
         let credit = (rcvbuf(&b) / 4).clamp(DATAGRAM, CREDIT);
+        let quit = Arc::new(AtomicBool::new(false));
+        let q = quit.clone();
         let peer = std::thread::spawn(move || {
             pin_to(cpu_b);
             // Gives up (ends) at the first lost datagram or error: the caller's side reports it.
-            let _ = serve(&b, credit);
+            let _ = serve(&b, credit, &q);
         });
-        Ok(RawUdp { sock: a, credit, failed: false, peer: Some(peer) })
+        Ok(RawUdp { sock: a, credit, failed: false, peer: Some(peer), quit })
     }
 
     /// `iters` round trips of `size` bytes (at least 1: a datagram is never empty here); an
@@ -209,6 +215,8 @@ impl RawUdp {
 
 impl Drop for RawUdp {
     fn drop(&mut self) {
+        // The command may be lost: the flag ends the peer's next idle wait.
+        self.quit.store(true, Relaxed);
         let _ = command(&self.sock, b'q', 0, 0);
         if let Some(h) = self.peer.take() {
             let _ = h.join();
