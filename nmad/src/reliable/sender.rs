@@ -98,6 +98,12 @@ pub struct Sender<U> {
     probes: u32,
     /// When the cumulative point last moved (or units started waiting for it).
     progress_at: Micros,
+    /// Units acknowledged selectively (holes below them).
+    sacked: usize,
+    /// A unit went again since nothing was last in flight: send order no longer follows
+    /// sequence order. With neither this nor a selective ACK no unit can be overtaken, and the
+    /// loss scan is skipped (it walks the whole window, at every ACK).
+    resent: bool,
 }
 
 impl<U> Sender<U> {
@@ -121,6 +127,8 @@ impl<U> Sender<U> {
             ptos: 0,
             probes: 0,
             progress_at: 0,
+            sacked: 0,
+            resent: false,
         }
     }
 
@@ -181,6 +189,7 @@ impl<U> Sender<U> {
         self.loss_at = None;
         self.unsent = self.base + self.slots.len() as u64;
         self.base = self.unsent;
+        self.sacked = 0;
         self.slots.drain(..).map(|s| s.unit)
     }
 
@@ -214,6 +223,7 @@ impl<U> Sender<U> {
             s.state = State::Flight;
             s.sent_at = now;
             self.in_flight += 1;
+            self.resent = true;
             Stats::add(&self.stats.retransmits, 1);
             return Some(self.sent(seq, true, now));
         }
@@ -238,6 +248,7 @@ impl<U> Sender<U> {
     fn probe_oldest(&mut self, now: Micros) -> Option<Transmit> {
         let i = self.slots.iter().position(|s| s.state == State::Flight)?;
         self.slots[i].sent_at = now;
+        self.resent = true;
         Stats::add(&self.stats.retransmits, 1);
         Some(self.sent(self.base + i as u64, true, now))
     }
@@ -265,6 +276,7 @@ impl<U> Sender<U> {
         while self.base < ack.next {
             let s = self.slots.pop_front().expect("below `unsent`");
             self.base += 1;
+            self.sacked -= usize::from(s.state == State::Sacked);
             delivered += self.arrived(s.state, s.sent_at);
             release(s.unit);
         }
@@ -275,6 +287,7 @@ impl<U> Sender<U> {
                 if matches!(st, State::Flight | State::Lost) {
                     delivered += self.arrived(st, sent_at);
                     self.slots[i].state = State::Sacked;
+                    self.sacked += 1;
                 }
             }
         }
@@ -290,6 +303,9 @@ impl<U> Sender<U> {
             if self.recovery_end.is_some_and(|e| self.base >= e) {
                 self.recovery_end = None;
             }
+        }
+        if self.in_flight == 0 && self.lost.is_empty() {
+            self.resent = false;
         }
         let lost = if delivered > 0 { self.detect_losses(now) } else { 0 };
         if lost == 0 && self.recovery_end.is_none() {
@@ -351,7 +367,11 @@ impl<U> Sender<U> {
         let mut seen = 0;
         let mut marked = Vec::new();
         self.loss_at = None;
-        for (i, s) in self.slots.iter_mut().enumerate().rev() {
+        if self.sacked == 0 && !self.resent {
+            return 0; // units arrive in the order they went: none overtaken
+        }
+        let sent = (self.unsent - self.base) as usize;
+        for (i, s) in self.slots.range_mut(..sent).enumerate().rev() {
             match s.state {
                 State::Sacked => {
                     seen += 1;

@@ -42,7 +42,7 @@ impl UdpDriver {
             _ => return None,
         }
         st.bulk_seen = false;
-        let n = self.datagram(st, 0, sink);
+        let n = self.received(st, 0, sink);
         st.direct = st.bulk_seen;
         Some(n)
     }

@@ -10,6 +10,7 @@
 //! transfer is reported sent only once every piece is acknowledged.
 
 use super::alarm::NEVER;
+use super::segmented::{self, Batch};
 use super::shared::Shared;
 use super::sys;
 use super::wire::{self, Data, Header};
@@ -49,11 +50,11 @@ pub enum Unit {
     Bulk { job: u64, offset: u64, len: u32 },
 }
 
-struct BulkJob {
+pub(super) struct BulkJob {
     id: u64,
     token: u64,
     hdr: BulkHeader,
-    src: Vec<Segment>,
+    pub(super) src: Vec<Segment>,
     /// Bytes made into units, and acknowledged.
     pushed: u64,
     acked: u64,
@@ -61,11 +62,13 @@ struct BulkJob {
 
 pub struct Tx {
     pub sender: Sender<Unit>,
-    jobs: VecDeque<BulkJob>,
+    pub(super) jobs: VecDeque<BulkJob>,
     next_job: u64,
     /// Bulk sends whose every piece was acknowledged, to report.
     pub finished: Vec<u64>,
     head: Vec<u8>,
+    /// The heads of a segmented send's datagrams, one after the other.
+    pub(super) heads: Vec<u8>,
     /// A bulk piece scattered over more than [`MAX_PIECES`] segments, gathered.
     gathered: Vec<u8>,
 }
@@ -90,7 +93,7 @@ pub struct UdpLink {
     sock: UdpSocket,
     /// The id the peer puts in datagrams to us (random: a stranger cannot guess it).
     pub local_id: u64,
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     remote: OnceLock<Remote>,
     pub tx: Mutex<Tx>,
     pub rx: Mutex<Rx>,
@@ -102,6 +105,9 @@ pub struct UdpLink {
     pub failure_reported: AtomicBool,
     /// `tx.finished` has tokens to report.
     finished: AtomicBool,
+    /// Runs of equal datagrams go in one segmented send (UDP GSO): on paths of small
+    /// datagrams, while the kernel takes it.
+    pub(super) segmenting: AtomicBool,
     /// When the send side's and the receive side's timers next need a poll.
     tx_due: AtomicU64,
     rx_due: AtomicU64,
@@ -123,6 +129,7 @@ impl UdpLink {
                 next_job: 0,
                 finished: Vec::new(),
                 head: Vec::with_capacity(wire::MAX_DATA_OVERHEAD),
+                heads: Vec::new(),
                 gathered: Vec::new(),
             }),
             rx: Mutex::new(Rx {
@@ -138,6 +145,7 @@ impl UdpLink {
             announced: AtomicBool::new(false),
             failure_reported: AtomicBool::new(false),
             finished: AtomicBool::new(false),
+            segmenting: AtomicBool::new(false),
             tx_due: AtomicU64::new(NEVER),
             rx_due: AtomicU64::new(NEVER),
             heard: AtomicU64::new(0),
@@ -159,8 +167,13 @@ impl UdpLink {
             return;
         }
         self.heard.store(self.shared.now(), Relaxed);
+        self.segmenting.store(segmented::worth_it(remote.fragment), Relaxed);
         self.tx.lock().unwrap().sender.limit_window(window.min(in_flight).max(1));
         let _ = self.remote.set(remote);
+    }
+
+    pub(super) fn sock_fd(&self) -> std::os::fd::RawFd {
+        self.sock.as_raw_fd()
     }
 
     /// The port this link's datagrams leave from (the peer checks it).
@@ -171,7 +184,12 @@ impl UdpLink {
     /// Sends one datagram to the peer. A port unreachable (the peer's process is gone, its
     /// host said) fails the link.
     fn send(&self, iov: &[IoSlice<'_>]) -> io::Result<()> {
-        match sys::send(self.sock.as_raw_fd(), iov) {
+        self.sent(sys::send(self.sock.as_raw_fd(), iov))
+    }
+
+    /// What a send to the peer returned, a port unreachable failing the link.
+    pub(super) fn sent(&self, r: io::Result<usize>) -> io::Result<()> {
+        match r {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 self.fail(io::Error::new(
@@ -279,10 +297,20 @@ impl UdpLink {
     /// any other error fails the link.
     pub fn pump(&self, tx: &mut Tx, now: Micros) {
         let Some(remote) = self.remote.get() else { return };
+        let mut batch = Batch::default();
         loop {
             self.feed_bulk(tx, remote, now);
-            let Some(t) = tx.sender.next_transmit(now) else { break };
-            if let Err(e) = self.transmit(tx, remote, t) {
+            let Some(first) = batch.carried.take().or_else(|| tx.sender.next_transmit(now)) else { break };
+            batch.units.clear();
+            let seg = self.segment_size(tx, &first);
+            if let Some(seg) = seg {
+                self.collect(tx, remote, now, first, seg, &mut batch);
+            }
+            let r = match seg {
+                Some(seg) if batch.units.len() > 1 => self.transmit_segmented(tx, remote, &batch.units, seg),
+                _ => self.transmit(tx, remote, first),
+            };
+            if let Err(e) = r {
                 use io::ErrorKind::*;
                 // A local firewall dropping the datagram says EPERM: a loss like another.
                 let passing = matches!(
@@ -294,7 +322,10 @@ impl UdpLink {
                         | NetworkUnreachable
                         | PermissionDenied
                 ) || e.raw_os_error() == Some(libc::ENOBUFS);
-                if !passing {
+                if !passing && batch.units.len() > 1 && self.segmenting.swap(false, Relaxed) {
+                    // The kernel or the device cannot cut datagrams: lost, sent one by one again.
+                    log::debug!("udp link to rank {}: no UDP GSO ({e}); datagrams go one by one", self.peer);
+                } else if !passing {
                     self.fail(io::Error::new(
                         e.kind(),
                         format!("sending to rank {} at {}: {e}", self.peer, remote.addr),
@@ -307,7 +338,7 @@ impl UdpLink {
     }
 
     /// Keeps about a window's worth of bulk pieces queued in the sender.
-    fn feed_bulk(&self, tx: &mut Tx, remote: &Remote, now: Micros) {
+    pub(super) fn feed_bulk(&self, tx: &mut Tx, remote: &Remote, now: Micros) {
         let want = tx.sender.cwnd().max(8) as usize;
         while tx.sender.unsent() < want {
             let Some(job) = tx.jobs.iter_mut().find(|j| j.pushed < j.hdr.len) else { return };
@@ -322,34 +353,21 @@ impl UdpLink {
         let ack = self.owed_ack();
         let h = Header { kind: wire::KIND_DATA, from: self.shared.rank, link_id: remote.id };
         let mut iov: SmallVec<[IoSlice<'_>; 8]> = SmallVec::new();
-        let ack_now = if t.ack_now { wire::ACK_NOW } else { 0 };
         let Tx { sender, jobs, head, gathered, .. } = tx;
         head.clear();
-        match sender.unit(t.seq) {
-            Unit::Fragment { bytes, flags } => {
-                Data::encode_head(&h, t.seq, t.stamp, flags | ack_now, ack.as_ref(), None, head);
-                iov.push(IoSlice::new(head));
-                iov.push(IoSlice::new(bytes));
-            }
-            &Unit::Bulk { job, offset, len } => {
-                let j = jobs.iter().find(|j| j.id == job).expect("a job outlives its units");
-                // The last piece of a transfer asks for its ACK at once: the sender waits for it.
-                let last = if offset + u64::from(len) == j.hdr.len { wire::ACK_NOW } else { 0 };
-                let bulk = Some((j.hdr.cookie, j.hdr.offset + offset));
-                Data::encode_head(&h, t.seq, t.stamp, ack_now | last, ack.as_ref(), bulk, head);
-                iov.push(IoSlice::new(head));
-                // SAFETY: the job's memory stays valid until `bulk_sent` (send_bulk's contract),
-                // which is reported only after this unit is acknowledged.
-                unsafe { pieces(&j.src, offset, u64::from(len), &mut iov) };
-                if iov.len() > MAX_PIECES {
-                    // Finely strided memory: one copy beats thousands of iovecs (and the
-                    // kernel's limit of 1024).
-                    gathered.clear();
-                    iov[1..].iter().for_each(|s| gathered.extend_from_slice(s));
-                    iov.truncate(1);
-                    iov.push(IoSlice::new(gathered));
-                }
-            }
+        let unit = sender.unit(t.seq);
+        encode_head(&h, &t, unit, jobs, ack.as_ref(), head);
+        iov.push(IoSlice::new(head));
+        // SAFETY: a bulk job's memory stays valid until `bulk_sent` (send_bulk's contract),
+        // which is reported only after this unit is acknowledged.
+        unsafe { payload(unit, jobs, &mut iov) };
+        if iov.len() > MAX_PIECES {
+            // Finely strided memory: one copy beats thousands of iovecs (and the kernel's
+            // limit of 1024).
+            gathered.clear();
+            iov[1..].iter().for_each(|s| gathered.extend_from_slice(s));
+            iov.truncate(1);
+            iov.push(IoSlice::new(gathered));
         }
         if ack.is_some() {
             self.rx_due.store(NEVER, Release);
@@ -575,7 +593,12 @@ impl UdpLink {
 ///
 /// # Safety
 /// The segments must be valid for reads for as long as `iov` is used.
-unsafe fn pieces<'a>(src: &[Segment], offset: u64, len: u64, iov: &mut SmallVec<[IoSlice<'a>; 8]>) {
+unsafe fn pieces<'a, A: smallvec::Array<Item = IoSlice<'a>>>(
+    src: &[Segment],
+    offset: u64,
+    len: u64,
+    iov: &mut SmallVec<A>,
+) {
     let (start, end) = (offset as usize, (offset + len) as usize);
     let mut pos = 0;
     for s in src {
@@ -589,6 +612,51 @@ unsafe fn pieces<'a>(src: &[Segment], offset: u64, len: u64, iov: &mut SmallVec<
             break;
         }
     }
+}
+
+/// Encodes the head of unit `t` (`unit`, of `jobs` if a bulk piece) at the end of `out`, with
+/// `ack` piggybacked if any.
+pub(super) fn encode_head(
+    h: &Header,
+    t: &Transmit,
+    unit: &Unit,
+    jobs: &VecDeque<BulkJob>,
+    ack: Option<&Ack>,
+    out: &mut Vec<u8>,
+) {
+    let ack_now = if t.ack_now { wire::ACK_NOW } else { 0 };
+    match unit {
+        Unit::Fragment { flags, .. } => Data::encode_head(h, t.seq, t.stamp, flags | ack_now, ack, None, out),
+        &Unit::Bulk { job, offset, len } => {
+            let j = job_of(jobs, job);
+            // The last piece of a transfer asks for its ACK at once: the sender waits for it.
+            let last = if offset + u64::from(len) == j.hdr.len { wire::ACK_NOW } else { 0 };
+            let bulk = Some((j.hdr.cookie, j.hdr.offset + offset));
+            Data::encode_head(h, t.seq, t.stamp, ack_now | last, ack, bulk, out);
+        }
+    }
+}
+
+/// Appends to `iov` the memory `unit`'s payload is read from.
+///
+/// # Safety
+/// A bulk piece's job memory must be valid for reads for as long as `iov` is used.
+pub(super) unsafe fn payload<'a, A: smallvec::Array<Item = IoSlice<'a>>>(
+    unit: &'a Unit,
+    jobs: &'a VecDeque<BulkJob>,
+    iov: &mut SmallVec<A>,
+) {
+    match unit {
+        Unit::Fragment { bytes, .. } => iov.push(IoSlice::new(bytes)),
+        &Unit::Bulk { job, offset, len } => {
+            // SAFETY: the caller's contract.
+            unsafe { pieces(&job_of(jobs, job).src, offset, u64::from(len), iov) }
+        }
+    }
+}
+
+pub(super) fn job_of(jobs: &VecDeque<BulkJob>, id: u64) -> &BulkJob {
+    jobs.iter().find(|j| j.id == id).expect("a job outlives its units")
 }
 
 impl Link for UdpLink {
@@ -697,7 +765,7 @@ mod tests {
     fn bulk_pieces_span_segments() {
         let (a, b) = ([1u8; 5], [2u8; 7]);
         let src = [Segment { ptr: a.as_ptr(), len: 5 }, Segment { ptr: b.as_ptr(), len: 7 }];
-        let mut iov = SmallVec::new();
+        let mut iov: SmallVec<[IoSlice<'_>; 8]> = SmallVec::new();
         // SAFETY: both arrays outlive `iov`.
         unsafe { pieces(&src, 3, 6, &mut iov) };
         let got: Vec<u8> = iov.iter().flat_map(|s| s.iter().copied()).collect();

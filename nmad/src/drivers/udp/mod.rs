@@ -13,6 +13,8 @@
 //!   bulk pieces written where the core says.
 //! - `wire`: the datagrams, every field checked; `sys`: `recvmmsg`, `sendmsg` to an address,
 //!   forced socket buffers, a timer fd.
+//! - `segmented`: on paths of small datagrams, runs of them go in one send the kernel cuts
+//!   (UDP GSO).
 //! - `direct`: while a rendezvous streams in, each datagram's head is peeked at and a bulk
 //!   piece that is its link's next unit is received straight into the receiver's memory.
 //! - `poll` (here) reads datagrams in batches, runs the timers (probes, retransmissions,
@@ -45,6 +47,7 @@ mod alarm;
 mod direct;
 mod handshake;
 mod link;
+mod segmented;
 mod shared;
 mod sys;
 pub mod wire;
@@ -63,7 +66,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use sys::{BATCH, TimerFd};
+use sys::{BATCH, Got, TimerFd};
 use tools::admission::RejectLog;
 use wire::{Data, Header};
 
@@ -127,7 +130,9 @@ impl UdpOptions {
 /// What one poll reuses: the receive buffers and their lengths and senders.
 struct PollState {
     bufs: Vec<Vec<u8>>,
-    got: Vec<(usize, Option<SocketAddr>)>,
+    got: Vec<Got>,
+    /// One datagram of a run the kernel coalesced, copied out.
+    segment: Vec<u8>,
     due: Vec<Arc<UdpLink>>,
     /// Bulk pieces are streaming in: read each datagram in place if it can (`direct`).
     direct: bool,
@@ -146,6 +151,8 @@ pub struct UdpDriver {
     links: Arc<Links>,
     epoll: Epoll,
     timer: TimerFd,
+    /// The data socket takes coalesced runs of datagrams (UDP GRO).
+    gro: bool,
     poll: Mutex<PollState>,
     server: Mutex<Option<Server>>,
 }
@@ -202,6 +209,10 @@ impl UdpDriver {
             })
             .unwrap_or(1500 - header)
             .min(LOOPBACK_DATAGRAM);
+        // Small datagrams: let the kernel hand over runs of them at once (and keep a peer's
+        // segmented send whole). Large ones are read in place instead (`direct`), which a
+        // coalesced run would defeat.
+        let gro = segmented::worth_it(datagram) && sys::enable_gro(data.as_raw_fd());
         let rejects = RejectLog::new(format!("nmad {name} (rank {})", env.rank), Duration::from_secs(5));
         let timeouts = (opts.dead_after.as_micros() as u64, opts.heartbeat.as_micros() as u64);
         let busy = opts.protocol.window as usize;
@@ -243,9 +254,11 @@ impl UdpDriver {
             links,
             epoll,
             timer,
+            gro,
             poll: Mutex::new(PollState {
                 bufs,
-                got: vec![(0, None); BATCH],
+                got: vec![Got::default(); BATCH],
+                segment: Vec::new(),
                 due: Vec::new(),
                 direct: false,
                 bulk_seen: false,
@@ -264,11 +277,16 @@ impl UdpDriver {
         self.shared.sock.local_addr()
     }
 
-    /// One datagram of the batch: checked, then handed to its link. Returns the units it
-    /// delivered (or 1 for a control datagram that did something).
-    fn datagram(&self, st: &mut PollState, i: usize, sink: &mut dyn Sink) -> usize {
-        let (len, from) = st.got[i];
-        let buf = &mut st.bufs[i];
+    /// One datagram (the first `len` bytes of `buf`, from `from`): checked, then handed to
+    /// its link. Returns the units it delivered (or 1 for a control datagram that did
+    /// something); `bulk_seen` tells whether it was DATA and carried a bulk piece.
+    fn datagram(
+        &self,
+        buf: &mut Vec<u8>,
+        (len, from): (usize, Option<SocketAddr>),
+        bulk_seen: &mut bool,
+        sink: &mut dyn Sink,
+    ) -> usize {
         let from_str = || from.map_or("an unknown address".to_string(), |a| a.to_string());
         if len > buf.len() {
             self.shared.stranger(from_str(), "a datagram longer than any we send");
@@ -309,7 +327,7 @@ impl UdpDriver {
                 if let Some(a) = &d.ack {
                     link.on_ack(a, now);
                 }
-                st.bulk_seen = d.bulk.is_some();
+                *bulk_seen = d.bulk.is_some();
                 let n = link.on_data(buf, len, d, now, sink);
                 if buf.is_empty() {
                     *buf = vec![0u8; BUFFER]; // kept by the link for later
@@ -339,6 +357,26 @@ impl UdpDriver {
                 1
             }
         }
+    }
+
+    /// What receive `i` of the batch brought: a datagram, or a run of them the kernel
+    /// coalesced (each taken apart and copied out).
+    fn received(&self, st: &mut PollState, i: usize, sink: &mut dyn Sink) -> usize {
+        let Got { len, from, segment } = st.got[i];
+        let PollState { bufs, segment: one, bulk_seen, .. } = st;
+        if segment == 0 || len <= segment || len > bufs[i].len() {
+            return self.datagram(&mut bufs[i], (len, from), bulk_seen, sink);
+        }
+        let mut handled = 0;
+        for piece in bufs[i][..len].chunks(segment) {
+            one.clear();
+            one.extend_from_slice(piece);
+            handled += self.datagram(one, (piece.len(), from), bulk_seen, sink);
+            if self.shared.is_closed() {
+                break;
+            }
+        }
+        handled
     }
 
     /// Timers, finished bulk sends and failures: the work no datagram brought.
@@ -454,13 +492,13 @@ impl Driver for UdpDriver {
             };
             st.bulk_seen = false;
             for i in 0..n {
-                handled += self.datagram(st, i, sink);
+                handled += self.received(st, i, sink);
                 if self.shared.is_closed() {
                     return handled; // the sink shut us down
                 }
             }
             // A batch ending with a bulk piece: a rendezvous streams in; read it in place.
-            st.direct = st.bulk_seen;
+            st.direct = st.bulk_seen && !self.gro;
             budget = budget.saturating_sub(BATCH);
             if n < BATCH {
                 break;

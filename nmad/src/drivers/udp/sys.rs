@@ -1,5 +1,5 @@
 //! The `libc` calls the udp driver needs beyond std and `drivers::ip::sys`: a datagram sent from
-//! scattered pieces on a connected socket, a batch of datagrams received at once (`recvmmsg`), a
+//! scattered pieces on a connected socket (or several, cut by the kernel: UDP GSO), a batch of datagrams received at once (`recvmmsg`), a
 //! datagram's head peeked at and the datagram then received scattered, socket
 //! buffers beyond the unprivileged limit, a timer fd, an interface's MTU.
 //!
@@ -31,18 +31,72 @@ pub fn send(fd: RawFd, iov: &[IoSlice<'_>]) -> io::Result<usize> {
     }
 }
 
+/// `UDP_SEGMENT` (linux/udp.h): a send's payload is cut into datagrams of this many bytes.
+const UDP_SEGMENT: libc::c_int = 103;
+
+/// Sends the bytes of `iov` as datagrams of `segment` bytes each (the last may be shorter) in
+/// one call: the kernel cuts them late (UDP GSO), so a path of small datagrams costs one trip
+/// through the stack per call, not per datagram. Errors as [`send`]'s; `InvalidInput` or
+/// `Unsupported` where the kernel cannot.
+pub fn send_segmented(fd: RawFd, iov: &[IoSlice<'_>], segment: u16) -> io::Result<usize> {
+    // Room for one cmsg carrying a u16, aligned as cmsghdr wants.
+    let mut control = [0u64; 4];
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as usize;
+    debug_assert!(space <= size_of::<[u64; 4]>());
+    // SAFETY: all-zero is a valid msghdr.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_iov = iov.as_ptr().cast_mut().cast();
+    msg.msg_iovlen = iov.len() as _;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    // SAFETY: `msg` has a control buffer of `space` bytes, enough for one cmsg holding a u16
+    // (checked above), so CMSG_FIRSTHDR is non-null and its data has room for the u16.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_UDP;
+        (*c).cmsg_type = UDP_SEGMENT;
+        (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), segment);
+    }
+    loop {
+        // SAFETY: `msg` points at `iov` and `control`, alive and readable for the call.
+        let r = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+        match check_size(r) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
 /// Datagrams received at once, at most.
 pub const BATCH: usize = 32;
 
+/// What one receive of a batch brought.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Got {
+    /// Its length (`usize::MAX`: longer than its buffer).
+    pub len: usize,
+    pub from: Option<SocketAddr>,
+    /// Datagrams of this many bytes coalesced by the kernel (UDP GRO; the last may be
+    /// shorter); 0: one datagram.
+    pub segment: usize,
+}
+
+/// `UDP_GRO` (linux/udp.h): the kernel may hand over runs of datagrams of one size at once.
+const UDP_GRO: libc::c_int = 104;
+
+/// Lets the kernel coalesce runs of datagrams of one size from one sender (UDP GRO; a run the
+/// sender's kernel did not cut yet stays whole). Whether the kernel took it.
+pub fn enable_gro(fd: RawFd) -> bool {
+    set_int(fd, libc::SOL_UDP, UDP_GRO, 1).is_ok()
+}
+
 /// Receives up to `bufs.len()` (≤ [`BATCH`]) datagrams without blocking: fills `got[i]` with
-/// the length and sender of the datagram written into `bufs[i]`, and returns how many came (0:
-/// none waiting). A datagram longer than its buffer is reported with its true length (the
-/// caller drops it).
-pub fn recv_batch(
-    fd: RawFd,
-    bufs: &mut [Vec<u8>],
-    got: &mut [(usize, Option<SocketAddr>)],
-) -> io::Result<usize> {
+/// the length, sender and coalescing of what was written into `bufs[i]`, and returns how many
+/// came (0: none waiting). A datagram longer than its buffer is reported with length
+/// `usize::MAX` (the caller drops it).
+pub fn recv_batch(fd: RawFd, bufs: &mut [Vec<u8>], got: &mut [Got]) -> io::Result<usize> {
     let n = bufs.len().min(BATCH).min(got.len());
     // SAFETY: all-zero is valid for these plain C structures.
     let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
@@ -50,16 +104,22 @@ pub fn recv_batch(
     let mut names: [libc::sockaddr_storage; BATCH] = unsafe { zeroed() };
     // SAFETY: as above.
     let mut msgs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
+    // Room for one cmsg holding an int per message (u64s: aligned as cmsghdr wants).
+    let mut control = [[0u64; 4]; BATCH];
     for i in 0..n {
         iov[i] = libc::iovec { iov_base: bufs[i].as_mut_ptr().cast(), iov_len: bufs[i].len() };
-        msgs[i].msg_hdr.msg_iov = &mut iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-        msgs[i].msg_hdr.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
-        msgs[i].msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as _;
+        let h = &mut msgs[i].msg_hdr;
+        h.msg_iov = &mut iov[i];
+        h.msg_iovlen = 1;
+        h.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
+        h.msg_namelen = size_of::<libc::sockaddr_storage>() as _;
+        h.msg_control = control[i].as_mut_ptr().cast();
+        h.msg_controllen = size_of::<[u64; 4]>() as _;
     }
     let r = loop {
-        // SAFETY: `msgs[..n]` point at iovecs over our buffers and at our address slots, all
-        // alive and writable for the call; the kernel writes at most that much.
+        // SAFETY: `msgs[..n]` point at iovecs over our buffers, at our address slots and at
+        // our control buffers, all alive and writable for the call; the kernel writes at most
+        // their sizes.
         let r = unsafe {
             libc::recvmmsg(fd, msgs.as_mut_ptr(), n as _, libc::MSG_DONTWAIT, std::ptr::null_mut())
         };
@@ -70,11 +130,36 @@ pub fn recv_batch(
         }
     };
     for i in 0..r {
-        let truncated = msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+        let h = &msgs[i].msg_hdr;
+        let truncated = h.msg_flags & libc::MSG_TRUNC != 0;
         let len = msgs[i].msg_len as usize;
-        got[i] = (if truncated { usize::MAX } else { len }, from_sockaddr(&names[i]));
+        got[i] = Got {
+            len: if truncated { usize::MAX } else { len },
+            from: from_sockaddr(&names[i]),
+            segment: gro_segment(h),
+        };
     }
     Ok(r)
+}
+
+/// The segment size a `UDP_GRO` control message of `h` gives (0: none).
+fn gro_segment(h: &libc::msghdr) -> usize {
+    if h.msg_controllen == 0 || h.msg_flags & libc::MSG_CTRUNC != 0 {
+        return 0;
+    }
+    // SAFETY: `h` was filled by recvmmsg: its control buffer holds `msg_controllen` bytes of
+    // well-formed cmsgs, which CMSG_FIRSTHDR/CMSG_NXTHDR walk within.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
+                let v = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
+                return v.max(0) as usize;
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    0
 }
 
 /// Copies the first `head.len()` bytes of the next waiting datagram into `head`, leaving it
