@@ -18,8 +18,15 @@
  * CLOCK_MONOTONIC, not MPI_Wtime, so every library is timed by the same clock. Only
  * point-to-point calls are used (ranks synchronize by a zero-byte exchange).
  *
- * Usage: pingpong [lat|bw|both] [reps] [quick] (default: both, 5 repetitions; `quick` measures
- * fewer sizes). Pinning is the launcher's or a wrapper's business.
+ *   tail:      8 B, 64 KiB and 1 MiB (not quick): round trips timed one by one (2,000, 300 at
+ *              1 MiB; quick 500, 100), one-way = round trip / 2; two records per size, the median
+ *              and the 99th percentile (madbench loss: latency tails under packet loss):
+ *   m bench=tail50 size=<bytes> median=<p50 ns> min=<ns> max=<ns> unit=ns iterations=<n>
+ *   m bench=tail99 size=<bytes> median=<p99 ns> min=<ns> max=<ns> unit=ns iterations=<n>
+ *
+ * Usage: pingpong [lat|bw|both|tail] [reps] [quick] [lossy] (default: both, 5 repetitions;
+ * `quick` measures fewer sizes; `lossy` streams a quarter of the windows per repetition: a
+ * lossy network's tcp can be 100x slower). Pinning is the launcher's or a wrapper's business.
  */
 #define _GNU_SOURCE
 #define BENCH_NAME "pingpong"
@@ -103,6 +110,29 @@ static double stream(int rank, char *buf, int size, int n)
     return now_ns() - t;
 }
 
+/* Round trips of `size` bytes timed one by one: rank 0 prints their one-way median and 99th
+ * percentile. */
+static void tail(int rank, char *buf, int size, int n)
+{
+    double *v = malloc(sizeof(double) * n);
+    if (!v) {
+        fprintf(stderr, "pingpong: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    pingpong(rank, buf, size, n / 10 + 1);
+    for (int i = 0; i < n; i++)
+        v[i] = pingpong(rank, buf, size, 1) / 2.0;
+    if (rank == 0) {
+        qsort(v, n, sizeof(double), cmp_double);
+        printf("m bench=tail50 size=%d median=%.1f min=%.1f max=%.1f unit=ns iterations=%d\n", size, v[n / 2],
+               v[0], v[n - 1], n);
+        printf("m bench=tail99 size=%d median=%.1f min=%.1f max=%.1f unit=ns iterations=%d\n", size,
+               v[(int)(n * 0.99)], v[0], v[n - 1], n);
+        fflush(stdout);
+    }
+    free(v);
+}
+
 /* Prints "<kind> <size> <median> <min> <max> <iters> <reps>" from per-repetition values. */
 static void report(const char *bench, int size, double *v, int reps, int iters, const char *unit)
 {
@@ -114,7 +144,7 @@ static void report(const char *bench, int size, double *v, int reps, int iters, 
 
 int main(int argc, char **argv)
 {
-    int rank, nprocs, reps = 5, quick = 0, do_lat = 1, do_bw = 1;
+    int rank, nprocs, reps = 5, quick = 0, lossy = 0, do_lat = 1, do_bw = 1, do_tail = 0;
     double v[MAX_REPS];
     char *buf = NULL;
 
@@ -124,8 +154,12 @@ int main(int argc, char **argv)
             do_bw = 0;
         else if (!strcmp(argv[i], "bw"))
             do_lat = 0;
+        else if (!strcmp(argv[i], "tail"))
+            do_tail = 1, do_lat = do_bw = 0;
         else if (!strcmp(argv[i], "quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "lossy"))
+            lossy = 1;
         else if (strcmp(argv[i], "both"))
             reps = atoi(argv[i]);
     }
@@ -133,7 +167,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (nprocs != 2 || reps < 1 || reps > MAX_REPS) {
         if (rank == 0)
-            fprintf(stderr, "usage: run 2 ranks of pingpong [lat|bw|both] [reps: 1..%d] [quick]\n", MAX_REPS);
+            fprintf(stderr, "usage: run 2 ranks of pingpong [lat|bw|both|tail] [reps: 1..%d] [quick] [lossy]\n",
+                    MAX_REPS);
         MPI_Finalize();
         return 2;
     }
@@ -164,6 +199,8 @@ int main(int argc, char **argv)
     }
     for (int size = 65536; do_bw && size <= MAX_SIZE; size *= bw_step) {
         int n = bw_iters(size);
+        if (lossy)
+            n = (n + 3) / 4;
         stream(rank, buf, size, 1);
         for (int r = 0; r < reps; r++) {
             sync_with(peer, TAG_SYNC);
@@ -172,6 +209,12 @@ int main(int argc, char **argv)
         }
         if (rank == 0)
             report("bw", size, v, reps, n, "MB/s");
+    }
+    if (do_tail) {
+        tail(rank, buf, 8, quick ? 500 : 2000);
+        tail(rank, buf, 65536, quick ? 500 : 2000);
+        if (!quick)
+            tail(rank, buf, 1 << 20, 300);
     }
     free(buf);
     MPI_Finalize();

@@ -143,3 +143,40 @@ fn coll_algos_measures_every_algorithm() {
     assert!(stdout.contains("each forced in turn"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `madbench loss` makes its lossy namespace, runs ours over udp and tcp in it, prints both
+/// tables and removes the namespace. Root with `ip` and `nft` only (what `./run test` has).
+#[test]
+#[cfg_attr(debug_assertions, ignore = "release builds only: madbench needs the release libmpi.so beside it")]
+fn loss_stage_measures_inside_a_lossy_namespace_and_cleans_up() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !have("ip") || !have("nft") {
+        eprintln!("skipped: madbench loss needs root, ip and nft");
+        return;
+    }
+    let lossy = || {
+        let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines().filter(|l| l.starts_with("madbench-loss-")).map(String::from).collect::<Vec<_>>()
+    };
+    let before = lossy();
+    let exe = Path::new(env!("CARGO_BIN_EXE_madbench"));
+    let dir = std::env::temp_dir().join(format!("madbench-loss-{}", std::process::id()));
+    let out = Command::new(exe)
+        .args([
+            "loss", "--quick", "--quiet", "--loss", "1", "--only", "madmpi", "--rounds", "1", "--reps", "1",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .expect("madbench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "madbench failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let goodput = stdout.lines().skip_while(|l| !l.starts_with("Goodput under 1 % packet loss"));
+    let row = goodput.into_iter().find(|l| l.starts_with("| 64 KiB")).expect("a goodput row");
+    let udp: f64 = row.split('|').nth(2).unwrap().trim().parse().unwrap_or_else(|_| panic!("{row}"));
+    assert!(udp > 0.0, "{row}");
+    assert!(stdout.contains("One-way latency under 1 % packet loss"), "{stdout}");
+    assert_eq!(lossy(), before, "a namespace was left behind");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,6 +9,7 @@
 
 pub mod coll_algos;
 pub mod figures;
+pub mod loss;
 pub mod options;
 pub mod output;
 pub mod progress;
@@ -129,6 +130,7 @@ pub fn run(opts: &Options, exe: &Path) -> i32 {
             Stage::Coll => ctx.collectives(&mut p, (c0, c1)),
             Stage::CollAlgos => ctx.coll_algos(&mut p, (c0, c1)),
             Stage::Rma => ctx.rma(&mut p),
+            Stage::Loss => ctx.loss(&mut p),
         };
         p.clear();
         print_tables(stage, &ms, &all);
@@ -308,6 +310,7 @@ fn count_steps(o: &Options) -> usize {
             Stage::Mt => libs,
             Stage::Coll => libs * COLL_RANKS.len(),
             Stage::CollAlgos => ours * coll_algos::steps(),
+            Stage::Loss => o.rounds as usize * o.loss.len() * loss::steps(&o.libs),
             Stage::Rma => o.transports.iter().map(|&t| rma::variants(&o.libs, t).len()).sum(),
             Stage::Limits | Stage::Overhead | Stage::Sched => 1,
         })
@@ -496,6 +499,7 @@ pub fn stage_tables(stage: Stage, all: &[Measurement]) -> Vec<tables::Table> {
             ));
         }
         Stage::Rma => out.extend(rma::tables(all)),
+        Stage::Loss => out.extend(loss::tables(all)),
         Stage::Mt => {
             out.extend(tables::pivot(
                 all,

@@ -5,9 +5,11 @@ use crate::record::Impl;
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
-usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched | mt | limits | coll | rma]...
+usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched | mt | limits | coll | rma
+                 | coll-algos | loss]...
                 [--quick] [--json[=FILE]] [--out DIR] [--only madmpi,mpich,openmpi]
-                [--transport shm,tcp,udp] [--reps N] [--rounds N] [--policy NAME] [--no-plots] [--quiet]
+                [--transport shm,tcp,udp] [--reps N] [--rounds N] [--policy NAME] [--loss P,...]
+                [--no-plots] [--quiet]
 
   all          every benchmark (the default): about 5 minutes on 2 cores
   pingpong     MPI latency 0 B-4 MiB over shm and tcp, beside MPICH and Open MPI
@@ -28,6 +30,10 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
   coll-algos   not in `all`: each of our algorithms forced in turn (MADMPI_COLL_*) for bcast,
                allreduce, allgather, alltoall, 64 B-1 MiB, at 2 and 4 ranks: where the choice
                should switch on this machine
+  loss         not in `all` (root, `ip` and `nft`): goodput (64 KiB-16 MiB streaming) and one-way
+               latency medians and 99th percentiles (8 B, 64 KiB, 1 MiB) under random packet loss:
+               per rate, a network namespace whose nftables rule drops that share of every TCP
+               and UDP packet; ours over udp and tcp beside MPICH and Open MPI over tcp
 
   --quick      a smoke run (about 90 s): fewer sizes and points
   --json       one JSON object per measurement and line, to FILE (bench-results/madbench.json)
@@ -37,6 +43,7 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
                MPICH and Open MPI over their tcp)
   --reps N     repetitions per point (5); --rounds N: interleaved rounds of pingpong/bw (3; quick 1)
   --policy P   our pioman policy for every MPI benchmark but reactivity (default: the library's own)
+  --loss P,... the loss rates of `loss`, in percent (1,5; 0 measures the namespace without loss)
 ";
 
 /// A benchmark of the suite, in running order.
@@ -54,6 +61,8 @@ pub enum Stage {
     Rma,
     /// Our collective algorithms side by side (not part of `all`).
     CollAlgos,
+    /// Goodput and latency tails under packet loss (not part of `all`: root only).
+    Loss,
 }
 
 impl Stage {
@@ -83,13 +92,14 @@ impl Stage {
             Stage::Coll => "coll",
             Stage::Rma => "rma",
             Stage::CollAlgos => "coll-algos",
+            Stage::Loss => "loss",
         }
     }
 
     /// The C program of `bench/mpi/` it runs, if any.
     pub fn program(self) -> Option<&'static str> {
         match self {
-            Stage::Pingpong | Stage::Bw => Some("pingpong"),
+            Stage::Pingpong | Stage::Bw | Stage::Loss => Some("pingpong"),
             Stage::Overlap => Some("overlap"),
             Stage::Reactivity => Some("reactivity"),
             Stage::Mt => Some("mt"),
@@ -112,6 +122,8 @@ pub struct Options {
     pub reps: u32,
     pub rounds: u32,
     pub policy: Option<String>,
+    /// The loss rates of `loss`, in percent.
+    pub loss: Vec<f64>,
     pub plots: bool,
     pub quiet: bool,
 }
@@ -130,6 +142,7 @@ impl Options {
             reps: 5,
             rounds: 0,
             policy: None,
+            loss: vec![1.0, 5.0],
             plots: true,
             quiet: false,
         };
@@ -154,6 +167,7 @@ impl Options {
                 }
                 "--out" => o.out = PathBuf::from(value("--out")?),
                 "--policy" => o.policy = Some(value("--policy")?),
+                "--loss" => o.loss = loss_rates(&value("--loss")?)?,
                 "--reps" => o.reps = count(&value("--reps")?, "--reps", 99)?,
                 "--rounds" => o.rounds = count(&value("--rounds")?, "--rounds", 20)?,
                 "--only" => {
@@ -177,10 +191,13 @@ impl Options {
                         })
                         .collect::<Result<_, _>>()?;
                 }
-                s => match Stage::ALL.iter().chain(&[Stage::CollAlgos]).find(|st| st.name() == s) {
-                    Some(&st) => o.asked.push(st),
-                    None => return Err(format!("unknown argument {s:?}\n\n{USAGE}")),
-                },
+                s => {
+                    match Stage::ALL.iter().chain(&[Stage::CollAlgos, Stage::Loss]).find(|st| st.name() == s)
+                    {
+                        Some(&st) => o.asked.push(st),
+                        None => return Err(format!("unknown argument {s:?}\n\n{USAGE}")),
+                    }
+                }
             }
         }
         if all {
@@ -237,6 +254,22 @@ impl Options {
     }
 }
 
+/// `1,5` → [1.0, 5.0]: percentages in 0 ≤ p < 100.
+fn loss_rates(v: &str) -> Result<Vec<f64>, String> {
+    let mut rates: Vec<f64> = v
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|p| (0.0..100.0).contains(p))
+                .ok_or_else(|| format!("--loss: {s:?} is not a percentage in 0..100"))
+        })
+        .collect::<Result<_, _>>()?;
+    rates.dedup();
+    Ok(rates)
+}
+
 fn count(v: &str, name: &str, max: u32) -> Result<u32, String> {
     v.parse::<u32>()
         .ok()
@@ -285,5 +318,18 @@ mod tests {
             assert!(!e.is_empty(), "{bad}");
         }
         assert!(parse("--help").unwrap_err().starts_with("usage"));
+    }
+
+    #[test]
+    fn loss_rates_are_percentages() {
+        let o = parse("loss").unwrap();
+        assert_eq!(o.stages(), [Stage::Loss]);
+        assert_eq!(o.loss, [1.0, 5.0]);
+        assert_eq!(o.programs(), ["pingpong"]);
+        assert_eq!(parse("loss --loss 0,0.5,20").unwrap().loss, [0.0, 0.5, 20.0]);
+        for bad in ["--loss 100", "--loss -1", "--loss x", "--loss 1,,2"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert!(!parse("").unwrap().stages().contains(&Stage::Loss), "not in all");
     }
 }
