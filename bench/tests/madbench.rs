@@ -7,7 +7,7 @@
 //! measure nothing worth reading).
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 fn have(tool: &str) -> bool {
     Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
@@ -145,7 +145,8 @@ fn coll_algos_measures_every_algorithm() {
 }
 
 /// `madbench loss` makes its lossy namespace, runs ours over udp and tcp in it, prints both
-/// tables and removes the namespace. Root with `ip` and `nft` only (what `./run test` has).
+/// tables (with numbers in the udp columns) and removes the namespace. Root with `ip` and `nft`
+/// only (what `./run test` has); skipped otherwise.
 #[test]
 #[cfg_attr(debug_assertions, ignore = "release builds only: madbench needs the release libmpi.so beside it")]
 fn loss_stage_measures_inside_a_lossy_namespace_and_cleans_up() {
@@ -154,29 +155,36 @@ fn loss_stage_measures_inside_a_lossy_namespace_and_cleans_up() {
         eprintln!("skipped: madbench loss needs root, ip and nft");
         return;
     }
-    let lossy = || {
-        let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.lines().filter(|l| l.starts_with("madbench-loss-")).map(String::from).collect::<Vec<_>>()
-    };
-    let before = lossy();
     let exe = Path::new(env!("CARGO_BIN_EXE_madbench"));
     let dir = std::env::temp_dir().join(format!("madbench-loss-{}", std::process::id()));
-    let out = Command::new(exe)
+    let child = Command::new(exe)
         .args([
             "loss", "--quick", "--quiet", "--loss", "1", "--only", "madmpi", "--rounds", "1", "--reps", "1",
         ])
         .arg("--out")
         .arg(&dir)
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("madbench runs");
+    // Its namespaces are named after its pid (other madbench runs may have theirs meanwhile).
+    let ours = format!("madbench-loss-{}-", child.id());
+    let out = child.wait_with_output().expect("madbench runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "madbench failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let goodput = stdout.lines().skip_while(|l| !l.starts_with("Goodput under 1 % packet loss"));
     let row = goodput.into_iter().find(|l| l.starts_with("| 64 KiB")).expect("a goodput row");
     let udp: f64 = row.split('|').nth(2).unwrap().trim().parse().unwrap_or_else(|_| panic!("{row}"));
     assert!(udp > 0.0, "{row}");
-    assert!(stdout.contains("One-way latency under 1 % packet loss"), "{stdout}");
-    assert_eq!(lossy(), before, "a namespace was left behind");
+    assert!(stdout.contains("packets dropped by the rule"), "{stdout}");
+    // The latency table: udp's p50 and p99 (columns 1 and 2) are times.
+    let latency = stdout.lines().skip_while(|l| !l.starts_with("One-way latency under 1 % packet loss"));
+    let row = latency.into_iter().find(|l| l.starts_with("| 8 B")).expect("a latency row");
+    for cell in row.split('|').skip(2).take(2) {
+        assert!(cell.trim().ends_with("s") && cell.trim() != "-", "{row}");
+    }
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let left = String::from_utf8_lossy(&netns.stdout).into_owned();
+    assert!(!left.lines().any(|l| l.starts_with(&ours)), "a namespace was left behind: {left}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,5 +1,6 @@
 //! The PNG plots madbench draws from its measurements: latency and bandwidth curves, overlap
-//! heatmaps, the paper test's curve, reactivity, overhead, scheduler and message-rate bars.
+//! heatmaps, the paper test's curve, goodput under loss, reactivity, overhead, scheduler and
+//! message-rate bars.
 //! This module chooses what goes in which picture; [`crate::plot`] draws.
 
 use crate::mpi::human_bytes;
@@ -157,6 +158,23 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
                 ),
             )?;
         }
+    }
+    for (rate, goodput) in super::loss::goodput_curves(all) {
+        let name = format!("loss-goodput-{rate}.png");
+        out(
+            name.clone(),
+            lines(
+                &dir.join(&name),
+                &format!("Goodput under {rate} % packet loss, 8 messages in flight (log; higher is better)"),
+                "message size",
+                "MB/s",
+                Scale::Log,
+                Scale::Log,
+                &goodput,
+                &bytes,
+                &mbps,
+            ),
+        )?;
     }
     for (kind, title) in [
         ("os", "Reactivity, OS compute threads on the receiver (4 B; lower is better)"),

@@ -6,18 +6,25 @@
 //! tcp and of MPICH and Open MPI over their tcp. Needs root, `ip` and `nft`; not part of `all`.
 //!
 //! Owns the namespaces it makes (removed when done, on failure too); the launches are
-//! [`crate::mpi`]'s, wrapped in `ip netns exec`; the tables are built here.
+//! [`crate::mpi`]'s, wrapped in `ip netns exec`; the tables and the goodput curves are built
+//! here. Every measurement carries its rate (`loss`, percent) and the packets the rule dropped
+//! over all runs at that rate (`dropped`), so the CSV files tell rates apart.
 
 use super::Ctx;
 use super::progress::Progress;
 use super::tables::Table;
 use crate::mpi::{Launch, Transport, describe, human_bytes};
+use crate::plot::Series;
 use crate::record::{Impl, Measurement, merge_rounds};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// A lossy launch can be slow: the kernel's TCP waits 200 ms per timeout.
-const HANG: Duration = Duration::from_secs(600);
+/// The hang limit of a launch at `percent` % loss. A lossy launch can be slow: the kernel's
+/// TCP waits 200 ms or more per timeout, and at 5 % about one round trip in ten of `tail`
+/// times out (the tcp columns' full `tail` takes about 4 minutes there).
+fn hang(percent: f64) -> Duration {
+    Duration::from_secs(600) + Duration::from_secs_f64(120.0 * percent)
+}
 
 /// The columns of the tables: (library, transport).
 const RUNS: [(Impl, Transport); 4] = [
@@ -168,9 +175,14 @@ impl Ctx<'_> {
                     }
                 }
             }
-            let dropped = ns.dropped().map_or("?".into(), |n| n.to_string());
-            p.note(&format!("loss {percent} %: {dropped} packets dropped"));
-            all.extend(merge_rounds(ms));
+            // One counter for every run at this rate (the total of packets is not counted).
+            let dropped = ns.dropped();
+            let shown = dropped.map_or("?".into(), |n| n.to_string());
+            p.note(&format!("loss {percent} %: {shown} packets dropped"));
+            all.extend(merge_rounds(ms).into_iter().map(|m| match dropped {
+                Some(n) => m.with("dropped", n),
+                None => m,
+            }));
         }
         all
     }
@@ -196,7 +208,7 @@ impl Ctx<'_> {
         let cmd = ns.wrap(&l.command(tc));
         let name = format!("loss {percent} % {what} {} {}", imp.key(), t.label());
         self.commands.insert(name.clone(), describe(&cmd));
-        match l.run_command(cmd, HANG) {
+        match l.run_command(cmd, hang(percent)) {
             Ok(ms) => ms
                 .into_iter()
                 .map(|mut m| {
@@ -226,14 +238,19 @@ pub fn tables(all: &[Measurement]) -> Vec<Table> {
                 .collect()
         };
         let cols: Vec<(Impl, &str)> = RUNS.iter().map(|&(i, t)| (i, t.label())).collect();
+        let dropped = all
+            .iter()
+            .find(|m| m.extra_f64("loss") == Some(rate))
+            .and_then(|m| m.extra_f64("dropped"))
+            .map_or(String::new(), |n| format!(" ({n} packets dropped by the rule over all its runs)"));
         let name = |&(i, t): &(Impl, &str)| format!("{} {t}", i.label());
         // Ratios: ours over udp against each other column.
         let bw = at("bw");
         if !bw.is_empty() {
             let mut t = Table {
                 title: format!(
-                    "Goodput under {rate} % packet loss, MB/s, 8 in flight (ours over udp and tcp, the \
-                     others over tcp; ratio > 1: udp better)"
+                    "Goodput under {rate} % packet loss{dropped}, MB/s, 8 in flight (ours over udp and \
+                     tcp, the others over tcp; ratio > 1: udp better)"
                 ),
                 row_head: "size".into(),
                 columns: cols.iter().map(name).collect(),
@@ -248,8 +265,8 @@ pub fn tables(all: &[Measurement]) -> Vec<Table> {
         if !p50.is_empty() {
             let mut t = Table {
                 title: format!(
-                    "One-way latency under {rate} % packet loss, median and 99th percentile of single round \
-                     trips (ratios: how many times udp's 99th percentile is shorter)"
+                    "One-way latency under {rate} % packet loss{dropped}, median and 99th percentile of \
+                     single round trips (ratios: how many times udp's 99th percentile is shorter)"
                 ),
                 row_head: "size".into(),
                 unit: "ns".into(),
@@ -279,6 +296,38 @@ pub fn tables(all: &[Measurement]) -> Vec<Table> {
         }
     }
     out
+}
+
+/// The goodput curves, per rate (ascending): one series per column, x = size, y = MB/s.
+pub fn goodput_curves(all: &[Measurement]) -> Vec<(f64, Vec<Series>)> {
+    let mut rates: Vec<f64> =
+        all.iter().filter(|m| m.bench == lossy_bench("bw")).filter_map(|m| m.extra_f64("loss")).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    rates
+        .into_iter()
+        .map(|rate| {
+            let series = RUNS
+                .iter()
+                .filter_map(|&(imp, t)| {
+                    let mut points: Vec<(f64, f64)> = all
+                        .iter()
+                        .filter(|m| {
+                            m.bench == lossy_bench("bw")
+                                && m.extra_f64("loss") == Some(rate)
+                                && m.imp == imp
+                                && m.transport == t.label()
+                        })
+                        .map(|m| (m.size as f64, m.stat.median))
+                        .collect();
+                    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    (!points.is_empty())
+                        .then(|| Series { name: format!("{} {}", imp.label(), t.label()), points })
+                })
+                .collect();
+            (rate, series)
+        })
+        .collect()
 }
 
 /// One row per size (ascending) of `ms`, one value per column.
@@ -321,7 +370,42 @@ mod tests {
         let d = describe(&ns.wrap(&c));
         assert!(d.contains("NMAD_DRIVERS=udp:lo"), "{d}");
         assert!(d.ends_with("ip netns exec madbench-loss-test /l/madrun -n 2"), "{d}");
+        // The launches of the stage: each library's own variables survive the wrapping.
+        let tc = crate::mpi::Toolchain {
+            lib_dir: "/l".into(),
+            madrun: "/l/madrun".into(),
+            work: "/l/w".into(),
+            pin: "/l/w/pin.sh".into(),
+        };
+        for (imp, t) in RUNS {
+            let l = Launch {
+                imp,
+                transport: t,
+                policy: None,
+                exe: std::path::Path::new("/l/w/pingpong"),
+                args: vec!["tail".into(), "1".into(), "lossy".into()],
+                cpus: "0,1",
+                ranks: 2,
+            };
+            let d = describe(&ns.wrap(&l.command(&tc)));
+            assert!(d.contains(" ip netns exec madbench-loss-test "), "{d}");
+            assert!(d.ends_with("/l/w/pin.sh /l/w/pingpong tail 1 lossy"), "{d}");
+            assert!(d.contains("MPI_BENCH_CPUS=0,1"), "{d}");
+            let own = match (imp, t) {
+                (Impl::Madmpi, Transport::Udp) => "NMAD_DRIVERS=udp:lo",
+                (Impl::Madmpi, _) => "NMAD_DRIVERS=tcp:lo",
+                (Impl::Mpich, _) => "UCX_TLS=tcp,self",
+                _ => "btl_tcp_if_include lo",
+            };
+            assert!(d.contains(own), "{d}");
+        }
         std::mem::forget(ns); // no namespace to delete
+    }
+
+    #[test]
+    fn hang_limits_grow_with_the_loss() {
+        assert_eq!(hang(0.0), Duration::from_secs(600));
+        assert!(hang(5.0) > hang(1.0) && hang(5.0) >= Duration::from_secs(1200));
     }
 
     #[test]
@@ -331,7 +415,7 @@ mod tests {
                 .with("loss", rate)
         };
         let ms = vec![
-            m("loss-bw", Impl::Madmpi, "udp", 65536, 3000.0, 1.0),
+            m("loss-bw", Impl::Madmpi, "udp", 65536, 3000.0, 1.0).with("dropped", 397),
             m("loss-bw", Impl::Madmpi, "tcp", 65536, 1500.0, 1.0),
             m("loss-bw", Impl::Mpich, "tcp", 65536, 100.0, 1.0),
             m("loss-bw", Impl::Madmpi, "udp", 65536, 2000.0, 5.0),
@@ -343,12 +427,23 @@ mod tests {
         let t = tables(&ms);
         assert_eq!(t.len(), 3, "goodput at 1 %, goodput and latency at 5 %");
         let r = t[0].render();
-        assert!(t[0].title.contains("1 %"), "{}", t[0].title);
+        assert!(
+            t[0].title.starts_with("Goodput under 1 % packet loss (397 packets dropped"),
+            "{}",
+            t[0].title
+        );
+        assert!(t[1].title.starts_with("Goodput under 5 % packet loss, MB/s"), "{}", t[1].title);
         let row = r.lines().find(|l| l.starts_with("| 64 KiB")).unwrap();
         assert_eq!(row, "| 64 KiB | 3000 | 1500 | 100 | - | 30.00 | - | 2.00 |");
         let lat = t[2].render();
         assert!(lat.contains("madmpi udp p99"), "{lat}");
         let row = lat.lines().find(|l| l.starts_with("| 8 B")).unwrap();
         assert!(row.contains("300.00 µs") && row.contains("| 350.00 |"), "{row}");
+        let curves = goodput_curves(&ms);
+        assert_eq!(curves.len(), 2);
+        assert_eq!(curves[0].0, 1.0);
+        let names: Vec<&str> = curves[0].1.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["madmpi udp", "madmpi tcp", "MPICH tcp"]);
+        assert_eq!(curves[1].1[0].points, [(65536.0, 2000.0)]);
     }
 }

@@ -33,7 +33,10 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
   loss         not in `all` (root, `ip` and `nft`): goodput (64 KiB-16 MiB streaming) and one-way
                latency medians and 99th percentiles (8 B, 64 KiB, 1 MiB) under random packet loss:
                per rate, a network namespace whose nftables rule drops that share of every TCP
-               and UDP packet; ours over udp and tcp beside MPICH and Open MPI over tcp
+               and UDP packet (the packets dropped are printed); ours over udp and tcp beside
+               MPICH and Open MPI over tcp, in --rounds interleaved rounds. Slow: tcp's
+               timeouts (200 ms) hit the round trips; a full run at 0, 1 and 5 % with 2
+               rounds takes about 30 minutes
 
   --quick      a smoke run (about 90 s): fewer sizes and points
   --json       one JSON object per measurement and line, to FILE (bench-results/madbench.json)
@@ -41,7 +44,8 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
   --only       the MPI libraries to run (all three by default; missing compilers are reported)
   --transport  shm, tcp, udp, comma-separated (shm,tcp; udp: ours over the udp driver beside
                MPICH and Open MPI over their tcp)
-  --reps N     repetitions per point (5); --rounds N: interleaved rounds of pingpong/bw (3; quick 1)
+  --reps N     repetitions per point (5)
+  --rounds N   interleaved rounds of pingpong/bw and of loss (3; quick 1)
   --policy P   our pioman policy for every MPI benchmark but reactivity (default: the library's own)
   --loss P,... the loss rates of `loss`, in percent (1,5; 0 measures the namespace without loss)
 ";
