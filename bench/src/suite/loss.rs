@@ -227,11 +227,8 @@ impl Ctx<'_> {
 
 /// The loss stage's tables: per rate, goodput, and latency medians and 99th percentiles.
 pub fn tables(all: &[Measurement]) -> Vec<Table> {
-    let mut rates: Vec<f64> = all.iter().filter_map(|m| m.extra_f64("loss")).collect();
-    rates.sort_by(f64::total_cmp);
-    rates.dedup();
     let mut out = Vec::new();
-    for rate in rates {
+    for rate in rates(all.iter()) {
         let at = |bench: &str| -> Vec<&Measurement> {
             all.iter()
                 .filter(|m| m.bench == lossy_bench(bench) && m.extra_f64("loss") == Some(rate))
@@ -300,11 +297,7 @@ pub fn tables(all: &[Measurement]) -> Vec<Table> {
 
 /// The goodput curves, per rate (ascending): one series per column, x = size, y = MB/s.
 pub fn goodput_curves(all: &[Measurement]) -> Vec<(f64, Vec<Series>)> {
-    let mut rates: Vec<f64> =
-        all.iter().filter(|m| m.bench == lossy_bench("bw")).filter_map(|m| m.extra_f64("loss")).collect();
-    rates.sort_by(f64::total_cmp);
-    rates.dedup();
-    rates
+    rates(all.iter().filter(|m| m.bench == lossy_bench("bw")))
         .into_iter()
         .map(|rate| {
             let series = RUNS
@@ -328,6 +321,14 @@ pub fn goodput_curves(all: &[Measurement]) -> Vec<(f64, Vec<Series>)> {
             (rate, series)
         })
         .collect()
+}
+
+/// The loss rates of `ms`, ascending, each once.
+fn rates<'a>(ms: impl Iterator<Item = &'a Measurement>) -> Vec<f64> {
+    let mut rates: Vec<f64> = ms.filter_map(|m| m.extra_f64("loss")).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    rates
 }
 
 /// One row per size (ascending) of `ms`, one value per column.
