@@ -120,12 +120,7 @@ impl UdpLink {
         let ack_now = d.flags & wire::ACK_NOW != 0;
         rx.receiver.on_data(d.seq, d.stamp, ack_now, None, now);
         sink.bulk_done(self.peer, &hdr);
-        let mut handed = 1;
-        while !self.is_closed()
-            && let Some(Some(k)) = rx.receiver.pop_ready(now)
-        {
-            handed += self.hand_over(&mut rx, &k.buf, &k.data, sink);
-        }
+        let handed = 1 + self.hand_over_ready(&mut rx, now, sink);
         self.ack_if_due(&mut rx, now);
         drop(rx);
         if let Some(a) = &d.ack {

@@ -503,11 +503,7 @@ impl UdpLink {
         if d.seq == rx.receiver.next() {
             if let Arrival::Deliver(_) = rx.receiver.on_data(d.seq, d.stamp, ack_now, None, now) {
                 handed += self.hand_over(&mut rx, &buf[..len], &d, sink);
-                while !self.is_closed()
-                    && let Some(Some(k)) = rx.receiver.pop_ready(now)
-                {
-                    handed += self.hand_over(&mut rx, &k.buf, &k.data, sink);
-                }
+                handed += self.hand_over_ready(&mut rx, now, sink);
             }
         } else {
             // A small datagram is copied out (the receive buffer holds the largest one
@@ -521,6 +517,17 @@ impl UdpLink {
             rx.receiver.on_data(d.seq, d.stamp, ack_now, Some(kept), now);
         }
         self.ack_if_due(&mut rx, now);
+        handed
+    }
+
+    /// Hands over the units kept early that are now in order; how many.
+    pub(super) fn hand_over_ready(&self, rx: &mut Rx, now: Micros, sink: &mut dyn Sink) -> usize {
+        let mut handed = 0;
+        while !self.is_closed()
+            && let Some(Some(k)) = rx.receiver.pop_ready(now)
+        {
+            handed += self.hand_over(rx, &k.buf, &k.data, sink);
+        }
         handed
     }
 
