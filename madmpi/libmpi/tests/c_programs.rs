@@ -128,7 +128,13 @@ fn run(launcher: Launcher, exe: &Path, args: &[&str]) -> Done {
 
 /// Runs `exe args` as an `n`-process job under `launcher`, on our library.
 fn run_on(launcher: Launcher, exe: &Path, args: &[&str], n: u32) -> Done {
+    run_with(launcher, exe, args, n, &[])
+}
+
+/// [`run_on`] with `env` added to the job's environment.
+fn run_with(launcher: Launcher, exe: &Path, args: &[&str], n: u32, env: &[(&str, &str)]) -> Done {
     let mut cmd = launcher.command();
+    cmd.envs(env.iter().copied());
     cmd.arg("-n")
         .arg(n.to_string())
         .arg(exe)
@@ -154,11 +160,16 @@ fn passes(name: &str) -> Vec<Done> {
 
 /// [`passes`] with `n` processes.
 fn passes_on(name: &str, n: u32) -> Vec<Done> {
+    passes_with(name, n, &[])
+}
+
+/// [`passes_on`] with `env` added to each job's environment.
+fn passes_with(name: &str, n: u32, env: &[(&str, &str)]) -> Vec<Done> {
     let _s = serial();
     let mut runs = Vec::new();
     for (build, exe) in both_builds(name) {
         for launcher in [Launcher::Madrun, Launcher::Hydra] {
-            let done = run_on(launcher, &exe, &[], n);
+            let done = run_with(launcher, &exe, &[], n, env);
             let what = format!("{name} ({build:?} build, {launcher:?})");
             assert_eq!(done.code, Some(0), "{what}: {done:?}");
             assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
@@ -831,10 +842,21 @@ fn large_one_sided_transfers_on_every_flavour_and_synchronization() {
 /// Passive-target progress: the target computes 300 ms without calling MPI while the other
 /// ranks lock, put, accumulate, get and unlock; each origin's epoch ends within 5 ms per origin
 /// (applied by the target's progression, not at its next MPI call), at 2, 4 and 8 processes.
+///
+/// Over a network driver (`NMAD_DRIVERS=udp` or `tcp`) with more ranks than CPUs, the target's
+/// progression thread wakes from its socket wait and waits for a scheduler slice among the
+/// origins' waiting threads: 8 ranks on 2 CPUs over udp, 15 runs, the slowest epoch mostly
+/// 1–7 ms, once 18 and once 50 ms (tcp: once 24, once 40 ms); CI once saw 77 ms. The bound there
+/// is 150 ms, half the target's computation: still far under the 300 ms of progress made only at
+/// its next MPI call (as in the namespace-host test of `tests/hosts.rs`). Shared memory keeps the
+/// 5 ms per origin at every count.
 #[test]
 fn passive_target_operations_progress_while_the_target_computes() {
+    let network = std::env::var("NMAD_DRIVERS").is_ok_and(|d| !d.is_empty() && !d.starts_with("shm"));
+    let cpus = std::thread::available_parallelism().map_or(1, |c| c.get()) as u32;
     for n in [2, 4, 8] {
-        passes_on("rma_passive", n);
+        let oversubscribed = network && n > cpus;
+        passes_with("rma_passive", n, if oversubscribed { &[("RMA_PASSIVE_BOUND_MS", "150")] } else { &[] });
     }
 }
 
