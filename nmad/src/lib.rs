@@ -40,7 +40,7 @@ pub use crate::core::am::AmHandler;
 pub use crate::core::request::{COMPLETED, Error, Event, MATCHED, Monitor, PEER_LOST, Request, Status};
 pub use crate::core::session::SessionMonitor;
 pub use crate::core::wire;
-pub use crate::core::{Config, DriverStats, RdvWrites, Stats};
+pub use crate::core::{Config, DriverStats, FailoverTimings, RdvWrites, Stats};
 pub use interfaces::data::{Blocks, Data, Layout, Strided};
 pub use interfaces::sendrecv::{Scope, SendMode, Source, TagMatch, scope};
 

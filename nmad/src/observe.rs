@@ -16,6 +16,9 @@ pub enum Event {
     /// Sends to `peer` wait: no eager credit nor rendezvous slot is left (counted once per
     /// stall, not per retry).
     CreditStall { peer: u32 },
+    /// The rail of driver `driver` (an index into the instance's drivers) to `peer` failed;
+    /// traffic goes on over the others (rail failover).
+    RailDown { peer: u32, driver: u32 },
 }
 
 /// Events of every nmad instance of the process.

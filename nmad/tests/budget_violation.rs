@@ -49,6 +49,8 @@ fn start(dir: PathBuf, base: u32, key: JobKey) -> Nmad {
         unexpected_budget: BUDGET,
         rdv_slots: 16,
         rdv_writes: nmad::RdvWrites::default(),
+        fallback: None,
+        failover: Default::default(),
     };
     common::start(DirJob { dir, base, capacity: 3, key }, config)
 }

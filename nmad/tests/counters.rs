@@ -16,6 +16,8 @@ fn one_rank(rdv_slots: u64) -> Nmad {
         unexpected_budget: 1 << 20,
         rdv_slots,
         rdv_writes: nmad::RdvWrites::default(),
+        fallback: None,
+        failover: Default::default(),
     };
     let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
     Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()

@@ -39,6 +39,8 @@ fn start(dir: PathBuf, base: u32, key: JobKey, driver: &str) -> Nmad {
         unexpected_budget: 64 << 20,
         rdv_slots: 64,
         rdv_writes: nmad::RdvWrites::default(),
+        fallback: None,
+        failover: Default::default(),
     };
     common::start(DirJob { dir, base, capacity: 2, key }, config)
 }

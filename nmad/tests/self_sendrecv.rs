@@ -16,6 +16,8 @@ fn one_rank(strategy: &str) -> Nmad {
         unexpected_budget: 1 << 20,
         rdv_slots: 64,
         rdv_writes: nmad::RdvWrites::default(),
+        fallback: None,
+        failover: Default::default(),
     };
     let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
     Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()

@@ -9,6 +9,7 @@
 //! (its owner may peek at it) until the owner provides the buffer with `unpack`.
 
 use super::Core;
+use super::gate::failover::Track;
 use super::gate::{Control, EAGER_OVERHEAD, Gate, LargeRecv, write_rdv};
 use super::matching::{Body, Remote, Unexpected};
 use super::payload::Payload;
@@ -218,18 +219,24 @@ unsafe fn start_large(
 
 /// The bulk path: register the receive, tell the sender which rails carry which bytes.
 unsafe fn bulk(core: &Core, gate: &Gate, req: ReqPtr, accepted: u64, sender_cookie: u64) {
-    let infos: Vec<_> = gate.rails.iter().map(|r| r.info.clone()).collect();
+    // A failover gate splits over the rails that may carry traffic now.
+    let (idx, infos) = if gate.failover.is_some() {
+        gate.split_rails()
+    } else {
+        ((0..gate.rails.len()).collect(), gate.rails.iter().map(|r| r.info.clone()).collect())
+    };
     let mut pieces: Vec<(usize, u64, u64)> = core
         .strategy
         .split(accepted, &infos)
         .into_iter()
         .filter(|p| p.len > 0)
-        .map(|p| (p.rail.min(infos.len() - 1), p.offset, p.len))
+        .map(|p| (idx[p.rail.min(infos.len() - 1)], p.offset, p.len))
         .collect();
     let covered = pieces.iter().try_fold(0u64, |at, &(_, off, len)| (off == at).then_some(at + len));
     if covered != Some(accepted) || pieces.len() > super::wire::MAX_PIECES {
-        pieces = vec![(0, 0, accepted)]; // a strategy bug must not lose data
+        pieces = vec![(idx[0], 0, accepted)]; // a strategy bug must not lose data
     }
+    let track = gate.failover.as_ref().map(|_| Box::new(Track::new(sender_cookie, pieces.clone())));
     let recv_cookie = {
         let mut large = gate.large_in.lock().unwrap();
         // Under the table's lock: `Gate::fail` sets the failure before it drains the table, so
@@ -240,7 +247,7 @@ unsafe fn bulk(core: &Core, gate: &Gate, req: ReqPtr, accepted: u64, sender_cook
             unsafe { req.complete(Some(e)) };
             return;
         }
-        large.insert(LargeRecv { req, accepted, received: 0, writing: None, reading: false })
+        large.insert(LargeRecv { req, accepted, received: 0, writing: None, reading: false, track })
     };
     gate.control(core, Control::Rtr { cookie: sender_cookie, recv_cookie, accepted, pieces });
 }
@@ -370,11 +377,15 @@ pub(crate) fn bulk_dest(gate: &Gate, hdr: &BulkHeader, dest: &mut Vec<SegmentMut
 }
 
 /// Bulk bytes arrived; completes the receive when all did.
-pub(crate) fn bulk_done(gate: &Gate, hdr: &BulkHeader) {
+pub(crate) fn bulk_done(core: &Core, gate: &Gate, hdr: &BulkHeader) {
     let done = {
         let mut l = gate.large_in.lock().unwrap();
         let Some(e) = l.get_mut(hdr.cookie) else { return };
-        e.received += hdr.len;
+        // On a failover gate a range may come twice (asked again after a rail failed).
+        e.received += match e.track.as_mut() {
+            Some(t) => t.add(hdr.offset, hdr.offset + hdr.len),
+            None => hdr.len,
+        };
         // A receive reading its own share (`write_rdv`) is completed by its reader.
         if e.received < e.accepted || e.reading {
             return;
@@ -382,6 +393,10 @@ pub(crate) fn bulk_done(gate: &Gate, hdr: &BulkHeader) {
         l.remove(hdr.cookie)
     };
     if let Some(e) = done {
+        if let Some(t) = &e.track {
+            // The sender keeps its memory until told everything arrived.
+            gate.control(core, Control::Fin(t.sender_cookie));
+        }
         // SAFETY: removed from the table: we hold it.
         unsafe {
             e.req.state().received = e.accepted;

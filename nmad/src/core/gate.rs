@@ -16,6 +16,7 @@
 mod am_out;
 mod connect_on_receive;
 mod eager_now;
+pub(crate) mod failover;
 pub(crate) mod write_rdv;
 
 use super::Core;
@@ -52,8 +53,11 @@ pub(crate) struct Rail {
     link: OnceLock<Arc<dyn Link>>,
     /// Held while connecting, so that one link is made.
     connecting: Mutex<()>,
-    /// Its driver reported the link failed (after delivering what the peer had sent through it).
+    /// Its driver reported the link failed (after delivering what the peer had sent through it),
+    /// or failover declared it failed.
     down: AtomicBool,
+    /// Used only while every other rail is down (`NMAD_FALLBACK`).
+    pub(crate) fallback: bool,
 }
 
 impl Rail {
@@ -66,7 +70,13 @@ impl Rail {
             link: OnceLock::new(),
             connecting: Mutex::new(()),
             down: AtomicBool::new(false),
+            fallback: false,
         }
+    }
+
+    /// A rail used only while every other one is down.
+    pub(crate) fn as_fallback(self) -> Rail {
+        Rail { fallback: true, ..self }
     }
 
     /// The link, connecting on first use (lazily: no n² connections at start-up).
@@ -203,6 +213,10 @@ pub(crate) struct Out {
     /// Messages wait for credit (set at the first planning that finds none, for counting
     /// stalls once).
     stalled: bool,
+    /// Rail failover's sending side (gates with several network rails).
+    outbox: Option<Box<failover::Outbox>>,
+    /// Rails whose send failed during this flush, and why (handled once the lock is released).
+    lost_rails: Vec<(usize, String)>,
 }
 
 impl Out {
@@ -259,6 +273,8 @@ pub(crate) struct LargeRecv {
     pub(crate) writing: Option<write_rdv::Writing>,
     /// This process is reading its share of a written rendezvous (outside the table's lock).
     pub(crate) reading: bool,
+    /// On a failover gate: the pieces asked for and the bytes that arrived.
+    pub(crate) track: Option<Box<failover::Track>>,
 }
 
 pub(crate) struct Gate {
@@ -286,18 +302,23 @@ pub(crate) struct Gate {
     pub(crate) backlogged: AtomicBool,
     /// A rail has had a link (so a posted receive need not connect: `connect_for_receive`).
     pub(crate) linked_once: AtomicBool,
+    /// Rail failover (gates with several network rails: [`failover::Failover::wanted`]).
+    pub(crate) failover: Option<Box<failover::Failover>>,
 }
 
 impl Gate {
     /// `credit`/`slots`: what the peer grants us (from its card); `grant`: the bytes and slots
-    /// we grant it.
+    /// we grant it; `failover`: the heartbeat timings, for a gate that fails over between its
+    /// rails.
     pub(crate) fn new(
         peer: PeerId,
         rails: Vec<Rail>,
         (credit, slots): (u64, u64),
         grant: (u64, u64),
         eager_cap: usize,
+        failover: Option<failover::Timings>,
     ) -> Gate {
+        let failover = failover.map(|t| Box::new(failover::Failover::new(rails.len(), t)));
         let eager_limit = rails
             .iter()
             .map(|r| r.info.caps.eager_limit.min(r.info.room().saturating_sub(wire::MAX_HEADER + 16)))
@@ -327,6 +348,8 @@ impl Gate {
                 protos: Vec::new(),
                 rails: infos,
                 stalled: false,
+                outbox: failover.is_some().then(|| Box::new(failover::Outbox::new())),
+                lost_rails: Vec::new(),
             }),
             large_in: Mutex::new(Slab::default()),
             owed_bytes: AtomicU64::new(0),
@@ -339,6 +362,7 @@ impl Gate {
             no_remote_read: AtomicBool::new(false),
             backlogged: AtomicBool::new(false),
             linked_once: AtomicBool::new(false),
+            failover,
         }
     }
 
@@ -438,9 +462,7 @@ impl Gate {
             if self.send_failure().is_some() {
                 return;
             }
-            for r in out.rails.iter_mut() {
-                r.busy = false;
-            }
+            self.plan_rails(&mut out);
             loop {
                 match self.send_one(core, strategy, &mut out, &mut completed) {
                     Ok(true) => continue,
@@ -457,6 +479,12 @@ impl Gate {
         if let Some(e) = error {
             self.send_error(core, e);
         }
+        if self.failover.is_some() {
+            let lost = std::mem::take(&mut self.out.lock().unwrap().lost_rails);
+            for (rail, why) in lost {
+                self.rail_failed(core, rail, &why);
+            }
+        }
         for r in completed {
             // SAFETY: taken out of the queue by `send_one`: we hold it.
             unsafe { r.complete(None) };
@@ -472,13 +500,20 @@ impl Gate {
         completed: &mut Completed,
     ) -> Result<bool, SendError> {
         let o = &mut *out;
+        if let Some(r) = self.resend_one(core, o) {
+            return r;
+        }
         o.ctrl_sizes.clear();
         o.ctrl_sizes.extend(o.control.iter().map(Control::wire_size));
         self.plan_messages(core, o);
         let owed = (self.owed_bytes.load(Relaxed), self.owed_slots.load(Relaxed));
         let credit_due = self.credit_due(owed);
-        let plan = if o.ctrl_sizes.is_empty() && o.msg_sizes.is_empty() {
-            if !credit_due {
+        let ack_due = self.failover.as_ref().is_some_and(|f| f.ack_due(failover::now_us()));
+        if !self.journal_has_room(o) && !ack_due {
+            return Ok(false); // the peer's window is full: wait for its acknowledgement
+        }
+        let plan = if o.ctrl_sizes.is_empty() && o.msg_sizes.is_empty() || !self.journal_has_room(o) {
+            if !credit_due && !ack_due {
                 return Ok(false);
             }
             match crate::strategies::first_free(&o.rails) {
@@ -491,8 +526,10 @@ impl Gate {
                 None => return Ok(false),
             }
         };
+        // A full journal lets only acknowledgements go (no credit either: it must be numbered).
+        let plan = if self.journal_has_room(o) { plan } else { Plan { control: 0, messages: 0, ..plan } };
         let link = self.rails[plan.rail].link(core).map_err(SendError::Gate)?;
-        let taken = self.build(core, o, &plan).map_err(SendError::Gate)?;
+        let (taken, numbered, acked) = self.build(core, o, &plan).map_err(SendError::Gate)?;
         let urgent = self.urgent(o, &plan, taken);
         let send = |p: &[IoSlice<'_>]| if urgent { link.try_send(p) } else { link.try_send_lazy(p) };
         let sent = if self.rails[plan.rail].info.caps.iovec {
@@ -505,6 +542,9 @@ impl Gate {
             send(&[IoSlice::new(&o.flat)])
         };
         let bytes = o.iov.iter().map(|s| s.len()).sum::<usize>();
+        if matches!(sent, Ok(Sent::Done)) {
+            self.journal(o, plan.rail, numbered);
+        }
         o.iov.clear(); // the slices borrowed `hdr` and user memory only for the send
         match sent {
             Ok(Sent::Done) => {
@@ -514,27 +554,51 @@ impl Gate {
                 self.commit(core, o, &plan, completed);
                 Ok(true)
             }
-            Ok(Sent::Busy) => {
-                for c in o.cookies.drain(..) {
-                    o.sends.remove(c);
+            Ok(Sent::Busy) if acked => {
+                self.ack_not_sent();
+                self.sent_busy(core, o, &plan, taken)
+            }
+            Ok(Sent::Busy) => self.sent_busy(core, o, &plan, taken),
+            Err(e) if self.failover.is_some() => {
+                // Another rail may carry it: nothing went, the queues stay as they were.
+                self.unbuild(o, taken);
+                if acked {
+                    self.ack_not_sent();
                 }
-                self.owed_bytes.fetch_add(taken.0, Relaxed);
-                self.owed_slots.fetch_add(taken.1, Relaxed);
+                o.lost_rails.push((plan.rail, format!("sending failed: {e}")));
                 o.rails[plan.rail].busy = true;
-                if !self.backlogged.swap(true, AcqRel) {
-                    core.backlog.push(self.peer);
-                }
                 Ok(o.rails.iter().any(|r| !r.busy))
             }
             Err(e) => {
                 // Nothing went: the queues stay as they were (the failure drains them).
-                self.owed_bytes.fetch_add(taken.0, Relaxed);
-                self.owed_slots.fetch_add(taken.1, Relaxed);
-                for c in o.cookies.drain(..) {
-                    o.sends.remove(c);
-                }
+                self.unbuild(o, taken);
                 Err(SendError::of_link(e))
             }
+        }
+    }
+
+    /// The link refused the packet of `plan`: nothing changes but the rail counts as busy.
+    fn sent_busy(&self, core: &Core, o: &mut Out, plan: &Plan, taken: (u64, u64)) -> Result<bool, SendError> {
+        self.unbuild(o, taken);
+        o.rails[plan.rail].busy = true;
+        self.note_backlog(core);
+        Ok(o.rails.iter().any(|r| !r.busy))
+    }
+
+    /// A packet built did not go: the credit it carried is owed again and its sends forget the
+    /// cookies it gave them (the queues are as they were).
+    fn unbuild(&self, o: &mut Out, taken: (u64, u64)) {
+        self.owed_bytes.fetch_add(taken.0, Relaxed);
+        self.owed_slots.fetch_add(taken.1, Relaxed);
+        for c in o.cookies.drain(..) {
+            o.sends.remove(c);
+        }
+    }
+
+    /// A link refused a packet: the gate is retried after the drivers' next poll.
+    fn note_backlog(&self, core: &Core) {
+        if !self.backlogged.swap(true, AcqRel) {
+            core.backlog.push(self.peer);
         }
     }
 
@@ -643,12 +707,22 @@ impl Gate {
             })
     }
 
-    /// Encodes the packet of `plan` into `o.hdr`/`o.iov`. Returns the credit it carries back.
-    fn build(&self, core: &Core, o: &mut Out, plan: &Plan) -> io::Result<(u64, u64)> {
+    /// Encodes the packet of `plan` into `o.hdr`/`o.iov`. Returns the credit it carries back,
+    /// and on a failover gate whether it is numbered (kept until acknowledged) and whether it
+    /// carries an acknowledgement.
+    fn build(&self, core: &Core, o: &mut Out, plan: &Plan) -> io::Result<((u64, u64), bool, bool)> {
         o.hdr.clear();
         o.parts.clear();
         o.cookies.clear();
         o.hdr.push(wire::VERSION);
+        // Credit travels only in numbered packets: not while the peer's window is full.
+        let taken = if self.journal_has_room(o) {
+            (self.owed_bytes.swap(0, Relaxed), self.owed_slots.swap(0, Relaxed))
+        } else {
+            (0, 0)
+        };
+        let numbered = self.failover.is_some() && (plan.control + plan.messages > 0 || taken != (0, 0));
+        let acked = self.failover_head(o, numbered);
         let mut mark = 0;
         for c in o.control.iter().take(plan.control) {
             let mut e = Encoder(&mut o.hdr);
@@ -725,7 +799,6 @@ impl Gate {
                 }
             }
         }
-        let taken = (self.owed_bytes.swap(0, Relaxed), self.owed_slots.swap(0, Relaxed));
         if taken != (0, 0) {
             Encoder(&mut o.hdr).credit(taken.0, taken.1);
         }
@@ -737,10 +810,9 @@ impl Gate {
                 + o.parts.iter().map(|p| if let Part::Mem(s) = p { s.len } else { 0 }).sum::<usize>();
         if total > self.rails[plan.rail].info.caps.max_packet {
             // Nothing goes: the queues must stay as they were (the caller fails the gate).
-            self.owed_bytes.fetch_add(taken.0, Relaxed);
-            self.owed_slots.fetch_add(taken.1, Relaxed);
-            for c in o.cookies.drain(..) {
-                o.sends.remove(c);
+            self.unbuild(o, taken);
+            if acked {
+                self.ack_not_sent();
             }
             return Err(io::Error::other(format!(
                 "packet of {total} bytes exceeds the rail's maximum (a bug)"
@@ -757,7 +829,7 @@ impl Gate {
             // right after the send, before `hdr` changes or the send can complete.
             o.iov.push(IoSlice::new(unsafe { std::mem::transmute::<&[u8], &'static [u8]>(slice) }));
         }
-        Ok(taken)
+        Ok((taken, numbered, acked))
     }
 
     /// The link took the packet: the chunks in it leave the queues.
@@ -800,14 +872,24 @@ impl Gate {
         pieces: &[Piece<'_>],
     ) -> Result<(), String> {
         let mut done = None;
-        {
+        let lost = {
             let mut out = self.out.lock().unwrap();
             let o = &mut *out;
             let req = o.answered(cookie, accepted, "ready-to-receive")?;
             // SAFETY: registered sends are held by the gate; we hold its lock.
             let st = unsafe { req.state() };
+            let failover = self.failover.is_some();
+            if failover && !pieces.is_empty() && !st.awaits_fin {
+                // Sent memory is kept until the receiver says it has everything: a failed rail's
+                // bytes may be asked for again.
+                st.awaits_fin = true;
+                st.pending += 1;
+            }
             for p in pieces {
                 let rail = self.rail_by_name(p.rail).unwrap_or(0);
+                if failover && !self.usable(rail) {
+                    continue; // the receiver asks again for what a failed rail was to carry
+                }
                 let link = self.rails[rail]
                     .link(core)
                     .map_err(|e| format!("rail {}: {e}", self.rails[rail].info.name))?;
@@ -816,26 +898,41 @@ impl Gate {
                 let hdr = BulkHeader { cookie: recv_cookie, offset: p.offset, len: p.len };
                 // SAFETY: the send's memory stays valid until it completes, which waits for
                 // every bulk_sent (or a failure).
-                unsafe { link.send_bulk(hdr, &o.segs, cookie) }.map_err(|e| format!("bulk send: {e}"))?;
+                match unsafe { link.send_bulk(hdr, &o.segs, cookie) } {
+                    Ok(()) => {}
+                    Err(e) if failover => {
+                        o.lost_rails.push((rail, format!("bulk send failed: {e}")));
+                        continue;
+                    }
+                    Err(e) => return Err(format!("bulk send: {e}")),
+                }
                 core.counters.sent(self.rails[rail].driver, p.len as usize);
                 st.pending += 1;
+                Self::piece_started(o, cookie, rail);
             }
             if st.pending == 0 {
                 done = o.sends.remove(cookie);
             }
-        }
+            std::mem::take(&mut o.lost_rails)
+        };
         if let Some(r) = done {
             // SAFETY: removed from the table: we hold it.
             unsafe { r.complete(None) };
+        }
+        for (rail, why) in lost {
+            self.rail_failed(core, rail, &why);
         }
         Ok(())
     }
 
     /// A piece of send `cookie` is done (bulk data left, or a write the peer asked for): the
     /// send completes with its last.
-    pub(crate) fn on_piece_done(&self, cookie: u64) {
+    pub(crate) fn on_piece_done(&self, cookie: u64, driver: usize) {
         let done = {
             let mut out = self.out.lock().unwrap();
+            if let Some(rail) = self.rails.iter().position(|r| r.driver == driver) {
+                Self::piece_left(&mut out, cookie, rail);
+            }
             let Some(&mut req) = out.sends.get_mut(cookie) else { return };
             // SAFETY: registered: held by the gate, under its lock.
             let st = unsafe { req.state() };
@@ -943,6 +1040,11 @@ impl Gate {
     /// sent through it. The peer is lost once every connected rail is down; until then only
     /// sending stops (the other rails may still hold its data).
     pub(crate) fn link_failed(&self, core: &Core, driver: usize, reason: &str) {
+        if self.failover.is_some()
+            && let Some(i) = self.rails.iter().position(|r| r.driver == driver)
+        {
+            return self.rail_failed(core, i, reason);
+        }
         if let Some(r) = self.rail_by_driver(driver) {
             r.down.store(true, SeqCst);
         }

@@ -41,6 +41,7 @@ use work_queue::WorkQueue;
 
 pub(crate) use counters::Counters;
 pub use counters::DriverStats;
+pub use gate::failover::Timings as FailoverTimings;
 pub use gate::write_rdv::RdvWrites;
 
 /// Settings (environment variables in brackets; builder values win).
@@ -63,6 +64,13 @@ pub struct Config {
     /// When a receiver whose driver reads the sender's memory asks the sender to write instead,
     /// and how much [`NMAD_RDV_WRITES`, `NMAD_RDV_WRITE_SHARE`: see [`RdvWrites`]].
     pub rdv_writes: RdvWrites,
+    /// A driver whose rails carry traffic only while every other rail to the peer is down
+    /// [`NMAD_FALLBACK`: a driver spec such as `tcp:eth0`, the service network].
+    pub fallback: Option<String>,
+    /// Rail failover's heartbeats [`NMAD_HEARTBEAT_MS`, `NMAD_RAIL_DEAD_MS`; see
+    /// `gate/failover.rs`]. Gates with two or more network rails fail over unless
+    /// `NMAD_FAILOVER=0`.
+    pub failover: FailoverTimings,
 }
 
 fn env_num(name: &str) -> Result<Option<u64>, String> {
@@ -85,6 +93,8 @@ impl Config {
             unexpected_budget: env_num("NMAD_UNEXPECTED_BUDGET")?.unwrap_or(64 << 20),
             rdv_slots: env_num("NMAD_RDV_SLOTS")?.unwrap_or(1024).max(1),
             rdv_writes: RdvWrites::from_env()?,
+            fallback: std::env::var("NMAD_FALLBACK").ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()),
+            failover: gate::failover::Timings::from_env()?,
         })
     }
 }
@@ -191,6 +201,8 @@ pub(crate) struct Core {
     /// Each driver's task, for waiters to poll first (`Request::wait`).
     pollers: OnceLock<Box<[pioman::Poller]>>,
     pub(crate) finalizing: AtomicBool,
+    /// Shut down: the failover monitor stops.
+    pub(crate) stopped: AtomicBool,
     /// Peers found failed so far (`Gate::fail`).
     pub(crate) peers_lost: AtomicU64,
     unexpected: AtomicU64,
@@ -222,6 +234,10 @@ impl Core {
         let mut specs = config.drivers.clone().unwrap_or_else(|| vec!["shm".into(), "tcp".into()]);
         if !specs.iter().any(|s| s == "self") {
             specs.insert(0, "self".into());
+        }
+        if let Some(f) = &config.fallback {
+            specs.retain(|s| s != f);
+            specs.push(f.clone());
         }
         let mut drivers: Vec<Arc<dyn Driver>> = Vec::new();
         for spec in &specs {
@@ -279,6 +295,7 @@ impl Core {
             tasks: Mutex::new(Vec::new()),
             pollers: OnceLock::new(),
             finalizing: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
             peers_lost: AtomicU64::new(0),
             unexpected: AtomicU64::new(0),
             peak: AtomicU64::new(0),
@@ -295,6 +312,7 @@ impl Core {
         }
         let pollers = core.tasks.lock().unwrap().iter().map(|h| h.poller()).collect();
         let _ = core.pollers.set(pollers);
+        gate::failover::start_monitor(&core)?;
         Ok(core)
     }
 
@@ -413,7 +431,9 @@ impl Core {
             }
             let info =
                 RailInfo { name: d.name().to_string(), caps: d.caps(), profile: d.profile(), busy: false };
-            rails.push(Rail::new(i, info, card.clone(), peer));
+            let rail = Rail::new(i, info, card.clone(), peer);
+            let fallback = self.config.fallback.as_deref() == Some(d.name());
+            rails.push(if fallback { rail.as_fallback() } else { rail });
         }
         if !self.explicit_drivers && rails.iter().any(|r| r.info.name == "shm") {
             rails.retain(|r| r.info.name == "shm"); // same node: shared memory only
@@ -429,7 +449,8 @@ impl Core {
         let credit = if cards.credit == 0 { self.grant } else { cards.credit };
         let slots = if cards.slots == 0 { self.config.rdv_slots } else { cards.slots };
         let grant = (self.grant, self.config.rdv_slots);
-        Ok(Gate::new(peer, rails, (credit, slots), grant, self.config.eager_limit))
+        let failover = gate::failover::Failover::wanted(&rails).then_some(self.config.failover);
+        Ok(Gate::new(peer, rails, (credit, slots), grant, self.config.eager_limit, failover))
     }
 
     pub(crate) fn failed_peers(&self) -> Vec<PeerId> {
@@ -587,6 +608,27 @@ impl Core {
         gate.failed.get().is_none().then_some(gate)
     }
 
+    /// A packet on a failover gate, through driver `driver`: its rail was heard; a heartbeat is
+    /// answered on it; an acknowledgement owed for long enough goes back.
+    fn on_failover_packet(&self, gate: &Gate, driver: usize, from: PeerId, bytes: &[u8]) {
+        let Some(f) = &gate.failover else { return };
+        let now = gate::failover::now_us();
+        let rail = gate.rails.iter().position(|r| r.driver == driver);
+        if let Some(rail) = rail {
+            f.heard(rail, now);
+        }
+        if bytes == wire::PING_PACKET || bytes == wire::PONG_PACKET {
+            if let Some(rail) = rail {
+                gate.on_heartbeat(rail, bytes == wire::PING_PACKET);
+            }
+            return;
+        }
+        self.on_packet(from, bytes);
+        if f.ack_due(now) {
+            gate.flush(self);
+        }
+    }
+
     fn on_packet(&self, from: PeerId, bytes: &[u8]) {
         if let Some(gate) = self.arrival_gate(from) {
             self.on_rest(&gate, from, bytes, 0);
@@ -719,6 +761,16 @@ impl Core {
                 gate.add_credit(self, bytes, slots);
                 Ok(())
             }
+            // Rail failover: a packet that came twice stops here (dropped whole).
+            wire::Chunk::Seq { n } => {
+                return gate.failover.as_ref().is_none_or(|f| f.arrived(n));
+            }
+            wire::Chunk::GateAck(ack) => {
+                gate.on_gate_ack(self, &ack);
+                Ok(())
+            }
+            // Answered where it arrives (`CoreSink::packet`, which knows the rail).
+            wire::Chunk::Heartbeat(_) => Ok(()),
             // Charged like eager data; its handler runs later, outside this driver callback.
             wire::Chunk::Am { handler, header, payload } => {
                 let arrival = gate.allowance.charge_eager(header.len() + payload.len());
@@ -847,6 +899,7 @@ impl Core {
 
     pub(crate) fn shutdown(&self) {
         self.finalizing.store(true, Relaxed);
+        self.stopped.store(true, Relaxed);
         for t in self.tasks.lock().unwrap().drain(..) {
             t.remove();
         }
@@ -899,6 +952,11 @@ impl Sink for CoreSink<'_> {
 
     fn packet(&mut self, from: PeerId, bytes: &[u8]) {
         self.core.counters.received(self.driver, bytes.len());
+        if let Some(g) = self.core.made_gate(from)
+            && g.failover.is_some()
+        {
+            return self.core.on_failover_packet(g, self.driver, from, bytes);
+        }
         self.core.on_packet(from, bytes);
     }
 
@@ -914,13 +972,18 @@ impl Sink for CoreSink<'_> {
     fn bulk_done(&mut self, from: PeerId, hdr: &BulkHeader) {
         self.core.counters.received(self.driver, hdr.len as usize);
         if let Some(g) = self.core.existing_gate(from) {
-            deliver::bulk_done(&g, hdr);
+            if let Some(f) = &g.failover
+                && let Some(rail) = g.rails.iter().position(|r| r.driver == self.driver)
+            {
+                f.heard(rail, gate::failover::now_us());
+            }
+            deliver::bulk_done(self.core, &g, hdr);
         }
     }
 
     fn bulk_sent(&mut self, to: PeerId, token: u64) {
         if let Some(g) = self.core.existing_gate(to) {
-            g.on_piece_done(token);
+            g.on_piece_done(token, self.driver);
         }
     }
 
@@ -1041,6 +1104,8 @@ pub(crate) fn test_core(budget: u64, rdv_slots: u64) -> Arc<Core> {
         unexpected_budget: budget,
         rdv_slots,
         rdv_writes: RdvWrites::default(),
+        fallback: None,
+        failover: Default::default(),
     };
     let pio = pioman::Pioman::builder().without_marcel().threads(0).build().unwrap();
     Core::start(Arc::new(b), Some(pio), config).unwrap()

@@ -73,6 +73,18 @@ impl<T> Slab<T> {
         }
     }
 
+    /// Every entry with its cookie.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut T)> {
+        self.slots.iter_mut().enumerate().filter_map(|(i, s)| match s {
+            Slot::Full(g, v) => Some((cookie(i as u32, *g), v)),
+            Slot::Free(..) => None,
+        })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Removes and returns everything.
     pub(crate) fn drain(&mut self) -> Vec<T> {
         let mut v = Vec::with_capacity(self.len);

@@ -66,7 +66,7 @@ fn gate_with(rails: &[(RailInfo, Arc<Recording>)], credit: u64, slots: u64) -> G
             r
         })
         .collect();
-    Gate::new(0, rails, (credit, slots), (1 << 20, 16), usize::MAX)
+    Gate::new(0, rails, (credit, slots), (1 << 20, 16), usize::MAX, None)
 }
 
 /// Queues a send of `data` with `tag` on session 1.
@@ -113,6 +113,9 @@ fn decode(link: &Recording) -> Vec<String> {
                     }
                     Chunk::Rtw { accepted, .. } => format!("RTW {accepted}B"),
                     Chunk::Written { recv_cookie } => format!("WRITTEN {recv_cookie}"),
+                    Chunk::Seq { n } => format!("SEQ {n}"),
+                    Chunk::GateAck(a) => format!("GACK {}", a.next),
+                    Chunk::Heartbeat(ping) => (if ping { "PING" } else { "PONG" }).into(),
                 })
                 .collect::<Vec<_>>()
                 .join(" | ")

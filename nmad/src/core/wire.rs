@@ -21,6 +21,12 @@
 //!           WRITTEN, or sends them as bulk data to `recv_cookie` if it cannot. The receiver
 //!           reads bytes `written..accepted` itself, if any, and answers FIN)
 //! WRITTEN:= 10 recv_cookie      (the sender wrote what the RTW asked)
+//! SEQ    := 11 n                (first chunk of a packet on a gate with rail failover: its
+//!                                number; a packet that arrives twice is dropped at this chunk)
+//! GACK   := 12 ack              (a gate's acknowledgement of the packets it received: the
+//!                                `reliable::Ack` encoding; on gates with rail failover)
+//! PING   := 13                  (a packet of its own: is this rail alive? answered by PONG on
+//! PONG   := 14                   the rail it came on; see `gate/failover.rs`)
 //! ```
 //! A small message costs one packet: about 7 bytes of headers, then its data. The decoder treats
 //! every byte as hostile: lengths are checked against what remains, counts are capped, varints
@@ -58,6 +64,14 @@ const NAK: u8 = 7;
 const AM: u8 = 8;
 const RTW: u8 = 9;
 const WRITTEN: u8 = 10;
+const SEQ: u8 = 11;
+const GACK: u8 = 12;
+const PING: u8 = 13;
+const PONG: u8 = 14;
+
+/// The heartbeat packets of rail failover, whole.
+pub const PING_PACKET: [u8; 2] = [VERSION, PING];
+pub const PONG_PACKET: [u8; 2] = [VERSION, PONG];
 
 /// Where a message belongs: session, tag and its sequence number on (gate, session).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +103,10 @@ pub enum Chunk<'a> {
     Am { handler: u16, header: &'a [u8], payload: &'a [u8] },
     Rtw { cookie: u64, recv_cookie: u64, accepted: u64, written: u64, remote: RemoteMem<'a> },
     Written { recv_cookie: u64 },
+    Seq { n: u64 },
+    GateAck(crate::reliable::Ack),
+    /// A heartbeat (its own packet: see [`PING_PACKET`]); `true` for a PING.
+    Heartbeat(bool),
 }
 
 /// The sender's memory announced in an RDV: the rail that exposed it and the key it gave (opaque
@@ -260,6 +278,16 @@ impl<'a> Decoder<'a> {
                 Ok(Chunk::Rtw { cookie, recv_cookie, accepted, written, remote: self.remote_mem()? })
             }
             WRITTEN => Ok(Chunk::Written { recv_cookie: self.varint()? }),
+            SEQ => Ok(Chunk::Seq { n: self.varint()? }),
+            GACK => match crate::reliable::Ack::decode(&self.b[self.at..]) {
+                Some((ack, used)) => {
+                    self.at += used;
+                    Ok(Chunk::GateAck(ack))
+                }
+                None => self.err("malformed gate acknowledgement"),
+            },
+            PING => Ok(Chunk::Heartbeat(true)),
+            PONG => Ok(Chunk::Heartbeat(false)),
             FIN => Ok(Chunk::Fin { cookie: self.varint()? }),
             ACK => Ok(Chunk::Ack { cookie: self.varint()? }),
             CREDIT => Ok(Chunk::Credit { bytes: self.varint()?, slots: self.varint()? }),
@@ -499,6 +527,16 @@ impl Encoder<'_> {
         }
     }
 
+    pub fn seq(&mut self, n: u64) {
+        self.0.push(SEQ);
+        self.varint(n);
+    }
+
+    pub fn gate_ack(&mut self, ack: &crate::reliable::Ack) {
+        self.0.push(GACK);
+        ack.encode(self.0);
+    }
+
     pub fn fin(&mut self, cookie: u64) {
         self.0.push(FIN);
         self.varint(cookie);
@@ -578,6 +616,12 @@ mod tests {
         b.extend_from_slice(b"xy");
         Encoder(&mut b).rtw(11, 12, 1 << 20, 1 << 19, remote);
         Encoder(&mut b).written(12);
+        Encoder(&mut b).seq(1 << 33);
+        let mut ack = crate::reliable::Ack::new(40, None);
+        ack.push_range(42, 45);
+        Encoder(&mut b).gate_ack(&ack);
+        b.extend_from_slice(&PING_PACKET[1..]);
+        b.extend_from_slice(&PONG_PACKET[1..]);
         let got: Vec<_> = Decoder::new(&b).unwrap().map(Result::unwrap).collect();
         assert_eq!(got[0], Chunk::Data { h, cookie: 42, payload: b"abc" });
         match &got[1] {
@@ -600,6 +644,10 @@ mod tests {
                 Chunk::Am { handler: u16::MAX, header: b"put", payload: b"xy" },
                 Chunk::Rtw { cookie: 11, recv_cookie: 12, accepted: 1 << 20, written: 1 << 19, remote },
                 Chunk::Written { recv_cookie: 12 },
+                Chunk::Seq { n: 1 << 33 },
+                Chunk::GateAck(ack),
+                Chunk::Heartbeat(true),
+                Chunk::Heartbeat(false),
             ]
         );
     }
@@ -655,6 +703,7 @@ mod tests {
                 "bytes to write outside the accepted length",
             ),
             (vec![VERSION, WRITTEN], "truncated"),
+            (vec![VERSION, GACK, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], "malformed gate acknowledgement"),
             (vec![VERSION, RTR, 1, 1, 10, 1, 3, b's', b'h', b'm', 5, 6], "piece beyond the accepted length"),
             (vec![VERSION, RDV, 0, 1, 1, 1, 10, 1, 11], "rendezvous header too long"),
             (vec![VERSION, RDV, FLAG_READ, 1, 1, 1, 10, 1, 0, 0], "bad rail name length"),

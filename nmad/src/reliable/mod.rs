@@ -18,10 +18,13 @@
 //!
 //! Sans I/O: the caller moves the bytes and tells the time (microseconds of any monotonic
 //! clock). [`Sender`] and [`Receiver`] are one direction each; a link holds one of each. The
-//! udp driver runs them per link (`drivers/udp`); a gate can run them across rails. This module
+//! udp driver runs them per link (`drivers/udp`). Across reliable rails (rail failover), a gate
+//! pairs a [`Journal`] (units kept until acknowledged, re-sent on another rail when theirs fails)
+//! with the same [`Receiver`] (duplicates dropped) and [`Ack`]s (`core/gate/failover.rs`). This module
 //! owns no socket, thread or lock, and knows nothing of what a unit holds.
 
 mod ack;
+mod journal;
 mod receiver;
 mod rtt;
 mod sender;
@@ -31,6 +34,7 @@ mod stats;
 mod sim_tests;
 
 pub use ack::{Ack, MAX_RANGES};
+pub use journal::Journal;
 pub use receiver::{Arrival, Receiver};
 pub use rtt::Rtt;
 pub use sender::{AckError, Sender, Transmit};

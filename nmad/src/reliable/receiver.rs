@@ -127,6 +127,17 @@ impl<U> Receiver<U> {
         }
     }
 
+    /// In-order units not acknowledged yet, and since when (`None`: nothing owed).
+    pub fn owed(&self) -> Option<(u32, Micros)> {
+        (self.owed > 0).then_some((self.owed, self.owed_since))
+    }
+
+    /// The ACK taken last did not go (its packet was refused): owe one again, at once.
+    pub fn ack_lost(&mut self) {
+        self.urgent = true;
+        self.owed = self.owed.max(1);
+    }
+
     /// The ACK to send now (alone or carried by data); nothing is owed afterwards.
     pub fn take_ack(&mut self) -> Ack {
         let mut ack = Ack::new(self.next, self.echo.take());

@@ -179,6 +179,8 @@ pub fn ranks_in_process_writing(
                     unexpected_budget: budget,
                     rdv_slots,
                     rdv_writes,
+                    fallback: None,
+                    failover: Default::default(),
                 };
                 let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
                 Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()

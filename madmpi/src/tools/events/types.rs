@@ -61,6 +61,7 @@ pub const BLOCKING_WAIT_END: usize = 1;
 pub const UNEXPECTED_MESSAGE: usize = 2;
 pub const RENDEZVOUS_STARTED: usize = 3;
 pub const CREDIT_STALL: usize = 4;
+pub const RAIL_DOWN: usize = 5;
 
 pub const TYPES: &[EventType] = &[
     EventType {
@@ -113,6 +114,15 @@ pub const TYPES: &[EventType] = &[
         source: 1,
         category: "nmad_flow_control",
         elements: &[el("peer", Type::Unsigned, 0)],
+    },
+    EventType {
+        name: "nmad_rail_down",
+        desc: "a rail to a peer failed and its traffic went over the others (elements: peer rank in \
+               the world, driver index: see the cvar NMAD_DRIVERS)",
+        verbosity: Verbosity::UserBasic,
+        source: 1,
+        category: "nmad",
+        elements: &[el("peer", Type::Unsigned, 0), el("driver", Type::Unsigned, 4)],
     },
 ];
 
@@ -167,6 +177,7 @@ pub(crate) fn from_nmad(e: &nmad::observe::Event) -> Instance {
         }
         RendezvousStarted { peer, len } => pack(RENDEZVOUS_STARTED, &[peer.into(), len]),
         CreditStall { peer } => pack(CREDIT_STALL, &[peer.into()]),
+        RailDown { peer, driver } => pack(RAIL_DOWN, &[peer.into(), driver.into()]),
     }
 }
 
@@ -183,6 +194,7 @@ pub(crate) fn nmad_type(e: &nmad::observe::Event) -> usize {
         nmad::observe::Event::Unexpected { .. } => UNEXPECTED_MESSAGE,
         nmad::observe::Event::RendezvousStarted { .. } => RENDEZVOUS_STARTED,
         nmad::observe::Event::CreditStall { .. } => CREDIT_STALL,
+        nmad::observe::Event::RailDown { .. } => RAIL_DOWN,
     }
 }
 

@@ -153,7 +153,7 @@ pub(crate) unsafe fn ask(
             return true;
         }
         let writing = Writing { rail: remote.rail, len: written, _exposed: exposed };
-        large.insert(LargeRecv { req, accepted, received: 0, writing: Some(writing), reading })
+        large.insert(LargeRecv { req, accepted, received: 0, writing: Some(writing), reading, track: None })
     };
     core.counters.rdv_written.fetch_add(1, Relaxed);
     let rail = remote.rail;
@@ -332,7 +332,7 @@ fn write(core: &Core, gate: &Gate, job: &WriteJob) {
         Ok(()) => {
             core.counters.sent(rail.driver, job.len as usize);
             gate.control(core, Control::Written(job.recv_cookie));
-            gate.on_piece_done(job.cookie);
+            gate.on_piece_done(job.cookie, usize::MAX);
         }
         Err(e) => {
             static REFUSED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));

@@ -1,0 +1,594 @@
+//! Rail failover (S-MPI, `../shared/seeds/002`, done better): a gate with several network rails
+//! keeps working when some of them fail.
+//!
+//! - Every packet that carries anything but acknowledgements is numbered (a SEQ chunk first) and
+//!   kept in a [`Journal`] until the peer's gate acknowledges it (GACK chunks, carried by any
+//!   packet going back, or alone when owed for a while). When a rail fails, what it carried and
+//!   is not acknowledged goes again on a surviving rail; the peer's [`Receiver`] drops the
+//!   packets that had arrived after all (data and control alike: a CREDIT or an RTR never counts
+//!   twice).
+//! - A rendezvous resumes from what arrived: the receiver keeps, per large receive, the pieces it
+//!   asked for and the byte ranges that arrived ([`Track`]); when a rail fails it asks the
+//!   sender again, in a new RTR on the survivors, for the bytes of that rail's pieces that did
+//!   not arrive, and tells the sender (FIN) once everything did. The sender keeps its memory
+//!   until then, and forgets the pieces the failed rail was still sending. The races S-MPI's
+//!   restart protocol handles fall out of this: a receive that had everything asks for nothing
+//!   (its FIN, if lost with the rail, goes again from the journal); a piece reported failed at
+//!   the sender but received is not asked for; an old RTR naming a failed rail is skipped by
+//!   the sender, since the receiver asks again for it.
+//! - A silent rail (no error: a pulled cable) is found by heartbeats: while the gate has traffic
+//!   outstanding, a rail on which nothing arrived for [`Timings::heartbeat_us`] gets a PING,
+//!   which the peer answers by a PONG on the same rail from its driver's progression. A rail
+//!   whose oldest unanswered PING is older than [`Timings::dead_after_us`] while another rail
+//!   delivered something after that PING is declared failed (closed). A peer that answers on no
+//!   rail (too busy, or gone) fails no rail: its drivers report a dead peer.
+//! - A fallback rail (`NMAD_FALLBACK`) carries traffic only while every other rail is down.
+//!
+//! Only gates with two or more network rails (`Failover::wanted`) have any of this: a single
+//! rail or a shared-memory gate pays nothing (one `None` test where a packet arrives).
+//!
+//! Owns the journal, the duplicate filter, heartbeats and the resume bookkeeping; it must not
+//! touch matching or the request queues (the gate's own code does, under its locks).
+
+use super::{Control, Gate, LargeRecv, Out, Rail, SendError};
+use crate::core::Core;
+use crate::core::request::ReqPtr;
+use crate::core::wire::{self, Encoder};
+use crate::drivers::{LargePath, Sent};
+use crate::observe::Event;
+use crate::reliable::{Arrival, Config, Journal, Micros, Receiver, Stats};
+use crate::strategies::{RailInfo, Split};
+use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
+use std::io::IoSlice;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::{Arc, Mutex};
+
+/// Packets outstanding at most (the receiver's duplicate filter keeps this many beyond its
+/// next expected packet).
+const WINDOW: u32 = 4096;
+/// Acknowledge after this many packets, or after [`ACK_DELAY_US`].
+const ACK_EVERY: u32 = 32;
+const ACK_DELAY_US: Micros = 1000;
+
+/// Rail failover's heartbeat timings, µs [`NMAD_HEARTBEAT_MS`, default 10; `NMAD_RAIL_DEAD_MS`,
+/// default 50]: a rail nothing arrived on for `heartbeat_us` is pinged; one whose ping went
+/// unanswered for `dead_after_us` while another rail delivered is failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timings {
+    pub heartbeat_us: Micros,
+    pub dead_after_us: Micros,
+}
+
+impl Default for Timings {
+    fn default() -> Timings {
+        Timings { heartbeat_us: 10_000, dead_after_us: 50_000 }
+    }
+}
+
+impl Timings {
+    pub fn from_env() -> Result<Timings, String> {
+        let ms = |name: &str, default: u64| -> Result<u64, String> {
+            match std::env::var(name) {
+                Ok(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| format!("{name}={v:?}: expected milliseconds (> 0)")),
+                Err(_) => Ok(default),
+            }
+        };
+        Ok(Timings {
+            heartbeat_us: ms("NMAD_HEARTBEAT_MS", 10)? * 1000,
+            dead_after_us: ms("NMAD_RAIL_DEAD_MS", 50)? * 1000,
+        })
+    }
+}
+
+/// The caller's clock for the protocol, µs.
+pub(crate) fn now_us() -> Micros {
+    pioman::clock::now_ns() / 1000
+}
+
+/// What this process knows of one rail's liveness.
+#[derive(Default)]
+struct Watch {
+    /// When something last arrived on it.
+    heard: AtomicU64,
+    /// When the oldest PING not answered yet was sent (0: none).
+    pinged: AtomicU64,
+    /// When a PING last went.
+    last_ping: AtomicU64,
+}
+
+/// A gate's failover state outside the send lock.
+pub(crate) struct Failover {
+    /// Arrivals: the duplicate filter and the acknowledgements owed.
+    rx: Mutex<Receiver<()>>,
+    watch: Box<[Watch]>,
+    timings: Timings,
+    pub(crate) stats: Arc<Stats>,
+}
+
+/// The sending side's part, under the gate lock (in `Out`).
+pub(crate) struct Outbox {
+    journal: Journal<Box<[u8]>>,
+    /// Rendezvous sends with bulk pieces in flight: per send cookie, the rail of each piece its
+    /// driver has not reported sent.
+    pieces: HashMap<u64, SmallVec<[usize; 4]>>,
+}
+
+impl Outbox {
+    pub(crate) fn new() -> Outbox {
+        Outbox { journal: Journal::new(WINDOW), pieces: HashMap::default() }
+    }
+}
+
+/// A large receive on a failover gate: the pieces asked for, and the byte ranges that arrived.
+pub(crate) struct Track {
+    pub(crate) sender_cookie: u64,
+    /// (rail, offset, len)
+    pub(crate) pieces: Vec<(usize, u64, u64)>,
+    /// Sorted, disjoint, not adjacent.
+    got: Vec<(u64, u64)>,
+}
+
+impl Track {
+    pub(crate) fn new(sender_cookie: u64, pieces: Vec<(usize, u64, u64)>) -> Track {
+        Track { sender_cookie, pieces, got: Vec::new() }
+    }
+
+    /// Bytes `start..end` arrived; returns how many of them are new.
+    pub(crate) fn add(&mut self, start: u64, end: u64) -> u64 {
+        if start >= end {
+            return 0;
+        }
+        let new = (end - start) - self.overlap(start, end);
+        let i = self.got.partition_point(|&(_, e)| e < start);
+        let mut j = i;
+        let (mut s, mut e) = (start, end);
+        while j < self.got.len() && self.got[j].0 <= end {
+            s = s.min(self.got[j].0);
+            e = e.max(self.got[j].1);
+            j += 1;
+        }
+        self.got.splice(i..j, [(s, e)]);
+        new
+    }
+
+    fn overlap(&self, start: u64, end: u64) -> u64 {
+        self.got.iter().map(|&(s, e)| e.min(end).saturating_sub(s.max(start))).sum()
+    }
+
+    /// The ranges of `start..end` that have not arrived.
+    pub(crate) fn missing(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut at = start;
+        for &(s, e) in &self.got {
+            if e <= at {
+                continue;
+            }
+            if s >= end {
+                break;
+            }
+            if s > at {
+                out.push((at, s));
+            }
+            at = e;
+        }
+        if at < end {
+            out.push((at, end));
+        }
+        out
+    }
+}
+
+impl Failover {
+    /// Whether a gate over `rails` gets failover: two or more rails, every one a network
+    /// driver's (data sent as bulk, not read from the peer's memory), unless `NMAD_FAILOVER=0`.
+    pub(crate) fn wanted(rails: &[Rail]) -> bool {
+        static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let off = *OFF.get_or_init(|| std::env::var("NMAD_FAILOVER").is_ok_and(|v| v.trim() == "0"));
+        !off && rails.len() >= 2
+            && rails.iter().all(|r| r.info.caps.large == LargePath::Bulk && r.info.name != "self")
+    }
+
+    pub(crate) fn new(rails: usize, timings: Timings) -> Failover {
+        let stats = Arc::new(Stats::default());
+        let cfg = Config { window: WINDOW, ack_every: ACK_EVERY, ack_delay_us: ACK_DELAY_US, ..Config::default() };
+        let now = now_us();
+        let watch: Box<[Watch]> = (0..rails).map(|_| Watch::default()).collect();
+        watch.iter().for_each(|w| w.heard.store(now, Relaxed));
+        Failover { rx: Mutex::new(Receiver::new(cfg, stats.clone())), watch, timings, stats }
+    }
+
+    /// Something arrived on rail `rail`.
+    #[inline]
+    pub(crate) fn heard(&self, rail: usize, now: Micros) {
+        if let Some(w) = self.watch.get(rail) {
+            w.heard.store(now, Relaxed);
+            let p = w.pinged.load(Relaxed);
+            if p != 0 && now >= p {
+                w.pinged.store(0, Relaxed);
+            }
+        }
+    }
+
+    /// Packet `n` arrived: `true` the first time.
+    pub(crate) fn arrived(&self, n: u64) -> bool {
+        let mut rx = self.rx.lock().unwrap();
+        match rx.on_data(n, 0, false, (), now_us()) {
+            Arrival::Deliver(()) | Arrival::Held => {
+                while rx.pop_ready(0).is_some() {}
+                true
+            }
+            Arrival::Duplicate | Arrival::BeyondWindow => false,
+        }
+    }
+
+    /// Whether an acknowledgement should go now, in a packet of its own if need be.
+    pub(crate) fn ack_due(&self, now: Micros) -> bool {
+        let rx = self.rx.lock().unwrap();
+        rx.owed().is_some_and(|(n, since)| n >= ACK_EVERY || now.saturating_sub(since) >= ACK_DELAY_US)
+    }
+}
+
+impl Gate {
+    /// Whether rail `i` may carry traffic: not down, and not a fallback while another rail is up.
+    pub(crate) fn usable(&self, i: usize) -> bool {
+        let r = &self.rails[i];
+        !r.down.load(Relaxed)
+            && (!r.fallback || self.rails.iter().all(|o| o.fallback || o.down.load(Relaxed)))
+    }
+
+    /// The rails a large message may be split over, with their indices.
+    pub(crate) fn split_rails(&self) -> (Vec<usize>, Vec<RailInfo>) {
+        let idx: Vec<usize> = (0..self.rails.len()).filter(|&i| self.usable(i)).collect();
+        let idx = if idx.is_empty() { vec![0] } else { idx };
+        let infos = idx.iter().map(|&i| self.rails[i].info.clone()).collect();
+        (idx, infos)
+    }
+
+    /// Marks the rails that may not carry traffic as busy for this round of planning.
+    pub(super) fn plan_rails(&self, o: &mut Out) {
+        if self.failover.is_none() {
+            o.rails.iter_mut().for_each(|r| r.busy = false);
+            return;
+        }
+        for i in 0..o.rails.len() {
+            o.rails[i].busy = !self.usable(i);
+        }
+    }
+
+    /// The first chunks of a packet on a failover gate (after the version byte): its number if
+    /// it carries more than acknowledgements (`numbered`), and the acknowledgement we owe.
+    pub(super) fn failover_head(&self, o: &mut Out, numbered: bool) -> bool {
+        let (Some(f), Some(ob)) = (&self.failover, &o.outbox) else { return false };
+        if numbered {
+            Encoder(&mut o.hdr).seq(ob.journal.next_seq());
+        }
+        let mut rx = f.rx.lock().unwrap();
+        if rx.owed().is_some() {
+            let ack = rx.take_ack();
+            Encoder(&mut o.hdr).gate_ack(&ack);
+            return true;
+        }
+        false
+    }
+
+    /// The packet of `o.iov`, just sent on `rail`: kept until acknowledged if `numbered`.
+    pub(super) fn journal(&self, o: &mut Out, rail: usize, numbered: bool) {
+        if !numbered {
+            return;
+        }
+        let Some(ob) = o.outbox.as_mut() else { return };
+        let mut bytes = Vec::with_capacity(o.iov.iter().map(|s| s.len()).sum());
+        o.iov.iter().for_each(|s| bytes.extend_from_slice(s));
+        ob.journal.push(rail, bytes.into_boxed_slice(), now_us());
+    }
+
+    /// A packet whose acknowledgement did not go (refused or failed): owe it again.
+    pub(super) fn ack_not_sent(&self) {
+        if let Some(f) = &self.failover {
+            f.rx.lock().unwrap().ack_lost();
+        }
+    }
+
+    /// Whether the journal lets a new numbered packet go.
+    pub(super) fn journal_has_room(&self, o: &Out) -> bool {
+        o.outbox.as_ref().is_none_or(|ob| ob.journal.has_room())
+    }
+
+    /// Sends again the oldest packet whose rail failed, on a usable rail: `None` if there is
+    /// none; else whether planning may go on.
+    pub(super) fn resend_one(&self, core: &Core, o: &mut Out) -> Option<Result<bool, SendError>> {
+        let ob = o.outbox.as_mut()?;
+        let (seq, unit) = ob.journal.next_resend()?;
+        let Some(rail) = crate::strategies::first_free(&o.rails) else { return Some(Ok(false)) };
+        let link = match self.rails[rail].link(core) {
+            Ok(l) => l,
+            Err(e) => return Some(Err(SendError::Gate(e))),
+        };
+        match link.try_send(&[IoSlice::new(unit)]) {
+            Ok(Sent::Done) => {
+                let len = unit.len();
+                ob.journal.resent(seq, rail);
+                Stats::add(&self.failover.as_ref().expect("outbox").stats.retransmits, 1);
+                core.counters.sent(self.rails[rail].driver, len);
+                Some(Ok(true))
+            }
+            Ok(Sent::Busy) => {
+                o.rails[rail].busy = true;
+                self.note_backlog(core);
+                Some(Ok(o.rails.iter().any(|r| !r.busy)))
+            }
+            Err(e) => {
+                o.lost_rails.push((rail, format!("sending failed: {e}")));
+                o.rails[rail].busy = true;
+                Some(Ok(o.rails.iter().any(|r| !r.busy)))
+            }
+        }
+    }
+
+    /// The peer acknowledged packets.
+    pub(crate) fn on_gate_ack(&self, core: &Core, ack: &crate::reliable::Ack) {
+        let freed = {
+            let mut out = self.out.lock().unwrap();
+            let Some(ob) = out.outbox.as_mut() else { return };
+            let full = !ob.journal.has_room() || ob.journal.resends() > 0;
+            ob.journal.on_ack(ack, now_us(), drop);
+            full && ob.journal.has_room()
+        };
+        if freed {
+            self.flush(core);
+        }
+    }
+
+    /// A bulk piece of send `cookie` was sent on rail `rail`: no longer in flight there.
+    pub(super) fn piece_left(o: &mut Out, cookie: u64, rail: usize) {
+        let Some(ob) = o.outbox.as_mut() else { return };
+        if let Some(rails) = ob.pieces.get_mut(&cookie) {
+            if let Some(at) = rails.iter().position(|&r| r == rail) {
+                rails.swap_remove(at);
+            }
+            if rails.is_empty() {
+                ob.pieces.remove(&cookie);
+            }
+        }
+    }
+
+    /// A bulk piece of send `cookie` starts on rail `rail`.
+    pub(super) fn piece_started(o: &mut Out, cookie: u64, rail: usize) {
+        if let Some(ob) = o.outbox.as_mut() {
+            ob.pieces.entry(cookie).or_default().push(rail);
+        }
+    }
+
+    /// Rail `i` failed (its driver said so, a send on it failed, or it fell silent). If another
+    /// rail may carry the traffic, the gate goes on over it; otherwise the peer is lost.
+    pub(crate) fn rail_failed(&self, core: &Core, i: usize, reason: &str) {
+        let rail = &self.rails[i];
+        if rail.down.swap(true, SeqCst) {
+            return;
+        }
+        if let Some(l) = rail.linked() {
+            l.close();
+        }
+        let survivors: Vec<&str> =
+            (0..self.rails.len()).filter(|&j| self.usable(j)).map(|j| self.rails[j].info.name.as_str()).collect();
+        if survivors.is_empty() || self.failed.get().is_some() {
+            self.fail(core, &format!("{}: {reason} (no rail left)", rail.info.name));
+            return;
+        }
+        if !core.finalizing.load(Relaxed) {
+            log::warn!(
+                "rank {}: rail {} to peer {} failed: {reason}; traffic goes on over {}",
+                core.rank,
+                rail.info.name,
+                self.peer,
+                survivors.join(", ")
+            );
+        }
+        crate::observe::EVENTS.fire(|| Event::RailDown { peer: self.peer, driver: rail.driver as u32 });
+        let done = self.forget_pieces_on(i);
+        for r in done {
+            // SAFETY: removed from the sends table: we hold it.
+            unsafe { r.complete(None) };
+        }
+        for c in self.resume_receives(core, i) {
+            self.control(core, c);
+        }
+        self.flush(core);
+    }
+
+    /// The sending side of a failed rail: its packets are to go again, and its bulk pieces are
+    /// no longer awaited. Returns the sends that completed by it (the receiver's FIN came).
+    fn forget_pieces_on(&self, i: usize) -> Vec<ReqPtr> {
+        let mut out = self.out.lock().unwrap();
+        let o = &mut *out;
+        let Some(ob) = o.outbox.as_mut() else { return Vec::new() };
+        ob.journal.reroute(i);
+        let mut done = Vec::new();
+        let mut emptied = Vec::new();
+        for (&cookie, rails) in ob.pieces.iter_mut() {
+            let before = rails.len();
+            rails.retain(|r| *r != i);
+            let lost = (before - rails.len()) as u32;
+            if rails.is_empty() {
+                emptied.push(cookie);
+            }
+            if lost == 0 {
+                continue;
+            }
+            let Some(&mut req) = o.sends.get_mut(cookie) else { continue };
+            // SAFETY: registered sends are held by the gate; we hold its lock.
+            let st = unsafe { req.state() };
+            st.pending = st.pending.saturating_sub(lost);
+            if st.pending == 0 {
+                done.extend(o.sends.remove(cookie));
+            }
+        }
+        for c in emptied {
+            ob.pieces.remove(&c);
+        }
+        done
+    }
+
+    /// The receiving side of a failed rail: for each large receive, the bytes its pieces on
+    /// that rail did not bring, asked for again on the usable rails.
+    fn resume_receives(&self, core: &Core, i: usize) -> Vec<Control> {
+        let (idx, infos) = self.split_rails();
+        let mut large = self.large_in.lock().unwrap();
+        let mut asks = Vec::new();
+        for (recv_cookie, l) in large.iter_mut() {
+            let LargeRecv { accepted, track: Some(t), .. } = l else { continue };
+            let lost: Vec<(u64, u64)> = t
+                .pieces
+                .iter()
+                .filter(|p| p.0 == i)
+                .flat_map(|&(_, off, len)| t.missing(off, off + len))
+                .collect();
+            t.pieces.retain(|p| p.0 != i);
+            if lost.is_empty() {
+                continue;
+            }
+            let mut pieces = Vec::new();
+            for (start, end) in lost {
+                let split = core.strategy.split(end - start, &infos).into_iter();
+                let split = split.map(|p| Split { offset: start + p.offset, ..p });
+                pieces.extend(split.filter(|p| p.len > 0).map(|p| (idx[p.rail.min(idx.len() - 1)], p.offset, p.len)));
+            }
+            if pieces.len() > wire::MAX_PIECES {
+                // Too scattered to split: one rail carries the span that holds every lost range.
+                let (s, e) = (pieces[0].1, pieces.iter().map(|p| p.1 + p.2).max().unwrap_or(0));
+                pieces = vec![(idx[0], s, e - s)];
+            }
+            t.pieces.extend(pieces.iter().copied());
+            asks.push(Control::Rtr {
+                cookie: t.sender_cookie,
+                recv_cookie,
+                accepted: *accepted,
+                pieces,
+            });
+        }
+        asks
+    }
+
+    /// The peer's PING on rail `rail`: answered on it (not journaled; lost answers are asked
+    /// again by the next PING).
+    pub(crate) fn on_heartbeat(&self, rail: usize, ping: bool) {
+        if !ping {
+            return;
+        }
+        if let Some(l) = self.rails.get(rail).and_then(|r| r.linked()) {
+            let _ = l.try_send(&[IoSlice::new(&wire::PONG_PACKET)]);
+        }
+    }
+
+    /// Periodic work (the core's failover monitor): owed acknowledgements, heartbeats on rails
+    /// nothing arrived on lately, and silent rails declared failed.
+    pub(crate) fn failover_tick(&self, core: &Core, now: Micros) {
+        let Some(f) = &self.failover else { return };
+        if self.failed.get().is_some() {
+            return;
+        }
+        if f.ack_due(now) {
+            self.flush(core);
+        }
+        let active = {
+            let out = self.out.lock().unwrap();
+            out.outbox.as_ref().is_some_and(|ob| !ob.journal.is_empty() || !ob.pieces.is_empty())
+                || !out.sends.is_empty()
+        } || !self.large_in.lock().unwrap().is_empty();
+        let hb = f.timings.heartbeat_us;
+        let live = |j: usize| !self.rails[j].down.load(Relaxed) && self.rails[j].linked().is_some();
+        if !active {
+            // Nothing awaited: silence is normal. Rails count as heard now, pings as answered.
+            for (j, w) in f.watch.iter().enumerate() {
+                if live(j) {
+                    w.heard.store(now, Relaxed);
+                    w.pinged.store(0, Relaxed);
+                }
+            }
+            return;
+        }
+        let mut silent = None;
+        for (j, w) in f.watch.iter().enumerate() {
+            if !live(j) {
+                continue;
+            }
+            let heard = w.heard.load(Relaxed);
+            if now.saturating_sub(heard) >= hb && now.saturating_sub(w.last_ping.load(Relaxed)) >= hb {
+                let link = self.rails[j].linked().expect("live");
+                if let Ok(Sent::Done) = link.try_send(&[IoSlice::new(&wire::PING_PACKET)]) {
+                    w.last_ping.store(now, Relaxed);
+                    let _ = w.pinged.compare_exchange(0, now, Relaxed, Relaxed);
+                }
+            }
+            let p = w.pinged.load(Relaxed);
+            if p != 0 && now.saturating_sub(p) >= f.timings.dead_after_us {
+                let sibling_spoke = (0..f.watch.len())
+                    .any(|k| k != j && live(k) && f.watch[k].heard.load(Relaxed) > p);
+                if sibling_spoke {
+                    silent = Some((j, now - p));
+                }
+            }
+        }
+        if let Some((j, quiet)) = silent {
+            let why = format!("silent for {} ms (no answer to heartbeats) while other rails answer", quiet / 1000);
+            self.rail_failed(core, j, &why);
+        }
+    }
+}
+
+/// Starts the thread that runs [`Gate::failover_tick`] on every failover gate, every half
+/// heartbeat, if this process has two or more network drivers (else no gate can fail over). A
+/// thread of its own: heartbeats must go and silent rails be found while every application
+/// thread computes and whatever pioman's policy does.
+pub(crate) fn start_monitor(core: &Arc<Core>) -> std::io::Result<()> {
+    let network = core.drivers.iter().filter(|d| d.caps().large == LargePath::Bulk && d.name() != "self").count();
+    if network < 2 {
+        return Ok(());
+    }
+    let weak = Arc::downgrade(core);
+    let period = std::time::Duration::from_micros((core.config.failover.heartbeat_us / 2).max(1000));
+    std::thread::Builder::new().name("nmad-failover".into()).spawn(move || {
+        loop {
+            std::thread::sleep(period);
+            let Some(core) = weak.upgrade() else { return };
+            if core.stopped.load(Relaxed) {
+                return;
+            }
+            let now = now_us();
+            for peer in 0..core.gates.len() as u32 {
+                if let Some(g) = core.made_gate(peer)
+                    && g.failover.is_some()
+                {
+                    g.failover_tick(&core, now);
+                }
+            }
+        }
+    })?;
+    Ok(())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_track_counts_new_bytes_once_and_names_the_missing_ones() {
+        let mut t = Track::new(1, vec![(0, 0, 100), (1, 100, 100)]);
+        assert_eq!(t.add(0, 10), 10);
+        assert_eq!(t.add(20, 30), 10);
+        assert_eq!(t.add(5, 25), 10, "only 10..20 is new");
+        assert_eq!(t.missing(0, 100), vec![(30, 100)]);
+        assert_eq!(t.add(100, 150), 50);
+        assert_eq!(t.missing(0, 200), vec![(30, 100), (150, 200)]);
+        assert_eq!(t.add(30, 100), 70);
+        assert_eq!(t.add(0, 150), 0);
+        assert_eq!(t.missing(0, 150), vec![]);
+        assert_eq!(t.got, vec![(0, 150)]);
+    }
+}
