@@ -161,6 +161,8 @@ pub(crate) enum Control {
     Nak(u64),
     /// An active message (its credit taken when it was admitted: `am_out`).
     Am(am_out::AmOut),
+    /// Our rail `.0` to the peer failed (rail failover).
+    RailDown(usize),
 }
 
 impl Control {
@@ -170,6 +172,7 @@ impl Control {
             Control::Rtw { key, .. } => 1 + 40 + 1 + wire::MAX_RAIL_NAME + 2 + key.len(),
             Control::Fin(_) | Control::Written(_) | Control::Ack(_) | Control::Nak(_) => 11,
             Control::Am(am) => am.wire_size(),
+            Control::RailDown(_) => 2 + wire::MAX_RAIL_NAME,
         }
     }
 }
@@ -750,6 +753,7 @@ impl Gate {
                     e.am(am.handler, &am.header, am.payload.len());
                     o.hdr.extend_from_slice(&am.payload);
                 }
+                Control::RailDown(rail) => e.rail_down(self.rails[*rail].info.name.as_bytes()),
             }
         }
         for i in 0..plan.messages {

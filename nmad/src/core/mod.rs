@@ -771,6 +771,10 @@ impl Core {
             }
             // Answered where it arrives (`CoreSink::packet`, which knows the rail).
             wire::Chunk::Heartbeat(_) => Ok(()),
+            wire::Chunk::RailDown { rail } => {
+                gate.on_rail_down(self, rail);
+                Ok(())
+            }
             // Charged like eager data; its handler runs later, outside this driver callback.
             wire::Chunk::Am { handler, header, payload } => {
                 let arrival = gate.allowance.charge_eager(header.len() + payload.len());

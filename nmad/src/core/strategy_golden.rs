@@ -116,6 +116,7 @@ fn decode(link: &Recording) -> Vec<String> {
                     Chunk::Seq { n } => format!("SEQ {n}"),
                     Chunk::GateAck(a) => format!("GACK {}", a.next),
                     Chunk::Heartbeat(ping) => (if ping { "PING" } else { "PONG" }).into(),
+                    Chunk::RailDown { rail } => format!("RAILDOWN {}", String::from_utf8_lossy(rail)),
                 })
                 .collect::<Vec<_>>()
                 .join(" | ")
@@ -297,5 +298,37 @@ fn the_express_send_waits_its_turn() {
         decode(&l),
         vec!["DATA t1 #0 10B", "DATA t3 #1 10B", "DATA t4 #2 10B", "DATA t5 #0 10B", "DATA t6 #3 10B"]
     );
+    finish(&core, &gate);
+}
+
+/// A failover gate numbers every packet that carries more than acknowledgements, keeps it
+/// until acknowledged, and when its rail fails sends what is not acknowledged again on the
+/// other rail; the receiving side drops a packet that comes twice.
+#[test]
+fn failover_numbers_packets_and_resends_a_failed_rails_on_the_other() {
+    let core = core();
+    let (a, b) = (Arc::new(Recording::default()), Arc::new(Recording::default()));
+    let rails: Vec<Rail> = [(rail("tcp:a", 20_000, 65536), a.clone()), (rail("tcp:b", 30_000, 65536), b.clone())]
+        .into_iter()
+        .map(|(info, link)| {
+            let r = Rail::new(0, info, String::new(), 0);
+            r.adopt(link);
+            r
+        })
+        .collect();
+    let gate = Gate::new(0, rails, (1 << 20, 16), (1 << 20, 16), usize::MAX, Some(Default::default()));
+    let _keep: Vec<_> = (1..=3).map(|t| send(&core, &gate, t, &SMALL[..10], false)).collect();
+    assert_eq!(decode(&a), ["SEQ 0 | DATA t1 #0 10B", "SEQ 1 | DATA t2 #1 10B", "SEQ 2 | DATA t3 #2 10B"]);
+    gate.on_gate_ack(&core, &crate::reliable::Ack::new(1, None));
+    gate.rail_failed(&core, 0, "cut by the test");
+    assert_eq!(
+        decode(&b),
+        ["SEQ 1 | DATA t2 #1 10B", "SEQ 2 | DATA t3 #2 10B", "SEQ 3 | RAILDOWN tcp:a"],
+        "what rail a may have lost, then the news"
+    );
+    let _more = send(&core, &gate, 4, &SMALL[..10], false);
+    assert_eq!(decode(&b).last().map(String::as_str), Some("SEQ 4 | DATA t4 #3 10B"), "new traffic on b");
+    let f = gate.failover.as_ref().unwrap();
+    assert!(f.arrived(0) && f.arrived(2) && !f.arrived(2) && !f.arrived(0), "duplicates are dropped");
     finish(&core, &gate);
 }

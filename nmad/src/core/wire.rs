@@ -27,6 +27,8 @@
 //!                                `reliable::Ack` encoding; on gates with rail failover)
 //! PING   := 13                  (a packet of its own: is this rail alive? answered by PONG on
 //! PONG   := 14                   the rail it came on; see `gate/failover.rs`)
+//! RAILDOWN := 15 namelen name   (this side found its rail `name` to the peer failed: the peer
+//!                                stops using it too, without waiting for its own detection)
 //! ```
 //! A small message costs one packet: about 7 bytes of headers, then its data. The decoder treats
 //! every byte as hostile: lengths are checked against what remains, counts are capped, varints
@@ -68,6 +70,7 @@ const SEQ: u8 = 11;
 const GACK: u8 = 12;
 const PING: u8 = 13;
 const PONG: u8 = 14;
+const RAIL_DOWN: u8 = 15;
 
 /// The heartbeat packets of rail failover, whole.
 pub const PING_PACKET: [u8; 2] = [VERSION, PING];
@@ -107,6 +110,7 @@ pub enum Chunk<'a> {
     GateAck(crate::reliable::Ack),
     /// A heartbeat (its own packet: see [`PING_PACKET`]); `true` for a PING.
     Heartbeat(bool),
+    RailDown { rail: &'a [u8] },
 }
 
 /// The sender's memory announced in an RDV: the rail that exposed it and the key it gave (opaque
@@ -287,6 +291,13 @@ impl<'a> Decoder<'a> {
                 None => self.err("malformed gate acknowledgement"),
             },
             PING => Ok(Chunk::Heartbeat(true)),
+            RAIL_DOWN => {
+                let nl = self.varint()?;
+                if nl > MAX_RAIL_NAME as u64 {
+                    return self.err("rail name too long");
+                }
+                Ok(Chunk::RailDown { rail: self.bytes(nl)? })
+            }
             PONG => Ok(Chunk::Heartbeat(false)),
             FIN => Ok(Chunk::Fin { cookie: self.varint()? }),
             ACK => Ok(Chunk::Ack { cookie: self.varint()? }),
@@ -532,6 +543,12 @@ impl Encoder<'_> {
         self.varint(n);
     }
 
+    pub fn rail_down(&mut self, rail: &[u8]) {
+        self.0.push(RAIL_DOWN);
+        self.varint(rail.len() as u64);
+        self.0.extend_from_slice(rail);
+    }
+
     pub fn gate_ack(&mut self, ack: &crate::reliable::Ack) {
         self.0.push(GACK);
         ack.encode(self.0);
@@ -622,6 +639,7 @@ mod tests {
         Encoder(&mut b).gate_ack(&ack);
         b.extend_from_slice(&PING_PACKET[1..]);
         b.extend_from_slice(&PONG_PACKET[1..]);
+        Encoder(&mut b).rail_down(b"tcp:rail1");
         let got: Vec<_> = Decoder::new(&b).unwrap().map(Result::unwrap).collect();
         assert_eq!(got[0], Chunk::Data { h, cookie: 42, payload: b"abc" });
         match &got[1] {
@@ -648,6 +666,7 @@ mod tests {
                 Chunk::GateAck(ack),
                 Chunk::Heartbeat(true),
                 Chunk::Heartbeat(false),
+                Chunk::RailDown { rail: b"tcp:rail1" },
             ]
         );
     }

@@ -22,6 +22,8 @@
 //!   whose oldest unanswered PING is older than [`Timings::dead_after_us`] while another rail
 //!   delivered something after that PING is declared failed (closed). A peer that answers on no
 //!   rail (too busy, or gone) fails no rail: its drivers report a dead peer.
+//! - Whichever side finds a rail failed tells the other (RAILDOWN, on a survivor), which stops
+//!   using it at once: a loud failure seen by one side needs no heartbeat on the other.
 //! - A fallback rail (`NMAD_FALLBACK`) carries traffic only while every other rail is down.
 //!
 //! Only gates with two or more network rails (`Failover::wanted`) have any of this: a single
@@ -399,7 +401,15 @@ impl Gate {
         for c in self.resume_receives(core, i) {
             self.control(core, c);
         }
-        self.flush(core);
+        // The peer stops using it at once (it would otherwise find out by its own means).
+        self.control(core, Control::RailDown(i));
+    }
+
+    /// The peer found our rail `name` to it failed.
+    pub(crate) fn on_rail_down(&self, core: &Core, name: &[u8]) {
+        if let Some(i) = self.rail_by_name(name) {
+            self.rail_failed(core, i, "the peer found it failed");
+        }
     }
 
     /// The sending side of a failed rail: its packets are to go again, and its bulk pieces are
