@@ -14,6 +14,11 @@
  *   failover big SIZE REPS CUT_MS KIND         REPS messages of SIZE bytes, one at a time; with
  *       a cut (CUT_MS >= 0) during the first; prints each transfer's time (`case=big-KIND`).
  *
+ * With FAILOVER_RESTORE (a command) and FAILOVER_RESTORE_MS, the same thread undoes the cut
+ * then; on our library rank 0 then watches `MPIX_Rail_transitions` and prints the time from the
+ * restore to the rail's re-admission and the share of the bytes sent after it that each rail
+ * carried (`case=readmit-KIND`).
+ *
  * Every row carries `lost`, `duplicates` and `corrupt`. Two ranks; rank 0 sends, rank 1 checks.
  */
 #define BENCH_NAME "failover"
@@ -24,10 +29,11 @@
 
 enum { DATA = 1, END = 2, CUT_AT = 3 };
 
-static double cut_ns = -1; /* when the cut command ran (rank 0), on CLOCK_MONOTONIC */
+static double cut_ns = -1;     /* when the cut command ran (rank 0), on CLOCK_MONOTONIC */
+static volatile double restore_ns = -1; /* when the restore command ran */
 
 struct cutter {
-    double at_ns;
+    double at_ns, cut_ms;
 };
 
 static void *cut_thread(void *arg)
@@ -42,8 +48,35 @@ static void *cut_thread(void *arg)
     cut_ns = now_ns();
     if (cmd && *cmd && system(cmd) != 0)
         fprintf(stderr, "failover: the cut command failed: %s\n", cmd);
+    const char *undo = getenv("FAILOVER_RESTORE"), *at = getenv("FAILOVER_RESTORE_MS");
+    if (undo && *undo && at) {
+        double wait = c->at_ns - cut_ns + (atof(at) - c->cut_ms) * 1e6;
+        if (wait > 0) {
+            struct timespec t = {(time_t)(wait / 1e9), (long)((uint64_t)wait % 1000000000ull)};
+            nanosleep(&t, NULL);
+        }
+        if (system(undo) != 0)
+            fprintf(stderr, "failover: the restore command failed: %s\n", undo);
+        restore_ns = now_ns();
+    }
     return NULL;
 }
+
+#ifdef MPIX_MAX_RAIL_NAME
+/* Rank 0, our library: bytes each rail to rank 1 sent so far (at most 8 rails). */
+static int rail_bytes(double *bytes, char names[8][MPIX_MAX_RAIL_NAME])
+{
+    int n = 0;
+    MPIX_Rail_count(MPI_COMM_WORLD, 1, &n);
+    for (int i = 0; i < n && i < 8; i++) {
+        int len = 0, state = 0;
+        MPI_Count sent = 0;
+        MPIX_Rail_get_info(MPI_COMM_WORLD, 1, i, names[i], &len, &state, &sent);
+        bytes[i] = (double)sent;
+    }
+    return n < 8 ? n : 8;
+}
+#endif
 
 /* The pattern of message `seq`: 64-bit words that depend on the message and the position. */
 static void fill(uint64_t *w, size_t words, uint64_t seq)
@@ -82,6 +115,7 @@ static void count_late(struct tally *t, size_t size, void *buf)
 static void start_cutter(pthread_t *th, struct cutter *c, double t0, double cut_ms)
 {
     c->at_ns = t0 + cut_ms * 1e6;
+    c->cut_ms = cut_ms;
     if (pthread_create(th, NULL, cut_thread, c) != 0) {
         fprintf(stderr, "failover: pthread_create failed\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -103,13 +137,43 @@ static void stream(int rank, size_t size, double seconds, double cut_ms, const c
         if (cut_ms >= 0)
             start_cutter(&th, &c, t0, cut_ms);
         long seq = 0;
+#ifdef MPIX_MAX_RAIL_NAME
+        int ups0 = -1, downs = 0, ups = 0, nrails = 0;
+        double back_ns = -1, at_back[8] = {0}, at_end[8] = {0};
+        char names[8][MPIX_MAX_RAIL_NAME];
+#endif
         while (now_ns() - t0 < seconds * 1e9 && seq < cap - 8) {
             fill(buf, words, (uint64_t)seq);
             check(MPI_Send(buf, (int)size, MPI_BYTE, 1, DATA, MPI_COMM_WORLD), "MPI_Send");
             seq++;
+#ifdef MPIX_MAX_RAIL_NAME
+            if (restore_ns >= 0 && back_ns < 0) {
+                MPIX_Rail_transitions(&downs, &ups);
+                if (ups0 < 0)
+                    ups0 = ups;
+                if (ups > ups0) {
+                    back_ns = now_ns();
+                    nrails = rail_bytes(at_back, names);
+                }
+            }
+#endif
         }
         if (cut_ms >= 0)
             pthread_join(th, NULL);
+#ifdef MPIX_MAX_RAIL_NAME
+        if (restore_ns >= 0) {
+            rail_bytes(at_end, names);
+            double total = 0, ms = back_ns >= 0 ? (back_ns - restore_ns) / 1e6 : -1;
+            for (int i = 0; i < nrails; i++)
+                total += at_end[i] - at_back[i];
+            printf("m bench=failover case=readmit-%s size=%zu median=%.1f min=%.1f max=%.1f unit=ms", kind, size, ms, ms,
+                   ms);
+            for (int i = 0; i < nrails; i++)
+                printf(" share_%s=%.3f", names[i], total > 0 ? (at_end[i] - at_back[i]) / total : 0);
+            printf("\n");
+            fflush(stdout);
+        }
+#endif
         double info[2] = {(double)seq, cut_ns};
         check(MPI_Send(info, 2, MPI_DOUBLE, 1, END, MPI_COMM_WORLD), "MPI_Send");
     } else {

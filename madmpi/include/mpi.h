@@ -2247,6 +2247,23 @@ int PMPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp);
 int PMPIX_Comm_revoke(MPI_Comm comm);
 int PMPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm);
 
+/* ---- Rail failover (MadMPI extensions: the job carries on when a network rail fails) ---- */
+
+#define MPIX_MAX_RAIL_NAME 64
+#define MPIX_RAIL_DOWN 0
+#define MPIX_RAIL_IN_USE 1
+#define MPIX_RAIL_STANDBY 2
+
+int MPIX_Rail_count(MPI_Comm comm, int rank, int *count);
+int MPIX_Rail_get_info(MPI_Comm comm, int rank, int index, char *name, int *resultlen, int *state,
+                       MPI_Count *bytes_sent);
+int MPIX_Rail_transitions(int *failed, int *readmitted);
+
+int PMPIX_Rail_count(MPI_Comm comm, int rank, int *count);
+int PMPIX_Rail_get_info(MPI_Comm comm, int rank, int index, char *name, int *resultlen, int *state,
+                        MPI_Count *bytes_sent);
+int PMPIX_Rail_transitions(int *failed, int *readmitted);
+
 /* ---- Tools information interface (MPI_T) ---- */
 
 int MPI_T_category_changed(int *update_number);

@@ -40,7 +40,7 @@ pub use crate::core::am::AmHandler;
 pub use crate::core::request::{COMPLETED, Error, Event, MATCHED, Monitor, PEER_LOST, Request, Status};
 pub use crate::core::session::SessionMonitor;
 pub use crate::core::wire;
-pub use crate::core::{Config, DriverStats, FailoverTimings, RdvWrites, Stats};
+pub use crate::core::{Config, DriverStats, FailoverTimings, RailStatus, RdvWrites, Stats};
 pub use interfaces::data::{Blocks, Data, Layout, Strided};
 pub use interfaces::sendrecv::{Scope, SendMode, Source, TagMatch, scope};
 
@@ -174,6 +174,19 @@ impl Nmad {
     /// Names of the rails to `peer`, lowest latency first (creates the gate; connects nothing).
     pub fn rails_to(&self, peer: u32) -> Result<Vec<String>, Error> {
         self.0.core.rails_to(peer)
+    }
+
+    /// The rails to `peer` as they stand (lowest latency first): up or failed, fallback or not,
+    /// and what their driver sent (to every peer). Creates the gate; connects nothing.
+    pub fn rail_status(&self, peer: u32) -> Result<Vec<RailStatus>, Error> {
+        self.0.core.rail_status(peer)
+    }
+
+    /// Rail transitions so far, over every gate: (rails failed, rails re-admitted). Each is
+    /// also an [`observe::Event`] (`RailDown`, `RailUp`) and a log line.
+    pub fn rail_transitions(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.0.core.rails_down.load(Relaxed), self.0.core.rails_up.load(Relaxed))
     }
 
     /// The node `peer` runs on, as an opaque id: equal ids mean the same machine (boot id and

@@ -19,6 +19,8 @@ pub enum Event {
     /// The rail of driver `driver` (an index into the instance's drivers) to `peer` failed;
     /// traffic goes on over the others (rail failover).
     RailDown { peer: u32, driver: u32 },
+    /// That rail came back (a probe connected, or the peer did) and carries traffic again.
+    RailUp { peer: u32, driver: u32 },
 }
 
 /// Events of every nmad instance of the process.

@@ -46,6 +46,7 @@
 mod consensus;
 mod forward;
 mod pending;
+pub mod rails;
 
 pub(crate) use pending::FailurePending;
 /// How many failure notices Hydra sent this process (see [`tools::pmi::notice`]).

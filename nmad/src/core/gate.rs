@@ -37,7 +37,7 @@ use std::collections::VecDeque;
 /// Sends completed by one flush (usually one or a few: kept inline, no allocation).
 type Completed = SmallVec<[ReqPtr; 4]>;
 use std::io::{self, IoSlice};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Credit an eager message costs beyond its payload (its share of headers and bookkeeping).
@@ -49,8 +49,11 @@ pub(crate) struct Rail {
     pub(crate) info: RailInfo,
     card: String,
     peer: PeerId,
-    /// Set once, never replaced: the send paths read it without a lock.
-    link: OnceLock<Arc<dyn Link>>,
+    /// The links the rail had, each set once and never replaced, so that the send paths read
+    /// the current one (`links[current]`) without a lock; a rail failover re-admits after a
+    /// failure gets the next slot ([`Rail::readmit`]).
+    links: [OnceLock<Arc<dyn Link>>; LINKS_PER_RAIL],
+    current: AtomicUsize,
     /// Held while connecting, so that one link is made.
     connecting: Mutex<()>,
     /// Its driver reported the link failed (after delivering what the peer had sent through it),
@@ -67,7 +70,8 @@ impl Rail {
             info,
             card,
             peer,
-            link: OnceLock::new(),
+            links: Default::default(),
+            current: AtomicUsize::new(0),
             connecting: Mutex::new(()),
             down: AtomicBool::new(false),
             fallback: false,
@@ -82,10 +86,15 @@ impl Rail {
     /// The link, connecting on first use (lazily: no n² connections at start-up).
     #[inline]
     pub(crate) fn link(&self, core: &Core) -> io::Result<&Arc<dyn Link>> {
-        match self.link.get() {
+        match self.slot().get() {
             Some(l) => Ok(l),
             None => self.connect(core),
         }
+    }
+
+    #[inline]
+    fn slot(&self) -> &OnceLock<Arc<dyn Link>> {
+        &self.links[self.current.load(Acquire)]
     }
 
     /// [`Rail::link`] the first time: connects (once, whoever else asks meanwhile).
@@ -93,25 +102,55 @@ impl Rail {
     #[inline(never)]
     fn connect(&self, core: &Core) -> io::Result<&Arc<dyn Link>> {
         let _connecting = self.connecting.lock().unwrap();
-        if let Some(l) = self.link.get() {
+        if let Some(l) = self.slot().get() {
             return Ok(l);
         }
         let d = &core.drivers[self.driver];
         let new = marcel::blocking(|| d.connect(self.peer, &self.card))?;
-        Ok(self.link.get_or_init(|| new))
+        Ok(self.slot().get_or_init(|| new))
     }
 
     /// The link if there is one (no connecting).
     pub(crate) fn linked(&self) -> Option<&Arc<dyn Link>> {
-        self.link.get()
+        self.slot().get()
     }
 
-    /// Uses a link the peer opened, unless we have one already.
-    pub(crate) fn adopt(&self, link: Arc<dyn Link>) {
+    /// Uses a link the peer opened, unless we have one already; `true` if it re-admits this
+    /// failed rail ([`Rail::readmit`], if `may_readmit`: on a failover gate).
+    pub(crate) fn adopt(&self, link: Arc<dyn Link>, may_readmit: bool) -> bool {
+        if may_readmit && self.down.load(SeqCst) {
+            return self.readmit(link);
+        }
         let _connecting = self.connecting.lock().unwrap();
-        let _ = self.link.set(link);
+        let _ = self.slot().set(link);
+        false
+    }
+
+    /// A failed rail comes back with `link`, a new connection (ours or the peer's): `false` if
+    /// the rail is up, or has been re-admitted as often as it can be.
+    pub(crate) fn readmit(&self, link: Arc<dyn Link>) -> bool {
+        let _connecting = self.connecting.lock().unwrap();
+        let next = self.current.load(Acquire) + 1;
+        if !self.down.load(SeqCst) || next >= LINKS_PER_RAIL || self.links[next].set(link).is_err() {
+            return false;
+        }
+        self.current.store(next, Release);
+        self.down.store(false, SeqCst);
+        true
+    }
+
+    pub(crate) fn is_down(&self) -> bool {
+        self.down.load(Relaxed)
+    }
+
+    /// The driver and business card to connect with (a failover probe).
+    pub(crate) fn card(&self) -> &str {
+        &self.card
     }
 }
+
+/// Links a rail may have over a job: the first, then one per re-admission after a failure.
+const LINKS_PER_RAIL: usize = 16;
 
 /// Why a packet could not go.
 pub(super) enum SendError {

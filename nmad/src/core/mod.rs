@@ -93,10 +93,28 @@ impl Config {
             unexpected_budget: env_num("NMAD_UNEXPECTED_BUDGET")?.unwrap_or(64 << 20),
             rdv_slots: env_num("NMAD_RDV_SLOTS")?.unwrap_or(1024).max(1),
             rdv_writes: RdvWrites::from_env()?,
-            fallback: std::env::var("NMAD_FALLBACK").ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()),
+            fallback: std::env::var("NMAD_FALLBACK")
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty()),
             failover: gate::failover::Timings::from_env()?,
         })
     }
+}
+
+/// One rail to a peer ([`crate::Nmad::rail_status`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RailStatus {
+    /// The driver's name (`tcp:rail1`).
+    pub name: String,
+    /// Not failed (or failed and re-admitted).
+    pub up: bool,
+    /// Used only while every other rail is down (`NMAD_FALLBACK`).
+    pub fallback: bool,
+    /// Carries traffic now (up, and not a fallback while another rail is up).
+    pub in_use: bool,
+    /// Bytes its driver sent, to every peer.
+    pub bytes_sent: u64,
 }
 
 /// Counters.
@@ -203,6 +221,9 @@ pub(crate) struct Core {
     pub(crate) finalizing: AtomicBool,
     /// Shut down: the failover monitor stops.
     pub(crate) stopped: AtomicBool,
+    /// Rails failed and re-admitted, over every gate.
+    pub(crate) rails_down: AtomicU64,
+    pub(crate) rails_up: AtomicU64,
     /// Peers found failed so far (`Gate::fail`).
     pub(crate) peers_lost: AtomicU64,
     unexpected: AtomicU64,
@@ -296,6 +317,8 @@ impl Core {
             pollers: OnceLock::new(),
             finalizing: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
+            rails_down: AtomicU64::new(0),
+            rails_up: AtomicU64::new(0),
             peers_lost: AtomicU64::new(0),
             unexpected: AtomicU64::new(0),
             peak: AtomicU64::new(0),
@@ -459,6 +482,23 @@ impl Core {
 
     fn existing_gate(&self, peer: PeerId) -> Option<Arc<Gate>> {
         self.gates.get(peer as usize).and_then(|g| g.get().cloned())
+    }
+
+    pub(crate) fn rail_status(&self, peer: PeerId) -> Result<Vec<RailStatus>, Error> {
+        let g = self.gate(peer)?;
+        Ok((0..g.rails.len())
+            .map(|i| {
+                let r = &g.rails[i];
+                RailStatus {
+                    name: r.info.name.clone(),
+                    up: !r.is_down(),
+                    fallback: r.fallback,
+                    in_use: g.failure().is_none()
+                        && if g.failover.is_some() { g.usable(i) } else { !r.is_down() },
+                    bytes_sent: self.counters.driver(r.driver).1,
+                }
+            })
+            .collect())
     }
 
     /// Rails to `peer` (names, in latency order), connecting nothing.
@@ -946,8 +986,10 @@ impl Sink for CoreSink<'_> {
     fn link_up(&mut self, link: Arc<dyn Link>) {
         match self.core.gate(link.peer()) {
             Ok(g) => {
-                if let Some(r) = g.rail_by_driver(self.driver) {
-                    r.adopt(link);
+                if let Some(i) = g.rails.iter().position(|r| r.driver == self.driver)
+                    && g.rails[i].adopt(link, g.failover.is_some())
+                {
+                    g.rail_back(self.core, i, "the peer reconnected");
                 }
             }
             Err(e) => log::warn!("rank {}: connection from rank {}: {e}", self.core.rank, link.peer()),

@@ -62,7 +62,7 @@ fn gate_with(rails: &[(RailInfo, Arc<Recording>)], credit: u64, slots: u64) -> G
         .iter()
         .map(|(info, link)| {
             let r = Rail::new(0, info.clone(), String::new(), 0);
-            r.adopt(link.clone());
+            r.adopt(link.clone(), false);
             r
         })
         .collect();
@@ -308,14 +308,15 @@ fn the_express_send_waits_its_turn() {
 fn failover_numbers_packets_and_resends_a_failed_rails_on_the_other() {
     let core = core();
     let (a, b) = (Arc::new(Recording::default()), Arc::new(Recording::default()));
-    let rails: Vec<Rail> = [(rail("tcp:a", 20_000, 65536), a.clone()), (rail("tcp:b", 30_000, 65536), b.clone())]
-        .into_iter()
-        .map(|(info, link)| {
-            let r = Rail::new(0, info, String::new(), 0);
-            r.adopt(link);
-            r
-        })
-        .collect();
+    let rails: Vec<Rail> =
+        [(rail("tcp:a", 20_000, 65536), a.clone()), (rail("tcp:b", 30_000, 65536), b.clone())]
+            .into_iter()
+            .map(|(info, link)| {
+                let r = Rail::new(0, info, String::new(), 0);
+                r.adopt(link, false);
+                r
+            })
+            .collect();
     let gate = Gate::new(0, rails, (1 << 20, 16), (1 << 20, 16), usize::MAX, Some(Default::default()));
     let _keep: Vec<_> = (1..=3).map(|t| send(&core, &gate, t, &SMALL[..10], false)).collect();
     assert_eq!(decode(&a), ["SEQ 0 | DATA t1 #0 10B", "SEQ 1 | DATA t2 #1 10B", "SEQ 2 | DATA t3 #2 10B"]);

@@ -96,21 +96,61 @@ pub struct Piece<'a> {
 /// One decoded chunk (borrowing the packet).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Chunk<'a> {
-    Data { h: MsgHeader, cookie: u64, payload: &'a [u8] },
-    Rdv { h: MsgHeader, total: u64, cookie: u64, header: &'a [u8], remote: Option<RemoteMem<'a>> },
-    Rtr { cookie: u64, recv_cookie: u64, accepted: u64, pieces: Vec<Piece<'a>> },
-    Fin { cookie: u64 },
-    Ack { cookie: u64 },
-    Credit { bytes: u64, slots: u64 },
-    Nak { cookie: u64 },
-    Am { handler: u16, header: &'a [u8], payload: &'a [u8] },
-    Rtw { cookie: u64, recv_cookie: u64, accepted: u64, written: u64, remote: RemoteMem<'a> },
-    Written { recv_cookie: u64 },
-    Seq { n: u64 },
+    Data {
+        h: MsgHeader,
+        cookie: u64,
+        payload: &'a [u8],
+    },
+    Rdv {
+        h: MsgHeader,
+        total: u64,
+        cookie: u64,
+        header: &'a [u8],
+        remote: Option<RemoteMem<'a>>,
+    },
+    Rtr {
+        cookie: u64,
+        recv_cookie: u64,
+        accepted: u64,
+        pieces: Vec<Piece<'a>>,
+    },
+    Fin {
+        cookie: u64,
+    },
+    Ack {
+        cookie: u64,
+    },
+    Credit {
+        bytes: u64,
+        slots: u64,
+    },
+    Nak {
+        cookie: u64,
+    },
+    Am {
+        handler: u16,
+        header: &'a [u8],
+        payload: &'a [u8],
+    },
+    Rtw {
+        cookie: u64,
+        recv_cookie: u64,
+        accepted: u64,
+        written: u64,
+        remote: RemoteMem<'a>,
+    },
+    Written {
+        recv_cookie: u64,
+    },
+    Seq {
+        n: u64,
+    },
     GateAck(crate::reliable::Ack),
     /// A heartbeat (its own packet: see [`PING_PACKET`]); `true` for a PING.
     Heartbeat(bool),
-    RailDown { rail: &'a [u8] },
+    RailDown {
+        rail: &'a [u8],
+    },
 }
 
 /// The sender's memory announced in an RDV: the rail that exposed it and the key it gave (opaque

@@ -60,6 +60,7 @@ pub mod p2p;
 pub mod partitioned;
 pub mod persistent;
 pub mod profiling;
+pub mod rails;
 pub mod rma;
 pub mod rma_sync;
 pub mod session;

@@ -62,6 +62,7 @@ pub const UNEXPECTED_MESSAGE: usize = 2;
 pub const RENDEZVOUS_STARTED: usize = 3;
 pub const CREDIT_STALL: usize = 4;
 pub const RAIL_DOWN: usize = 5;
+pub const RAIL_UP: usize = 6;
 
 pub const TYPES: &[EventType] = &[
     EventType {
@@ -124,6 +125,15 @@ pub const TYPES: &[EventType] = &[
         category: "nmad",
         elements: &[el("peer", Type::Unsigned, 0), el("driver", Type::Unsigned, 4)],
     },
+    EventType {
+        name: "nmad_rail_up",
+        desc: "a failed rail to a peer came back and carries traffic again (elements: peer rank in \
+               the world, driver index)",
+        verbosity: Verbosity::UserBasic,
+        source: 1,
+        category: "nmad",
+        elements: &[el("peer", Type::Unsigned, 0), el("driver", Type::Unsigned, 4)],
+    },
 ];
 
 /// An event that happened.
@@ -178,6 +188,7 @@ pub(crate) fn from_nmad(e: &nmad::observe::Event) -> Instance {
         RendezvousStarted { peer, len } => pack(RENDEZVOUS_STARTED, &[peer.into(), len]),
         CreditStall { peer } => pack(CREDIT_STALL, &[peer.into()]),
         RailDown { peer, driver } => pack(RAIL_DOWN, &[peer.into(), driver.into()]),
+        RailUp { peer, driver } => pack(RAIL_UP, &[peer.into(), driver.into()]),
     }
 }
 
@@ -195,6 +206,7 @@ pub(crate) fn nmad_type(e: &nmad::observe::Event) -> usize {
         nmad::observe::Event::RendezvousStarted { .. } => RENDEZVOUS_STARTED,
         nmad::observe::Event::CreditStall { .. } => CREDIT_STALL,
         nmad::observe::Event::RailDown { .. } => RAIL_DOWN,
+        nmad::observe::Event::RailUp { .. } => RAIL_UP,
     }
 }
 

@@ -21,9 +21,14 @@
 //!   which the peer answers by a PONG on the same rail from its driver's progression. A rail
 //!   whose oldest unanswered PING is older than [`Timings::dead_after_us`] while another rail
 //!   delivered something after that PING is declared failed (closed). A peer that answers on no
-//!   rail (too busy, or gone) fails no rail: its drivers report a dead peer.
+//!   rail fails no rail (it may only be starved of CPU); if it stays silent on every rail for
+//!   [`Timings::peer_silent_us`] while traffic is outstanding, the peer is lost (every link cut,
+//!   or the peer stopped), named in the report.
 //! - Whichever side finds a rail failed tells the other (RAILDOWN, on a survivor), which stops
 //!   using it at once: a loud failure seen by one side needs no heartbeat on the other.
+//! - A failed rail is probed (a new connection, on a thread of its own) every
+//!   [`Timings::probe_us`]; when one succeeds, ours or the peer's, the rail is re-admitted with
+//!   the new link and the strategy plans over it again (S-MPI never used a failed rail again).
 //! - A fallback rail (`NMAD_FALLBACK`) carries traffic only while every other rail is down.
 //!
 //! Only gates with two or more network rails (`Failover::wanted`) have any of this: a single
@@ -53,18 +58,29 @@ const WINDOW: u32 = 4096;
 const ACK_EVERY: u32 = 32;
 const ACK_DELAY_US: Micros = 1000;
 
-/// Rail failover's heartbeat timings, µs [`NMAD_HEARTBEAT_MS`, default 10; `NMAD_RAIL_DEAD_MS`,
-/// default 50]: a rail nothing arrived on for `heartbeat_us` is pinged; one whose ping went
-/// unanswered for `dead_after_us` while another rail delivered is failed.
+/// Rail failover's timings, µs [`NMAD_HEARTBEAT_MS`, default 10; `NMAD_RAIL_DEAD_MS`, default
+/// 50; `NMAD_PEER_SILENT_MS`, default 10,000; `NMAD_RAIL_PROBE_MS`, default 1,000]: a rail
+/// nothing arrived on for `heartbeat_us` is pinged; one whose ping went unanswered for
+/// `dead_after_us` while another rail delivered is failed; a peer that answers on no rail for
+/// `peer_silent_us` while traffic is outstanding is lost (every rail cut, or the peer stopped);
+/// a failed rail is probed every `probe_us` and re-admitted when a connection succeeds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timings {
     pub heartbeat_us: Micros,
     pub dead_after_us: Micros,
+    pub peer_silent_us: Micros,
+    /// How often a failed rail is probed (a new connection tried) for re-admission.
+    pub probe_us: Micros,
 }
 
 impl Default for Timings {
     fn default() -> Timings {
-        Timings { heartbeat_us: 10_000, dead_after_us: 50_000 }
+        Timings {
+            heartbeat_us: 10_000,
+            dead_after_us: 50_000,
+            peer_silent_us: 10_000_000,
+            probe_us: 1_000_000,
+        }
     }
 }
 
@@ -84,6 +100,8 @@ impl Timings {
         Ok(Timings {
             heartbeat_us: ms("NMAD_HEARTBEAT_MS", 10)? * 1000,
             dead_after_us: ms("NMAD_RAIL_DEAD_MS", 50)? * 1000,
+            peer_silent_us: ms("NMAD_PEER_SILENT_MS", 10_000)? * 1000,
+            probe_us: ms("NMAD_RAIL_PROBE_MS", 1000)? * 1000,
         })
     }
 }
@@ -102,6 +120,10 @@ struct Watch {
     pinged: AtomicU64,
     /// When a PING last went.
     last_ping: AtomicU64,
+    /// When the rail failed, or was last probed, while down.
+    probed: AtomicU64,
+    /// A probe (a connection attempt) is running.
+    probing: std::sync::atomic::AtomicBool,
 }
 
 /// A gate's failover state outside the send lock.
@@ -198,7 +220,8 @@ impl Failover {
 
     pub(crate) fn new(rails: usize, timings: Timings) -> Failover {
         let stats = Arc::new(Stats::default());
-        let cfg = Config { window: WINDOW, ack_every: ACK_EVERY, ack_delay_us: ACK_DELAY_US, ..Config::default() };
+        let cfg =
+            Config { window: WINDOW, ack_every: ACK_EVERY, ack_delay_us: ACK_DELAY_US, ..Config::default() };
         let now = now_us();
         let watch: Box<[Watch]> = (0..rails).map(|_| Watch::default()).collect();
         watch.iter().for_each(|w| w.heard.store(now, Relaxed));
@@ -377,8 +400,10 @@ impl Gate {
         if let Some(l) = rail.linked() {
             l.close();
         }
-        let survivors: Vec<&str> =
-            (0..self.rails.len()).filter(|&j| self.usable(j)).map(|j| self.rails[j].info.name.as_str()).collect();
+        let survivors: Vec<&str> = (0..self.rails.len())
+            .filter(|&j| self.usable(j))
+            .map(|j| self.rails[j].info.name.as_str())
+            .collect();
         if survivors.is_empty() || self.failed.get().is_some() {
             self.fail(core, &format!("{}: {reason} (no rail left)", rail.info.name));
             return;
@@ -392,7 +417,11 @@ impl Gate {
                 survivors.join(", ")
             );
         }
+        core.rails_down.fetch_add(1, Relaxed);
         crate::observe::EVENTS.fire(|| Event::RailDown { peer: self.peer, driver: rail.driver as u32 });
+        if let Some(w) = self.failover.as_ref().and_then(|f| f.watch.get(i)) {
+            w.probed.store(now_us(), Relaxed);
+        }
         let done = self.forget_pieces_on(i);
         for r in done {
             // SAFETY: removed from the sends table: we hold it.
@@ -403,6 +432,56 @@ impl Gate {
         }
         // The peer stops using it at once (it would otherwise find out by its own means).
         self.control(core, Control::RailDown(i));
+    }
+
+    /// Failed rail `i` carries traffic again (`why`: who connected): its liveness starts
+    /// afresh and the strategy plans over it again.
+    pub(crate) fn rail_back(&self, core: &Core, i: usize, why: &str) {
+        let Some(f) = &self.failover else { return };
+        let now = now_us();
+        let w = &f.watch[i];
+        w.heard.store(now, Relaxed);
+        w.pinged.store(0, Relaxed);
+        if !core.finalizing.load(Relaxed) {
+            log::warn!(
+                "rank {}: rail {} to peer {} is back ({why})",
+                core.rank,
+                self.rails[i].info.name,
+                self.peer
+            );
+        }
+        core.rails_up.fetch_add(1, Relaxed);
+        crate::observe::EVENTS
+            .fire(|| Event::RailUp { peer: self.peer, driver: self.rails[i].driver as u32 });
+        self.flush(core);
+    }
+
+    /// Tries, on a thread of its own (a connection to a dead network takes seconds to fail),
+    /// to connect failed rail `i` again; re-admits it on success.
+    fn probe(self: &Arc<Self>, core: &Arc<Core>, i: usize) {
+        let Some(w) = self.failover.as_ref().map(|f| &f.watch[i]) else { return };
+        if w.probing.swap(true, Relaxed) {
+            return;
+        }
+        let (gate, core2) = (self.clone(), core.clone());
+        let spawned = std::thread::Builder::new().name("nmad-probe".into()).spawn(move || {
+            let rail = &gate.rails[i];
+            let driver = &core2.drivers[rail.driver];
+            if let Ok(link) = driver.connect(gate.peer, rail.card()) {
+                if rail.readmit(link.clone()) {
+                    gate.rail_back(&core2, i, "a probe connected");
+                } else {
+                    link.close(); // the peer's connection re-admitted it first
+                }
+            }
+            if let Some(f) = &gate.failover {
+                f.watch[i].probed.store(now_us(), Relaxed);
+                f.watch[i].probing.store(false, Relaxed);
+            }
+        });
+        if spawned.is_err() {
+            w.probing.store(false, Relaxed);
+        }
     }
 
     /// The peer found our rail `name` to it failed.
@@ -467,7 +546,9 @@ impl Gate {
             for (start, end) in lost {
                 let split = core.strategy.split(end - start, &infos).into_iter();
                 let split = split.map(|p| Split { offset: start + p.offset, ..p });
-                pieces.extend(split.filter(|p| p.len > 0).map(|p| (idx[p.rail.min(idx.len() - 1)], p.offset, p.len)));
+                pieces.extend(
+                    split.filter(|p| p.len > 0).map(|p| (idx[p.rail.min(idx.len() - 1)], p.offset, p.len)),
+                );
             }
             if pieces.len() > wire::MAX_PIECES {
                 // Too scattered to split: one rail carries the span that holds every lost range.
@@ -475,12 +556,7 @@ impl Gate {
                 pieces = vec![(idx[0], s, e - s)];
             }
             t.pieces.extend(pieces.iter().copied());
-            asks.push(Control::Rtr {
-                cookie: t.sender_cookie,
-                recv_cookie,
-                accepted: *accepted,
-                pieces,
-            });
+            asks.push(Control::Rtr { cookie: t.sender_cookie, recv_cookie, accepted: *accepted, pieces });
         }
         asks
     }
@@ -498,10 +574,17 @@ impl Gate {
 
     /// Periodic work (the core's failover monitor): owed acknowledgements, heartbeats on rails
     /// nothing arrived on lately, and silent rails declared failed.
-    pub(crate) fn failover_tick(&self, core: &Core, now: Micros) {
+    pub(crate) fn failover_tick(self: &Arc<Self>, core: &Arc<Core>, now: Micros) {
         let Some(f) = &self.failover else { return };
         if self.failed.get().is_some() {
             return;
+        }
+        for (j, w) in f.watch.iter().enumerate() {
+            if self.rails[j].down.load(Relaxed)
+                && now.saturating_sub(w.probed.load(Relaxed)) >= f.timings.probe_us
+            {
+                self.probe(core, j);
+            }
         }
         if f.ack_due(now) {
             self.flush(core);
@@ -524,6 +607,24 @@ impl Gate {
             return;
         }
         let mut silent = None;
+        let mut last_heard = 0;
+        for (j, w) in f.watch.iter().enumerate() {
+            if live(j) {
+                last_heard = last_heard.max(w.heard.load(Relaxed));
+            }
+        }
+        if last_heard != 0 && now.saturating_sub(last_heard) >= f.timings.peer_silent_us {
+            let rails: Vec<&str> = (0..self.rails.len())
+                .filter(|&j| live(j))
+                .map(|j| self.rails[j].info.name.as_str())
+                .collect();
+            let why = format!(
+                "nothing arrived on any rail ({}) for {} ms while traffic was outstanding (every link cut, or the peer stopped)",
+                rails.join(", "),
+                (now - last_heard) / 1000
+            );
+            return self.fail(core, &why);
+        }
         for (j, w) in f.watch.iter().enumerate() {
             if !live(j) {
                 continue;
@@ -538,15 +639,16 @@ impl Gate {
             }
             let p = w.pinged.load(Relaxed);
             if p != 0 && now.saturating_sub(p) >= f.timings.dead_after_us {
-                let sibling_spoke = (0..f.watch.len())
-                    .any(|k| k != j && live(k) && f.watch[k].heard.load(Relaxed) > p);
+                let sibling_spoke =
+                    (0..f.watch.len()).any(|k| k != j && live(k) && f.watch[k].heard.load(Relaxed) > p);
                 if sibling_spoke {
                     silent = Some((j, now - p));
                 }
             }
         }
         if let Some((j, quiet)) = silent {
-            let why = format!("silent for {} ms (no answer to heartbeats) while other rails answer", quiet / 1000);
+            let why =
+                format!("silent for {} ms (no answer to heartbeats) while other rails answer", quiet / 1000);
             self.rail_failed(core, j, &why);
         }
     }
@@ -557,7 +659,8 @@ impl Gate {
 /// thread of its own: heartbeats must go and silent rails be found while every application
 /// thread computes and whatever pioman's policy does.
 pub(crate) fn start_monitor(core: &Arc<Core>) -> std::io::Result<()> {
-    let network = core.drivers.iter().filter(|d| d.caps().large == LargePath::Bulk && d.name() != "self").count();
+    let network =
+        core.drivers.iter().filter(|d| d.caps().large == LargePath::Bulk && d.name() != "self").count();
     if network < 2 {
         return Ok(());
     }
