@@ -260,6 +260,9 @@ static void big(int rank, size_t size, int reps, double cut_ms, const char *kind
             if (r == 0 && cut_ms >= 0)
                 start_cutter(&th, &c, t0, cut_ms);
             check(MPI_Send(buf, (int)size, MPI_BYTE, 1, DATA, MPI_COMM_WORLD), "MPI_Send");
+            /* The buffer is ours again: a send completed before the receiver had everything
+             * (and asked for a part again) would show as corrupt data there. */
+            memset(buf, 0xAB, words * 8);
             if (r == 0 && cut_ms >= 0)
                 pthread_join(th, NULL);
         } else {

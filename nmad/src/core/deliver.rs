@@ -9,7 +9,7 @@
 //! (its owner may peek at it) until the owner provides the buffer with `unpack`.
 
 use super::Core;
-use super::gate::failover::Track;
+use super::gate::failover::{self, Step, Track};
 use super::gate::{Control, EAGER_OVERHEAD, Gate, LargeRecv, write_rdv};
 use super::matching::{Body, Remote, Unexpected};
 use super::payload::Payload;
@@ -250,6 +250,9 @@ unsafe fn bulk(core: &Core, gate: &Gate, req: ReqPtr, accepted: u64, sender_cook
         large.insert(LargeRecv { req, accepted, received: 0, writing: None, reading: false, track })
     };
     gate.control(core, Control::Rtr { cookie: sender_cookie, recv_cookie, accepted, pieces });
+    if gate.failover.is_some() {
+        failover::test_cut(core, gate, Step::RtrSent);
+    }
 }
 
 /// Runs the pending direct reads. Returns how many ran. A read this thread does not wait for
@@ -394,6 +397,7 @@ pub(crate) fn bulk_done(core: &Core, gate: &Gate, hdr: &BulkHeader) {
     };
     if let Some(e) = done {
         if let Some(t) = &e.track {
+            failover::test_cut(core, gate, Step::DataComplete);
             // The sender keeps its memory until told everything arrived.
             gate.control(core, Control::Fin(t.sender_cookie));
         }

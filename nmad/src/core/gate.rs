@@ -522,10 +522,15 @@ impl Gate {
             self.send_error(core, e);
         }
         if self.failover.is_some() {
-            let lost = std::mem::take(&mut self.out.lock().unwrap().lost_rails);
+            let (lost, sent) = {
+                let mut out = self.out.lock().unwrap();
+                let sent = out.outbox.as_mut().map_or(0, |ob| std::mem::take(&mut ob.journaled));
+                (std::mem::take(&mut out.lost_rails), sent)
+            };
             for (rail, why) in lost {
                 self.rail_failed(core, rail, &why);
             }
+            failover::test_cut_after(core, self, failover::Step::Packet, sent);
         }
         for r in completed {
             // SAFETY: taken out of the queue by `send_one`: we hold it.
@@ -929,9 +934,13 @@ impl Gate {
                 st.pending += 1;
             }
             for p in pieces {
-                let rail = self.rail_by_name(p.rail).unwrap_or(0);
+                let mut rail = self.rail_by_name(p.rail).unwrap_or(0);
                 if failover && !self.usable(rail) {
-                    continue; // the receiver asks again for what a failed rail was to carry
+                    // Failed here, perhaps not yet at the receiver (or re-admitted there first).
+                    match (0..self.rails.len()).find(|&i| self.usable(i)) {
+                        Some(other) => rail = other,
+                        None => continue,
+                    }
                 }
                 let link = self.rails[rail]
                     .link(core)
@@ -965,16 +974,25 @@ impl Gate {
         for (rail, why) in lost {
             self.rail_failed(core, rail, &why);
         }
+        if self.failover.is_some() && !pieces.is_empty() {
+            failover::test_cut(core, self, failover::Step::PieceStarted);
+        }
         Ok(())
     }
 
     /// A piece of send `cookie` is done (bulk data left, or a write the peer asked for): the
     /// send completes with its last.
-    pub(crate) fn on_piece_done(&self, cookie: u64, driver: usize) {
+    pub(crate) fn on_piece_done(&self, core: &Core, cookie: u64, driver: usize) {
+        if self.failover.is_some() {
+            failover::test_cut(core, self, failover::Step::PieceSent);
+        }
         let done = {
             let mut out = self.out.lock().unwrap();
-            if let Some(rail) = self.rails.iter().position(|r| r.driver == driver) {
-                Self::piece_left(&mut out, cookie, rail);
+            if self.failover.is_some() {
+                let rail = self.rails.iter().position(|r| r.driver == driver);
+                if !rail.is_some_and(|rail| Self::piece_left(&mut out, cookie, rail)) {
+                    return;
+                }
             }
             let Some(&mut req) = out.sends.get_mut(cookie) else { return };
             // SAFETY: registered: held by the gate, under its lock.
@@ -992,7 +1010,10 @@ impl Gate {
     }
 
     /// FIN (the peer read the data) or ACK (a synchronous eager send matched).
-    pub(crate) fn on_answer(&self, cookie: u64) -> Result<(), String> {
+    pub(crate) fn on_answer(&self, core: &Core, cookie: u64) -> Result<(), String> {
+        if self.failover.is_some() {
+            failover::test_cut(core, self, failover::Step::FinReceived);
+        }
         let r = {
             let mut out = self.out.lock().unwrap();
             let Some(&mut req) = out.sends.get_mut(cookie) else {

@@ -795,7 +795,7 @@ impl Core {
                 gate.on_rtw(self, cookie, recv_cookie, accepted, written, remote.rail, remote.key)
             }
             wire::Chunk::Written { recv_cookie } => gate.on_written(self, recv_cookie),
-            wire::Chunk::Fin { cookie } | wire::Chunk::Ack { cookie } => gate.on_answer(cookie),
+            wire::Chunk::Fin { cookie } | wire::Chunk::Ack { cookie } => gate.on_answer(self, cookie),
             wire::Chunk::Nak { cookie } => gate.on_refused(cookie),
             wire::Chunk::Credit { bytes, slots } => {
                 gate.add_credit(self, bytes, slots);
@@ -1029,7 +1029,7 @@ impl Sink for CoreSink<'_> {
 
     fn bulk_sent(&mut self, to: PeerId, token: u64) {
         if let Some(g) = self.core.existing_gate(to) {
-            g.on_piece_done(token, self.driver);
+            g.on_piece_done(self.core, token, self.driver);
         }
     }
 

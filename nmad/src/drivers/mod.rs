@@ -301,6 +301,13 @@ pub trait Link: Send + Sync {
     fn sending(&self) -> bool {
         false
     }
+    /// Bytes sent on this link that the peer's side acknowledged so far (TCP's cumulative
+    /// acknowledgement), if the transport says: rail failover counts a rail whose count grows as
+    /// alive even when nothing comes back on it (a rail carrying a long bulk transfer one way).
+    /// Default: unknown.
+    fn acknowledged(&self) -> Option<u64> {
+        None
+    }
     /// Cuts this process off from the peer through this driver (the core calls it on a peer that
     /// broke the protocol or is lost): the peer's driver sees the link fail and reports
     /// [`Sink::link_failed`]; ours stops reading it at once (what the peer sent and was not read

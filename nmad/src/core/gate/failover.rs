@@ -14,10 +14,12 @@
 //!   until then, and forgets the pieces the failed rail was still sending. The races S-MPI's
 //!   restart protocol handles fall out of this: a receive that had everything asks for nothing
 //!   (its FIN, if lost with the rail, goes again from the journal); a piece reported failed at
-//!   the sender but received is not asked for; an old RTR naming a failed rail is skipped by
-//!   the sender, since the receiver asks again for it.
+//!   the sender but received is not asked for; a piece an RTR puts on a rail the sender found
+//!   failed goes on a usable rail instead (the receiver takes bulk data from any rail and counts
+//!   each byte once; if it asks again for it, the bytes come twice and count once).
 //! - A silent rail (no error: a pulled cable) is found by heartbeats: while the gate has traffic
-//!   outstanding, a rail on which nothing arrived for [`Timings::heartbeat_us`] gets a PING,
+//!   outstanding, a rail on which nothing arrived (and whose sent bytes the peer's transport did
+//!   not acknowledge further: TCP's count) for [`Timings::heartbeat_us`] gets a PING,
 //!   which the peer answers by a PONG on the same rail from its driver's progression. A rail
 //!   whose oldest unanswered PING is older than [`Timings::dead_after_us`] while another rail
 //!   delivered something after that PING is declared failed (closed). A peer that answers on no
@@ -120,6 +122,8 @@ struct Watch {
     pinged: AtomicU64,
     /// When a PING last went.
     last_ping: AtomicU64,
+    /// The link's acknowledged bytes at the last tick ([`crate::drivers::Link::acknowledged`]).
+    acked: AtomicU64,
     /// When the rail failed, or was last probed, while down.
     probed: AtomicU64,
     /// A probe (a connection attempt) is running.
@@ -138,6 +142,8 @@ pub(crate) struct Failover {
 /// The sending side's part, under the gate lock (in `Out`).
 pub(crate) struct Outbox {
     journal: Journal<Box<[u8]>>,
+    /// Packets journaled since the last flush ended (for the test hook's `packet` step).
+    pub(super) journaled: u64,
     /// Rendezvous sends with bulk pieces in flight: per send cookie, the rail of each piece its
     /// driver has not reported sent.
     pieces: HashMap<u64, SmallVec<[usize; 4]>>,
@@ -145,7 +151,7 @@ pub(crate) struct Outbox {
 
 impl Outbox {
     pub(crate) fn new() -> Outbox {
-        Outbox { journal: Journal::new(WINDOW), pieces: HashMap::default() }
+        Outbox { journal: Journal::new(WINDOW), journaled: 0, pieces: HashMap::default() }
     }
 }
 
@@ -311,6 +317,7 @@ impl Gate {
         let mut bytes = Vec::with_capacity(o.iov.iter().map(|s| s.len()).sum());
         o.iov.iter().for_each(|s| bytes.extend_from_slice(s));
         ob.journal.push(rail, bytes.into_boxed_slice(), now_us());
+        ob.journaled += 1;
     }
 
     /// A packet whose acknowledgement did not go (refused or failed): owe it again.
@@ -371,16 +378,17 @@ impl Gate {
     }
 
     /// A bulk piece of send `cookie` was sent on rail `rail`: no longer in flight there.
-    pub(super) fn piece_left(o: &mut Out, cookie: u64, rail: usize) {
-        let Some(ob) = o.outbox.as_mut() else { return };
-        if let Some(rails) = ob.pieces.get_mut(&cookie) {
-            if let Some(at) = rails.iter().position(|&r| r == rail) {
-                rails.swap_remove(at);
-            }
-            if rails.is_empty() {
-                ob.pieces.remove(&cookie);
-            }
+    /// `false` if it was not counted in flight (its rail failed first: the failure discounted it,
+    /// and a driver may still report a piece it finished writing before).
+    pub(super) fn piece_left(o: &mut Out, cookie: u64, rail: usize) -> bool {
+        let Some(ob) = o.outbox.as_mut() else { return true };
+        let Some(rails) = ob.pieces.get_mut(&cookie) else { return false };
+        let Some(at) = rails.iter().position(|&r| r == rail) else { return false };
+        rails.swap_remove(at);
+        if rails.is_empty() {
+            ob.pieces.remove(&cookie);
         }
+        true
     }
 
     /// A bulk piece of send `cookie` starts on rail `rail`.
@@ -467,12 +475,12 @@ impl Gate {
         let spawned = std::thread::Builder::new().name("nmad-probe".into()).spawn(move || {
             let rail = &gate.rails[i];
             let driver = &core2.drivers[rail.driver];
-            if let Ok(link) = driver.connect(gate.peer, rail.card()) {
-                if rail.readmit(link.clone()) {
-                    gate.rail_back(&core2, i, "a probe connected");
-                } else {
-                    link.close(); // the peer's connection re-admitted it first
-                }
+            // A connection made when the peer's re-admitted the rail first is left open, not
+            // closed: closing a link cuts every connection to the peer through that driver.
+            if let Ok(link) = driver.connect(gate.peer, rail.card())
+                && rail.readmit(link)
+            {
+                gate.rail_back(&core2, i, "a probe connected");
             }
             if let Some(f) = &gate.failover {
                 f.watch[i].probed.store(now_us(), Relaxed);
@@ -606,6 +614,15 @@ impl Gate {
             }
             return;
         }
+        // A rail whose sent bytes the peer keeps acknowledging is alive, even if nothing comes
+        // back on it (a long bulk transfer one way: a PING would queue behind it).
+        for (j, w) in f.watch.iter().enumerate() {
+            if let Some(acked) = self.rails[j].linked().and_then(|l| l.acknowledged())
+                && acked != w.acked.swap(acked, Relaxed)
+            {
+                f.heard(j, now);
+            }
+        }
         let mut silent = None;
         let mut last_heard = 0;
         for (j, w) in f.watch.iter().enumerate() {
@@ -614,14 +631,18 @@ impl Gate {
             }
         }
         if last_heard != 0 && now.saturating_sub(last_heard) >= f.timings.peer_silent_us {
-            let rails: Vec<&str> = (0..self.rails.len())
-                .filter(|&j| live(j))
-                .map(|j| self.rails[j].info.name.as_str())
+            let rails: Vec<String> = (0..self.rails.len())
+                .map(|j| {
+                    let r = &self.rails[j];
+                    let state = if live(j) { "silent" } else if r.is_down() { "failed" } else { "unused" };
+                    format!("{} {state}", r.info.name)
+                })
                 .collect();
             let why = format!(
-                "nothing arrived on any rail ({}) for {} ms while traffic was outstanding (every link cut, or the peer stopped)",
-                rails.join(", "),
-                (now - last_heard) / 1000
+                "nothing arrived on any rail for {} ms while traffic was outstanding (every link cut, or the \
+                 peer stopped; rails: {})",
+                (now - last_heard) / 1000,
+                rails.join(", ")
             );
             return self.fail(core, &why);
         }
@@ -651,6 +672,65 @@ impl Gate {
                 format!("silent for {} ms (no answer to heartbeats) while other rails answer", quiet / 1000);
             self.rail_failed(core, j, &why);
         }
+    }
+}
+
+/// A step of the rendezvous on a failover gate where a test may cut a rail ([`test_cut`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The receiver asked for the data (RTR queued).
+    RtrSent,
+    /// The sender handed a bulk piece to a rail's driver.
+    PieceStarted,
+    /// The sender's driver finished sending a piece (it may not have arrived).
+    PieceSent,
+    /// The receiver has every byte, before its FIN goes.
+    DataComplete,
+    /// The sender took the receiver's FIN.
+    FinReceived,
+    /// A numbered packet left (any traffic: "cut after the N-th packet").
+    Packet,
+}
+
+impl Step {
+    fn name(self) -> &'static str {
+        match self {
+            Step::RtrSent => "rtr-sent",
+            Step::PieceStarted => "piece-started",
+            Step::PieceSent => "piece-sent",
+            Step::DataComplete => "data-complete",
+            Step::FinReceived => "fin-received",
+            Step::Packet => "packet",
+        }
+    }
+}
+
+/// Test hook: `NMAD_TEST_CUT=STEP[:N]` (STEP one of [`Step`]'s names) fails rail 0 of the gate
+/// where STEP happens in this process for the N-th time (default 1), as a failure of that rail
+/// would (its link closed: the peer sees it fail too): the tests of the restart races use it.
+/// Nothing else reads it; a gate without failover never calls it.
+pub(crate) fn test_cut(core: &Core, gate: &Gate, step: Step) {
+    test_cut_after(core, gate, step, 1);
+}
+
+/// [`test_cut`] for `times` occurrences of `step` at once.
+pub(crate) fn test_cut_after(core: &Core, gate: &Gate, step: Step, times: u64) {
+    if times == 0 {
+        return;
+    }
+    static WHEN: std::sync::OnceLock<Option<(String, u64)>> = std::sync::OnceLock::new();
+    static SEEN: AtomicU64 = AtomicU64::new(0);
+    let when = WHEN.get_or_init(|| {
+        let v = std::env::var("NMAD_TEST_CUT").ok()?;
+        let (name, n) = v.split_once(':').map_or((v.as_str(), "1"), |(a, b)| (a, b));
+        Some((name.to_string(), n.parse::<u64>().unwrap_or(1).max(1)))
+    });
+    if let Some((name, n)) = when
+        && name == step.name()
+        && let old = SEEN.fetch_add(times, Relaxed)
+        && (old..old + times).contains(&(*n - 1))
+    {
+        gate.rail_failed(core, 0, &format!("cut by the test hook NMAD_TEST_CUT={name}:{n}"));
     }
 }
 

@@ -332,7 +332,7 @@ fn write(core: &Core, gate: &Gate, job: &WriteJob) {
         Ok(()) => {
             core.counters.sent(rail.driver, job.len as usize);
             gate.control(core, Control::Written(job.recv_cookie));
-            gate.on_piece_done(job.cookie, usize::MAX);
+            gate.on_piece_done(core, job.cookie, usize::MAX);
         }
         Err(e) => {
             static REFUSED: pm2_log::RateLimited = pm2_log::RateLimited::new(Duration::from_secs(5));

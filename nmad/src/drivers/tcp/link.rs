@@ -441,6 +441,13 @@ impl Link for Conn {
         here || self.redirect.get().is_some_and(|to| to.sending())
     }
 
+    fn acknowledged(&self) -> Option<u64> {
+        match self.redirect.get() {
+            Some(to) => to.acknowledged(),
+            None => sys::bytes_acked(self.fd()),
+        }
+    }
+
     /// Cuts every connection to the peer through this driver (both may have connected at once),
     /// this one included even if the driver never registered it.
     fn close(&self) {

@@ -70,6 +70,20 @@ pub fn unacknowledged(fd: RawFd) -> usize {
     if r < 0 { 0 } else { n.max(0) as usize }
 }
 
+/// Bytes the peer acknowledged on this connection (`TCP_INFO`'s `tcpi_bytes_acked`).
+pub fn bytes_acked(fd: RawFd) -> Option<u64> {
+    // SAFETY: tcp_info is plain data; zeroes are a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `info`, which outlives the call.
+    let r = unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, (&mut info as *mut libc::tcp_info).cast(), &mut len)
+    };
+    // A kernel older than the field (4.2) returns a shorter structure.
+    let needed = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
+    (r == 0 && len as usize >= needed).then_some(info.tcpi_bytes_acked)
+}
+
 /// Stops both directions: the peer sees end of stream, local reads return 0 once what arrived
 /// was read.
 pub fn shutdown_both(fd: RawFd) {
