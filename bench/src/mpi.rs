@@ -15,13 +15,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The programs, by name: their sources, embedded.
-pub const PROGRAMS: [(&str, &str); 6] = [
+pub const PROGRAMS: [(&str, &str); 7] = [
     ("pingpong", include_str!("../mpi/pingpong.c")),
     ("overlap", include_str!("../mpi/overlap.c")),
     ("reactivity", include_str!("../mpi/reactivity.c")),
     ("mt", include_str!("../mpi/mt.c")),
     ("coll", include_str!("../mpi/coll.c")),
     ("rma", include_str!("../mpi/rma.c")),
+    ("failover", include_str!("../mpi/failover.c")),
 ];
 
 const PIN_SH: &str = include_str!("../mpi/pin.sh");

@@ -247,7 +247,10 @@ fn every_restart_race_delivers_the_data_once() {
             let done = run(cmd, Duration::from_secs(120));
             clean(&done, &hook);
             assert!(done.stderr.contains("cut by the test hook"), "{hook}: the hook did not fire: {done:?}");
-            assert!(!done.stderr.contains("unknown send"), "{hook}: an answer for a completed send: {done:?}");
+            assert!(
+                !done.stderr.contains("unknown send"),
+                "{hook}: an answer for a completed send: {done:?}"
+            );
         }
     }
     let _ = std::fs::remove_file(exe);
@@ -274,7 +277,9 @@ fn a_cut_with_no_surviving_rail_ends_the_job_with_a_report() {
     assert_ne!(done.code, Some(0), "the job cannot succeed: {done:?}");
     assert!(took < Duration::from_secs(20), "ended after {took:?}: {done:?}");
     assert!(
-        done.stderr.contains("lost peer") && done.stderr.contains("tcp:rail1 ") && done.stderr.contains("tcp:rail2 "),
+        done.stderr.contains("lost peer")
+            && done.stderr.contains("tcp:rail1 ")
+            && done.stderr.contains("tcp:rail2 "),
         "the report names the peer and the rails: {done:?}"
     );
     let left = Command::new("pgrep").arg("-f").arg(&exe).output().unwrap();

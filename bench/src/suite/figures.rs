@@ -176,6 +176,24 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
             ),
         )?;
     }
+    let timelines = super::failover::timelines(all);
+    if !timelines.is_empty() {
+        let name = "failover-timeline.png".to_string();
+        out(
+            name.clone(),
+            lines(
+                &dir.join(&name),
+                "Rail failover: bandwidth around the cut (20 ms bins; 1 MiB messages over two tcp rails)",
+                "ms from the cut",
+                "MB/s",
+                Scale::Linear,
+                Scale::Linear,
+                &timelines,
+                &|x: f64| format!("{x:.0}"),
+                &mbps,
+            ),
+        )?;
+    }
     for (kind, title) in [
         ("os", "Reactivity, OS compute threads on the receiver (4 B; lower is better)"),
         ("marcel", "Reactivity, marcel compute threads (MPICH, Open MPI: OS threads)"),

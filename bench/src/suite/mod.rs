@@ -8,6 +8,7 @@
 //! a long run is.
 
 pub mod coll_algos;
+pub mod failover;
 pub mod figures;
 pub mod loss;
 pub mod options;
@@ -131,6 +132,7 @@ pub fn run(opts: &Options, exe: &Path) -> i32 {
             Stage::CollAlgos => ctx.coll_algos(&mut p, (c0, c1)),
             Stage::Rma => ctx.rma(&mut p),
             Stage::Loss => ctx.loss(&mut p),
+            Stage::Failover => ctx.failover(&mut p),
         };
         p.clear();
         print_tables(stage, &ms, &all);
@@ -311,6 +313,7 @@ fn count_steps(o: &Options) -> usize {
             Stage::Coll => libs * COLL_RANKS.len(),
             Stage::CollAlgos => ours * coll_algos::steps(),
             Stage::Loss => o.rounds as usize * o.loss.len() * loss::steps(&o.libs),
+            Stage::Failover => o.rounds as usize * failover::steps(),
             Stage::Rma => o.transports.iter().map(|&t| rma::variants(&o.libs, t).len()).sum(),
             Stage::Limits | Stage::Overhead | Stage::Sched => 1,
         })
@@ -500,6 +503,7 @@ pub fn stage_tables(stage: Stage, all: &[Measurement]) -> Vec<tables::Table> {
         }
         Stage::Rma => out.extend(rma::tables(all)),
         Stage::Loss => out.extend(loss::tables(all)),
+        Stage::Failover => out.extend(failover::tables(all)),
         Stage::Mt => {
             out.extend(tables::pivot(
                 all,

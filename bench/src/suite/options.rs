@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 pub const USAGE: &str = "\
 usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched | mt | limits | coll | rma
-                 | coll-algos | loss]...
+                 | coll-algos | loss | failover]...
                 [--quick] [--json[=FILE]] [--out DIR] [--only madmpi,mpich,openmpi]
                 [--transport shm,tcp,udp] [--reps N] [--rounds N] [--policy NAME] [--loss P,...]
                 [--no-plots] [--quiet]
@@ -37,6 +37,14 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
                MPICH and Open MPI over tcp, in --rounds interleaved rounds. Slow: tcp's
                timeouts (200 ms) hit the round trips; a full run at 0, 1 and 5 % with 2
                rounds takes about 30 minutes
+  failover     not in `all` (root, `ip`, `ss`): ours only (MPICH and Open MPI have no rail
+               failover), 2 ranks on two namespace hosts joined by two tcp rails and a service
+               network: the time from a rail cut (loud: its connections killed; silent: link
+               down; both rails, with the service network as fallback) to traffic flowing again,
+               bandwidth before / during / after and around the cut (plot), a 256 MiB transfer
+               with and without a cut, and the re-admission of a restored rail; every row
+               carries the lost / duplicated / corrupt counts its runs checked. About 1 minute
+               per round
 
   --quick      a smoke run (about 90 s): fewer sizes and points
   --json       one JSON object per measurement and line, to FILE (bench-results/madbench.json)
@@ -67,6 +75,8 @@ pub enum Stage {
     CollAlgos,
     /// Goodput and latency tails under packet loss (not part of `all`: root only).
     Loss,
+    /// A job losing a rail (not part of `all`: root only).
+    Failover,
 }
 
 impl Stage {
@@ -97,6 +107,7 @@ impl Stage {
             Stage::Rma => "rma",
             Stage::CollAlgos => "coll-algos",
             Stage::Loss => "loss",
+            Stage::Failover => "failover",
         }
     }
 
@@ -109,6 +120,7 @@ impl Stage {
             Stage::Mt => Some("mt"),
             Stage::Coll | Stage::CollAlgos => Some("coll"),
             Stage::Rma => Some("rma"),
+            Stage::Failover => Some("failover"),
             _ => None,
         }
     }
@@ -196,7 +208,10 @@ impl Options {
                         .collect::<Result<_, _>>()?;
                 }
                 s => {
-                    match Stage::ALL.iter().chain(&[Stage::CollAlgos, Stage::Loss]).find(|st| st.name() == s)
+                    match Stage::ALL
+                        .iter()
+                        .chain(&[Stage::CollAlgos, Stage::Loss, Stage::Failover])
+                        .find(|st| st.name() == s)
                     {
                         Some(&st) => o.asked.push(st),
                         None => return Err(format!("unknown argument {s:?}\n\n{USAGE}")),

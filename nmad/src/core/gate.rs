@@ -484,10 +484,32 @@ impl Gate {
         if self.send_failure().is_some() {
             return false;
         }
-        if !self.out.lock().unwrap().control.is_empty() {
-            return true;
+        {
+            let out = self.out.lock().unwrap();
+            // On a failover gate a packet is ours until acknowledged: its rail may still fail.
+            if !out.control.is_empty() || out.outbox.as_ref().is_some_and(|ob| ob.unacknowledged() > 0) {
+                return true;
+            }
         }
         self.rails.iter().any(|r| r.linked().is_some_and(|l| l.sending()))
+    }
+
+    /// What [`Gate::output_pending`] waits for, for the report of a finalize that gave up.
+    pub(crate) fn describe_pending(&self) -> String {
+        let out = self.out.lock().unwrap();
+        let mut what = Vec::new();
+        if !out.control.is_empty() {
+            what.push(format!("{} control chunks", out.control.len()));
+        }
+        if let Some(ob) = &out.outbox {
+            what.push(format!("{} packets unacknowledged", ob.unacknowledged()));
+        }
+        for r in &self.rails {
+            if r.linked().is_some_and(|l| l.sending()) {
+                what.push(format!("{} sending", r.info.name));
+            }
+        }
+        format!("peer {}: {}", self.peer, what.join(", "))
     }
 
     /// Sends as many packets as the links take.
@@ -920,6 +942,7 @@ impl Gate {
         pieces: &[Piece<'_>],
     ) -> Result<(), String> {
         let mut done = None;
+        let mut skipped = Vec::new();
         let lost = {
             let mut out = self.out.lock().unwrap();
             let o = &mut *out;
@@ -934,13 +957,15 @@ impl Gate {
                 st.pending += 1;
             }
             for p in pieces {
-                let mut rail = self.rail_by_name(p.rail).unwrap_or(0);
-                if failover && !self.usable(rail) {
-                    // Failed here, perhaps not yet at the receiver (or re-admitted there first).
-                    match (0..self.rails.len()).find(|&i| self.usable(i)) {
-                        Some(other) => rail = other,
-                        None => continue,
+                let rail = self.rail_by_name(p.rail).unwrap_or(0);
+                if failover && self.rails[rail].is_down() {
+                    // Failed here and not (yet) at the receiver, or re-admitted there first: the
+                    // receiver asks again for it once it knows (told below). Sent on another rail,
+                    // it could go on one the receiver already gave up on, and be lost unasked.
+                    if !skipped.contains(&rail) {
+                        skipped.push(rail);
                     }
+                    continue;
                 }
                 let link = self.rails[rail]
                     .link(core)
@@ -973,6 +998,9 @@ impl Gate {
         }
         for (rail, why) in lost {
             self.rail_failed(core, rail, &why);
+        }
+        for rail in skipped {
+            self.control(core, Control::RailDown(rail));
         }
         if self.failover.is_some() && !pieces.is_empty() {
             failover::test_cut(core, self, failover::Step::PieceStarted);

@@ -933,7 +933,18 @@ impl Core {
                 return;
             }
             if Instant::now() >= end {
-                log::warn!("rank {}: finalize: output still pending after {limit:?}", self.rank);
+                let what: Vec<String> = self
+                    .gates
+                    .iter()
+                    .filter_map(OnceLock::get)
+                    .filter(|g| g.output_pending(self))
+                    .map(|g| g.describe_pending())
+                    .collect();
+                log::warn!(
+                    "rank {}: finalize: output still pending after {limit:?} ({})",
+                    self.rank,
+                    what.join("; ")
+                );
                 return;
             }
             self.pioman.progress();

@@ -15,8 +15,11 @@
 //!   restart protocol handles fall out of this: a receive that had everything asks for nothing
 //!   (its FIN, if lost with the rail, goes again from the journal); a piece reported failed at
 //!   the sender but received is not asked for; a piece an RTR puts on a rail the sender found
-//!   failed goes on a usable rail instead (the receiver takes bulk data from any rail and counts
-//!   each byte once; if it asks again for it, the bytes come twice and count once).
+//!   failed (the receiver has not learnt it yet, or re-admitted the rail first) is not sent:
+//!   the sender tells the receiver the rail is down, and the receiver asks again for the piece
+//!   on its survivors (sent elsewhere by the sender, it could go on a rail the receiver had
+//!   already given up on, and never be asked for again). A piece on a rail that is up at the
+//!   sender goes there even if the sender would not choose it (a fallback).
 //! - A silent rail (no error: a pulled cable) is found by heartbeats: while the gate has traffic
 //!   outstanding, a rail on which nothing arrived (and whose sent bytes the peer's transport did
 //!   not acknowledge further: TCP's count) for [`Timings::heartbeat_us`] gets a PING,
@@ -152,6 +155,11 @@ pub(crate) struct Outbox {
 impl Outbox {
     pub(crate) fn new() -> Outbox {
         Outbox { journal: Journal::new(WINDOW), journaled: 0, pieces: HashMap::default() }
+    }
+
+    /// Packets sent and not acknowledged yet.
+    pub(crate) fn unacknowledged(&self) -> usize {
+        self.journal.len()
     }
 }
 
@@ -465,7 +473,8 @@ impl Gate {
     }
 
     /// Tries, on a thread of its own (a connection to a dead network takes seconds to fail),
-    /// to connect failed rail `i` again; re-admits it on success.
+    /// to connect failed rail `i` again, re-admitting it on success; or connects fallback rail
+    /// `i` for the first time.
     fn probe(self: &Arc<Self>, core: &Arc<Core>, i: usize) {
         let Some(w) = self.failover.as_ref().map(|f| &f.watch[i]) else { return };
         if w.probing.swap(true, Relaxed) {
@@ -475,11 +484,14 @@ impl Gate {
         let spawned = std::thread::Builder::new().name("nmad-probe".into()).spawn(move || {
             let rail = &gate.rails[i];
             let driver = &core2.drivers[rail.driver];
-            // A connection made when the peer's re-admitted the rail first is left open, not
-            // closed: closing a link cuts every connection to the peer through that driver.
-            if let Ok(link) = driver.connect(gate.peer, rail.card())
+            if !rail.is_down() {
+                // A fallback connected ahead of need (its first link, as a send would make it).
+                let _ = rail.link(&core2);
+            } else if let Ok(link) = driver.connect(gate.peer, rail.card())
                 && rail.readmit(link)
             {
+                // (A connection made when the peer's re-admitted the rail first is left open, not
+                // closed: closing a link cuts every connection to the peer through that driver.)
                 gate.rail_back(&core2, i, "a probe connected");
             }
             if let Some(f) = &gate.failover {
@@ -602,6 +614,14 @@ impl Gate {
             out.outbox.as_ref().is_some_and(|ob| !ob.journal.is_empty() || !ob.pieces.is_empty())
                 || !out.sends.is_empty()
         } || !self.large_in.lock().unwrap().is_empty();
+        // A fallback rail is connected (on a thread: a connection takes a handshake) once the
+        // gate has traffic, and pinged like the others: when the preferred rails fall silent
+        // together, it is the witness that the peer still answers.
+        for (j, r) in self.rails.iter().enumerate() {
+            if active && r.fallback && r.linked().is_none() && !r.is_down() {
+                self.probe(core, j);
+            }
+        }
         let hb = f.timings.heartbeat_us;
         let live = |j: usize| !self.rails[j].down.load(Relaxed) && self.rails[j].linked().is_some();
         if !active {
@@ -634,7 +654,13 @@ impl Gate {
             let rails: Vec<String> = (0..self.rails.len())
                 .map(|j| {
                     let r = &self.rails[j];
-                    let state = if live(j) { "silent" } else if r.is_down() { "failed" } else { "unused" };
+                    let state = if live(j) {
+                        "silent"
+                    } else if r.is_down() {
+                        "failed"
+                    } else {
+                        "unused"
+                    };
                     format!("{} {state}", r.info.name)
                 })
                 .collect();

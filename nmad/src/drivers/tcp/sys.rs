@@ -77,7 +77,13 @@ pub fn bytes_acked(fd: RawFd) -> Option<u64> {
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into `info`, which outlives the call.
     let r = unsafe {
-        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, (&mut info as *mut libc::tcp_info).cast(), &mut len)
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
     };
     // A kernel older than the field (4.2) returns a shorter structure.
     let needed = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
