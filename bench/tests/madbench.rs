@@ -188,3 +188,56 @@ fn loss_stage_measures_inside_a_lossy_namespace_and_cleans_up() {
     assert!(!left.lines().any(|l| l.starts_with(&ours)), "a namespace was left behind: {left}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `madbench failover --quick` makes its two hosts and rails, cuts and restores rail 1 in each
+/// way, prints the resume table with a time in every row and nothing lost, duplicated or
+/// corrupt, writes the JSON rows with those counts, and removes its namespaces and bridges.
+/// Root with `ip` and `ss` only (what `./run test` has); skipped otherwise.
+#[test]
+#[cfg_attr(debug_assertions, ignore = "release builds only: madbench needs the release libmpi.so beside it")]
+fn failover_stage_cuts_rails_and_cleans_up() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !have("ip") || !have("ss") {
+        eprintln!("skipped: madbench failover needs root, ip and ss");
+        return;
+    }
+    let exe = Path::new(env!("CARGO_BIN_EXE_madbench"));
+    let dir = std::env::temp_dir().join(format!("madbench-failover-{}", std::process::id()));
+    let json = dir.join("failover.json");
+    let child = Command::new(exe)
+        .args(["failover", "--quick", "--quiet", "--rounds", "1"])
+        .arg(format!("--json={}", json.display()))
+        .arg("--out")
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("madbench runs");
+    let ours = format!("mbfo{}h", child.id() % 1_000_000);
+    let out = child.wait_with_output().expect("madbench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "madbench failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let table = stdout.lines().skip_while(|l| !l.starts_with("Rail failover: from the cut"));
+    let rows: Vec<&str> =
+        table.into_iter().filter(|l| l.starts_with("| ") && !l.starts_with("| failure")).take(4).collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    for row in rows {
+        assert!(row.split('|').nth(2).is_some_and(|c| c.trim().ends_with('s')), "{row}");
+    }
+    let text = std::fs::read_to_string(&json).expect("the JSON file");
+    let resumes: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v["case"].as_str().is_some_and(|c| c.starts_with("resume-")))
+        .collect();
+    for case in ["resume-loud", "resume-silent"] {
+        assert!(resumes.iter().any(|v| v["case"] == case), "no {case} row: {text}");
+    }
+    for v in resumes {
+        assert_eq!((v["lost"].as_f64(), v["duplicates"].as_f64()), (Some(0.0), Some(0.0)), "{v}");
+    }
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let left = String::from_utf8_lossy(&netns.stdout).into_owned();
+    assert!(!left.lines().any(|l| l.starts_with(&ours)), "a namespace was left behind: {left}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -147,11 +147,11 @@ fn the_stress_job_completes_when_a_rail_is_cut() {
     }
     let r = Rails::up();
     let stress = env!("CARGO_BIN_EXE_nmad_stress");
-    let messages = if FULL { 100_000 } else { 5_000 }.to_string();
+    let messages = if FULL { 100_000 } else { 40_000 }.to_string();
     for (n, how, drivers) in [(2, "down", "tcp:rail1,tcp:rail2"), (4, "kill", "shm,tcp:rail1,tcp:rail2")] {
         let mut cmd = r.madrun(n, drivers, &[]);
         cmd.arg(stress).args(["--messages", &messages, "--seed", "31"]);
-        let at = moment(150, 500);
+        let at = moment(100, 300);
         let cutter = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(at));
             sh(&cut("pm2h1", "rail1", how));

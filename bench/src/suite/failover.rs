@@ -135,7 +135,9 @@ fn cases(h: &RailHosts, quick: bool) -> Vec<Case> {
     let stream = |kind: &str, secs: &str| -> Vec<String> {
         ["stream", "1048576", secs, "1000", kind].iter().map(|s| s.to_string()).collect()
     };
-    let big = if quick { 64 << 20 } else { 256 << 20 }.to_string();
+    // The cut comes during the first transfer (64 MiB take about 15 ms here, 256 MiB 60-90).
+    let (big, cut_at) = if quick { (64 << 20, "5") } else { (256 << 20, "20") };
+    let big = big.to_string();
     let big_args = |cut: &str, kind: &str| -> Vec<String> {
         ["big", big.as_str(), "3", cut, kind].iter().map(|s| s.to_string()).collect()
     };
@@ -163,7 +165,7 @@ fn cases(h: &RailHosts, quick: bool) -> Vec<Case> {
             env: vec![],
         },
         Case { kind: "none", args: big_args("-1", "none"), cut: String::new(), restore: None, env: vec![] },
-        Case { kind: "silent", args: big_args("20", "silent"), cut: down(1), restore: None, env: vec![] },
+        Case { kind: "silent", args: big_args(cut_at, "silent"), cut: down(1), restore: None, env: vec![] },
     ]
 }
 
@@ -253,28 +255,35 @@ fn run(cmd: Command, limit: Duration) -> Result<Vec<Measurement>, String> {
 /// Merges the rounds (median of medians, min of mins, max of maxes) and gives each row the
 /// sums of its runs' `lost`, `duplicates` and `corrupt` counts, and how many runs.
 fn merge_keeping_counts(runs: Vec<Measurement>) -> Vec<Measurement> {
-    let mut counts: BTreeMap<String, [f64; 4]> = BTreeMap::new();
+    // Per key: sums of lost, duplicates, corrupt (None: the rows do not count them), and runs.
+    let mut counts: BTreeMap<String, (Option<[f64; 3]>, f64)> = BTreeMap::new();
     let stripped: Vec<Measurement> = runs
         .into_iter()
         .map(|mut m| {
-            let got: Vec<f64> =
-                ["lost", "duplicates", "corrupt"].iter().map(|k| m.extra_f64(k).unwrap_or(0.0)).collect();
+            let got = ["lost", "duplicates", "corrupt"].map(|k| m.extra_f64(k));
             PER_RUN.iter().for_each(|k| {
                 m.extra.remove(*k);
             });
             let c = counts.entry(m.key()).or_default();
-            c[0] += got[0];
-            c[1] += got[1];
-            c[2] += got[2];
-            c[3] += 1.0;
+            if got.iter().all(Option::is_some) {
+                let sums = c.0.get_or_insert([0.0; 3]);
+                for (s, g) in sums.iter_mut().zip(got) {
+                    *s += g.unwrap_or(0.0);
+                }
+            }
+            c.1 += 1.0;
             m
         })
         .collect();
     merge_rounds(stripped)
         .into_iter()
         .map(|m| {
-            let c = counts.get(&m.key()).copied().unwrap_or_default();
-            m.with("lost", c[0]).with("duplicates", c[1]).with("corrupt", c[2]).with("runs", c[3])
+            let (sums, runs) = counts.get(&m.key()).copied().unwrap_or_default();
+            let m = m.with("runs", runs);
+            match sums {
+                Some([l, d, c]) => m.with("lost", l).with("duplicates", d).with("corrupt", c),
+                None => m,
+            }
         })
         .collect()
 }
@@ -283,7 +292,7 @@ fn merge_keeping_counts(runs: Vec<Measurement>) -> Vec<Measurement> {
 pub fn tables(all: &[Measurement]) -> Vec<Table> {
     let of = |case: &str| all.iter().find(|m| m.bench == "failover" && m.case == case);
     let checked = |m: &Measurement| {
-        let n = |k: &str| m.extra_f64(k).unwrap_or(0.0);
+        let n = |k: &str| m.extra_f64(k).map_or("-".into(), |v| v.to_string());
         format!("lost {}, dup. {}, corrupt {}; {} runs", n("lost"), n("duplicates"), n("corrupt"), n("runs"))
     };
     let ms_row = |label: &str, m: Option<&Measurement>| {

@@ -183,7 +183,7 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
             name.clone(),
             lines(
                 &dir.join(&name),
-                "Rail failover: bandwidth around the cut (20 ms bins; 1 MiB messages over two tcp rails)",
+                "Rail failover: bandwidth around the cut (20 ms bins, 1 MiB messages)",
                 "ms from the cut",
                 "MB/s",
                 Scale::Linear,
