@@ -79,7 +79,7 @@ impl Rail {
     }
 
     /// A rail used only while every other one is down.
-    pub(crate) fn as_fallback(self) -> Rail {
+    pub(crate) fn into_fallback(self) -> Rail {
         Rail { fallback: true, ..self }
     }
 
@@ -94,7 +94,8 @@ impl Rail {
 
     #[inline]
     fn slot(&self) -> &OnceLock<Arc<dyn Link>> {
-        &self.links[self.current.load(Acquire)]
+        // Masked, not bounds-checked: `current` stays below the (power of two) slot count.
+        &self.links[self.current.load(Acquire) & (LINKS_PER_RAIL - 1)]
     }
 
     /// [`Rail::link`] the first time: connects (once, whoever else asks meanwhile).
@@ -149,8 +150,10 @@ impl Rail {
     }
 }
 
-/// Links a rail may have over a job: the first, then one per re-admission after a failure.
+/// Links a rail may have over a job: the first, then one per re-admission after a failure (a
+/// power of two: see `Rail::slot`).
 const LINKS_PER_RAIL: usize = 16;
+const _: () = assert!(LINKS_PER_RAIL.is_power_of_two());
 
 /// Why a packet could not go.
 pub(super) enum SendError {

@@ -456,7 +456,7 @@ impl Core {
                 RailInfo { name: d.name().to_string(), caps: d.caps(), profile: d.profile(), busy: false };
             let rail = Rail::new(i, info, card.clone(), peer);
             let fallback = self.config.fallback.as_deref() == Some(d.name());
-            rails.push(if fallback { rail.as_fallback() } else { rail });
+            rails.push(if fallback { rail.into_fallback() } else { rail });
         }
         if !self.explicit_drivers && rails.iter().any(|r| r.info.name == "shm") {
             rails.retain(|r| r.info.name == "shm"); // same node: shared memory only
@@ -805,10 +805,13 @@ impl Core {
             wire::Chunk::Seq { n } => {
                 return gate.failover.as_ref().is_none_or(|f| f.arrived(n));
             }
-            wire::Chunk::GateAck(ack) => {
-                gate.on_gate_ack(self, &ack);
-                Ok(())
-            }
+            wire::Chunk::GateAck(bytes) => match crate::reliable::Ack::decode(bytes) {
+                Some((ack, _)) => {
+                    gate.on_gate_ack(self, &ack);
+                    Ok(())
+                }
+                None => Err("malformed gate acknowledgement".to_string()),
+            },
             // Answered where it arrives (`CoreSink::packet`, which knows the rail).
             wire::Chunk::Heartbeat(_) => Ok(()),
             wire::Chunk::RailDown { rail } => {

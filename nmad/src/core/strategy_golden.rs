@@ -114,7 +114,7 @@ fn decode(link: &Recording) -> Vec<String> {
                     Chunk::Rtw { accepted, .. } => format!("RTW {accepted}B"),
                     Chunk::Written { recv_cookie } => format!("WRITTEN {recv_cookie}"),
                     Chunk::Seq { n } => format!("SEQ {n}"),
-                    Chunk::GateAck(a) => format!("GACK {}", a.next),
+                    Chunk::GateAck(a) => format!("GACK {}B", a.len()),
                     Chunk::Heartbeat(ping) => (if ping { "PING" } else { "PONG" }).into(),
                     Chunk::RailDown { rail } => format!("RAILDOWN {}", String::from_utf8_lossy(rail)),
                 })

@@ -145,7 +145,8 @@ pub enum Chunk<'a> {
     Seq {
         n: u64,
     },
-    GateAck(crate::reliable::Ack),
+    /// A `reliable::Ack`, checked here, kept encoded (an `Ack` is large: every chunk would be).
+    GateAck(&'a [u8]),
     /// A heartbeat (its own packet: see [`PING_PACKET`]); `true` for a PING.
     Heartbeat(bool),
     RailDown {
@@ -324,10 +325,7 @@ impl<'a> Decoder<'a> {
             WRITTEN => Ok(Chunk::Written { recv_cookie: self.varint()? }),
             SEQ => Ok(Chunk::Seq { n: self.varint()? }),
             GACK => match crate::reliable::Ack::decode(&self.b[self.at..]) {
-                Some((ack, used)) => {
-                    self.at += used;
-                    Ok(Chunk::GateAck(ack))
-                }
+                Some((_, used)) => Ok(Chunk::GateAck(self.bytes(used as u64)?)),
                 None => self.err("malformed gate acknowledgement"),
             },
             PING => Ok(Chunk::Heartbeat(true)),
@@ -677,6 +675,8 @@ mod tests {
         let mut ack = crate::reliable::Ack::new(40, None);
         ack.push_range(42, 45);
         Encoder(&mut b).gate_ack(&ack);
+        let mut ack_bytes = Vec::new();
+        ack.encode(&mut ack_bytes);
         b.extend_from_slice(&PING_PACKET[1..]);
         b.extend_from_slice(&PONG_PACKET[1..]);
         Encoder(&mut b).rail_down(b"tcp:rail1");
@@ -703,7 +703,7 @@ mod tests {
                 Chunk::Rtw { cookie: 11, recv_cookie: 12, accepted: 1 << 20, written: 1 << 19, remote },
                 Chunk::Written { recv_cookie: 12 },
                 Chunk::Seq { n: 1 << 33 },
-                Chunk::GateAck(ack),
+                Chunk::GateAck(&ack_bytes),
                 Chunk::Heartbeat(true),
                 Chunk::Heartbeat(false),
                 Chunk::RailDown { rail: b"tcp:rail1" },
