@@ -256,6 +256,48 @@ fn every_restart_race_delivers_the_data_once() {
     let _ = std::fs::remove_file(exe);
 }
 
+/// A peer stopped (SIGSTOP) for a second answers on no rail: no rail is declared failed (a
+/// rail fails only while another one answers), and once it continues (SIGCONT) the job
+/// completes, nothing lost.
+#[test]
+fn a_stopped_peer_fails_no_rail() {
+    if skip() {
+        return;
+    }
+    let r = Rails::up();
+    let exe = r.failover_program();
+    let mut cmd = r.madrun(2, "tcp:rail1,tcp:rail2", &[]);
+    cmd.arg(&exe).args(["stream", "1048576", "3", "-1", "stop"]);
+    let name = exe.file_name().unwrap().to_string_lossy().into_owned();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(800));
+        // Rank 1 runs in host 2's namespace.
+        let pids = Command::new("ip").args(["netns", "pids", "pm2h2"]).output().unwrap();
+        let pids: Vec<String> =
+            String::from_utf8_lossy(&pids.stdout).split_whitespace().map(String::from).collect();
+        let rank1: Vec<&String> = pids
+            .iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| name.starts_with(c.trim()))
+            })
+            .collect();
+        for p in &rank1 {
+            sh(&format!("kill -STOP {p}"));
+        }
+        std::thread::sleep(Duration::from_millis(1000));
+        for p in &rank1 {
+            sh(&format!("kill -CONT {p}"));
+        }
+        rank1.len()
+    });
+    let done = run(cmd, Duration::from_secs(120));
+    let stopped = stopper.join().unwrap();
+    assert!(stopped > 0, "rank 1 was not found to stop: {done:?}");
+    clean(&done, "a peer stopped for a second");
+    assert!(!done.stderr.contains("failed:"), "a rail was failed: {done:?}");
+    let _ = std::fs::remove_file(exe);
+}
+
 /// Every rail cut and no fallback: the job ends (no hang, no process left) with a report
 /// naming the peer and the rails, within the configured silence plus the launcher's cleanup.
 #[test]
@@ -314,7 +356,21 @@ fn the_mpi_c_tests_pass_with_a_rail_cut_in_the_middle() {
         ("large_count", 2),
         ("rma_ops", 4),
         ("rma_bulk", 4),
+        ("rma_threads", 4),
         ("thread_multiple", 2),
+        ("threads", 2),
+        ("comm_threads", 2),
+        ("multiwait", 2),
+        ("attrs", 2),
+        ("grequest", 2),
+        ("pack", 2),
+        ("types_more", 2),
+        ("coll_express", 4),
+        ("coll_persistent", 4),
+        ("coll_overlap", 4),
+        ("intercomm_coll", 4),
+        ("topo_cart", 4),
+        ("topo_neighbor", 4),
     ];
     let mut uncut = Vec::new();
     for (name, n) in programs {
