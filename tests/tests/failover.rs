@@ -34,6 +34,8 @@ fn script() -> PathBuf {
 struct Rails {
     _serial: std::sync::MutexGuard<'static, ()>,
     tree: PathBuf,
+    /// `bench/mpi/failover.c`, built with our `mpicc` on first use.
+    program: std::sync::OnceLock<PathBuf>,
 }
 
 impl Rails {
@@ -41,7 +43,7 @@ impl Rails {
         let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let ok = Command::new(script()).args(["up", "2", "2"]).status().unwrap().success();
         assert!(ok, "creating the namespaces");
-        Rails { _serial: serial, tree: build_mpi_tree() }
+        Rails { _serial: serial, tree: build_mpi_tree(), program: std::sync::OnceLock::new() }
     }
 
     /// madrun over both hosts (one rank per host for n = 2), the rails as drivers and
@@ -59,23 +61,39 @@ impl Rails {
     }
 
     /// `bench/mpi/failover.c`, built with our `mpicc`.
-    fn failover_program(&self) -> PathBuf {
-        let exe = self.tree.join(format!("failover-test-{}", std::process::id()));
-        let ok = Command::new(self.tree.join("mpicc"))
-            .args(["-O2", "-pthread", "-o"])
-            .arg(&exe)
-            .arg(root().join("bench/mpi/failover.c"))
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "compiling failover.c");
-        exe
+    fn failover_program(&self) -> &PathBuf {
+        self.program.get_or_init(|| {
+            let exe = self.tree.join(format!("failover-test-{}", std::process::id()));
+            let ok = Command::new(self.tree.join("mpicc"))
+                .args(["-O2", "-pthread", "-o"])
+                .arg(&exe)
+                .arg(root().join("bench/mpi/failover.c"))
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "compiling failover.c");
+            exe
+        })
+    }
+
+    /// The failover program with `args`, 2 ranks over both rails with `env`; the rails are
+    /// restored afterwards.
+    fn failover_job(&self, env: &[(&str, &str)], args: &[&str], limit: Duration) -> Done {
+        let mut cmd = self.madrun(2, "tcp:rail1,tcp:rail2", env);
+        cmd.arg(self.failover_program()).args(args);
+        let done = run(cmd, limit);
+        sh(&restore("pm2h1", "rail1"));
+        sh(&restore("pm2h1", "rail2"));
+        done
     }
 }
 
 impl Drop for Rails {
     fn drop(&mut self) {
         let _ = Command::new(script()).arg("down").status();
+        if let Some(exe) = self.program.get() {
+            let _ = std::fs::remove_file(exe);
+        }
     }
 }
 
@@ -175,15 +193,12 @@ fn a_large_rendezvous_survives_a_cut_in_flight() {
         return;
     }
     let r = Rails::up();
-    let exe = r.failover_program();
     let size = if FULL { 256 << 20 } else { 32 << 20 }.to_string();
-    let mut cmd = r.madrun(2, "tcp:rail1,tcp:rail2", &[("FAILOVER_CUT", &cut("pm2h1", "rail1", "drop"))]);
-    cmd.arg(&exe).args(["big", &size, "3", "20", "silent"]);
-    let done = run(cmd, Duration::from_secs(240));
-    sh(&restore("pm2h1", "rail1"));
+    let env = [("FAILOVER_CUT", cut("pm2h1", "rail1", "drop"))];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let done = r.failover_job(&env, &["big", &size, "3", "20", "silent"], Duration::from_secs(240));
     clean(&done, "256 MiB with a cut");
     assert!(done.stderr.contains("rail tcp:rail1 to peer"), "the cut was not seen: {done:?}");
-    let _ = std::fs::remove_file(exe);
 }
 
 /// Both fast rails cut: the fallback network (`NMAD_FALLBACK=tcp:eth0`) carries the rest; with
@@ -194,14 +209,9 @@ fn the_fallback_carries_the_job_and_a_rail_that_comes_back_is_used_again() {
         return;
     }
     let r = Rails::up();
-    let exe = r.failover_program();
     let both = format!("{}; {}", cut("pm2h1", "rail1", "down"), cut("pm2h1", "rail2", "down"));
     let env = [("FAILOVER_CUT", both.as_str()), ("NMAD_FALLBACK", "tcp:eth0")];
-    let mut cmd = r.madrun(2, "tcp:rail1,tcp:rail2", &env);
-    cmd.arg(&exe).args(["stream", "1048576", "2", "500", "both"]);
-    let done = run(cmd, Duration::from_secs(240));
-    sh(&restore("pm2h1", "rail1"));
-    sh(&restore("pm2h1", "rail2"));
+    let done = r.failover_job(&env, &["stream", "1048576", "2", "500", "both"], Duration::from_secs(240));
     clean(&done, "both rails cut");
     assert!(done.stderr.contains("traffic goes on over tcp:eth0"), "the fallback was not used: {done:?}");
     let after = field(&done, "bw-after-both", "median").unwrap();
@@ -214,16 +224,12 @@ fn the_fallback_carries_the_job_and_a_rail_that_comes_back_is_used_again() {
         ("FAILOVER_RESTORE_MS", "1200".to_string()),
     ];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let mut cmd = r.madrun(2, "tcp:rail1,tcp:rail2", &env);
-    cmd.arg(&exe).args(["stream", "1048576", "4", "500", "back"]);
-    let done = run(cmd, Duration::from_secs(240));
-    sh(&restore("pm2h1", "rail1"));
+    let done = r.failover_job(&env, &["stream", "1048576", "4", "500", "back"], Duration::from_secs(240));
     clean(&done, "rail 1 cut and restored");
     let readmitted = field(&done, "readmit-back", "median").unwrap();
     assert!(readmitted >= 0.0, "rail 1 was not re-admitted: {done:?}");
     let share = field(&done, "readmit-back", "share_tcp:rail1").unwrap();
     assert!(share > 0.1, "rail 1 carries {share} of the traffic after its re-admission: {done:?}");
-    let _ = std::fs::remove_file(exe);
 }
 
 /// Both sides of every restart race: a rail failed (in-process, its link closed: the peer sees
@@ -238,13 +244,11 @@ fn every_restart_race_delivers_the_data_once() {
         return;
     }
     let r = Rails::up();
-    let exe = r.failover_program();
     for step in ["rtr-sent", "piece-started", "piece-sent", "data-complete", "fin-received"] {
         for n in [1, 3] {
             let hook = format!("{step}:{n}");
-            let mut cmd = r.madrun(2, "tcp:rail1,tcp:rail2", &[("NMAD_TEST_CUT", &hook)]);
-            cmd.arg(&exe).args(["big", "8388608", "5", "-1", "hook"]);
-            let done = run(cmd, Duration::from_secs(120));
+            let args = ["big", "8388608", "5", "-1", "hook"];
+            let done = r.failover_job(&[("NMAD_TEST_CUT", &hook)], &args, Duration::from_secs(120));
             clean(&done, &hook);
             assert!(done.stderr.contains("cut by the test hook"), "{hook}: the hook did not fire: {done:?}");
             assert!(
@@ -253,7 +257,6 @@ fn every_restart_race_delivers_the_data_once() {
             );
         }
     }
-    let _ = std::fs::remove_file(exe);
 }
 
 /// A peer stopped (SIGSTOP) for a second answers on no rail: no rail is declared failed (a
@@ -265,10 +268,7 @@ fn a_stopped_peer_fails_no_rail() {
         return;
     }
     let r = Rails::up();
-    let exe = r.failover_program();
-    let mut cmd = r.madrun(2, "tcp:rail1,tcp:rail2", &[]);
-    cmd.arg(&exe).args(["stream", "1048576", "3", "-1", "stop"]);
-    let name = exe.file_name().unwrap().to_string_lossy().into_owned();
+    let name = r.failover_program().file_name().unwrap().to_string_lossy().into_owned();
     let stopper = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(800));
         // Rank 1 runs in host 2's namespace.
@@ -290,12 +290,11 @@ fn a_stopped_peer_fails_no_rail() {
         }
         rank1.len()
     });
-    let done = run(cmd, Duration::from_secs(120));
+    let done = r.failover_job(&[], &["stream", "1048576", "3", "-1", "stop"], Duration::from_secs(120));
     let stopped = stopper.join().unwrap();
     assert!(stopped > 0, "rank 1 was not found to stop: {done:?}");
     clean(&done, "a peer stopped for a second");
     assert!(!done.stderr.contains("failed:"), "a rail was failed: {done:?}");
-    let _ = std::fs::remove_file(exe);
 }
 
 /// Every rail cut and no fallback: the job ends (no hang, no process left) with a report
@@ -306,15 +305,10 @@ fn a_cut_with_no_surviving_rail_ends_the_job_with_a_report() {
         return;
     }
     let r = Rails::up();
-    let exe = r.failover_program();
     let both = format!("{}; {}", cut("pm2h1", "rail1", "drop"), cut("pm2h1", "rail2", "drop"));
     let env = [("FAILOVER_CUT", both.as_str()), ("NMAD_PEER_SILENT_MS", "2000")];
-    let mut cmd = r.madrun(2, "tcp:rail1,tcp:rail2", &env);
-    cmd.arg(&exe).args(["stream", "1048576", "30", "300", "all"]);
     let start = Instant::now();
-    let done = run(cmd, Duration::from_secs(120));
-    sh(&restore("pm2h1", "rail1"));
-    sh(&restore("pm2h1", "rail2"));
+    let done = r.failover_job(&env, &["stream", "1048576", "30", "300", "all"], Duration::from_secs(120));
     let took = start.elapsed();
     assert_ne!(done.code, Some(0), "the job cannot succeed: {done:?}");
     assert!(took < Duration::from_secs(20), "ended after {took:?}: {done:?}");
@@ -324,9 +318,8 @@ fn a_cut_with_no_surviving_rail_ends_the_job_with_a_report() {
             && done.stderr.contains("tcp:rail2 "),
         "the report names the peer and the rails: {done:?}"
     );
-    let left = Command::new("pgrep").arg("-f").arg(&exe).output().unwrap();
+    let left = Command::new("pgrep").arg("-f").arg(r.failover_program()).output().unwrap();
     assert!(left.stdout.is_empty(), "processes left: {}", String::from_utf8_lossy(&left.stdout));
-    let _ = std::fs::remove_file(exe);
 }
 
 /// The MPI C tests, over two hosts (2 ranks, or 4 with shared memory within a host), rail 1
