@@ -150,9 +150,8 @@ fn coll_algos_measures_every_algorithm() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "release builds only: madbench needs the release libmpi.so beside it")]
 fn loss_stage_measures_inside_a_lossy_namespace_and_cleans_up() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !have("ip") || !have("nft") {
-        eprintln!("skipped: madbench loss needs root, ip and nft");
+    if let Some(why) = bench::suite::loss::unavailable() {
+        eprintln!("skipped: madbench loss: {why}");
         return;
     }
     let exe = Path::new(env!("CARGO_BIN_EXE_madbench"));
@@ -196,9 +195,8 @@ fn loss_stage_measures_inside_a_lossy_namespace_and_cleans_up() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "release builds only: madbench needs the release libmpi.so beside it")]
 fn failover_stage_cuts_rails_and_cleans_up() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !have("ip") || !have("ss") {
-        eprintln!("skipped: madbench failover needs root, ip and ss");
+    if let Some(why) = bench::suite::failover::unavailable() {
+        eprintln!("skipped: madbench failover: {why}");
         return;
     }
     let exe = Path::new(env!("CARGO_BIN_EXE_madbench"));

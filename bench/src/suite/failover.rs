@@ -16,27 +16,18 @@
 //! [`crate::mpi`]'s to build.
 
 use super::Ctx;
+use super::loss::run_ip as ip;
 use super::progress::Progress;
 use super::tables::Table;
 use crate::plot::Series;
 use crate::record::{Impl, Measurement, merge_rounds, parse_program_output};
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// Why the stage cannot run here, if it cannot.
 pub fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("it needs root (network namespaces)".into());
-    }
-    for (tool, arg, package) in [("ip", "-V", "iproute2"), ("ss", "-V", "iproute2")] {
-        let ok = Command::new(tool).arg(arg).stdout(Stdio::null()).stderr(Stdio::null()).status();
-        if !ok.is_ok_and(|s| s.success()) {
-            return Some(format!("`{tool}` is missing (Debian: apt-get install {package})"));
-        }
-    }
-    None
+    super::loss::root_with("network namespaces", &[("ip", "-V", "iproute2"), ("ss", "-V", "iproute2")])
 }
 
 /// The launcher `madrun --launcher-exec` calls as it would ssh: `SCRIPT [-x] HOST CMD...`.
@@ -105,15 +96,6 @@ impl Drop for RailHosts {
         for k in 0..3 {
             let _ = ip(&["link", "del", &format!("{p}b{k}")]);
         }
-    }
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
     }
 }
 

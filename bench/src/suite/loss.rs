@@ -36,11 +36,17 @@ const RUNS: [(Impl, Transport); 4] = [
 
 /// Why the stage cannot run here, if it cannot.
 pub fn unavailable() -> Option<String> {
+    root_with("network namespaces and nftables", &[("ip", "-V", "iproute2"), ("nft", "-v", "nftables")])
+}
+
+/// Why a stage that needs root (for `what`) and `tools` (name, an argument that makes it
+/// succeed, its Debian package) cannot run here, if it cannot.
+pub fn root_with(what: &str, tools: &[(&str, &str, &str)]) -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Some("it needs root (network namespaces and nftables)".into());
+        return Some(format!("it needs root ({what})"));
     }
-    for (tool, arg, package) in [("ip", "-V", "iproute2"), ("nft", "-v", "nftables")] {
+    for &(tool, arg, package) in tools {
         let ok = Command::new(tool).arg(arg).stdout(Stdio::null()).stderr(Stdio::null()).status();
         if !ok.is_ok_and(|s| s.success()) {
             return Some(format!("`{tool}` is missing (Debian: apt-get install {package})"));
@@ -118,7 +124,8 @@ impl Drop for LossyNamespace {
     }
 }
 
-fn run_ip(args: &[&str]) -> Result<(), String> {
+/// `ip ARGS`, its error output in the error.
+pub(super) fn run_ip(args: &[&str]) -> Result<(), String> {
     let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
     if out.status.success() {
         Ok(())
