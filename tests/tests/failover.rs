@@ -259,42 +259,49 @@ fn every_restart_race_delivers_the_data_once() {
     }
 }
 
+/// Stops rank 1 (in host 2's namespace) `after` the start for `for_`, then continues it, on a
+/// thread; the thread returns how many processes it stopped.
+fn stop_rank1(r: &Rails, after: Duration, for_: Duration) -> std::thread::JoinHandle<usize> {
+    let name = r.failover_program().file_name().unwrap().to_string_lossy().into_owned();
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        let pids = Command::new("ip").args(["netns", "pids", "pm2h2"]).output().unwrap();
+        let rank1: Vec<String> = String::from_utf8_lossy(&pids.stdout)
+            .split_whitespace()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| name.starts_with(c.trim()))
+            })
+            .map(String::from)
+            .collect();
+        rank1.iter().for_each(|p| sh(&format!("kill -STOP {p}")));
+        std::thread::sleep(for_);
+        rank1.iter().for_each(|p| sh(&format!("kill -CONT {p}")));
+        rank1.len()
+    })
+}
+
 /// A peer stopped (SIGSTOP) for a second answers on no rail: no rail is declared failed (a
 /// rail fails only while another one answers), and once it continues (SIGCONT) the job
-/// completes, nothing lost.
+/// completes, nothing lost. Stopped for longer than `NMAD_PEER_SILENT_MS`, it is reported lost
+/// and the job ends, no hang.
 #[test]
-fn a_stopped_peer_fails_no_rail() {
+fn a_stopped_peer_fails_no_rail_and_a_long_stop_is_reported() {
     if skip() {
         return;
     }
     let r = Rails::up();
-    let name = r.failover_program().file_name().unwrap().to_string_lossy().into_owned();
-    let stopper = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(800));
-        // Rank 1 runs in host 2's namespace.
-        let pids = Command::new("ip").args(["netns", "pids", "pm2h2"]).output().unwrap();
-        let pids: Vec<String> =
-            String::from_utf8_lossy(&pids.stdout).split_whitespace().map(String::from).collect();
-        let rank1: Vec<&String> = pids
-            .iter()
-            .filter(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| name.starts_with(c.trim()))
-            })
-            .collect();
-        for p in &rank1 {
-            sh(&format!("kill -STOP {p}"));
-        }
-        std::thread::sleep(Duration::from_millis(1000));
-        for p in &rank1 {
-            sh(&format!("kill -CONT {p}"));
-        }
-        rank1.len()
-    });
+    let stopper = stop_rank1(&r, Duration::from_millis(800), Duration::from_secs(1));
     let done = r.failover_job(&[], &["stream", "1048576", "3", "-1", "stop"], Duration::from_secs(120));
-    let stopped = stopper.join().unwrap();
-    assert!(stopped > 0, "rank 1 was not found to stop: {done:?}");
+    assert!(stopper.join().unwrap() > 0, "rank 1 was not found to stop: {done:?}");
     clean(&done, "a peer stopped for a second");
     assert!(!done.stderr.contains("failed:"), "a rail was failed: {done:?}");
+
+    let stopper = stop_rank1(&r, Duration::from_millis(800), Duration::from_secs(4));
+    let env = [("NMAD_PEER_SILENT_MS", "1500")];
+    let done = r.failover_job(&env, &["stream", "1048576", "10", "-1", "stop"], Duration::from_secs(120));
+    assert!(stopper.join().unwrap() > 0, "rank 1 was not found to stop: {done:?}");
+    assert_ne!(done.code, Some(0), "the job cannot succeed: {done:?}");
+    assert!(done.stderr.contains("lost peer 1: nothing arrived on any rail"), "{done:?}");
 }
 
 /// Every rail cut and no fallback: the job ends (no hang, no process left) with a report
