@@ -26,9 +26,11 @@
 //!   which the peer answers by a PONG on the same rail from its driver's progression. A rail
 //!   whose oldest unanswered PING is older than [`Timings::dead_after_us`] while another rail
 //!   delivered something after that PING is declared failed (closed). A peer that answers on no
-//!   rail fails no rail (it may only be starved of CPU); if it stays silent on every rail for
-//!   [`Timings::peer_silent_us`] while traffic is outstanding, the peer is lost (every link cut,
-//!   or the peer stopped), named in the report.
+//!   rail fails no rail (it may only be starved of CPU); if no packet comes from it on any rail
+//!   for [`Timings::peer_silent_us`] while traffic is outstanding (its kernel's TCP
+//!   acknowledgements do not count here), the peer is lost (every link cut, or the peer
+//!   stopped), named in the report. A process that was itself stopped judges nothing on the
+//!   tick it resumes.
 //! - Whichever side finds a rail failed tells the other (RAILDOWN, on a survivor), which stops
 //!   using it at once: a loud failure seen by one side needs no heartbeat on the other.
 //! - A failed rail is probed (a new connection, on a thread of its own) every
@@ -119,8 +121,12 @@ pub(crate) fn now_us() -> Micros {
 /// What this process knows of one rail's liveness.
 #[derive(Default)]
 struct Watch {
-    /// When something last arrived on it.
+    /// When something last arrived on it, or the peer's transport acknowledged more of what we
+    /// sent (the path works).
     heard: AtomicU64,
+    /// When a packet last arrived on it (the peer's process works: a stopped process's kernel
+    /// still acknowledges).
+    spoke: AtomicU64,
     /// When the oldest PING not answered yet was sent (0: none).
     pinged: AtomicU64,
     /// When a PING last went.
@@ -131,6 +137,15 @@ struct Watch {
     probed: AtomicU64,
     /// A probe (a connection attempt) is running.
     probing: std::sync::atomic::AtomicBool,
+}
+
+impl Watch {
+    /// Liveness starts afresh at `now` (nothing owed, nothing silent).
+    fn restart(&self, now: Micros) {
+        self.heard.store(now, Relaxed);
+        self.spoke.store(now, Relaxed);
+        self.pinged.store(0, Relaxed);
+    }
 }
 
 /// A gate's failover state outside the send lock.
@@ -238,13 +253,25 @@ impl Failover {
             Config { window: WINDOW, ack_every: ACK_EVERY, ack_delay_us: ACK_DELAY_US, ..Config::default() };
         let now = now_us();
         let watch: Box<[Watch]> = (0..rails).map(|_| Watch::default()).collect();
-        watch.iter().for_each(|w| w.heard.store(now, Relaxed));
+        watch.iter().for_each(|w| {
+            w.heard.store(now, Relaxed);
+            w.spoke.store(now, Relaxed);
+        });
         Failover { rx: Mutex::new(Receiver::new(cfg, stats.clone())), watch, timings, stats }
     }
 
     /// Something arrived on rail `rail`.
     #[inline]
     pub(crate) fn heard(&self, rail: usize, now: Micros) {
+        if let Some(w) = self.watch.get(rail) {
+            w.spoke.store(now, Relaxed);
+            self.path_works(rail, now);
+        }
+    }
+
+    /// Rail `rail` carries what we send (something arrived, or the peer's transport
+    /// acknowledged more): a PING it owed is answered.
+    fn path_works(&self, rail: usize, now: Micros) {
         if let Some(w) = self.watch.get(rail) {
             w.heard.store(now, Relaxed);
             let p = w.pinged.load(Relaxed);
@@ -456,8 +483,7 @@ impl Gate {
         let Some(f) = &self.failover else { return };
         let now = now_us();
         let w = &f.watch[i];
-        w.heard.store(now, Relaxed);
-        w.pinged.store(0, Relaxed);
+        w.restart(now);
         if !core.finalizing.load(Relaxed) {
             log::warn!(
                 "rank {}: rail {} to peer {} is back ({why})",
@@ -594,10 +620,15 @@ impl Gate {
 
     /// Periodic work (the core's failover monitor): owed acknowledgements, heartbeats on rails
     /// nothing arrived on lately, and silent rails declared failed.
-    pub(crate) fn failover_tick(self: &Arc<Self>, core: &Arc<Core>, now: Micros) {
+    pub(crate) fn failover_tick(self: &Arc<Self>, core: &Arc<Core>, now: Micros, resumed: bool) {
         let Some(f) = &self.failover else { return };
         if self.failed.get().is_some() {
             return;
+        }
+        if resumed {
+            // This process was stopped or starved, not the rails: what it did not hear
+            // meanwhile proves nothing.
+            f.watch.iter().for_each(|w| w.restart(now));
         }
         for (j, w) in f.watch.iter().enumerate() {
             if self.rails[j].down.load(Relaxed)
@@ -628,8 +659,7 @@ impl Gate {
             // Nothing awaited: silence is normal. Rails count as heard now, pings as answered.
             for (j, w) in f.watch.iter().enumerate() {
                 if live(j) {
-                    w.heard.store(now, Relaxed);
-                    w.pinged.store(0, Relaxed);
+                    w.restart(now);
                 }
             }
             return;
@@ -640,14 +670,14 @@ impl Gate {
             if let Some(acked) = self.rails[j].linked().and_then(|l| l.acknowledged())
                 && acked != w.acked.swap(acked, Relaxed)
             {
-                f.heard(j, now);
+                f.path_works(j, now);
             }
         }
         let mut silent = None;
         let mut last_heard = 0;
         for (j, w) in f.watch.iter().enumerate() {
             if live(j) {
-                last_heard = last_heard.max(w.heard.load(Relaxed));
+                last_heard = last_heard.max(w.spoke.load(Relaxed));
             }
         }
         if last_heard != 0 && now.saturating_sub(last_heard) >= f.timings.peer_silent_us {
@@ -773,6 +803,7 @@ pub(crate) fn start_monitor(core: &Arc<Core>) -> std::io::Result<()> {
     let weak = Arc::downgrade(core);
     let period = std::time::Duration::from_micros((core.config.failover.heartbeat_us / 2).max(1000));
     std::thread::Builder::new().name("nmad-failover".into()).spawn(move || {
+        let mut last = now_us();
         loop {
             std::thread::sleep(period);
             let Some(core) = weak.upgrade() else { return };
@@ -780,11 +811,14 @@ pub(crate) fn start_monitor(core: &Arc<Core>) -> std::io::Result<()> {
                 return;
             }
             let now = now_us();
+            // Woken far later than asked: the process was stopped (SIGSTOP) or starved.
+            let resumed = now.saturating_sub(last) > 4 * period.as_micros() as u64;
+            last = now;
             for peer in 0..core.gates.len() as u32 {
                 if let Some(g) = core.made_gate(peer)
                     && g.failover.is_some()
                 {
-                    g.failover_tick(&core, now);
+                    g.failover_tick(&core, now, resumed);
                 }
             }
         }
