@@ -97,24 +97,33 @@ impl Drop for Rails {
     }
 }
 
-/// Runs `cmd` with a limit; `during` gets the launcher's pid once started.
+/// Runs `cmd` with a limit.
 fn run(cmd: Command, limit: Duration) -> Done {
     run_limited(cmd, None, limit, |_| {})
 }
 
-/// A shell command cutting `iface` on host `host` (`down`, `drop`: silent; `kill`: loud).
+/// A shell command cutting `iface` on host `host` (`down`, `drop`: silent; `kill`: loud, the
+/// rail's connections killed, then new ones reset: `ss -K` needs a kernel built with socket
+/// destruction, and the rules make the cut whether or not it has it).
 fn cut(host: &str, iface: &str, how: &str) -> String {
     let addr = |h: &str| format!("10.77.{}.{}", &iface[4..], if h == "pm2h1" { 12 } else { 11 });
+    let rules = |action: &str| {
+        let nft = format!("ip netns exec {host} nft");
+        format!(
+            "{nft} add table inet cut{iface} && {nft} add chain inet cut{iface} in \
+             '{{ type filter hook input priority 0; }}' && {nft} add rule inet cut{iface} in iifname {iface} \
+             {action} && {nft} add chain inet cut{iface} out '{{ type filter hook output priority 0; }}' && \
+             {nft} add rule inet cut{iface} out oifname {iface} {action}"
+        )
+    };
     match how {
         "down" => format!("ip netns exec {host} ip link set {iface} down"),
-        "drop" => format!(
-            "ip netns exec {host} nft add table inet cut{iface} && ip netns exec {host} nft add chain inet \
-             cut{iface} in '{{ type filter hook input priority 0; }}' && ip netns exec {host} nft add rule \
-             inet cut{iface} in iifname {iface} drop && ip netns exec {host} nft add chain inet cut{iface} out \
-             '{{ type filter hook output priority 0; }}' && ip netns exec {host} nft add rule inet cut{iface} out \
-             oifname {iface} drop"
+        "drop" => rules("drop"),
+        "kill" => format!(
+            "ip netns exec {host} ss -K dst {} > /dev/null 2>&1; {}",
+            addr(host),
+            rules("meta l4proto tcp reject with tcp reset")
         ),
-        "kill" => format!("ip netns exec {host} ss -K dst {} > /dev/null", addr(host)),
         _ => unreachable!("{how}"),
     }
 }
