@@ -1138,6 +1138,15 @@ impl Gate {
         if self.failover.is_some()
             && let Some(i) = self.rails.iter().position(|r| r.driver == driver)
         {
+            if self.rails[i].linked().is_some_and(|l| !l.is_broken()) {
+                // About a link the rail replaced (re-admitted since): the one in use works.
+                log::debug!(
+                    "rank {}: stale failure report for rail {}: {reason}",
+                    core.rank,
+                    self.rails[i].info.name
+                );
+                return;
+            }
             return self.rail_failed(core, i, reason);
         }
         if let Some(r) = self.rail_by_driver(driver) {

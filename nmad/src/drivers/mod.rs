@@ -308,6 +308,12 @@ pub trait Link: Send + Sync {
     fn acknowledged(&self) -> Option<u64> {
         None
     }
+    /// Whether this link is known to have failed or been closed. A driver reports failures per
+    /// peer ([`Sink::link_failed`]): rail failover asks the link it uses now, so that the late
+    /// report of a link it replaced does not fail the new one. Default: yes (trust the report).
+    fn is_broken(&self) -> bool {
+        true
+    }
     /// Cuts this process off from the peer through this driver (the core calls it on a peer that
     /// broke the protocol or is lost): the peer's driver sees the link fail and reports
     /// [`Sink::link_failed`]; ours stops reading it at once (what the peer sent and was not read

@@ -441,6 +441,10 @@ impl Link for Conn {
         here || self.redirect.get().is_some_and(|to| to.sending())
     }
 
+    fn is_broken(&self) -> bool {
+        self.tx.lock().unwrap().closed
+    }
+
     fn acknowledged(&self) -> Option<u64> {
         match self.redirect.get() {
             Some(to) => to.acknowledged(),
