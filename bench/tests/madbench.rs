@@ -154,18 +154,11 @@ fn loss_stage_measures_inside_a_lossy_namespace_and_cleans_up() {
         eprintln!("skipped: madbench loss: {why}");
         return;
     }
-    let exe = Path::new(env!("CARGO_BIN_EXE_madbench"));
     let dir = std::env::temp_dir().join(format!("madbench-loss-{}", std::process::id()));
-    let child = Command::new(exe)
-        .args([
-            "loss", "--quick", "--quiet", "--loss", "1", "--only", "madmpi", "--rounds", "1", "--reps", "1",
-        ])
-        .arg("--out")
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("madbench runs");
+    let child = spawn_madbench(
+        &["loss", "--quick", "--quiet", "--loss", "1", "--only", "madmpi", "--rounds", "1", "--reps", "1"],
+        &dir,
+    );
     // Its namespaces are named after its pid (other madbench runs may have theirs meanwhile).
     let ours = format!("madbench-loss-{}-", child.id());
     let out = child.wait_with_output().expect("madbench runs");
@@ -199,18 +192,10 @@ fn failover_stage_cuts_rails_and_cleans_up() {
         eprintln!("skipped: madbench failover: {why}");
         return;
     }
-    let exe = Path::new(env!("CARGO_BIN_EXE_madbench"));
     let dir = std::env::temp_dir().join(format!("madbench-failover-{}", std::process::id()));
     let json = dir.join("failover.json");
-    let child = Command::new(exe)
-        .args(["failover", "--quick", "--quiet", "--rounds", "1"])
-        .arg(format!("--json={}", json.display()))
-        .arg("--out")
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("madbench runs");
+    let json_arg = format!("--json={}", json.display());
+    let child = spawn_madbench(&["failover", "--quick", "--quiet", "--rounds", "1", &json_arg], &dir);
     let ours = format!("mbfo{}h", child.id() % 1_000_000);
     let out = child.wait_with_output().expect("madbench runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -238,4 +223,16 @@ fn failover_stage_cuts_rails_and_cleans_up() {
     let left = String::from_utf8_lossy(&netns.stdout).into_owned();
     assert!(!left.lines().any(|l| l.starts_with(&ours)), "a namespace was left behind: {left}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// madbench started with `args` and `--out dir`, its output piped.
+fn spawn_madbench(args: &[&str], dir: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_madbench"))
+        .args(args)
+        .arg("--out")
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("madbench runs")
 }
