@@ -86,7 +86,7 @@ fn active_messages_run_their_handler_in_order_and_an_unregistered_one_fails_the_
         rdv_slots: 16,
         rdv_writes: nmad::RdvWrites::default(),
         fallback: None,
-        failover: Default::default(),
+        failover: Some(Default::default()),
     };
     let nm: Nmad = common::start(DirJob { dir: dir.clone(), base: 0, capacity: 2, key: key.clone() }, config);
     let record = Arc::new(Record::default());

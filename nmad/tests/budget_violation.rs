@@ -50,7 +50,7 @@ fn start(dir: PathBuf, base: u32, key: JobKey) -> Nmad {
         rdv_slots: 16,
         rdv_writes: nmad::RdvWrites::default(),
         fallback: None,
-        failover: Default::default(),
+        failover: Some(Default::default()),
     };
     common::start(DirJob { dir, base, capacity: 3, key }, config)
 }

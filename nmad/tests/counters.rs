@@ -17,7 +17,7 @@ fn one_rank(rdv_slots: u64) -> Nmad {
         rdv_slots,
         rdv_writes: nmad::RdvWrites::default(),
         fallback: None,
-        failover: Default::default(),
+        failover: Some(Default::default()),
     };
     let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
     Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()

@@ -40,7 +40,7 @@ fn start(dir: PathBuf, base: u32, key: JobKey, driver: &str) -> Nmad {
         rdv_slots: 64,
         rdv_writes: nmad::RdvWrites::default(),
         fallback: None,
-        failover: Default::default(),
+        failover: Some(Default::default()),
     };
     common::start(DirJob { dir, base, capacity: 2, key }, config)
 }

@@ -219,12 +219,7 @@ unsafe fn start_large(
 
 /// The bulk path: register the receive, tell the sender which rails carry which bytes.
 unsafe fn bulk(core: &Core, gate: &Gate, req: ReqPtr, accepted: u64, sender_cookie: u64) {
-    // A failover gate splits over the rails that may carry traffic now.
-    let (idx, infos) = if gate.failover.is_some() {
-        gate.split_rails()
-    } else {
-        ((0..gate.rails.len()).collect(), gate.rails.iter().map(|r| r.info.clone()).collect())
-    };
+    let (idx, infos) = gate.split_rails();
     let mut pieces: Vec<(usize, u64, u64)> = core
         .strategy
         .split(accepted, &infos)

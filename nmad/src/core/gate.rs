@@ -581,10 +581,13 @@ impl Gate {
         let owed = (self.owed_bytes.load(Relaxed), self.owed_slots.load(Relaxed));
         let credit_due = self.credit_due(owed);
         let ack_due = self.failover.as_ref().is_some_and(|f| f.ack_due(failover::now_us()));
-        if !self.journal_has_room(o) && !ack_due {
-            return Ok(false); // the peer's window is full: wait for its acknowledgement
+        // The peer's window is full: only an acknowledgement may go (no chunk, no credit: they
+        // would have to be numbered) until it acknowledges ours.
+        let room = self.journal_has_room(o);
+        if !room && !ack_due {
+            return Ok(false);
         }
-        let plan = if o.ctrl_sizes.is_empty() && o.msg_sizes.is_empty() || !self.journal_has_room(o) {
+        let plan = if o.ctrl_sizes.is_empty() && o.msg_sizes.is_empty() || !room {
             if !credit_due && !ack_due {
                 return Ok(false);
             }
@@ -598,10 +601,8 @@ impl Gate {
                 None => return Ok(false),
             }
         };
-        // A full journal lets only acknowledgements go (no credit either: it must be numbered).
-        let plan = if self.journal_has_room(o) { plan } else { Plan { control: 0, messages: 0, ..plan } };
         let link = self.rails[plan.rail].link(core).map_err(SendError::Gate)?;
-        let (taken, numbered, acked) = self.build(core, o, &plan).map_err(SendError::Gate)?;
+        let (taken, numbered, acked) = self.build(core, o, &plan, room).map_err(SendError::Gate)?;
         let urgent = self.urgent(o, &plan, taken);
         let send = |p: &[IoSlice<'_>]| if urgent { link.try_send(p) } else { link.try_send_lazy(p) };
         let sent = if self.rails[plan.rail].info.caps.iovec {
@@ -779,20 +780,24 @@ impl Gate {
             })
     }
 
-    /// Encodes the packet of `plan` into `o.hdr`/`o.iov`. Returns the credit it carries back,
-    /// and on a failover gate whether it is numbered (kept until acknowledged) and whether it
-    /// carries an acknowledgement.
-    fn build(&self, core: &Core, o: &mut Out, plan: &Plan) -> io::Result<((u64, u64), bool, bool)> {
+    /// Encodes the packet of `plan` into `o.hdr`/`o.iov`; `room`: the failover journal may take
+    /// a numbered packet (always, without failover). Returns the credit it carries back, and on
+    /// a failover gate whether it is numbered (kept until acknowledged) and whether it carries
+    /// an acknowledgement.
+    fn build(
+        &self,
+        core: &Core,
+        o: &mut Out,
+        plan: &Plan,
+        room: bool,
+    ) -> io::Result<((u64, u64), bool, bool)> {
         o.hdr.clear();
         o.parts.clear();
         o.cookies.clear();
         o.hdr.push(wire::VERSION);
         // Credit travels only in numbered packets: not while the peer's window is full.
-        let taken = if self.journal_has_room(o) {
-            (self.owed_bytes.swap(0, Relaxed), self.owed_slots.swap(0, Relaxed))
-        } else {
-            (0, 0)
-        };
+        let taken =
+            if room { (self.owed_bytes.swap(0, Relaxed), self.owed_slots.swap(0, Relaxed)) } else { (0, 0) };
         let numbered = self.failover.is_some() && (plan.control + plan.messages > 0 || taken != (0, 0));
         let acked = self.failover_head(o, numbered);
         let mut mark = 0;

@@ -67,10 +67,10 @@ pub struct Config {
     /// A driver whose rails carry traffic only while every other rail to the peer is down
     /// [`NMAD_FALLBACK`: a driver spec such as `tcp:eth0`, the service network].
     pub fallback: Option<String>,
-    /// Rail failover's heartbeats [`NMAD_HEARTBEAT_MS`, `NMAD_RAIL_DEAD_MS`; see
-    /// `gate/failover.rs`]. Gates with two or more network rails fail over unless
-    /// `NMAD_FAILOVER=0`.
-    pub failover: FailoverTimings,
+    /// Rail failover's timings [`NMAD_HEARTBEAT_MS`, `NMAD_RAIL_DEAD_MS`, … ; see
+    /// `gate/failover.rs`]: gates with two or more network rails fail over; `None` turns it
+    /// off [`NMAD_FAILOVER`: `0`].
+    pub failover: Option<FailoverTimings>,
 }
 
 fn env_num(name: &str) -> Result<Option<u64>, String> {
@@ -97,7 +97,10 @@ impl Config {
                 .ok()
                 .map(|v| v.trim().to_string())
                 .filter(|v| !v.is_empty()),
-            failover: gate::failover::Timings::from_env()?,
+            failover: match std::env::var("NMAD_FAILOVER") {
+                Ok(v) if v.trim() == "0" => None,
+                _ => Some(gate::failover::Timings::from_env()?),
+            },
         })
     }
 }
@@ -472,7 +475,7 @@ impl Core {
         let credit = if cards.credit == 0 { self.grant } else { cards.credit };
         let slots = if cards.slots == 0 { self.config.rdv_slots } else { cards.slots };
         let grant = (self.grant, self.config.rdv_slots);
-        let failover = gate::failover::Failover::wanted(&rails).then_some(self.config.failover);
+        let failover = self.config.failover.filter(|_| gate::failover::Failover::wanted(&rails));
         Ok(Gate::new(peer, rails, (credit, slots), grant, self.config.eager_limit, failover))
     }
 
@@ -663,7 +666,10 @@ impl Core {
             }
             return;
         }
-        self.on_packet(from, bytes);
+        // The gate was looked up by the caller: only its failure is checked again here.
+        if gate.failed.get().is_none() {
+            self.on_rest(gate, from, bytes, 0);
+        }
         if f.ack_due(now) {
             gate.flush(self);
         }
@@ -1165,7 +1171,7 @@ pub(crate) fn test_core(budget: u64, rdv_slots: u64) -> Arc<Core> {
         rdv_slots,
         rdv_writes: RdvWrites::default(),
         fallback: None,
-        failover: Default::default(),
+        failover: Some(Default::default()),
     };
     let pio = pioman::Pioman::builder().without_marcel().threads(0).build().unwrap();
     Core::start(Arc::new(b), Some(pio), config).unwrap()

@@ -180,7 +180,7 @@ pub fn ranks_in_process_writing(
                     rdv_slots,
                     rdv_writes,
                     fallback: None,
-                    failover: Default::default(),
+                    failover: Some(Default::default()),
                 };
                 let pio = pioman::Pioman::builder().without_marcel().build().unwrap();
                 Nmad::builder().bootstrap(Arc::new(b)).pioman(pio).config(config).build().unwrap()

@@ -238,12 +238,11 @@ impl Track {
 }
 
 impl Failover {
-    /// Whether a gate over `rails` gets failover: two or more rails, every one a network
-    /// driver's (data sent as bulk, not read from the peer's memory), unless `NMAD_FAILOVER=0`.
+    /// Whether a gate over `rails` gets failover (when the configuration has it on): two or
+    /// more rails, every one a network driver's (data sent as bulk, not read from the peer's
+    /// memory).
     pub(crate) fn wanted(rails: &[Rail]) -> bool {
-        static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let off = *OFF.get_or_init(|| std::env::var("NMAD_FAILOVER").is_ok_and(|v| v.trim() == "0"));
-        !off && rails.len() >= 2
+        rails.len() >= 2
             && rails.iter().all(|r| r.info.caps.large == LargePath::Bulk && r.info.name != "self")
     }
 
@@ -308,9 +307,11 @@ impl Gate {
             && (!r.fallback || self.rails.iter().all(|o| o.fallback || o.down.load(Relaxed)))
     }
 
-    /// The rails a large message may be split over, with their indices.
+    /// The rails a large message may be split over, with their indices: on a failover gate
+    /// those that may carry traffic now, otherwise all.
     pub(crate) fn split_rails(&self) -> (Vec<usize>, Vec<RailInfo>) {
-        let idx: Vec<usize> = (0..self.rails.len()).filter(|&i| self.usable(i)).collect();
+        let failover = self.failover.is_some();
+        let idx: Vec<usize> = (0..self.rails.len()).filter(|&i| !failover || self.usable(i)).collect();
         let idx = if idx.is_empty() { vec![0] } else { idx };
         let infos = idx.iter().map(|&i| self.rails[i].info.clone()).collect();
         (idx, infos)
@@ -797,11 +798,9 @@ pub(crate) fn test_cut_after(core: &Core, gate: &Gate, step: Step, times: u64) {
 pub(crate) fn start_monitor(core: &Arc<Core>) -> std::io::Result<()> {
     let network =
         core.drivers.iter().filter(|d| d.caps().large == LargePath::Bulk && d.name() != "self").count();
-    if network < 2 {
-        return Ok(());
-    }
+    let Some(timings) = core.config.failover.filter(|_| network >= 2) else { return Ok(()) };
     let weak = Arc::downgrade(core);
-    let period = std::time::Duration::from_micros((core.config.failover.heartbeat_us / 2).max(1000));
+    let period = std::time::Duration::from_micros((timings.heartbeat_us / 2).max(1000));
     std::thread::Builder::new().name("nmad-failover".into()).spawn(move || {
         let mut last = now_us();
         loop {
