@@ -340,10 +340,9 @@ fn a_cut_with_no_surviving_rail_ends_the_job_with_a_report() {
 
 /// The MPI C tests, over two hosts (2 ranks, or 4 with shared memory within a host), rail 1
 /// failed after the 3rd packet each process numbers on a failover gate (the test hook:
-/// mid-program for each), pass all their checks. Not `rma_bulk`: its large one-sided
-/// transfers travel as streams of active messages that must arrive in order, and a packet sent
-/// again on the surviving rail can overtake (about one run in eight saw blocks out of order and
-/// hung): the gate does not yet deliver its packets in sequence order (see the README).
+/// mid-program for each), pass all their checks. `rma_bulk`'s large one-sided transfers are
+/// streams of active messages that must arrive in order: a packet sent again on the surviving
+/// rail is overtaken by later ones, which the gate keeps until it can hand them over in order.
 #[test]
 fn the_mpi_c_tests_pass_with_a_rail_cut_in_the_middle() {
     if skip() {
@@ -368,6 +367,7 @@ fn the_mpi_c_tests_pass_with_a_rail_cut_in_the_middle() {
         ("large_count", 2),
         ("rma_ops", 4),
         ("rma_threads", 4),
+        ("rma_bulk", 4),
         ("thread_multiple", 2),
         ("threads", 2),
         ("comm_threads", 2),

@@ -666,9 +666,16 @@ impl Core {
             }
             return;
         }
-        // The gate was looked up by the caller: only its failure is checked again here.
-        if gate.failed.get().is_none() {
-            self.on_rest(gate, from, bytes, 0);
+        // The gate was looked up by the caller: only its failure is checked again here. A
+        // numbered packet is handed over in its number's order, once.
+        let deliver = |bytes: &[u8]| {
+            if gate.failed.get().is_none() {
+                self.on_rest(gate, from, bytes, 0);
+            }
+        };
+        match wire::packet_number(bytes) {
+            Some(n) => _ = f.arrived(n, bytes, deliver),
+            None => deliver(bytes),
         }
         if f.ack_due(now) {
             gate.flush(self);
@@ -807,10 +814,8 @@ impl Core {
                 gate.add_credit(self, bytes, slots);
                 Ok(())
             }
-            // Rail failover: a packet that came twice stops here (dropped whole).
-            wire::Chunk::Seq { n } => {
-                return gate.failover.as_ref().is_none_or(|f| f.arrived(n));
-            }
+            // Rail failover: read before the packet is handed over (`on_failover_packet`).
+            wire::Chunk::Seq { .. } => Ok(()),
             wire::Chunk::GateAck(bytes) => match crate::reliable::Ack::decode(bytes) {
                 Some((ack, _)) => {
                     gate.on_gate_ack(self, &ack);

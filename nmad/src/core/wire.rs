@@ -177,6 +177,15 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
+/// The number of a packet on a gate with rail failover (its first chunk, SEQ), if it has one
+/// (a malformed packet has none: its decoding reports why).
+pub fn packet_number(packet: &[u8]) -> Option<u64> {
+    match Decoder::new(packet).ok()?.next()? {
+        Ok(Chunk::Seq { n }) => Some(n),
+        _ => None,
+    }
+}
+
 /// Iterates over the chunks of a packet.
 pub struct Decoder<'a> {
     b: &'a [u8],

@@ -150,8 +150,13 @@ impl Watch {
 
 /// A gate's failover state outside the send lock.
 pub(crate) struct Failover {
-    /// Arrivals: the duplicate filter and the acknowledgements owed.
-    rx: Mutex<Receiver<()>>,
+    /// Arrivals: the duplicate filter, the acknowledgements owed, and the packets that came
+    /// early (a re-sent packet overtaken by later ones on the other rail), kept until the hole
+    /// before them is filled. A packet in order is not copied (`None`).
+    rx: Mutex<Receiver<Option<Box<[u8]>>>>,
+    /// Held while packets are handed over, so that they are in their numbers' order even when
+    /// two rails are polled at once (an active-message stream has no other ordering).
+    delivery: Mutex<()>,
     watch: Box<[Watch]>,
     timings: Timings,
     pub(crate) stats: Arc<Stats>,
@@ -256,7 +261,8 @@ impl Failover {
             w.heard.store(now, Relaxed);
             w.spoke.store(now, Relaxed);
         });
-        Failover { rx: Mutex::new(Receiver::new(cfg, stats.clone())), watch, timings, stats }
+        let rx = Mutex::new(Receiver::new(cfg, stats.clone()));
+        Failover { rx, delivery: Mutex::new(()), watch, timings, stats }
     }
 
     /// Something arrived on rail `rail`.
@@ -280,16 +286,26 @@ impl Failover {
         }
     }
 
-    /// Packet `n` arrived: `true` the first time.
-    pub(crate) fn arrived(&self, n: u64) -> bool {
-        let mut rx = self.rx.lock().unwrap();
-        match rx.on_data(n, 0, false, (), now_us()) {
-            Arrival::Deliver(()) | Arrival::Held => {
-                while rx.pop_ready(0).is_some() {}
-                true
+    /// Packet `n` (`bytes`) arrived: `deliver` gets it, then every packet kept early that it
+    /// lets through, in their numbers' order; a packet ahead of a hole is kept (copied) for
+    /// later, one that came twice is dropped. Returns how many packets `deliver` got.
+    pub(crate) fn arrived(&self, n: u64, bytes: &[u8], mut deliver: impl FnMut(&[u8])) -> usize {
+        let _in_order = self.delivery.lock().unwrap();
+        let now = now_us();
+        let kept: Vec<Box<[u8]>> = {
+            let mut rx = self.rx.lock().unwrap();
+            let early = n > rx.next();
+            if !matches!(rx.on_data(n, 0, false, early.then(|| Box::from(bytes)), now), Arrival::Deliver(_)) {
+                return 0;
             }
-            Arrival::Duplicate | Arrival::BeyondWindow => false,
-        }
+            // Taken out at once, so that an acknowledgement taken meanwhile sees no hole filled
+            // and not yet counted; early packets were copied when they came (`Some`).
+            std::iter::from_fn(|| rx.pop_ready(now)).flatten().collect()
+        };
+        // `rx` is not held while packets are handed over: their chunks may flush, which takes it.
+        deliver(bytes);
+        kept.iter().for_each(|p| deliver(p));
+        1 + kept.len()
     }
 
     /// Whether an acknowledgement should go now, in a packet of its own if need be.
