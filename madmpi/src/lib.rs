@@ -27,6 +27,8 @@
 //! - communicators made otherwise: `comm_ctor` (`MPI_Comm_create_group`, `MPI_Comm_idup`),
 //!   [`intercomm`] (and the `split` and `create` that take either kind), [`ft`] (ULFM),
 //!   [`dynamic`] (spawn, ports, names, join);
+//! - [`io`]: MPI-IO (files, views, independent, collective and nonblocking access over the
+//!   collectives and windows above);
 //! - [`tools`]: MPI_T (control and performance variables, categories and events over pioman's and
 //!   nmad's counters and hooks);
 //! - the environment: [`env`](mod@env) (`MPI_Init`'s world, the runtime it shares with sessions and
@@ -48,6 +50,7 @@ pub mod grequest;
 pub mod group;
 pub mod info;
 pub mod intercomm;
+pub mod io;
 mod loom;
 pub mod op;
 pub mod operation;

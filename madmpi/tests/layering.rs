@@ -20,8 +20,8 @@ const LAYERS: &[&[&str]] = &[
     &["request"],
     // Operations.
     &["coll", "ft", "p2p", "partitioned", "rma", "topo"],
-    // What one C call runs, communicators made otherwise, MPI_T.
-    &["comm_ctor", "dynamic", "intercomm", "operation", "tools"],
+    // What one C call runs, communicators made otherwise, files, MPI_T.
+    &["comm_ctor", "dynamic", "intercomm", "io", "operation", "tools"],
     // The environment, which starts everything.
     &["env", "session"],
 ];

@@ -1,0 +1,282 @@
+//! One data access, from the call to the file: the position (explicit, individual or shared
+//! pointer), the stream bytes (the buffer itself when it is contiguous and native, else encoded
+//! or decoded through the data representation), and the independent reads and writes.
+//!
+//! A strided independent read sieves: it reads the span its ranges cover, a buffer
+//! (`ind_rd_buffer_size`) at a time, and picks its bytes out, unless the holes dominate. A
+//! strided write writes its ranges one by one: writing a sieved span back would need every
+//! other writer to lock the bytes in its holes. Atomic mode locks the span of each access.
+//! Collective accesses go to `collective`.
+
+use super::datarep;
+use super::hints::Switch;
+use super::open::{Inner, os_error};
+use super::view::View;
+use super::{Buffer, Mode, Position, collective};
+use crate::comm::Status;
+use crate::error::{Error, Result};
+use std::os::unix::fs::FileExt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dir {
+    Read,
+    Write,
+}
+
+/// What an access moved: stream bytes, and bytes of the memory buffer.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Done {
+    pub stream: u64,
+    pub memory: u64,
+}
+
+/// A sieve reads at most this many times the bytes it needs.
+const SIEVE_SPAN_FACTOR: u64 = 8;
+
+/// The file ranges of stream bytes `start..start + len`, in order.
+pub(super) fn ranges_of(view: &View, start: u64, len: u64) -> Vec<(i64, u64)> {
+    let mut out = Vec::new();
+    view.ranges(start, len, &mut |p, l| {
+        out.push((p, l));
+        true
+    });
+    out
+}
+
+/// Reads at `pos` until `buf` is full or the file ends: the bytes read.
+pub(super) fn pread_full(inner: &Inner, pos: i64, buf: &mut [u8]) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match inner.file.read_at(&mut buf[got..], (pos as u64) + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(os_error("read", &inner.path, e)),
+        }
+    }
+    Ok(got)
+}
+
+pub(super) fn pwrite_all(inner: &Inner, pos: i64, data: &[u8]) -> Result<()> {
+    inner.file.write_all_at(data, pos as u64).map_err(|e| os_error("write", &inner.path, e))
+}
+
+impl Inner {
+    /// Checks what the access mode allows.
+    pub(super) fn check_access(&self, at: Position, dir: Dir) -> Result<()> {
+        use super::Amode;
+        match dir {
+            Dir::Read if !self.amode.can_read() => {
+                return Err(Error::access("reading a file opened with MPI_MODE_WRONLY"));
+            }
+            Dir::Write if !self.amode.can_write() => {
+                return Err(Error::read_only("writing a file opened with MPI_MODE_RDONLY"));
+            }
+            _ => {}
+        }
+        if self.amode.has(Amode::SEQUENTIAL) && matches!(at, Position::At(_) | Position::Individual) {
+            return Err(Error::unsupported_operation(
+                "a file opened with MPI_MODE_SEQUENTIAL is accessed through its shared pointer only",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A blocking access (see `File::read`).
+    ///
+    /// # Safety
+    /// `buf` is valid for `dir` during the call.
+    pub(super) unsafe fn access(&self, at: Position, mode: Mode, buf: &Buffer, dir: Dir) -> Result<Status> {
+        self.check_access(at, dir)?;
+        if mode == Mode::Collective {
+            // The file's collectives run in the order they were called: queued ones first.
+            self.queue.drain();
+        }
+        // SAFETY: passed on.
+        unsafe { self.access_now(at, mode, buf, dir) }
+    }
+
+    /// The access itself (on the caller's thread or the file's worker).
+    ///
+    /// # Safety
+    /// `buf` is valid for `dir` during the call.
+    pub(super) unsafe fn access_now(
+        &self,
+        at: Position,
+        mode: Mode,
+        buf: &Buffer,
+        dir: Dir,
+    ) -> Result<Status> {
+        let view = self.view();
+        let per = view.datarep.stream_size(&buf.datatype)?;
+        let len = per.checked_mul(buf.count).ok_or_else(|| Error::count("the access overflows"))?;
+        let esize = view.etype_size();
+        if !len.is_multiple_of(esize) {
+            return Err(Error::io(format!(
+                "only whole etypes can be accessed ({len} bytes, etypes of {esize} bytes)"
+            )));
+        }
+        let n = (len / esize) as i64;
+        let start = match at {
+            Position::At(off) if off < 0 => return Err(Error::arg(format!("negative offset ({off})"))),
+            Position::At(off) => off,
+            Position::Individual => self.advance(n),
+            Position::Shared => self.shared.fetch_add(n)?,
+            Position::Ordered => self.shared.ordered(&self.comm, n)?,
+        };
+        let start = (start as u64).checked_mul(esize).ok_or_else(|| Error::arg("the offset overflows"))?;
+        // SAFETY: the caller vouches for `buf`.
+        let done = unsafe {
+            match (mode, dir) {
+                (Mode::Collective, Dir::Write) => collective::write(self, &view, start, buf),
+                (Mode::Collective, Dir::Read) => collective::read(self, &view, start, buf),
+                (Mode::Independent, Dir::Write) => self.write_independent(&view, start, buf),
+                (Mode::Independent, Dir::Read) => self.read_independent(&view, start, buf),
+            }
+        }?;
+        if at == Position::Individual && done.stream < len {
+            self.retreat(((len - done.stream) / esize) as i64);
+        }
+        Ok(Status { source: None, tag: -1, bytes: done.memory })
+    }
+
+    /// Holds what atomic mode needs over `ranges`: this process's threads ordered, the span
+    /// locked against the other processes.
+    fn atomic_span(&self, ranges: &[(i64, u64)], write: bool) -> Result<Option<AtomicSpan<'_>>> {
+        if !self.atomic() || ranges.is_empty() {
+            return Ok(None);
+        }
+        let (lo, hi) = span(ranges);
+        let local = self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let lock = super::lock::lock(self.fd(), lo, hi - lo, write)?;
+        Ok(Some(AtomicSpan { _lock: lock, _local: local }))
+    }
+
+    /// # Safety
+    /// `buf` is readable during the call.
+    pub(super) unsafe fn write_independent(&self, view: &View, start: u64, buf: &Buffer) -> Result<Done> {
+        let owned;
+        let data: &[u8] = match datarep::contiguous(&view.datarep, buf) {
+            // SAFETY: the caller vouches for the buffer: readable, `len` bytes from `p`.
+            Some((p, len)) => unsafe { std::slice::from_raw_parts(p, len) },
+            None => {
+                // SAFETY: as above.
+                owned = unsafe { view.datarep.encode(buf) }?;
+                &owned
+            }
+        };
+        let ranges = ranges_of(view, start, data.len() as u64);
+        let _atomic = self.atomic_span(&ranges, true)?;
+        let mut at = 0usize;
+        for (pos, len) in ranges {
+            pwrite_all(self, pos, &data[at..at + len as usize])?;
+            at += len as usize;
+        }
+        Ok(Done { stream: data.len() as u64, memory: buf.datatype.size() * buf.count })
+    }
+
+    /// # Safety
+    /// `buf` is writable during the call.
+    pub(super) unsafe fn read_independent(&self, view: &View, start: u64, buf: &Buffer) -> Result<Done> {
+        let per = view.datarep.stream_size(&buf.datatype)?;
+        let len = per * buf.count;
+        let ranges = ranges_of(view, start, len);
+        let _atomic = self.atomic_span(&ranges, false)?;
+        if let Some((p, n)) = datarep::contiguous(&view.datarep, buf) {
+            // SAFETY: the caller vouches for the buffer: writable, `n` bytes from `p`.
+            let out = unsafe { std::slice::from_raw_parts_mut(p, n) };
+            let got = self.read_ranges(&ranges, out)?;
+            return Ok(Done { stream: got as u64, memory: got as u64 });
+        }
+        let mut stream = vec![0u8; len as usize];
+        let got = self.read_ranges(&ranges, &mut stream)?;
+        // SAFETY: the caller vouches for the buffer.
+        let memory = unsafe { view.datarep.decode(&stream[..got], buf) }?;
+        Ok(Done { stream: got as u64, memory })
+    }
+
+    /// Reads `ranges` into `out` (their bytes in order), sieving when it pays: the bytes read
+    /// before the end of the file.
+    pub(super) fn read_ranges(&self, ranges: &[(i64, u64)], out: &mut [u8]) -> Result<usize> {
+        let hints = self.hints();
+        let (lo, hi) = span(ranges);
+        let data = out.len() as u64;
+        let sieve = ranges.len() > 1
+            && match hints.ds_read {
+                Switch::Enable => true,
+                Switch::Disable => false,
+                Switch::Automatic => ((hi - lo) as u64) <= data.saturating_mul(SIEVE_SPAN_FACTOR),
+            };
+        if !sieve {
+            let mut at = 0usize;
+            for &(pos, len) in ranges {
+                let got = pread_full(self, pos, &mut out[at..at + len as usize])?;
+                at += got;
+                if got < len as usize {
+                    break;
+                }
+            }
+            return Ok(at);
+        }
+        sieve_read(self, ranges, out, hints.ind_rd_buffer_size.max(1))
+    }
+}
+
+struct AtomicSpan<'a> {
+    _lock: super::lock::RangeLock<'a>,
+    _local: std::sync::MutexGuard<'a, ()>,
+}
+
+/// The file span `ranges` cover (they are in file order).
+pub(super) fn span(ranges: &[(i64, u64)]) -> (i64, i64) {
+    match (ranges.first(), ranges.last()) {
+        (Some(&(lo, _)), Some(&(p, l))) => (lo, p + l as i64),
+        _ => (0, 0),
+    }
+}
+
+/// Reads the span of `ranges` a window of `window` bytes at a time and copies their bytes to
+/// `out`; the bytes before the end of the file.
+fn sieve_read(inner: &Inner, ranges: &[(i64, u64)], out: &mut [u8], window: usize) -> Result<usize> {
+    let mut buf = vec![0u8; window];
+    let (mut r, mut skip) = (0usize, 0u64); // the next range, and bytes of it already copied
+    let mut at = 0usize;
+    while r < ranges.len() {
+        let (pos, len) = ranges[r];
+        let w0 = pos + skip as i64;
+        // A range longer than the window is read into place directly.
+        if len - skip >= window as u64 {
+            let n = (len - skip) as usize;
+            let got = pread_full(inner, w0, &mut out[at..at + n])?;
+            at += got;
+            if got < n {
+                return Ok(at);
+            }
+            (r, skip) = (r + 1, 0);
+            continue;
+        }
+        let (_, hi) = span(&ranges[r..]);
+        let wlen = ((hi - w0) as usize).min(window);
+        let got = pread_full(inner, w0, &mut buf[..wlen])?;
+        let wend = w0 + wlen as i64;
+        while r < ranges.len() && ranges[r].0 + (skip as i64) < wend {
+            let (pos, len) = ranges[r];
+            let from = pos + skip as i64;
+            let n = ((pos + len as i64).min(wend) - from) as usize;
+            let off = (from - w0) as usize;
+            let avail = got.saturating_sub(off).min(n);
+            out[at..at + avail].copy_from_slice(&buf[off..off + avail]);
+            at += avail;
+            if avail < n {
+                return Ok(at); // the end of the file
+            }
+            if skip + n as u64 == len {
+                (r, skip) = (r + 1, 0);
+            } else {
+                skip += n as u64;
+                break;
+            }
+        }
+    }
+    Ok(at)
+}

@@ -1,0 +1,346 @@
+//! Collective accesses by two-phase I/O (collective buffering, as ROMIO does it).
+//!
+//! The span every process accesses is split into one contiguous file domain per aggregator (the
+//! first process of each node by default; `cb_nodes` more or fewer). In rounds of at most
+//! `cb_buffer_size` bytes per aggregator, each process sends the pieces of its ranges that fall
+//! in a domain's round window to that domain's aggregator (`alltoall` of counts, `alltoallv` of
+//! piece descriptors and data); the aggregator makes large contiguous accesses: one write when
+//! the pieces cover their span, each merged run when they leave holes, a locked
+//! read-modify-write when the runs are many; for reads it reads the span and sends the pieces
+//! back. When no two processes' spans interleave (`romio_cb_*` automatic), each process accesses
+//! its part independently instead: there is nothing to gather.
+//!
+//! Runs on the file's own communicator, in the order the file's collective calls were made.
+
+use super::Buffer;
+use super::access::{Done, pread_full, pwrite_all, ranges_of, span};
+use super::datarep;
+use super::hints::Switch;
+use super::open::Inner;
+use super::view::View;
+use crate::error::Result;
+
+/// Past this many runs in a round, an aggregator with holes to step over reads the span, fills
+/// it and writes it whole.
+const RUNS_BEFORE_SIEVING: usize = 16;
+
+/// One piece of a process's access: its file position, length, and where it lies in the
+/// process's stream.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    pos: i64,
+    len: u64,
+    at: u64,
+}
+
+/// How the span is divided.
+struct Plan {
+    aggregators: Vec<u32>,
+    lo: i64,
+    hi: i64,
+    domain: i64,
+    rounds: i64,
+    round: i64,
+}
+
+impl Plan {
+    /// The window of aggregator `a` in round `r`.
+    fn window(&self, a: usize, r: i64) -> (i64, i64) {
+        let d0 = self.lo + a as i64 * self.domain;
+        let d1 = (d0 + self.domain).min(self.hi);
+        let w0 = d0 + r * self.round;
+        (w0.min(d1), (w0 + self.round).min(d1))
+    }
+}
+
+/// Gathers the spans; `None` when no two interleave and the switch leaves the choice to us (or
+/// forbids collective buffering).
+fn plan(inner: &Inner, mine: (i64, i64), switch: Switch) -> Result<Option<Plan>> {
+    let comm = &inner.comm;
+    let mut all = vec![0i64; 2 * comm.size() as usize];
+    comm.allgather(&[mine.0, mine.1], &mut all)?;
+    let mut spans: Vec<(i64, i64)> = all.chunks(2).map(|s| (s[0], s[1])).filter(|s| s.0 < s.1).collect();
+    if spans.is_empty() {
+        return Ok(None);
+    }
+    spans.sort_unstable();
+    let interleaved = spans.windows(2).any(|w| w[1].0 < w[0].1);
+    match switch {
+        Switch::Disable => return Ok(None),
+        Switch::Automatic if !interleaved => return Ok(None),
+        _ => {}
+    }
+    let lo = spans[0].0;
+    let hi = spans.iter().map(|s| s.1).max().unwrap_or(lo);
+    let hints = inner.hints();
+    let n = hints.cb_nodes.clamp(1, comm.size() as usize);
+    // The first process of each node, then others in rank order, as many as asked.
+    let mut aggregators: Vec<u32> = inner.node_leaders.iter().copied().take(n).collect();
+    let mut r = 0;
+    while aggregators.len() < n {
+        if !aggregators.contains(&r) {
+            aggregators.push(r);
+        }
+        r += 1;
+    }
+    aggregators.sort_unstable();
+    let domain = ((hi - lo) as u64).div_ceil(n as u64).max(1) as i64;
+    let round = (hints.cb_buffer_size as i64).max(1);
+    let rounds = (domain as u64).div_ceil(round as u64) as i64;
+    Ok(Some(Plan { aggregators, lo, hi, domain, rounds, round }))
+}
+
+/// This process's pieces for each aggregator in round `r` (cut from `ranges`, whose stream
+/// starts are `starts`), appended to `out[a]`.
+fn pieces_in_round(plan: &Plan, r: i64, ranges: &[(i64, u64)], starts: &[u64], out: &mut [Vec<Piece>]) {
+    for (a, o) in out.iter_mut().enumerate() {
+        o.clear();
+        let (w0, w1) = plan.window(a, r);
+        if w0 >= w1 {
+            continue;
+        }
+        // The first range that ends after w0.
+        let first = ranges.partition_point(|&(p, l)| p + l as i64 <= w0);
+        for (i, &(p, l)) in ranges.iter().enumerate().skip(first) {
+            if p >= w1 {
+                break;
+            }
+            let s = p.max(w0);
+            let e = (p + l as i64).min(w1);
+            if s < e {
+                o.push(Piece { pos: s, len: (e - s) as u64, at: starts[i] + (s - p) as u64 });
+            }
+        }
+    }
+}
+
+/// A piece an aggregator received: file position, length, sender.
+type Received = (i64, u64, usize);
+
+/// Exchanges this round's requests: sends `mine[a]` (descriptors, and `data` of each piece when
+/// writing) to aggregator `a`; returns, on an aggregator, every process's pieces (position,
+/// length, sender) and their data.
+fn exchange(
+    inner: &Inner,
+    plan: &Plan,
+    mine: &[Vec<Piece>],
+    data: Option<&[u8]>,
+) -> Result<(Vec<Received>, Vec<u8>)> {
+    let comm = &inner.comm;
+    let size = comm.size() as usize;
+    let mut counts = vec![0u64; 2 * size];
+    for (a, pieces) in mine.iter().enumerate() {
+        let to = plan.aggregators[a] as usize;
+        counts[2 * to] = pieces.len() as u64;
+        counts[2 * to + 1] = if data.is_some() { pieces.iter().map(|p| p.len).sum() } else { 0 };
+    }
+    let mut got = vec![0u64; 2 * size];
+    comm.alltoall(&counts, &mut got)?;
+    // Descriptors: (position, length) pairs.
+    let mut desc = Vec::new();
+    let mut bytes = Vec::new();
+    let (mut sd, mut sb) = (vec![0usize; size], vec![0usize; size]);
+    for (a, pieces) in mine.iter().enumerate() {
+        let to = plan.aggregators[a] as usize;
+        for p in pieces {
+            desc.extend_from_slice(&[p.pos, p.len as i64]);
+            if let Some(d) = data {
+                bytes.extend_from_slice(&d[p.at as usize..(p.at + p.len) as usize]);
+            }
+        }
+        sd[to] = 2 * pieces.len();
+        sb[to] = counts[2 * to + 1] as usize;
+    }
+    let displs = displacements;
+    let rd: Vec<usize> = (0..size).map(|i| 2 * got[2 * i] as usize).collect();
+    let rb: Vec<usize> = (0..size).map(|i| got[2 * i + 1] as usize).collect();
+    let mut rdesc = vec![0i64; rd.iter().sum()];
+    comm.alltoallv(&desc, &sd, &displs(&sd), &mut rdesc, &rd, &displs(&rd))?;
+    let mut rbytes = vec![0u8; rb.iter().sum()];
+    if data.is_some() {
+        comm.alltoallv(&bytes, &sb, &displs(&sb), &mut rbytes, &rb, &displs(&rb))?;
+    }
+    let mut pieces = Vec::with_capacity(rdesc.len() / 2);
+    for (from, (&n, start)) in rd.iter().zip(displs(&rd)).enumerate() {
+        for d in rdesc[start..start + n].chunks(2) {
+            pieces.push((d[0], d[1] as u64, from));
+        }
+    }
+    Ok((pieces, rbytes))
+}
+
+/// Where each block of `counts` starts when they are laid end to end.
+fn displacements(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0usize, |acc, &n| {
+            let d = *acc;
+            *acc += n;
+            Some(d)
+        })
+        .collect()
+}
+
+/// The stream starts of `ranges`.
+fn starts_of(ranges: &[(i64, u64)]) -> Vec<u64> {
+    ranges
+        .iter()
+        .scan(0u64, |acc, &(_, l)| {
+            let s = *acc;
+            *acc += l;
+            Some(s)
+        })
+        .collect()
+}
+
+/// A collective write (see the module docs).
+///
+/// # Safety
+/// `buf` is readable during the call.
+pub(super) unsafe fn write(inner: &Inner, view: &View, start: u64, buf: &Buffer) -> Result<Done> {
+    let owned;
+    let data: &[u8] = match datarep::contiguous(&view.datarep, buf) {
+        // SAFETY: the caller vouches for the buffer: readable, `len` bytes from `p`.
+        Some((p, len)) => unsafe { std::slice::from_raw_parts(p, len) },
+        None => {
+            // SAFETY: as above.
+            owned = unsafe { view.datarep.encode(buf) }?;
+            &owned
+        }
+    };
+    let ranges = ranges_of(view, start, data.len() as u64);
+    let done = Done { stream: data.len() as u64, memory: buf.datatype.size() * buf.count };
+    let Some(plan) = plan(inner, span(&ranges), inner.hints().cb_write)? else {
+        // SAFETY: passed on.
+        return unsafe { inner.write_independent(view, start, buf) };
+    };
+    let starts = starts_of(&ranges);
+    let mut mine = vec![Vec::new(); plan.aggregators.len()];
+    let me = plan.aggregators.iter().position(|&a| a == inner.comm.rank());
+    for r in 0..plan.rounds {
+        pieces_in_round(&plan, r, &ranges, &starts, &mut mine);
+        let (pieces, bytes) = exchange(inner, &plan, &mine, Some(data))?;
+        if me.is_some() && !pieces.is_empty() {
+            write_round(inner, &pieces, &bytes)?;
+        }
+    }
+    Ok(done)
+}
+
+/// An aggregator's writes of one round: `pieces` (in sender order) with their `bytes`.
+fn write_round(inner: &Inner, pieces: &[Received], bytes: &[u8]) -> Result<()> {
+    let mut order: Vec<(i64, u64, usize)> = Vec::with_capacity(pieces.len());
+    let mut at = 0usize;
+    for &(pos, len, _) in pieces {
+        order.push((pos, len, at));
+        at += len as usize;
+    }
+    order.sort_by_key(|p| p.0);
+    // Runs of adjacent or overlapping pieces.
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for &(pos, len, _) in &order {
+        let end = pos + len as i64;
+        match runs.last_mut() {
+            Some(r) if pos <= r.1 => r.1 = r.1.max(end),
+            _ => runs.push((pos, end)),
+        }
+    }
+    let (lo, hi) = (runs[0].0, runs[runs.len() - 1].1);
+    let sieve = runs.len() > RUNS_BEFORE_SIEVING;
+    let mut window = vec![0u8; if sieve { (hi - lo) as usize } else { 0 }];
+    let _locked;
+    if sieve {
+        // The holes belong to other writers, or to nobody: read them, write them back unchanged.
+        let local = inner.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        _locked = (super::lock::lock(inner.fd(), lo, hi - lo, true)?, local);
+        pread_full(inner, lo, &mut window)?;
+        for &(pos, len, at) in &order {
+            let o = (pos - lo) as usize;
+            window[o..o + len as usize].copy_from_slice(&bytes[at..at + len as usize]);
+        }
+        return pwrite_all(inner, lo, &window);
+    }
+    for (r0, r1) in runs {
+        let mut run = vec![0u8; (r1 - r0) as usize];
+        for &(pos, len, at) in order.iter().filter(|p| p.0 >= r0 && p.0 < r1) {
+            let o = (pos - r0) as usize;
+            run[o..o + len as usize].copy_from_slice(&bytes[at..at + len as usize]);
+        }
+        pwrite_all(inner, r0, &run)?;
+    }
+    Ok(())
+}
+
+/// A collective read (see the module docs).
+///
+/// # Safety
+/// `buf` is writable during the call.
+pub(super) unsafe fn read(inner: &Inner, view: &View, start: u64, buf: &Buffer) -> Result<Done> {
+    let per = view.datarep.stream_size(&buf.datatype)?;
+    let len = per * buf.count;
+    let ranges = ranges_of(view, start, len);
+    let Some(plan) = plan(inner, span(&ranges), inner.hints().cb_read)? else {
+        // SAFETY: passed on.
+        return unsafe { inner.read_independent(view, start, buf) };
+    };
+    let starts = starts_of(&ranges);
+    let mut stream = vec![0u8; len as usize];
+    let contiguous = datarep::contiguous(&view.datarep, buf);
+    let out: &mut [u8] = match contiguous {
+        // SAFETY: the caller vouches for the buffer: writable, `n` bytes from `p`.
+        Some((p, n)) => unsafe { std::slice::from_raw_parts_mut(p, n) },
+        None => &mut stream,
+    };
+    let comm = &inner.comm;
+    let size = comm.size() as usize;
+    let mut mine = vec![Vec::new(); plan.aggregators.len()];
+    for r in 0..plan.rounds {
+        pieces_in_round(&plan, r, &ranges, &starts, &mut mine);
+        let (pieces, _) = exchange(inner, &plan, &mine, None)?;
+        // The aggregator reads the span of what was asked and answers each sender in order.
+        let mut answer = Vec::new();
+        let mut sends = vec![0usize; size];
+        if !pieces.is_empty() {
+            let lo = pieces.iter().map(|p| p.0).min().unwrap_or(0);
+            let hi = pieces.iter().map(|p| p.0 + p.1 as i64).max().unwrap_or(lo);
+            let mut window = vec![0u8; (hi - lo) as usize];
+            pread_full(inner, lo, &mut window)?;
+            for &(pos, l, from) in &pieces {
+                let o = (pos - lo) as usize;
+                answer.extend_from_slice(&window[o..o + l as usize]);
+                sends[from] += l as usize;
+            }
+        }
+        let mut recvs = vec![0usize; size];
+        for (a, ps) in mine.iter().enumerate() {
+            recvs[plan.aggregators[a] as usize] = ps.iter().map(|p| p.len as usize).sum();
+        }
+        let displs = displacements;
+        let mut back = vec![0u8; recvs.iter().sum()];
+        comm.alltoallv(&answer, &sends, &displs(&sends), &mut back, &recvs, &displs(&recvs))?;
+        let rdispls = displs(&recvs);
+        for (a, ps) in mine.iter().enumerate() {
+            let mut at = rdispls[plan.aggregators[a] as usize];
+            for p in ps {
+                out[p.at as usize..(p.at + p.len) as usize].copy_from_slice(&back[at..at + p.len as usize]);
+                at += p.len as usize;
+            }
+        }
+    }
+    // What lies before the end of the file was read.
+    let end = inner.size()?;
+    let mut got = 0u64;
+    for &(p, l) in &ranges {
+        let avail = (end - p).clamp(0, l as i64) as u64;
+        got += avail;
+        if avail < l {
+            break;
+        }
+    }
+    if contiguous.is_some() {
+        return Ok(Done { stream: got, memory: got });
+    }
+    // SAFETY: the caller vouches for the buffer.
+    let memory = unsafe { view.datarep.decode(&stream[..got as usize], buf) }?;
+    Ok(Done { stream: got, memory })
+}

@@ -1,0 +1,223 @@
+//! A file's nonblocking and split collective operations: queued in the order they were started
+//! and run by a worker thread of the file, each completing the request its caller holds. The
+//! order matters for collective ones: every process starts them in the same order, and the
+//! worker runs them in that order over the file's communicator. A blocking collective call (and
+//! every call that changes the file's state) first waits for the queue to empty.
+//!
+//! The worker exists while the queue has work: it is started by the operation that finds it
+//! idle and ends when the queue is empty, so an idle file has no thread.
+
+use super::access::Dir;
+use super::open::Inner;
+use super::{Buffer, Mode, Position};
+use crate::comm::Status;
+use crate::error::{Error, Result};
+use crate::request::{Outcome, Pending, RawRequest};
+use std::any::Any;
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+pub(crate) struct Queue {
+    state: Mutex<State>,
+    idle: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    jobs: VecDeque<Job>,
+    running: bool,
+    /// The active split collective: its request, buffer and direction.
+    split: Option<(Arc<IoRequest>, usize, Dir)>,
+}
+
+impl Queue {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until every queued operation ran.
+    pub(super) fn drain(&self) {
+        let mut s = self.state();
+        while s.running || !s.jobs.is_empty() {
+            s = self.idle.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// Queues `job` on `inner`'s worker, starting it if idle.
+fn enqueue(inner: &Arc<Inner>, job: Job) -> Result<()> {
+    let mut s = inner.queue.state();
+    s.jobs.push_back(job);
+    if s.running {
+        return Ok(());
+    }
+    s.running = true;
+    drop(s);
+    let file = inner.clone();
+    let spawned = std::thread::Builder::new().name("madmpi-io".into()).spawn(move || work(&file));
+    if let Err(e) = spawned {
+        let mut s = inner.queue.state();
+        s.running = false;
+        s.jobs.pop_back();
+        inner.queue.idle.notify_all();
+        return Err(Error::other(format!("starting the file's I/O thread: {e}")));
+    }
+    Ok(())
+}
+
+/// The worker: runs the queue until it is empty.
+fn work(inner: &Arc<Inner>) {
+    loop {
+        let job = {
+            let mut s = inner.queue.state();
+            match s.jobs.pop_front() {
+                Some(j) => j,
+                None => {
+                    s.running = false;
+                    inner.queue.idle.notify_all();
+                    return;
+                }
+            }
+        };
+        job();
+    }
+}
+
+/// The request of a queued operation.
+struct IoRequest {
+    done: pioman::Cond,
+    outcome: Mutex<Option<Outcome>>,
+}
+
+impl IoRequest {
+    fn finish(&self, r: Result<Status>) {
+        let outcome = match r {
+            Ok(status) => Outcome { status, error: None, cancelled: false },
+            Err(e) => Outcome { status: Outcome::DONE.status, error: Some(e), cancelled: false },
+        };
+        *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
+        self.done.signal(nmad::COMPLETED);
+    }
+}
+
+impl Pending for IoRequest {
+    fn is_complete(&self) -> bool {
+        self.outcome.lock().unwrap_or_else(PoisonError::into_inner).is_some()
+    }
+
+    fn cond(&self) -> &pioman::Cond {
+        &self.done
+    }
+
+    fn wait(&self, pio: &pioman::Pioman) {
+        while !self.is_complete() {
+            pio.wait(&self.done, nmad::COMPLETED);
+        }
+    }
+
+    fn outcome(&self) -> Option<Outcome> {
+        self.outcome.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Queues an access; its request.
+fn queue_access(
+    inner: &Arc<Inner>,
+    at: Position,
+    mode: Mode,
+    buf: Buffer,
+    dir: Dir,
+) -> Result<Arc<IoRequest>> {
+    let req = Arc::new(IoRequest { done: pioman::Cond::new(), outcome: Mutex::new(None) });
+    let (file, r) = (inner.clone(), req.clone());
+    enqueue(
+        inner,
+        Box::new(move || {
+            // SAFETY: the caller of `start` vouched for the buffer until the request completes,
+            // which is after this.
+            r.finish(unsafe { file.access_now(at, mode, &buf, dir) });
+        }),
+    )?;
+    Ok(req)
+}
+
+/// `MPI_File_i*`: checks what can be checked now, queues the access.
+///
+/// # Safety
+/// `buf` is valid for `dir` until the request completes.
+pub(super) unsafe fn start(
+    inner: &Arc<Inner>,
+    at: Position,
+    mode: Mode,
+    buf: Buffer,
+    dir: Dir,
+) -> Result<RawRequest> {
+    inner.check_access(at, dir)?;
+    let req = queue_access(inner, at, mode, buf, dir)?;
+    Ok(RawRequest::with_pending(&inner.comm, Box::new(Shared(req))))
+}
+
+/// The request a [`RawRequest`] holds (the split collective keeps another reference).
+struct Shared(Arc<IoRequest>);
+
+impl Pending for Shared {
+    fn is_complete(&self) -> bool {
+        self.0.is_complete()
+    }
+
+    fn cond(&self) -> &pioman::Cond {
+        self.0.cond()
+    }
+
+    fn wait(&self, pio: &pioman::Pioman) {
+        self.0.wait(pio)
+    }
+
+    fn outcome(&self) -> Option<Outcome> {
+        self.0.outcome()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `MPI_File_*_begin`: one split collective may be active per file.
+///
+/// # Safety
+/// `buf` is valid for `dir` until the matching end.
+pub(super) unsafe fn split_begin(inner: &Arc<Inner>, at: Position, buf: Buffer, dir: Dir) -> Result<()> {
+    inner.check_access(at, dir)?;
+    if inner.queue.state().split.is_some() {
+        return Err(Error::other("a split collective is active on this file already (one at a time)"));
+    }
+    let ptr = buf.ptr as usize;
+    let req = queue_access(inner, at, Mode::Collective, buf, dir)?;
+    inner.queue.state().split = Some((req, ptr, dir));
+    Ok(())
+}
+
+/// `MPI_File_*_end`.
+pub(super) fn split_end(inner: &Arc<Inner>, buf: *const u8, dir: Dir) -> Result<Status> {
+    let (req, ptr, d) = {
+        let mut s = inner.queue.state();
+        match s.split.take() {
+            Some((req, ptr, d)) if ptr == buf as usize && d == dir => (req, ptr, d),
+            Some(other) => {
+                s.split = Some(other);
+                return Err(Error::other("this end does not match the active split collective's begin"));
+            }
+            None => return Err(Error::other("no split collective is active on this file")),
+        }
+    };
+    let _ = (ptr, d);
+    req.wait(inner.comm.runtime_nmad().pioman());
+    req.outcome().expect("complete after the wait").into_result()
+}
