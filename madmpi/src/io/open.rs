@@ -44,7 +44,6 @@ struct State {
     individual: i64,
     atomic: bool,
     hints: Hints,
-    closed: bool,
 }
 
 /// The error class of a failed system call on a file.
@@ -138,7 +137,7 @@ pub(super) fn open(user: &Comm, path: &str, amode: Amode, info: &Info) -> Result
         individual = end;
         shared.set_initial(&comm, end)?;
     }
-    let state = State { view: View::initial(), individual, atomic: false, hints, closed: false };
+    let state = State { view: View::initial(), individual, atomic: false, hints };
     Ok(Inner {
         user: user.clone(),
         comm,
@@ -197,7 +196,7 @@ impl Inner {
     /// `MPI_File_close`: waits for the queued operations, then every process closes.
     pub(super) fn close(&self) -> Result<()> {
         self.queue.drain();
-        self.state().closed = true;
+        self.shared.free()?;
         self.comm.barrier()?;
         if self.amode.has(Amode::DELETE_ON_CLOSE) && self.comm.rank() == 0 {
             std::fs::remove_file(&self.path).map_err(|e| os_error("delete on close", &self.path, e))?;
@@ -372,12 +371,5 @@ impl Inner {
 
     pub(super) fn position_shared(&self) -> Result<i64> {
         self.shared.get()
-    }
-}
-
-impl Drop for Inner {
-    /// A file dropped without `close` (or after it) waits for its queued operations.
-    fn drop(&mut self) {
-        self.queue.drain();
     }
 }

@@ -3,7 +3,8 @@
 //! gets the lower offsets) or by rank order (`_ordered`: a prefix sum, then one update). The
 //! individual pointers are the file state's (`open`).
 //!
-//! The window is the file's own, over its communicator; it is freed with the file.
+//! The window is the file's own, over its communicator; `MPI_File_close` frees it (so that
+//! whichever thread drops the file's last reference afterwards has nothing collective to do).
 
 use super::view::Whence;
 use crate::comm::Comm;
@@ -11,16 +12,17 @@ use crate::error::{Error, Result};
 use crate::info::Info;
 use crate::op::{Builtin, Op};
 use crate::rma::{LockKind, Window};
+use std::sync::{Mutex, PoisonError};
 
 pub(crate) struct SharedPointer {
-    win: Window<i64>,
+    win: Mutex<Option<Window<i64>>>,
 }
 
 impl SharedPointer {
     /// Collective: the window, the pointer at 0.
     pub(super) fn new(comm: &Comm) -> Result<SharedPointer> {
         let win = Window::allocate(usize::from(comm.rank() == 0), &Info::new(), comm)?;
-        let p = SharedPointer { win };
+        let p = SharedPointer { win: Mutex::new(Some(win)) };
         if comm.rank() == 0 {
             p.store(0)?;
         }
@@ -29,8 +31,16 @@ impl SharedPointer {
     }
 
     fn rmw(&self, value: i64, op: Builtin) -> Result<i64> {
-        let epoch = self.win.lock(LockKind::Shared, 0)?;
+        let win = self.win.lock().unwrap_or_else(PoisonError::into_inner);
+        let win = win.as_ref().ok_or_else(|| Error::file("the file is closed"))?;
+        let epoch = win.lock(LockKind::Shared, 0)?;
         epoch.fetch_and_op(0, 0, value, &Op::builtin(op))
+    }
+
+    /// Collective: frees the window (at close).
+    pub(super) fn free(&self) -> Result<()> {
+        let win = self.win.lock().unwrap_or_else(PoisonError::into_inner).take();
+        win.map_or(Ok(()), Window::free)
     }
 
     fn store(&self, value: i64) -> Result<()> {
