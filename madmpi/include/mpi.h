@@ -9,11 +9,9 @@
  * struct layout and prototype against it: change a value here only together with that test.
  *
  * Everything MPICH 4.0's mpi.h (with its mpio.h) declares is declared here, so that any
- * program that compiles with MPICH compiles with MadMPI. Declaring is not implementing: the
- * one-sided operations and synchronizations (MPI_Put, MPI_Win_fence, MPI_Win_lock, ...; the
- * windows themselves are implemented) and I/O (MPI_File_*) functions are not in libmpi.so yet,
- * and a program calling them fails at link time (madmpi/libmpi/tests/symbols.rs lists what
- * the library lacks).
+ * program that compiles with MPICH compiles with MadMPI, and libmpi.so defines every function
+ * MPICH's libmpich.so.12 does, the one-sided chapter and the I/O chapter (MPI_File_*,
+ * MPI_Register_datarep) included (madmpi/libmpi/tests/symbols.rs checks it).
  */
 #ifndef MADMPI_MPI_H_INCLUDED
 #define MADMPI_MPI_H_INCLUDED
@@ -2438,7 +2436,7 @@ int PMPIX_Query_cuda_support(void);
 int PMPIX_Query_hip_support(void);
 int PMPIX_Query_ze_support(void);
 
-/* ---- One-sided communication (declared; not provided by the library yet) ---- */
+/* ---- One-sided communication ---- */
 
 int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
     int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
@@ -2640,7 +2638,7 @@ int PMPI_Win_unlock(int rank, MPI_Win win);
 int PMPI_Win_unlock_all(MPI_Win win);
 int PMPI_Win_wait(MPI_Win win);
 
-/* ---- Files (MPI-IO; declared, not provided by the library yet) ---- */
+/* ---- Files (MPI-IO) ---- */
 
 MPI_Fint MPI_File_c2f(MPI_File file);
 int MPI_File_close(MPI_File *fh);

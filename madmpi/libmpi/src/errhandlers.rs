@@ -14,7 +14,7 @@
 use crate::table::Table;
 use madmpi::abi::{self, Handle, UserObject};
 use madmpi::error::{ErrhandlerId, ErrhandlerKind, ErrhandlerRegistry, Error};
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// `MPI_Comm_errhandler_function`: `void (MPI_Comm *, int *, ...)`. MPICH passes the
@@ -47,6 +47,18 @@ impl Callback {
         // SAFETY: the function was given to MPI_Comm_create_errhandler with MPI's signature;
         // both pointers are to locals that outlive the call.
         unsafe { (self.0.func)(&mut comm, &mut code) }
+    }
+
+    /// Calls the user's function with the file `file` (an `MPI_File`, a pointer in MPICH's ABI)
+    /// and `code`: the function was given to `MPI_File_create_errhandler`, whose
+    /// `MPI_File_errhandler_function` is `void (MPI_File *, int *, ...)`.
+    pub(crate) fn call_file(&self, file: *mut c_void, code: c_int) {
+        let (mut file, mut code) = (file, code);
+        // SAFETY: the function takes two data pointers (as MPI_File_errhandler_function, or as
+        // the communicator function type it is stored under: pointers of any pointee are passed
+        // alike), then nothing in the variadic part; both point to locals that outlive the call,
+        // the first to an `MPI_File` as a file handler reads it.
+        unsafe { (self.0.func)((&raw mut file).cast::<Handle>(), &mut code) }
     }
 }
 

@@ -6,25 +6,33 @@
 //! [`Error::code`], so `MPI_Error_string` tells what went wrong); `MPI_ERRORS_ARE_FATAL` (the
 //! default) and `MPI_ERRORS_ABORT` print `MPI error in MPI_X: <message>` to stderr and end the
 //! process with status 1, which makes the launcher end the job; a user handler is called with
-//! the communicator and the code, which the call then returns. Errors not tied to a valid
-//! communicator (an invalid handle, a call before `MPI_Init`) go to `MPI_COMM_WORLD`'s handler.
+//! the communicator (a file: a pointer to its `MPI_File`) and the code, which the call then
+//! returns. Errors not tied to a valid communicator (an invalid handle, a call before
+//! `MPI_Init`) go to `MPI_COMM_WORLD`'s handler (the file calls route theirs to
+//! `MPI_FILE_NULL`'s: see `files`).
 //!
 //! Owns the path from a failure to its handler and the exit path (handler handles and cells are
 //! `errhandlers`'); it must not validate arguments nor know what the calls do.
 
 use crate::comms::{self, CommObj};
-use crate::errhandlers::{Action, ErrhandlerCell};
+use crate::errhandlers::{Action, Callback, ErrhandlerCell};
 use madmpi::abi::{self, Handle};
 use madmpi::error::{Error, ErrorClass};
 use std::ffi::c_int;
 use std::io::Write;
 use std::sync::Arc;
 
-/// An object with an error handler: a communicator, a session.
+/// An object with an error handler: a communicator, a session, a window, a file.
 pub(crate) trait HandlerOwner: Send + Sync {
     /// The handle the handler is called with.
     fn handle(&self) -> Handle;
     fn errhandler(&self) -> &ErrhandlerCell;
+
+    /// Calls the user handler `cb` on this object with `code`: with a pointer to its `int`
+    /// handle, except for a file, whose C handle is a pointer (`files` overrides this).
+    fn call_user(&self, cb: &Callback, code: c_int) {
+        cb.call(self.handle(), code);
+    }
 }
 
 impl HandlerOwner for CommObj {
@@ -90,11 +98,10 @@ impl AsOwner for Arc<dyn HandlerOwner> {
 
 /// Runs the error handler of `fail` for a failure in `func`; returns the code to give back.
 pub(crate) fn raise(func: &str, fail: Fail) -> c_int {
-    let (comm, action) = match &fail.comm {
-        Some(c) => (c.handle(), c.errhandler().action()),
-        None => (abi::MPI_COMM_WORLD, comms::world_errhandler().action()),
-    };
-    respond(action, comm, func, fail.error)
+    match &fail.comm {
+        Some(c) => respond(c.errhandler().action(), Some(&**c), func, fail.error),
+        None => respond(comms::world_errhandler().action(), None, func, fail.error),
+    }
 }
 
 /// `MPI_Comm_call_errhandler`: runs `comm`'s handler on `code` as if a call had failed with it.
@@ -113,20 +120,23 @@ pub(crate) fn call_handler(comm: &CommObj, code: c_int) {
 pub(crate) fn call_handler_of(owner: &dyn HandlerOwner, func: &str, code: c_int) {
     match owner.errhandler().action() {
         Action::Return => {}
-        Action::User(cb) => cb.call(owner.handle(), code),
+        Action::User(cb) => owner.call_user(&cb, code),
         Action::Fatal => fatal(func, &Error::from_code(code)),
     }
 }
 
-/// What the error handler's `action` does with `error`, raised in `func` on communicator
-/// `comm`.
-fn respond(action: Action, comm: Handle, func: &str, error: Error) -> c_int {
+/// What the error handler's `action` does with `error`, raised in `func` on `owner` (`None`:
+/// `MPI_COMM_WORLD`).
+fn respond(action: Action, owner: Option<&dyn HandlerOwner>, func: &str, error: Error) -> c_int {
     let error = named(func, error);
     let code = error.code();
     match action {
         Action::Return => code,
         Action::User(cb) => {
-            cb.call(comm, code);
+            match owner {
+                Some(o) => o.call_user(&cb, code),
+                None => cb.call(abi::MPI_COMM_WORLD, code),
+            }
             code
         }
         Action::Fatal => fatal(func, &error),
@@ -234,8 +244,7 @@ mod tests {
 
     #[test]
     fn returned_codes_carry_the_message() {
-        let code =
-            respond(Action::Return, abi::MPI_COMM_WORLD, "MPI_Recv", Error::truncate("40 bytes into 16"));
+        let code = respond(Action::Return, None, "MPI_Recv", Error::truncate("40 bytes into 16"));
         assert_eq!(madmpi::error::error_class(code), Some(ErrorClass::Truncate));
         assert_eq!(
             madmpi::error::registry().string(code).unwrap(),

@@ -22,6 +22,9 @@
 //!   `errhandlers`: error handler handles (user handlers, reference counts);
 //! - `sessions`: session handles (MPI 4.0), in a table that outlives the MPI state;
 //! - `wins`: window handles, their error handlers, attributes and predefined attribute values;
+//! - `files`: file handles (`MPI_File` is a pointer: looked up, never dereferenced), their error
+//!   handlers and the default file handler; `datareps`: the C functions of user data
+//!   representations;
 //! - `recent`: each thread's recent window and communicator, which the hot calls reach without
 //!   the state (no lock, no reference count);
 //! - `check`: argument validation; `status`: writing `MPI_Status`;
@@ -32,10 +35,12 @@ mod attrs;
 mod check;
 mod comms;
 mod completion;
+mod datareps;
 mod datatypes;
 mod errhandlers;
 mod errors;
 mod export;
+mod files;
 mod grequests;
 mod groups;
 mod infos;

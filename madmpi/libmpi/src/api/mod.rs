@@ -18,16 +18,22 @@
 //! communication), [`topo`], [`topo_cart`], [`topo_graph`] (process topologies) and
 //! [`topo_neighbor`] (neighbourhood collectives), [`session`] (MPI 4.0 sessions and
 //! `MPI_Comm_create_from_group`), [`ulfm`] (MPICH's `MPIX_Comm_*` fault tolerance), [`win`]
-//! (one-sided windows: creation, shared queries, attached memory, free) and [`win_attr`] (their
-//! attributes, keyvals, names, info, groups and error handlers).
+//! (one-sided windows: creation, shared queries, attached memory, free), [`win_attr`] (their
+//! attributes, keyvals, names, info, groups and error handlers), [`rma`] and [`rma_sync`]
+//! (one-sided operations and synchronization), [`file`] (MPI-IO: opening, closing, deleting,
+//! sizes, views, hints, atomicity, file pointers, `MPI_File_c2f`/`f2c`), [`file_access`] (every
+//! read and write), [`file_errh`] (file error handlers) and [`datarep`]
+//! (`MPI_Register_datarep`).
 //!
 //! The combinatorial families (blocking / nonblocking / persistent × `int` / `_c`) are not
 //! written out: `family` generates them from one table entry per call, over one build function
-//! that checks the arguments and returns a `madmpi::operation::Operation`.
+//! that checks the arguments and returns a `madmpi::operation::Operation`; the file accesses
+//! (explicit offset / individual / shared / ordered × blocking / nonblocking / collective /
+//! split × `int` / `_c`) are one line each of `file_access`'s table.
 //!
 //! Each body resolves its handles, checks its arguments in parameter order (errors go to the
-//! communicator's handler once it is known), then calls the madmpi Rust API. The helpers here
-//! turn C buffers and strings into what that API takes.
+//! communicator's, window's or file's handler once it is known), then calls the madmpi Rust
+//! API. The helpers here turn C buffers and strings into what that API takes.
 //!
 //! Owns the C signatures and the order of the checks; it must not implement MPI semantics.
 
@@ -42,12 +48,16 @@ pub mod comm;
 pub mod comm_create;
 pub mod comm_create_group;
 pub mod completion;
+pub mod datarep;
 pub mod datatype;
 pub mod dynamic;
 pub mod env;
 pub mod errh;
 pub mod error_codes;
 mod family;
+pub mod file;
+pub mod file_access;
+pub mod file_errh;
 pub mod gpu;
 pub mod grequest;
 pub mod group;
