@@ -82,12 +82,13 @@ pub(crate) enum Datarep {
 }
 
 impl Datarep {
-    /// The representation `name` (`MPI_ERR_UNSUPPORTED_DATAREP` if unknown).
+    /// The representation `name` (`MPI_ERR_UNSUPPORTED_DATAREP` if unknown; the predefined
+    /// ones in capitals too, as ROMIO takes them).
     pub(super) fn named(name: &str) -> Result<Datarep> {
         Ok(match name {
-            "native" => Datarep::Native,
-            "internal" => Datarep::Internal,
-            "external32" => Datarep::External32,
+            "native" | "NATIVE" => Datarep::Native,
+            "internal" | "INTERNAL" => Datarep::Internal,
+            "external32" | "EXTERNAL32" => Datarep::External32,
             _ => match REGISTRY.lock().unwrap().get(name) {
                 Some(r) => Datarep::User(r.clone()),
                 None => return Err(Error::unsupported_datarep(format!("no data representation \"{name}\""))),
