@@ -62,6 +62,29 @@ pub enum Position {
     Ordered,
 }
 
+/// Which kind of begin a split collective's end completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// `MPI_File_read_all_begin`, `MPI_File_write_all_begin` (individual pointer).
+    All,
+    /// `_at_all_begin` (explicit offset).
+    AtAll,
+    /// `_ordered_begin` (shared pointer).
+    Ordered,
+}
+
+impl Split {
+    /// The kind of a begin at `at` (`None` for the shared pointer's independent position).
+    fn of(at: Position) -> Option<Split> {
+        match at {
+            Position::Individual => Some(Split::All),
+            Position::At(_) => Some(Split::AtAll),
+            Position::Ordered => Some(Split::Ordered),
+            Position::Shared => None,
+        }
+    }
+}
+
 /// Whether every process of the file's group makes the call (`_all`, `_ordered`, split
 /// collectives) or only this one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -267,8 +290,8 @@ impl File {
     }
 
     /// The end of the active split collective (`MPI_File_*_end`), whose buffer must be
-    /// `buf` and direction `write`: its status.
-    pub fn split_end(&self, buf: *const u8, write: bool) -> Result<Status> {
-        queue::split_end(&self.0, buf, if write { access::Dir::Write } else { access::Dir::Read })
+    /// `buf`, direction `write` and kind `kind`: its status.
+    pub fn split_end(&self, buf: *const u8, write: bool, kind: Split) -> Result<Status> {
+        queue::split_end(&self.0, buf, if write { access::Dir::Write } else { access::Dir::Read }, kind)
     }
 }

@@ -9,7 +9,7 @@
 
 use super::access::Dir;
 use super::open::Inner;
-use super::{Buffer, Mode, Position};
+use super::{Buffer, Mode, Position, Split};
 use crate::comm::Status;
 use crate::error::{Error, Result};
 use crate::request::{Outcome, Pending, RawRequest};
@@ -29,8 +29,8 @@ pub(crate) struct Queue {
 struct State {
     jobs: VecDeque<Job>,
     running: bool,
-    /// The active split collective: its request, buffer and direction.
-    split: Option<(Arc<IoRequest>, usize, Dir)>,
+    /// The active split collective: its request, buffer, direction and kind.
+    split: Option<(Arc<IoRequest>, usize, Dir, Split)>,
 }
 
 impl Queue {
@@ -195,21 +195,23 @@ impl Pending for Shared {
 /// `buf` is valid for `dir` until the matching end.
 pub(super) unsafe fn split_begin(inner: &Arc<Inner>, at: Position, buf: Buffer, dir: Dir) -> Result<()> {
     inner.check_access(at, dir)?;
+    let kind =
+        Split::of(at).ok_or_else(|| Error::arg("no split collective uses the shared pointer unordered"))?;
     if inner.queue.state().split.is_some() {
         return Err(Error::other("a split collective is active on this file already (one at a time)"));
     }
     let ptr = buf.ptr as usize;
     let req = queue_access(inner, at, Mode::Collective, buf, dir)?;
-    inner.queue.state().split = Some((req, ptr, dir));
+    inner.queue.state().split = Some((req, ptr, dir, kind));
     Ok(())
 }
 
 /// `MPI_File_*_end`.
-pub(super) fn split_end(inner: &Arc<Inner>, buf: *const u8, dir: Dir) -> Result<Status> {
-    let (req, ptr, d) = {
+pub(super) fn split_end(inner: &Arc<Inner>, buf: *const u8, dir: Dir, kind: Split) -> Result<Status> {
+    let req = {
         let mut s = inner.queue.state();
         match s.split.take() {
-            Some((req, ptr, d)) if ptr == buf as usize && d == dir => (req, ptr, d),
+            Some((req, ptr, d, k)) if ptr == buf as usize && d == dir && k == kind => req,
             Some(other) => {
                 s.split = Some(other);
                 return Err(Error::other("this end does not match the active split collective's begin"));
@@ -217,7 +219,6 @@ pub(super) fn split_end(inner: &Arc<Inner>, buf: *const u8, dir: Dir) -> Result<
             None => return Err(Error::other("no split collective is active on this file")),
         }
     };
-    let _ = (ptr, d);
     req.wait(inner.comm.runtime_nmad().pioman());
     req.outcome().expect("complete after the wait").into_result()
 }

@@ -173,8 +173,9 @@ fn nonblocking_and_split_collective_accesses_complete_in_order() {
         unsafe { f.write_begin(Position::At(me * 16), buffer_of(&b)) }.unwrap();
         // SAFETY: refused at once: `b` is not used.
         assert!(unsafe { f.write_begin(Position::At(0), buffer_of(&b)) }.is_err(), "one at a time");
-        assert_eq!(f.split_end(b.as_ptr(), true).unwrap().bytes, 16);
-        assert!(f.split_end(b.as_ptr(), true).is_err(), "no begin");
+        assert!(f.split_end(b.as_ptr(), true, Split::All).is_err(), "another kind's end");
+        assert_eq!(f.split_end(b.as_ptr(), true, Split::AtAll).unwrap().bytes, 16);
+        assert!(f.split_end(b.as_ptr(), true, Split::AtAll).is_err(), "no begin");
         f.close().unwrap();
     });
     std::fs::remove_file(&p).unwrap();

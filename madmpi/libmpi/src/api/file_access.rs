@@ -28,7 +28,7 @@ use crate::files::{CFile, FileObj};
 use crate::state::State;
 use madmpi::abi::{self, Status};
 use madmpi::error::Error;
-use madmpi::io::{Buffer, Mode, Position};
+use madmpi::io::{Buffer, Mode, Position, Split};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -157,11 +157,11 @@ fn begin(
 
 /// The end of the active split collective, which must have begun with `buf` in direction
 /// `dir`: its status in `status`.
-fn end(dir: Dir, fh: CFile, buf: *const c_void, status: *mut Status) -> Outcome {
+fn end(dir: Dir, kind: Split, fh: CFile, buf: *const c_void, status: *mut Status) -> Outcome {
     let (_, f) = open_file(fh)?;
     // SAFETY: an output argument (`MPI_STATUS_IGNORE` allowed).
     let status = unsafe { check::status(status) }.on(&f)?;
-    let s = f.file.split_end(buf.cast(), dir == Dir::Write).on(&f)?;
+    let s = f.file.split_end(buf.cast(), dir == Dir::Write, kind).on(&f)?;
     crate::status::fill(status, &s);
     Ok(())
 }
@@ -317,13 +317,13 @@ accesses! {
 }
 
 /// Defines the ends of split collectives (no count, one form each) from lines
-/// `Direction: MPI_X / PMPI_X;`.
+/// `Direction Kind: MPI_X / PMPI_X;` (the kind of begin it completes).
 macro_rules! ends {
-    ($($(#[$doc:meta])* $dir:ident: $name:ident / $pname:ident;)*) => {
+    ($($(#[$doc:meta])* $dir:ident $kind:ident: $name:ident / $pname:ident;)*) => {
         export! {$(
             $(#[$doc])*
             fn $name / $pname(fh: CFile, buf: buf_type!($dir), status: *mut Status) {
-                end(Dir::$dir, fh, buf, status)
+                end(Dir::$dir, Split::$kind, fh, buf, status)
             }
         )*}
     };
@@ -331,15 +331,15 @@ macro_rules! ends {
 
 ends! {
     /// `MPI_File_read_all_end`: completes `MPI_File_read_all_begin`.
-    Read: MPI_File_read_all_end / PMPI_File_read_all_end;
+    Read All: MPI_File_read_all_end / PMPI_File_read_all_end;
     /// `MPI_File_read_at_all_end`: completes `MPI_File_read_at_all_begin`.
-    Read: MPI_File_read_at_all_end / PMPI_File_read_at_all_end;
+    Read AtAll: MPI_File_read_at_all_end / PMPI_File_read_at_all_end;
     /// `MPI_File_read_ordered_end`: completes `MPI_File_read_ordered_begin`.
-    Read: MPI_File_read_ordered_end / PMPI_File_read_ordered_end;
+    Read Ordered: MPI_File_read_ordered_end / PMPI_File_read_ordered_end;
     /// `MPI_File_write_all_end`: completes `MPI_File_write_all_begin`.
-    Write: MPI_File_write_all_end / PMPI_File_write_all_end;
+    Write All: MPI_File_write_all_end / PMPI_File_write_all_end;
     /// `MPI_File_write_at_all_end`: completes `MPI_File_write_at_all_begin`.
-    Write: MPI_File_write_at_all_end / PMPI_File_write_at_all_end;
+    Write AtAll: MPI_File_write_at_all_end / PMPI_File_write_at_all_end;
     /// `MPI_File_write_ordered_end`: completes `MPI_File_write_ordered_begin`.
-    Write: MPI_File_write_ordered_end / PMPI_File_write_ordered_end;
+    Write Ordered: MPI_File_write_ordered_end / PMPI_File_write_ordered_end;
 }
