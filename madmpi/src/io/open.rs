@@ -19,7 +19,7 @@ use std::ffi::CString;
 use std::os::fd::{AsFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An open file's state (what a [`super::File`] handle shares).
 pub(crate) struct Inner {
@@ -31,7 +31,7 @@ pub(crate) struct Inner {
     pub(super) file: std::fs::File,
     state: Mutex<State>,
     pub(super) shared: SharedPointer,
-    pub(super) queue: Queue,
+    pub(super) queue: Arc<Queue>,
     /// The ranks (in `comm`) that aggregate collective accesses: the first of each node.
     pub(super) node_leaders: Vec<u32>,
     /// Orders this process's threads over a locked span (OFD locks do not).
@@ -146,7 +146,7 @@ pub(super) fn open(user: &Comm, path: &str, amode: Amode, info: &Info) -> Result
         file,
         state: Mutex::new(state),
         shared,
-        queue: Queue::default(),
+        queue: Arc::default(),
         node_leaders,
         local: Mutex::new(()),
     })

@@ -12,13 +12,15 @@ use super::open::Inner;
 use super::{Buffer, Mode, Position, Split};
 use crate::comm::Status;
 use crate::error::{Error, Result};
+use crate::loom::{Condvar, Mutex, MutexGuard, thread};
 use crate::request::{Outcome, Pending, RawRequest};
 use std::any::Any;
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// The jobs, and whether a worker runs them.
 #[derive(Default)]
 pub(crate) struct Queue {
     state: Mutex<State>,
@@ -45,51 +47,61 @@ impl Queue {
             s = self.idle.wait(s).unwrap_or_else(PoisonError::into_inner);
         }
     }
-}
 
-/// Queues `job` on `inner`'s worker, starting it if idle.
-fn enqueue(inner: &Arc<Inner>, job: Job) -> Result<()> {
-    let mut s = inner.queue.state();
-    s.jobs.push_back(job);
-    if s.running {
-        return Ok(());
+    /// Queues `job`, starting a worker if none runs.
+    fn push(self: &Arc<Self>, job: Job) -> Result<()> {
+        let mut s = self.state();
+        s.jobs.push_back(job);
+        if s.running {
+            return Ok(());
+        }
+        s.running = true;
+        drop(s);
+        let queue = self.clone();
+        if let Err(e) = spawn(move || queue.work()) {
+            let mut s = self.state();
+            s.running = false;
+            s.jobs.pop_back();
+            self.idle.notify_all();
+            return Err(Error::other(format!("starting the file's I/O thread: {e}")));
+        }
+        Ok(())
     }
-    s.running = true;
-    drop(s);
-    let file = inner.clone();
-    let spawned = std::thread::Builder::new().name("madmpi-io".into()).spawn(move || work(&file));
-    if let Err(e) = spawned {
-        let mut s = inner.queue.state();
-        s.running = false;
-        s.jobs.pop_back();
-        inner.queue.idle.notify_all();
-        return Err(Error::other(format!("starting the file's I/O thread: {e}")));
-    }
-    Ok(())
-}
 
-/// The worker: runs the queue until it is empty.
-fn work(inner: &Arc<Inner>) {
-    loop {
-        let job = {
-            let mut s = inner.queue.state();
-            match s.jobs.pop_front() {
-                Some(j) => j,
-                None => {
-                    s.running = false;
-                    inner.queue.idle.notify_all();
-                    return;
+    /// The worker: runs the queue until it is empty.
+    fn work(&self) {
+        loop {
+            let job = {
+                let mut s = self.state();
+                match s.jobs.pop_front() {
+                    Some(j) => j,
+                    None => {
+                        s.running = false;
+                        self.idle.notify_all();
+                        return;
+                    }
                 }
-            }
-        };
-        job();
+            };
+            job();
+        }
     }
+}
+
+#[cfg(not(loom))]
+fn spawn(f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    thread::Builder::new().name("madmpi-io".into()).spawn(f).map(drop)
+}
+
+#[cfg(loom)]
+fn spawn(f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    thread::spawn(f);
+    Ok(())
 }
 
 /// The request of a queued operation.
 struct IoRequest {
     done: pioman::Cond,
-    outcome: Mutex<Option<Outcome>>,
+    outcome: std::sync::Mutex<Option<Outcome>>,
 }
 
 impl IoRequest {
@@ -135,16 +147,13 @@ fn queue_access(
     buf: Buffer,
     dir: Dir,
 ) -> Result<Arc<IoRequest>> {
-    let req = Arc::new(IoRequest { done: pioman::Cond::new(), outcome: Mutex::new(None) });
+    let req = Arc::new(IoRequest { done: pioman::Cond::new(), outcome: std::sync::Mutex::new(None) });
     let (file, r) = (inner.clone(), req.clone());
-    enqueue(
-        inner,
-        Box::new(move || {
-            // SAFETY: the caller of `start` vouched for the buffer until the request completes,
-            // which is after this.
-            r.finish(unsafe { file.access_now(at, mode, &buf, dir) });
-        }),
-    )?;
+    inner.queue.push(Box::new(move || {
+        // SAFETY: the caller of `start` vouched for the buffer until the request completes,
+        // which is after this.
+        r.finish(unsafe { file.access_now(at, mode, &buf, dir) });
+    }))?;
     Ok(req)
 }
 
@@ -221,4 +230,36 @@ pub(super) fn split_end(inner: &Arc<Inner>, buf: *const u8, dir: Dir, kind: Spli
     };
     req.wait(inner.comm.runtime_nmad().pioman());
     req.outcome().expect("complete after the wait").into_result()
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// Two threads queue a job each while a third drains: every job runs once, and the drain
+    /// returns only after both ran (no wake-up is lost between the worker's last look at the
+    /// queue and a new job; a job queued while the worker ends starts a new one).
+    #[test]
+    fn loom_drain_waits_for_every_queued_job() {
+        loom::model(|| {
+            let q = Arc::new(Queue::default());
+            let ran = Arc::new(AtomicUsize::new(0));
+            let pushers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (q, ran) = (q.clone(), ran.clone());
+                    loom::thread::spawn(move || {
+                        let r = ran.clone();
+                        q.push(Box::new(move || {
+                            r.fetch_add(1, SeqCst);
+                        }))
+                        .unwrap();
+                    })
+                })
+                .collect();
+            pushers.into_iter().for_each(|p| p.join().unwrap());
+            q.drain();
+            assert_eq!(ran.load(SeqCst), 2);
+        });
+    }
 }
