@@ -96,18 +96,10 @@ impl Inner {
         unsafe { self.access_now(at, mode, buf, dir) }
     }
 
-    /// The access itself (on the caller's thread or the file's worker).
-    ///
-    /// # Safety
-    /// `buf` is valid for `dir` during the call.
-    pub(super) unsafe fn access_now(
-        &self,
-        at: Position,
-        mode: Mode,
-        buf: &Buffer,
-        dir: Dir,
-    ) -> Result<Status> {
-        let view = self.view();
+    /// Where an access of `buf` at `at` starts, in etypes of `view`, the file pointer it uses
+    /// moved past it now (MPI moves them when the access starts, also for a nonblocking one);
+    /// and its length in stream bytes. `Ordered` is collective.
+    pub(super) fn claim(&self, view: &View, at: Position, buf: &Buffer) -> Result<(i64, u64)> {
         let per = view.datarep.stream_size(&buf.datatype)?;
         let len = per.checked_mul(buf.count).ok_or_else(|| Error::count("the access overflows"))?;
         let esize = view.etype_size();
@@ -124,6 +116,24 @@ impl Inner {
             Position::Shared => self.shared.fetch_add(n)?,
             Position::Ordered => self.shared.ordered(&self.comm, n)?,
         };
+        Ok((start, len))
+    }
+
+    /// The access itself (on the caller's thread, or on the file's worker with `at` claimed
+    /// when it was started).
+    ///
+    /// # Safety
+    /// `buf` is valid for `dir` during the call.
+    pub(super) unsafe fn access_now(
+        &self,
+        at: Position,
+        mode: Mode,
+        buf: &Buffer,
+        dir: Dir,
+    ) -> Result<Status> {
+        let view = self.view();
+        let (start, len) = self.claim(&view, at, buf)?;
+        let esize = view.etype_size();
         let start = (start as u64).checked_mul(esize).ok_or_else(|| Error::arg("the offset overflows"))?;
         // SAFETY: the caller vouches for `buf`.
         let done = unsafe {
@@ -135,6 +145,7 @@ impl Inner {
             }
         }?;
         if at == Position::Individual && done.stream < len {
+            // A short read moves the pointer as far as it read.
             self.retreat(((len - done.stream) / esize) as i64);
         }
         Ok(Status { source: None, tag: -1, bytes: done.memory })

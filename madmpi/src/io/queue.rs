@@ -169,8 +169,20 @@ pub(super) unsafe fn start(
     dir: Dir,
 ) -> Result<RawRequest> {
     inner.check_access(at, dir)?;
+    let at = claim_now(inner, at, &buf)?;
     let req = queue_access(inner, at, mode, buf, dir)?;
     Ok(RawRequest::with_pending(&inner.comm, Box::new(Shared(req))))
+}
+
+/// The explicit offset an access started now at `at` gets: the file pointers move when it
+/// starts, not when the worker runs it. The view it is claimed in is the one the worker will
+/// use (changing the view waits for the queue). An ordered access's offsets are agreed over
+/// the file's communicator, after what is queued (collectives run in their call order).
+fn claim_now(inner: &Arc<Inner>, at: Position, buf: &Buffer) -> Result<Position> {
+    if at == Position::Ordered {
+        inner.queue.drain();
+    }
+    inner.claim(&inner.view(), at, buf).map(|(start, _)| Position::At(start))
 }
 
 /// The request a [`RawRequest`] holds (the split collective keeps another reference).
@@ -210,6 +222,7 @@ pub(super) unsafe fn split_begin(inner: &Arc<Inner>, at: Position, buf: Buffer, 
         return Err(Error::other("a split collective is active on this file already (one at a time)"));
     }
     let ptr = buf.ptr as usize;
+    let at = claim_now(inner, at, &buf)?;
     let req = queue_access(inner, at, Mode::Collective, buf, dir)?;
     inner.queue.state().split = Some((req, ptr, dir, kind));
     Ok(())

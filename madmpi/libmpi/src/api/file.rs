@@ -19,8 +19,8 @@
 //! handles (`MPI_ERR_INFO`), output pointers (`MPI_ERR_ARG`). `MPI_File_open` on an
 //! intercommunicator is `MPI_ERR_COMM`.
 //!
-//! `MPI_File_get_view` returns the predefined types as they are and a new handle (a committed
-//! duplicate, to free with `MPI_Type_free`) for a derived one, as MPI says.
+//! `MPI_File_get_view` returns the predefined types as they are and a new handle (of the same
+//! committed type, to free with `MPI_Type_free`) for a derived one, as MPI says.
 //!
 //! Owns the C signatures and the order of the checks; the files are `madmpi::io`'s.
 
@@ -115,14 +115,13 @@ fn non_negative(v: abi::Offset, what: &str) -> Result<i64, Error> {
 }
 
 /// The handle `MPI_File_get_view` gives for a view's type: a predefined type's own, else a new
-/// one for a committed duplicate.
+/// handle of the same committed type (its envelope is the original's, as ROMIO's copy has; the
+/// caller frees the handle, the view keeps the type).
 fn view_type_handle(st: &State, t: &Datatype) -> Result<abi::Datatype, Error> {
     if let Some(p) = t.as_predefined() {
         return Ok(predefined_handle(p));
     }
-    let copy = t.dup();
-    copy.commit()?;
-    st.datatypes.insert(copy).ok_or_else(|| Error::intern("too many live datatypes"))
+    st.datatypes.insert(t.clone()).ok_or_else(|| Error::intern("too many live datatypes"))
 }
 
 /// `MPI_File_get_type_extent`, `_c`: the extent through `write`.
