@@ -166,16 +166,9 @@ impl Inner {
     /// # Safety
     /// `buf` is readable during the call.
     pub(super) unsafe fn write_independent(&self, view: &View, start: u64, buf: &Buffer) -> Result<Done> {
-        let owned;
-        let data: &[u8] = match datarep::contiguous(&view.datarep, buf) {
-            // SAFETY: the caller vouches for the buffer: readable, `len` bytes from `p`.
-            Some((p, len)) => unsafe { std::slice::from_raw_parts(p, len) },
-            None => {
-                // SAFETY: as above.
-                owned = unsafe { view.datarep.encode(buf) }?;
-                &owned
-            }
-        };
+        // SAFETY: the caller vouches for the buffer for the call.
+        let data = unsafe { datarep::stream_of(&view.datarep, buf) }?;
+        let data: &[u8] = &data;
         let ranges = ranges_of(view, start, data.len() as u64);
         let _atomic = self.atomic_span(&ranges, true)?;
         let mut at = 0usize;

@@ -198,16 +198,9 @@ fn starts_of(ranges: &[(i64, u64)]) -> Vec<u64> {
 /// # Safety
 /// `buf` is readable during the call.
 pub(super) unsafe fn write(inner: &Inner, view: &View, start: u64, buf: &Buffer) -> Result<Done> {
-    let owned;
-    let data: &[u8] = match datarep::contiguous(&view.datarep, buf) {
-        // SAFETY: the caller vouches for the buffer: readable, `len` bytes from `p`.
-        Some((p, len)) => unsafe { std::slice::from_raw_parts(p, len) },
-        None => {
-            // SAFETY: as above.
-            owned = unsafe { view.datarep.encode(buf) }?;
-            &owned
-        }
-    };
+    // SAFETY: the caller vouches for the buffer for the call.
+    let data = unsafe { datarep::stream_of(&view.datarep, buf) }?;
+    let data: &[u8] = &data;
     let ranges = ranges_of(view, start, data.len() as u64);
     let done = Done { stream: data.len() as u64, memory: buf.datatype.size() * buf.count };
     let Some(plan) = plan(inner, span(&ranges), inner.hints().cb_write)? else {

@@ -231,6 +231,20 @@ unsafe fn scatter(data: &[u8], buf: &Buffer) -> Result<u64> {
     Ok((data.len() - rest.len()) as u64)
 }
 
+/// The stream bytes of `buf`: its own memory when it is contiguous and native (no copy), else
+/// encoded.
+///
+/// # Safety
+/// `buf`'s blocks are readable, and not written while the result lives.
+pub(super) unsafe fn stream_of<'a>(rep: &Datarep, buf: &'a Buffer) -> Result<std::borrow::Cow<'a, [u8]>> {
+    Ok(match contiguous(rep, buf) {
+        // SAFETY: the caller vouches for the buffer: readable, `len` bytes from `p`, for `'a`.
+        Some((p, len)) => std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(p, len) }),
+        // SAFETY: as above.
+        None => std::borrow::Cow::Owned(unsafe { rep.encode(buf) }?),
+    })
+}
+
 /// Where a contiguous buffer's bytes are, when the stream is exactly them (no copy).
 pub(super) fn contiguous(rep: &Datarep, buf: &Buffer) -> Option<(*mut u8, usize)> {
     if !rep.is_native() {
