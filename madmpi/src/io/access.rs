@@ -32,6 +32,14 @@ pub(super) struct Done {
 
 /// A sieve reads at most this many times the bytes it needs.
 const SIEVE_SPAN_FACTOR: u64 = 8;
+/// Ranges this long on average are read one by one: a read call each costs less than reading
+/// the holes between them (measured on tmpfs with 4 processes: 2 KiB ranges 1 in 4 read at
+/// 12.4 GB/s one by one, 4.3 GB/s sieved).
+const SIEVE_BELOW: u64 = 1024;
+/// Collective accesses whose pieces are this long on average go one by one too: gathering
+/// them on an aggregator costs more than the calls it saves (1 KiB pieces: 1.1 GB/s written
+/// directly, 0.7 gathered; 16 KiB: 1.9 against 0.7).
+pub(super) const CB_BELOW: u64 = 1024;
 
 /// The file ranges of stream bytes `start..start + len`, in order.
 pub(super) fn ranges_of(view: &View, start: u64, len: u64) -> Vec<(i64, u64)> {
@@ -209,7 +217,10 @@ impl Inner {
             && match hints.ds_read {
                 Switch::Enable => true,
                 Switch::Disable => false,
-                Switch::Automatic => ((hi - lo) as u64) <= data.saturating_mul(SIEVE_SPAN_FACTOR),
+                Switch::Automatic => {
+                    data / (ranges.len() as u64) < SIEVE_BELOW
+                        && ((hi - lo) as u64) <= data.saturating_mul(SIEVE_SPAN_FACTOR)
+                }
             };
         if !sieve {
             let mut at = 0usize;

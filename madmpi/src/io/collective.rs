@@ -7,8 +7,8 @@
 //! piece descriptors and data); the aggregator makes large contiguous accesses: one write when
 //! the pieces cover their span, each merged run when they leave holes, a locked
 //! read-modify-write when the runs are many; for reads it reads the span and sends the pieces
-//! back. When no two processes' spans interleave (`romio_cb_*` automatic), each process accesses
-//! its part independently instead: there is nothing to gather.
+//! back. When no two processes' spans interleave, or their pieces are long enough
+//! (`romio_cb_*` automatic; see `access::CB_BELOW`), each process accesses its part directly.
 //!
 //! Runs on the file's own communicator, in the order the file's collective calls were made.
 
@@ -55,19 +55,24 @@ impl Plan {
 
 /// Gathers the spans; `None` when no two interleave and the switch leaves the choice to us (or
 /// forbids collective buffering).
-fn plan(inner: &Inner, mine: (i64, i64), switch: Switch) -> Result<Option<Plan>> {
+fn plan(inner: &Inner, ranges: &[(i64, u64)], switch: Switch) -> Result<Option<Plan>> {
     let comm = &inner.comm;
-    let mut all = vec![0i64; 2 * comm.size() as usize];
-    comm.allgather(&[mine.0, mine.1], &mut all)?;
-    let mut spans: Vec<(i64, i64)> = all.chunks(2).map(|s| (s[0], s[1])).filter(|s| s.0 < s.1).collect();
+    let (lo, hi) = span(ranges);
+    let bytes: u64 = ranges.iter().map(|r| r.1).sum();
+    let mut all = vec![0i64; 4 * comm.size() as usize];
+    comm.allgather(&[lo, hi, ranges.len() as i64, bytes as i64], &mut all)?;
+    let mut spans: Vec<(i64, i64)> = all.chunks(4).map(|s| (s[0], s[1])).filter(|s| s.0 < s.1).collect();
     if spans.is_empty() {
         return Ok(None);
     }
     spans.sort_unstable();
     let interleaved = spans.windows(2).any(|w| w[1].0 < w[0].1);
+    let (pieces, total) = all.chunks(4).fold((0u64, 0u64), |(p, b), s| (p + s[2] as u64, b + s[3] as u64));
+    // Pieces this long are written or read one by one at less cost than gathering them.
+    let small = total / pieces.max(1) < super::access::CB_BELOW;
     match switch {
         Switch::Disable => return Ok(None),
-        Switch::Automatic if !interleaved => return Ok(None),
+        Switch::Automatic if !interleaved || !small => return Ok(None),
         _ => {}
     }
     let lo = spans[0].0;
@@ -203,7 +208,7 @@ pub(super) unsafe fn write(inner: &Inner, view: &View, start: u64, buf: &Buffer)
     let data: &[u8] = &data;
     let ranges = ranges_of(view, start, data.len() as u64);
     let done = Done { stream: data.len() as u64, memory: buf.datatype.size() * buf.count };
-    let Some(plan) = plan(inner, span(&ranges), inner.hints().cb_write)? else {
+    let Some(plan) = plan(inner, &ranges, inner.hints().cb_write)? else {
         // SAFETY: passed on.
         return unsafe { inner.write_independent(view, start, buf) };
     };
@@ -272,7 +277,7 @@ pub(super) unsafe fn read(inner: &Inner, view: &View, start: u64, buf: &Buffer) 
     let per = view.datarep.stream_size(&buf.datatype)?;
     let len = per * buf.count;
     let ranges = ranges_of(view, start, len);
-    let Some(plan) = plan(inner, span(&ranges), inner.hints().cb_read)? else {
+    let Some(plan) = plan(inner, &ranges, inner.hints().cb_read)? else {
         // SAFETY: passed on.
         return unsafe { inner.read_independent(view, start, buf) };
     };
