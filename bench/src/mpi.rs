@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The programs, by name: their sources, embedded.
-pub const PROGRAMS: [(&str, &str); 7] = [
+pub const PROGRAMS: [(&str, &str); 8] = [
     ("pingpong", include_str!("../mpi/pingpong.c")),
     ("overlap", include_str!("../mpi/overlap.c")),
     ("reactivity", include_str!("../mpi/reactivity.c")),
@@ -23,6 +23,7 @@ pub const PROGRAMS: [(&str, &str); 7] = [
     ("coll", include_str!("../mpi/coll.c")),
     ("rma", include_str!("../mpi/rma.c")),
     ("failover", include_str!("../mpi/failover.c")),
+    ("io", include_str!("../mpi/io.c")),
 ];
 
 const PIN_SH: &str = include_str!("../mpi/pin.sh");
@@ -329,6 +330,7 @@ pub fn run(mut cmd: Command, hang: Duration) -> Result<String, String> {
 /// `4096` → `4 KiB`.
 pub fn human_bytes(n: u64) -> String {
     match n {
+        n if n >= 1 << 30 && n % (1 << 30) == 0 => format!("{} GiB", n >> 30),
         n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
         n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
         n => format!("{n} B"),
@@ -398,5 +400,7 @@ mod tests {
         assert_eq!(human_bytes(64), "64 B");
         assert_eq!(human_bytes(4096), "4 KiB");
         assert_eq!(human_bytes(4 << 20), "4 MiB");
+        assert_eq!(human_bytes(1 << 30), "1 GiB");
+        assert_eq!(human_bytes(1536 << 20), "1536 MiB");
     }
 }

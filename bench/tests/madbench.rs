@@ -71,6 +71,7 @@ fn quick_run_writes_well_formed_json_tables_and_plots() {
         "rma",
         "rma-bw",
         "rma-passive",
+        "io",
     ] {
         assert!(benches.contains(b), "no {b} measurement in {benches:?}");
     }
@@ -84,11 +85,12 @@ fn quick_run_writes_well_formed_json_tables_and_plots() {
         "reactivity-os.png",
         "sched.png",
         "rma-lock-put-shm.png",
+        "io-checkerboard-write-tmpfs.png",
     ] {
         let bytes = std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(bytes.starts_with(b"\x89PNG"), "{f} is not a PNG");
     }
-    for f in ["pingpong.csv", "overlap.csv", "config.json"] {
+    for f in ["pingpong.csv", "overlap.csv", "io.csv", "config.json"] {
         assert!(dir.join(f).exists(), "{f} missing");
     }
     assert!(stdout.contains("MPI one-way latency over shm"), "{stdout}");

@@ -176,6 +176,22 @@ pub fn draw_all(all: &[Measurement], dir: &Path) -> Result<Vec<String>, String> 
             ),
         )?;
     }
+    for (name, title, series) in super::io::curves(all) {
+        out(
+            name.clone(),
+            lines(
+                &dir.join(&name),
+                &title,
+                "array size",
+                "MB/s",
+                Scale::Log,
+                Scale::Log,
+                &series,
+                &bytes,
+                &mbps,
+            ),
+        )?;
+    }
     let timelines = super::failover::timelines(all);
     if !timelines.is_empty() {
         let name = "failover-timeline.png".to_string();

@@ -10,6 +10,7 @@
 pub mod coll_algos;
 pub mod failover;
 pub mod figures;
+pub mod io;
 pub mod loss;
 pub mod options;
 pub mod output;
@@ -131,6 +132,7 @@ pub fn run(opts: &Options, exe: &Path) -> i32 {
             Stage::Coll => ctx.collectives(&mut p, (c0, c1)),
             Stage::CollAlgos => ctx.coll_algos(&mut p, (c0, c1)),
             Stage::Rma => ctx.rma(&mut p),
+            Stage::Io => ctx.io(&mut p, (c0, c1)),
             Stage::Loss => ctx.loss(&mut p),
             Stage::Failover => ctx.failover(&mut p),
         };
@@ -315,6 +317,7 @@ fn count_steps(o: &Options) -> usize {
             Stage::Loss => o.rounds as usize * o.loss.len() * loss::steps(&o.libs),
             Stage::Failover => o.rounds as usize * failover::steps(),
             Stage::Rma => o.transports.iter().map(|&t| rma::variants(&o.libs, t).len()).sum(),
+            Stage::Io => io::steps(o),
             Stage::Limits | Stage::Overhead | Stage::Sched => 1,
         })
         .sum()
@@ -502,6 +505,7 @@ pub fn stage_tables(stage: Stage, all: &[Measurement]) -> Vec<tables::Table> {
             ));
         }
         Stage::Rma => out.extend(rma::tables(all)),
+        Stage::Io => out.extend(io::tables(all)),
         Stage::Loss => out.extend(loss::tables(all)),
         Stage::Failover => out.extend(failover::tables(all)),
         Stage::Mt => {

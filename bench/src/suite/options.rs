@@ -6,12 +6,12 @@ use std::path::PathBuf;
 
 pub const USAGE: &str = "\
 usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched | mt | limits | coll | rma
-                 | coll-algos | loss | failover]...
+                 | io | coll-algos | loss | failover]...
                 [--quick] [--json[=FILE]] [--out DIR] [--only madmpi,mpich,openmpi]
                 [--transport shm,tcp,udp] [--reps N] [--rounds N] [--policy NAME] [--loss P,...]
-                [--no-plots] [--quiet]
+                [--io-sizes S,...] [--no-plots] [--quiet]
 
-  all          every benchmark (the default): about 5 minutes on 2 cores
+  all          every benchmark (the default): about 6 minutes on 2 cores
   pingpong     MPI latency 0 B-4 MiB over shm and tcp, beside MPICH and Open MPI
   bw           MPI streaming bandwidth 64 KiB-16 MiB
   overlap      overlap ratio heatmaps (sender, receiver, both computing) and the PIOMan paper's test
@@ -27,6 +27,15 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
                bandwidth, an overlap map (lock + put + unlock with computation on the origin, the
                target or both), and lock/put/get/acc/unlock while the target computes 200 ms;
                Open MPI also with `--mca osc sm`; tcp for madmpi and MPICH only
+  io           MPI-IO bandwidth, 4 ranks (sharing the 2 CPUs), into a file on tmpfs (/dev/shm)
+               and on the local disk: MPI_File_write_all and MPI_File_read_all of a 2-D array of
+               doubles split in row blocks and in a 2 x 2 checkerboard (subarray views), and
+               independent strided reads (a column block each: vector view, MPI_File_read_at,
+               each library's data sieving); page-cache bandwidth (no sync), every file checked;
+               beside one process's POSIX write/read of the same size (the limit); Open MPI
+               with its default OMPIO and with ROMIO (`--mca io romio321`). 1 MiB-1 GiB alone
+               (about 8 minutes, half of it MPICH's checkerboard), 1-64 MiB in `all` (about 1
+               minute)
   coll-algos   not in `all`: each of our algorithms forced in turn (MADMPI_COLL_*) for bcast,
                allreduce, allgather, alltoall, 64 B-1 MiB, at 2 and 4 ranks: where the choice
                should switch on this machine
@@ -56,6 +65,8 @@ usage: madbench [all | pingpong | bw | overlap | reactivity | overhead | sched |
   --rounds N   interleaved rounds of pingpong/bw and of loss (3; quick 1)
   --policy P   our pioman policy for every MPI benchmark but reactivity (default: the library's own)
   --loss P,... the loss rates of `loss`, in percent (1,5; 0 measures the namespace without loss)
+  --io-sizes S,... the array sizes of `io` (1M,16M,256M,1G alone; 1M,16M,64M in `all`; quick 1M,4M);
+               suffixes K, M, G (powers of 2)
 ";
 
 /// A benchmark of the suite, in running order.
@@ -71,6 +82,8 @@ pub enum Stage {
     Mt,
     Coll,
     Rma,
+    /// MPI-IO bandwidth (in `all` with fewer sizes).
+    Io,
     /// Our collective algorithms side by side (not part of `all`).
     CollAlgos,
     /// Goodput and latency tails under packet loss (not part of `all`: root only).
@@ -80,7 +93,7 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 10] = [
+    pub const ALL: [Stage; 11] = [
         Stage::Limits,
         Stage::Pingpong,
         Stage::Bw,
@@ -91,6 +104,7 @@ impl Stage {
         Stage::Mt,
         Stage::Coll,
         Stage::Rma,
+        Stage::Io,
     ];
 
     pub fn name(self) -> &'static str {
@@ -105,6 +119,7 @@ impl Stage {
             Stage::Mt => "mt",
             Stage::Coll => "coll",
             Stage::Rma => "rma",
+            Stage::Io => "io",
             Stage::CollAlgos => "coll-algos",
             Stage::Loss => "loss",
             Stage::Failover => "failover",
@@ -120,6 +135,7 @@ impl Stage {
             Stage::Mt => Some("mt"),
             Stage::Coll | Stage::CollAlgos => Some("coll"),
             Stage::Rma => Some("rma"),
+            Stage::Io => Some("io"),
             Stage::Failover => Some("failover"),
             _ => None,
         }
@@ -140,6 +156,8 @@ pub struct Options {
     pub policy: Option<String>,
     /// The loss rates of `loss`, in percent.
     pub loss: Vec<f64>,
+    /// The array sizes of `io`, in bytes (`None`: the stage's own, see `suite::io::sizes`).
+    pub io_sizes: Option<Vec<u64>>,
     pub plots: bool,
     pub quiet: bool,
 }
@@ -159,6 +177,7 @@ impl Options {
             rounds: 0,
             policy: None,
             loss: vec![1.0, 5.0],
+            io_sizes: None,
             plots: true,
             quiet: false,
         };
@@ -184,6 +203,7 @@ impl Options {
                 "--out" => o.out = PathBuf::from(value("--out")?),
                 "--policy" => o.policy = Some(value("--policy")?),
                 "--loss" => o.loss = loss_rates(&value("--loss")?)?,
+                "--io-sizes" => o.io_sizes = Some(byte_sizes(&value("--io-sizes")?)?),
                 "--reps" => o.reps = count(&value("--reps")?, "--reps", 99)?,
                 "--rounds" => o.rounds = count(&value("--rounds")?, "--rounds", 20)?,
                 "--only" => {
@@ -289,6 +309,39 @@ fn loss_rates(v: &str) -> Result<Vec<f64>, String> {
     Ok(rates)
 }
 
+/// `1M,16M,1G` → [1 << 20, 16 << 20, 1 << 30]: sizes in bytes (suffixes K, M, G are powers of
+/// 2), each a multiple of 64 bytes (the array of doubles is split among the ranks) of at most
+/// 16 GiB, at most 16 of them.
+pub fn byte_sizes(v: &str) -> Result<Vec<u64>, String> {
+    let mut sizes: Vec<u64> = v
+        .split(',')
+        .map(|s| {
+            let t = s.trim().to_ascii_uppercase();
+            let t = t.strip_suffix("IB").or_else(|| t.strip_suffix('B')).unwrap_or(&t);
+            let (num, shift) = match t.chars().last() {
+                Some('K') => (&t[..t.len() - 1], 10),
+                Some('M') => (&t[..t.len() - 1], 20),
+                Some('G') => (&t[..t.len() - 1], 30),
+                _ => (t, 0),
+            };
+            num.trim()
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_shl(shift).filter(|&b| b >> shift == n))
+                .filter(|&b| b > 0 && b % 64 == 0 && b <= 16 << 30)
+                .ok_or_else(|| {
+                    format!("--io-sizes: {s:?} is not a size in bytes (a multiple of 64, at most 16G)")
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    sizes.sort();
+    sizes.dedup();
+    if sizes.len() > 16 {
+        return Err("--io-sizes: at most 16 sizes".into());
+    }
+    Ok(sizes)
+}
+
 fn count(v: &str, name: &str, max: u32) -> Result<u32, String> {
     v.parse::<u32>()
         .ok()
@@ -311,7 +364,8 @@ mod tests {
         assert_eq!((o.reps, o.rounds, o.quick), (5, 3, false));
         assert!(o.json.is_none());
         assert_eq!(o.libs, LIBS);
-        assert_eq!(o.programs(), ["pingpong", "overlap", "reactivity", "mt", "coll", "rma"]);
+        assert_eq!(o.programs(), ["pingpong", "overlap", "reactivity", "mt", "coll", "rma", "io"]);
+        assert!(o.io_sizes.is_none());
     }
 
     #[test]
@@ -350,5 +404,23 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert!(!parse("").unwrap().stages().contains(&Stage::Loss), "not in all");
+    }
+
+    #[test]
+    fn io_sizes_read_as_people_write_them() {
+        let o = parse("io --io-sizes 16M,1m,1GiB,4096,64KB").unwrap();
+        assert_eq!(o.stages(), [Stage::Io]);
+        assert_eq!(o.programs(), ["io"]);
+        assert_eq!(o.io_sizes.unwrap(), [4096, 64 << 10, 1 << 20, 16 << 20, 1 << 30]);
+        for bad in [
+            "--io-sizes 0",
+            "--io-sizes 100",
+            "--io-sizes 1T",
+            "--io-sizes 32G",
+            "--io-sizes x",
+            "--io-sizes 1M,",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 }

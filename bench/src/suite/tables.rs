@@ -18,6 +18,11 @@ pub struct Table {
     /// (ours, peer) column indices; the ratio column is `ours ÷ peer`, or for unit `ratio`
     /// (overlap ratios, near 0 when good) the difference `ours − peer`.
     pub ratios: Vec<(usize, usize)>,
+    /// Ratio columns `ours ÷ the best of peers` (the highest for a unit where more is better,
+    /// the lowest otherwise), each with its heading: (ours, peers, heading).
+    pub best_ratios: Vec<(usize, Vec<usize>, String)>,
+    /// Per row (empty: none), per column, the (min, max) printed after the median.
+    pub ranges: Vec<Vec<Option<(f64, f64)>>>,
     pub unit: String,
 }
 
@@ -36,18 +41,39 @@ impl Table {
             let lhs = if ours.len() == 1 { String::new() } else { format!("{} ", self.columns[a]) };
             let _ = write!(s, " {lhs}{op} {} |", self.columns[b]);
         }
+        for (_, _, heading) in &self.best_ratios {
+            let _ = write!(s, " {heading} |");
+        }
         s.push_str("\n|---|");
-        s.push_str(&"---:|".repeat(self.columns.len() + self.ratios.len()));
+        s.push_str(&"---:|".repeat(self.columns.len() + self.ratios.len() + self.best_ratios.len()));
         s.push('\n');
-        for (label, vals) in &self.rows {
+        let ratio = |r: Option<f64>| r.filter(|r| r.is_finite()).map_or("-".into(), |r| format!("{r:.2}"));
+        for (i, (label, vals)) in self.rows.iter().enumerate() {
             let _ = write!(s, "| {label} |");
-            for v in vals {
-                let _ = write!(s, " {} |", v.map_or("-".into(), |v| format_value(v, &self.unit)));
+            for (c, v) in vals.iter().enumerate() {
+                let range = self.ranges.get(i).and_then(|r| r.get(c).copied().flatten());
+                let cell = match (v, range) {
+                    (None, _) => "-".into(),
+                    (Some(v), None) => format_value(*v, &self.unit),
+                    (Some(v), Some((lo, hi))) => format!(
+                        "{} ({}–{})",
+                        format_value(*v, &self.unit),
+                        format_value(lo, &self.unit),
+                        format_value(hi, &self.unit)
+                    ),
+                };
+                let _ = write!(s, " {cell} |");
             }
             for &(a, b) in &self.ratios {
                 let r = vals[a].zip(vals[b]).map(|(x, y)| if diff { x - y } else { x / y });
-                let _ =
-                    write!(s, " {} |", r.filter(|r| r.is_finite()).map_or("-".into(), |r| format!("{r:.2}")));
+                let _ = write!(s, " {} |", ratio(r));
+            }
+            for (a, peers, _) in &self.best_ratios {
+                let best = peers
+                    .iter()
+                    .filter_map(|&p| vals[p])
+                    .reduce(|x, y| if higher_is_better(&self.unit) { x.max(y) } else { x.min(y) });
+                let _ = write!(s, " {} |", ratio(vals[*a].zip(best).map(|(x, y)| x / y)));
             }
             s.push('\n');
         }
