@@ -309,7 +309,7 @@ fn loss_rates(v: &str) -> Result<Vec<f64>, String> {
     Ok(rates)
 }
 
-/// `1M,16M,1G` → [1 << 20, 16 << 20, 1 << 30]: sizes in bytes (suffixes K, M, G are powers of
+/// `1M,16M,1G` → `[1 << 20, 16 << 20, 1 << 30]`: sizes in bytes (suffixes K, M, G are powers of
 /// 2), each a multiple of 64 bytes (the array of doubles is split among the ranks) of at most
 /// 16 GiB, at most 16 of them.
 pub fn byte_sizes(v: &str) -> Result<Vec<u64>, String> {

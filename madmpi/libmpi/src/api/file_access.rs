@@ -4,11 +4,11 @@
 //! (`_begin` / `_end`); each with a count but the `_end`s in its `int` and large-count (`_c`)
 //! forms.
 //!
-//! The calls are not written out: [`accesses!`] generates them from one line each (the form,
+//! The calls are not written out: `accesses!` generates them from one line each (the form,
 //! the direction, where the access starts, whether it is collective, the names), over four
-//! bodies: [`blocking`] (fills the `MPI_Status *`), [`nonblocking`] (returns a request of the
+//! bodies: `blocking` (fills the `MPI_Status *`), `nonblocking` (returns a request of the
 //! table every request is in, so `MPI_Wait` and friends complete it, its errors going to the
-//! file's handler), [`begin`] and [`end`] (split collectives).
+//! file's handler), `begin` and `end` (split collectives).
 //!
 //! Checks, in parameter order as ROMIO: the file (`MPI_ERR_FILE`), a negative offset
 //! (`MPI_ERR_ARG`), the count (`MPI_ERR_COUNT`), the datatype (`MPI_ERR_TYPE`, also when not

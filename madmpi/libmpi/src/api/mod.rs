@@ -20,7 +20,7 @@
 //! `MPI_Comm_create_from_group`), [`ulfm`] (MPICH's `MPIX_Comm_*` fault tolerance), [`win`]
 //! (one-sided windows: creation, shared queries, attached memory, free), [`win_attr`] (their
 //! attributes, keyvals, names, info, groups and error handlers), [`rma`] and [`rma_sync`]
-//! (one-sided operations and synchronization), [`file`] (MPI-IO: opening, closing, deleting,
+//! (one-sided operations and synchronization), [`file`](mod@file) (MPI-IO: opening, closing, deleting,
 //! sizes, views, hints, atomicity, file pointers, `MPI_File_c2f`/`f2c`), [`file_access`] (every
 //! read and write), [`file_errh`] (file error handlers) and [`datarep`]
 //! (`MPI_Register_datarep`).
