@@ -49,6 +49,27 @@ pub fn build_mpi_tree() -> PathBuf {
     dir
 }
 
+/// [`build_mpi_tree`]'s directory with the sonames programs load beside `libmpi.so`: ours
+/// (`libmpi.so.12`) and MPICH's (`libmpich.so.12`), so that a program built by `mpicc.mpich`
+/// runs on our library with `LD_LIBRARY_PATH` on it. Built once per test binary.
+pub fn mpi_lib_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = build_mpi_tree();
+        for link in ["libmpi.so.12", "libmpich.so.12"] {
+            let path = dir.join(link);
+            if std::fs::read_link(&path).ok().as_deref() != Some(Path::new("libmpi.so")) {
+                let _ = std::fs::remove_file(&path);
+                if let Err(e) = std::os::unix::fs::symlink("libmpi.so", &path) {
+                    // Another test process may have made it at the same time.
+                    assert!(e.kind() == std::io::ErrorKind::AlreadyExists, "linking {}: {e}", path.display());
+                }
+            }
+        }
+        dir
+    })
+}
+
 /// Whether to skip a test that needs root (network namespaces, nftables, daemons): `true` with
 /// `PM2_SKIP_SYSTEM_TESTS` set; otherwise it fails unless run as root (as `./run test` and CI
 /// are).

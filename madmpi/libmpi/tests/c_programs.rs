@@ -13,9 +13,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
-use tests::jobs::{Done, build_mpi_tree, madrun_path, require, run_limited, serial};
+use tests::jobs::{Done, madrun_path, mpi_lib_dir, require, run_limited, serial};
 
 /// A job that takes longer is a hang. Generous: `thread_multiple` (2 ranks × 4 threads × 20,000
 /// messages) in a debug build under Hydra takes 10–15 s alone and was seen above 60 s on a loaded
@@ -27,23 +26,8 @@ fn c_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c")
 }
 
-/// The directory of `libmpi.so` (built here, in this test's profile) with its soname links.
 fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = build_mpi_tree();
-        for link in ["libmpi.so.12", "libmpich.so.12"] {
-            let path = dir.join(link);
-            if std::fs::read_link(&path).ok().as_deref() != Some(Path::new("libmpi.so")) {
-                let _ = std::fs::remove_file(&path);
-                if let Err(e) = std::os::unix::fs::symlink("libmpi.so", &path) {
-                    // Another test process may have made it at the same time.
-                    assert!(e.kind() == std::io::ErrorKind::AlreadyExists, "linking {}: {e}", path.display());
-                }
-            }
-        }
-        dir
-    })
+    mpi_lib_dir()
 }
 
 /// How a program was built.

@@ -18,9 +18,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
-use tests::jobs::{Done, bin_dir, build_mpi_tree, madrun_path, require, run_limited, serial};
+use tests::jobs::{Done, bin_dir, madrun_path, mpi_lib_dir, require, run_limited, serial};
 
 /// A job that takes longer is a hang (as in `c_programs.rs`).
 const HANG: Duration = Duration::from_secs(120);
@@ -37,23 +36,8 @@ fn out_dir() -> PathBuf {
     dir
 }
 
-/// The directory of `libmpi.so` (built here, in this test's profile) with its soname links.
 fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = build_mpi_tree();
-        for link in ["libmpi.so.12", "libmpich.so.12"] {
-            let path = dir.join(link);
-            if std::fs::read_link(&path).ok().as_deref() != Some(Path::new("libmpi.so")) {
-                let _ = std::fs::remove_file(&path);
-                if let Err(e) = std::os::unix::fs::symlink("libmpi.so", &path) {
-                    // Another test process may have made it at the same time.
-                    assert!(e.kind() == std::io::ErrorKind::AlreadyExists, "linking {}: {e}", path.display());
-                }
-            }
-        }
-        dir
-    })
+    mpi_lib_dir()
 }
 
 /// How a program was built.

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use tests::jobs::{Done, build_mpi_tree, madrun_path, require, run_limited, serial};
+use tests::jobs::{Done, madrun_path, mpi_lib_dir, require, run_limited, serial};
 
 const HANG: Duration = Duration::from_secs(120);
 
@@ -22,19 +22,6 @@ fn headers() -> PathBuf {
     candidates.into_iter().find(|d| d.join("hdf5.h").exists()).unwrap_or_else(|| {
         panic!("parallel HDF5's headers are missing: run ./run test (it installs libhdf5-mpich-dev)")
     })
-}
-
-/// The directory of our `libmpi.so` with MPICH's soname beside it.
-fn lib_dir() -> PathBuf {
-    let dir = build_mpi_tree();
-    let link = dir.join("libmpich.so.12");
-    if std::fs::read_link(&link).ok().as_deref() != Some(Path::new("libmpi.so")) {
-        let _ = std::fs::remove_file(&link);
-        if let Err(e) = std::os::unix::fs::symlink("libmpi.so", &link) {
-            assert!(e.kind() == std::io::ErrorKind::AlreadyExists, "linking {}: {e}", link.display());
-        }
-    }
-    dir
 }
 
 fn compile(out: &Path) -> PathBuf {
@@ -64,7 +51,7 @@ fn passed(what: &str, done: &Done, n: u32) {
 #[test]
 fn a_parallel_hdf5_program_built_for_mpich_writes_the_same_file_on_our_library() {
     let _s = serial();
-    let out = lib_dir().join("hdf5-test");
+    let out = mpi_lib_dir().join("hdf5-test");
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
     let exe = compile(&out);
@@ -73,7 +60,7 @@ fn a_parallel_hdf5_program_built_for_mpich_writes_the_same_file_on_our_library()
         let mut cmd = launcher;
         cmd.arg("-n").arg(n.to_string()).arg(&exe).arg(out.join(file)).env_remove("PM2_PMI");
         if ours {
-            cmd.env("LD_LIBRARY_PATH", lib_dir());
+            cmd.env("LD_LIBRARY_PATH", mpi_lib_dir());
         } else {
             cmd.env_remove("LD_LIBRARY_PATH");
         }

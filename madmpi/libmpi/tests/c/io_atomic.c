@@ -9,7 +9,7 @@
  * tests/c_programs_io.rs runs 4). argv[1]: the directory to write into (default: the current
  * one). io_atomic.visible.cmp stays for the harness to compare with MPICH's; the atomic-mode file
  * (whose winners vary) is deleted on close. */
-#include "check.h"
+#include "io_common.h"
 
 /* Many small blocks per write: a write made of one system call per block, without a lock, shows
  * its mixtures within a few rounds. */
@@ -19,17 +19,6 @@
 #define ROUNDS 16
 #define M 64 /* ints per rank of the visibility checks */
 
-static int rank, size;
-static const char *dir = ".";
-
-static const char *fname(const char *suffix)
-{
-    static char bufs[4][4096];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/io_atomic.%s", dir, suffix);
-    return b;
-}
 
 static int value(int round, int r, int j)
 {
@@ -158,9 +147,7 @@ static void nonatomic_visibility(void)
         for (int i = 0; i < M; i++)
             v[i] = round * 100000 + rank * 1000 + i;
         MPI_File_write_at(fh, (MPI_Offset)rank * M * 4, v, M, MPI_INT, &st);
-        MPI_File_sync(fh);
-        MPI_Barrier(MPI_COMM_WORLD);
-        MPI_File_sync(fh);
+        settle(fh);
         MPI_File_read_at(fh, (MPI_Offset)from * M * 4, w, M, MPI_INT, &st);
         for (int i = 0; i < M; i++)
             ok &= w[i] == round * 100000 + from * 1000 + i;
@@ -172,22 +159,10 @@ static void nonatomic_visibility(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    if (argc > 1)
-        dir = argv[1];
+    io_init(&argc, &argv, "io_atomic");
     CHECK(size <= 64, "at most 64 processes (%d)", size);
-    if (rank == 0) {
-        unlink(fname("atomic"));
-        unlink(fname("visible.cmp"));
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    IO_REMOVE_OLD("atomic", "visible.cmp");
     atomic();
     nonatomic_visibility();
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(1, "all checks passed");
-    MPI_Finalize();
-    return 0;
+    return io_finish();
 }

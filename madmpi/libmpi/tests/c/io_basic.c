@@ -8,32 +8,12 @@
  * argv[1]: the directory to write into (default: the current one). Files are named io_basic.*;
  * io_basic.data.cmp stays for the harness, which compares it byte for byte with the one
  * MPICH's library writes; the others are deleted. */
-#include "check.h"
+#include "io_common.h"
 #include <errno.h>
 #include <sys/stat.h>
 
 #define N 16 /* ints per rank in the shared file */
 
-static int rank, size;
-static const char *dir = ".";
-
-/* dir/io_basic.<suffix> (four buffers in rotation). */
-static const char *fname(const char *suffix)
-{
-    static char bufs[4][4096];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/io_basic.%s", dir, suffix);
-    return b;
-}
-
-/* This rank's private file: dir/io_basic.<what><rank>. */
-static const char *mine(const char *what)
-{
-    char s[64];
-    snprintf(s, sizeof s, "%s%d", what, rank);
-    return fname(s);
-}
 
 static long long stat_size(const char *path)
 {
@@ -66,7 +46,7 @@ static void self_modes(void)
     MPI_File fh = MPI_FILE_NULL;
     int v[N], w[N], amode = -1, n = -1;
     MPI_Status st;
-    const char *f = mine("self");
+    const char *f = rank_fname("self");
 
     for (int i = 0; i < N; i++)
         v[i] = rank * 1000 + i;
@@ -101,7 +81,7 @@ static void self_modes(void)
     MPI_File_close(&fh);
     CHECK(!exists(f), "DELETE_ON_CLOSE: the file is gone after close");
 
-    f = mine("unique");
+    f = rank_fname("unique");
     CHECK(MPI_File_open(MPI_COMM_SELF, f, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_UNIQUE_OPEN, MPI_INFO_NULL,
                         &fh) == MPI_SUCCESS,
           "open(SELF, CREATE|RDWR|UNIQUE_OPEN)");
@@ -230,7 +210,7 @@ static void pointers_and_counts(void)
     MPI_Status st;
     MPI_Aint ext = -1, lb, mext;
     MPI_Datatype tri, strided, s2;
-    const char *f = mine("ptr");
+    const char *f = rank_fname("ptr");
 
     for (int i = 0; i < N; i++)
         v[i] = i;
@@ -372,22 +352,12 @@ static void pointers_and_counts(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    if (argc > 1)
-        dir = argv[1];
+    io_init(&argc, &argv, "io_basic");
     /* Files of an earlier run. */
-    unlink(mine("self"));
-    unlink(mine("unique"));
-    unlink(mine("ptr"));
-    if (rank == 0) {
-        const char *old[] = {"data.cmp", "excl", "doc", "sizes", "hinted"};
-        for (unsigned i = 0; i < sizeof old / sizeof *old; i++)
-            unlink(fname(old[i]));
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    unlink(rank_fname("self"));
+    unlink(rank_fname("unique"));
+    unlink(rank_fname("ptr"));
+    IO_REMOVE_OLD("data.cmp", "excl", "doc", "sizes", "hinted");
 
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
     CHECK(MPI_File_get_errhandler(MPI_FILE_NULL, &eh) == MPI_SUCCESS && eh == MPI_ERRORS_RETURN,
@@ -396,9 +366,5 @@ int main(int argc, char **argv)
     world_modes();
     sizes();
     pointers_and_counts();
-
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(1, "all checks passed");
-    MPI_Finalize();
-    return 0;
+    return io_finish();
 }

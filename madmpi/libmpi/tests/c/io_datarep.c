@@ -18,7 +18,7 @@
  * Runs with any number of processes (1, 2 and 4 checked; tests/c_programs_io.rs runs 4).
  * argv[1]: the directory to write into (default: the current one). io_datarep.native.cmp and
  * io_datarep.x32.cmp stay for the harness to compare with MPICH's; the others are deleted. */
-#include "check.h"
+#include "io_common.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,17 +26,6 @@
 #define ND 4 /* doubles per rank */
 #define NS 3 /* structs per rank */
 
-static int rank, size;
-static const char *dir = ".";
-
-static const char *fname(const char *suffix)
-{
-    static char bufs[4][4096];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/io_datarep.%s", dir, suffix);
-    return b;
-}
 
 struct s {
     char c;
@@ -68,10 +57,7 @@ static void native(void)
     CHECK(MPI_File_set_view(fh, (MPI_Offset)rank * NI * 4, MPI_INT, MPI_INT, "native", MPI_INFO_NULL) == MPI_SUCCESS &&
               MPI_File_write_all(fh, ints, NI, MPI_INT, &st) == MPI_SUCCESS,
           "native: write_all %d ints", NI);
-    MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_sync(fh);
-    MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+    settle_plain(fh, MPI_BYTE);
     CHECK(MPI_File_read_at(fh, (MPI_Offset)rank * NI * 4, back, NI * 4, MPI_BYTE, &st) == MPI_SUCCESS &&
               memcmp(back, ints, sizeof ints) == 0,
           "native: the file holds the memory bytes");
@@ -88,8 +74,7 @@ static void internal(void)
     struct s ss[NS];
 
     data(ints, dbls, ss);
-    char f[4200];
-    snprintf(f, sizeof f, "%s/io_datarep.internal%d", dir, rank);
+    const char *f = rank_fname("internal");
     unlink(f);
     MPI_File_open(MPI_COMM_SELF, f, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh);
     CHECK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "internal", MPI_INFO_NULL) == MPI_SUCCESS,
@@ -186,10 +171,7 @@ static void external32(void)
           "the ints read back through external32");
     CHECK(MPI_File_read_at_all(fh, NI * 4, db, ND, MPI_DOUBLE, &st) == MPI_SUCCESS && memcmp(db, dbls, sizeof db) == 0,
           "the doubles read back");
-    MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_sync(fh);
-    MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+    settle_plain(fh, MPI_BYTE);
     MPI_Offset fsz = -1;
     CHECK(MPI_File_get_size(fh, &fsz) == MPI_SUCCESS && fsz == size * region, "%d regions of %ld bytes", size,
           (long)region);
@@ -214,9 +196,8 @@ static void external32(void)
         memcpy(&b, &ss[k].d, 8);
         p = put_be(put_be(put_be(p, (unsigned char)ss[k].c, 1), (uint32_t)ss[k].i, 4), b, 8);
     }
-    char f[4200];
-    snprintf(f, sizeof f, "%s/io_datarep.x32struct%d", dir, rank);
-    MPI_File_open(MPI_COMM_SELF, f, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh);
+    MPI_File_open(MPI_COMM_SELF, rank_fname("x32struct"), MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE,
+                  MPI_INFO_NULL, &fh);
     MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "external32", MPI_INFO_NULL);
     CHECK(MPI_File_write(fh, ss, NS, stype, &st) == MPI_SUCCESS, "write %d {char, int, double} structs", NS);
     memset(sb, 0, sizeof sb);
@@ -311,10 +292,7 @@ static void user_datarep(void)
     CHECK(MPI_File_read_all(fh, ib, NI, MPI_INT, &st) == MPI_SUCCESS && memcmp(ib, ints, sizeof ib) == 0,
           "read_all converts them back");
     CHECK(conversions > before, "the read conversion was called");
-    MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_sync(fh);
-    MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+    settle_plain(fh, MPI_BYTE);
     CHECK(MPI_File_read_at(fh, (MPI_Offset)rank * NI * 4, raw, NI * 4, MPI_BYTE, &st) == MPI_SUCCESS &&
               memcmp(raw, want, sizeof raw) == 0,
           "the file holds the ints byte-swapped (big-endian here)");
@@ -323,18 +301,8 @@ static void user_datarep(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    if (argc > 1)
-        dir = argv[1];
-    if (rank == 0) {
-        const char *old[] = {"native.cmp", "x32.cmp", "swap"};
-        for (unsigned i = 0; i < sizeof old / sizeof *old; i++)
-            unlink(fname(old[i]));
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    io_init(&argc, &argv, "io_datarep");
+    IO_REMOVE_OLD("native.cmp", "x32.cmp", "swap");
     native();
     internal();
     external32();
@@ -342,8 +310,5 @@ int main(int argc, char **argv)
         user_datarep();
     else
         CHECK(1, "MPICH's library: the user representation is not checked (it refuses conversion functions)");
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(1, "all checks passed");
-    MPI_Finalize();
-    return 0;
+    return io_finish();
 }

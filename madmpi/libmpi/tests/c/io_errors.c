@@ -15,20 +15,9 @@
  *
  * Runs with any number of processes (1, 2 and 4 checked; tests/c_programs_io.rs runs 4).
  * argv[1]: the directory to write into (default: the current one); the files made are deleted. */
-#include "check.h"
+#include "io_common.h"
 #include <sys/stat.h>
 
-static int rank, size;
-static const char *dir = ".";
-
-static const char *fname(const char *suffix)
-{
-    static char bufs[4][4096];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/io_errors.%s", dir, suffix);
-    return b;
-}
 
 static const char *class_name(int cls)
 {
@@ -285,25 +274,12 @@ static void handlers(void)
 int main(int argc, char **argv)
 {
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    if (argc > 1)
-        dir = argv[1];
-    if (rank == 0) {
-        const char *old[] = {"exists", "missing", "seq", "eh"};
-        for (unsigned i = 0; i < sizeof old / sizeof *old; i++)
-            unlink(fname(old[i]));
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    io_init(&argc, &argv, "io_errors");
+    IO_REMOVE_OLD("exists", "missing", "seq", "eh");
     CHECK(MPI_File_get_errhandler(MPI_FILE_NULL, &eh) == MPI_SUCCESS && eh == MPI_ERRORS_RETURN,
           "MPI_FILE_NULL's handler is MPI_ERRORS_RETURN");
     open_errors();
     argument_errors();
     handlers();
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(1, "all checks passed");
-    MPI_Finalize();
-    return 0;
+    return io_finish();
 }

@@ -6,44 +6,17 @@
  * Runs with any number of processes (1, 2 and 4 checked; tests/c_programs_io.rs runs 4).
  * argv[1]: the directory to write into (default: the current one). io_large.data.cmp stays for
  * the harness to compare with MPICH's; io_large.shared is deleted. */
-#include "check.h"
-
 #define M 16 /* ints per rank and region */
+#define IO_BLOCK_INTS M
+#include "io_common.h"
 
-static int rank, size, right;
-static const char *dir = ".";
-
-static MPI_Offset at(int reg, int r)
-{
-    return ((MPI_Offset)reg * size + r) * M * 4;
-}
-
-static void fill(int *v, int reg, int r)
-{
-    for (int i = 0; i < M; i++)
-        v[i] = reg * 100000 + r * 1000 + i;
-}
-
-static int is(const int *v, int reg, int r)
-{
-    for (int i = 0; i < M; i++)
-        if (v[i] != reg * 100000 + r * 1000 + i)
-            return 0;
-    return 1;
-}
+static int right;
 
 static MPI_Count count_c(MPI_Status *st)
 {
     MPI_Count n = -1;
     MPI_Get_count_c(st, MPI_INT, &n);
     return n;
-}
-
-static void settle(MPI_File fh)
-{
-    MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_sync(fh);
 }
 
 int main(int argc, char **argv)
@@ -53,20 +26,13 @@ int main(int argc, char **argv)
     MPI_Request req;
     MPI_Count n = -1, ext = -1;
     int v[M], w[M];
-    char f[4200];
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
+    io_init(&argc, &argv, "io_large");
     right = (rank + 1) % size;
-    if (argc > 1)
-        dir = argv[1];
-    snprintf(f, sizeof f, "%s/io_large.data.cmp", dir);
-    if (rank == 0)
-        unlink(f);
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(MPI_File_open(MPI_COMM_WORLD, f, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh) == MPI_SUCCESS, "open");
+    IO_REMOVE_OLD("data.cmp");
+    CHECK(MPI_File_open(MPI_COMM_WORLD, fname("data.cmp"), MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh) ==
+              MPI_SUCCESS,
+          "open");
 
     /* Region 0: write_at_c, read_at_c. */
     fill(v, 0, rank);
@@ -192,8 +158,8 @@ int main(int argc, char **argv)
 
     /* Shared pointer, _c, in a file of its own (the order of arrival varies): a block each, read
      * back by whoever comes. */
-    snprintf(f, sizeof f, "%s/io_large.shared", dir);
-    MPI_File_open(MPI_COMM_WORLD, f, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh);
+    MPI_File_open(MPI_COMM_WORLD, fname("shared"), MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE,
+                  MPI_INFO_NULL, &fh);
     fill(v, 12, rank);
     MPI_File_seek_shared(fh, 0, MPI_SEEK_SET);
     CHECK(MPI_File_write_shared_c(fh, v, M, MPI_INT, &st) == MPI_SUCCESS && count_c(&st) == M, "write_shared_c");
@@ -212,8 +178,5 @@ int main(int argc, char **argv)
               count_c(&st) == M && w[0] / 100000 == 12,
           "iread_shared_c: a block (rank %d's)", w[0] / 1000 % 100);
     MPI_File_close(&fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(1, "all checks passed");
-    MPI_Finalize();
-    return 0;
+    return io_finish();
 }

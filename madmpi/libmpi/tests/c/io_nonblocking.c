@@ -9,49 +9,12 @@
  * argv[1]: the directory to write into (default: the current one). io_nonblocking.data.cmp stays
  * for the harness to compare with MPICH's; io_nonblocking.shared (order of arrival) stays, not
  * compared; the 4 MiB-per-rank file is deleted on close. */
-#include "check.h"
-
 #define M 32 /* ints per rank and region */
+#define IO_BLOCK_INTS M
 #define BIG (1 << 20) /* ints per rank of the overlapped write: 4 MiB */
+#include "io_common.h"
 
-static int rank, size, right, left;
-static const char *dir = ".";
-
-static const char *fname(const char *suffix)
-{
-    static char bufs[4][4096];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/io_nonblocking.%s", dir, suffix);
-    return b;
-}
-
-/* Byte offset of rank r's block in region reg. */
-static MPI_Offset at(int reg, int r)
-{
-    return ((MPI_Offset)reg * size + r) * M * 4;
-}
-
-static void fill(int *v, int reg, int r)
-{
-    for (int i = 0; i < M; i++)
-        v[i] = reg * 100000 + r * 1000 + i;
-}
-
-static int is(const int *v, int reg, int r)
-{
-    for (int i = 0; i < M; i++)
-        if (v[i] != reg * 100000 + r * 1000 + i)
-            return 0;
-    return 1;
-}
-
-static void settle(MPI_File fh)
-{
-    MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_sync(fh);
-}
+static int right, left;
 
 /* MPI_Test until done; the number of calls. */
 static int test_loop(MPI_Request *req, MPI_Status *st)
@@ -250,20 +213,10 @@ static void overlap(void)
 int main(int argc, char **argv)
 {
     MPI_File fh;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
+    io_init(&argc, &argv, "io_nonblocking");
     right = (rank + 1) % size;
     left = (rank + size - 1) % size;
-    if (argc > 1)
-        dir = argv[1];
-    if (rank == 0) {
-        unlink(fname("data.cmp"));
-        unlink(fname("shared"));
-        unlink(fname("big"));
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    IO_REMOVE_OLD("data.cmp", "shared", "big");
     CHECK(MPI_File_open(MPI_COMM_WORLD, fname("data.cmp"), MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh) ==
               MPI_SUCCESS,
           "open");
@@ -274,8 +227,5 @@ int main(int argc, char **argv)
     MPI_File_close(&fh);
     shared();
     overlap();
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(1, "all checks passed");
-    MPI_Finalize();
-    return 0;
+    return io_finish();
 }

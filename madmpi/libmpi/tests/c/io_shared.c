@@ -12,22 +12,11 @@
  * argv[1]: the directory to write into (default: the current one). io_shared.ordered.cmp (rank
  * order: deterministic) stays for the harness to compare with MPICH's; io_shared.shared (order of
  * arrival) stays too but is not compared; io_shared.mix is deleted. */
-#include "check.h"
+#include "io_common.h"
 
 #define R 5           /* records per rank written with write_shared */
 #define MAGIC 0x5ead1e
 
-static int rank, size;
-static const char *dir = ".";
-
-static const char *fname(const char *suffix)
-{
-    static char bufs[4][4096];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/io_shared.%s", dir, suffix);
-    return b;
-}
 
 typedef struct {
     int magic, rank, seq, check;
@@ -87,9 +76,7 @@ static void shared_writes_and_reads(MPI_Datatype rtype)
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(MPI_File_get_position_shared(fh, &sh) == MPI_SUCCESS && sh == 16 * R * size,
           "after everyone's writes the shared pointer is at %lld bytes", (long long)sh);
-    MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_sync(fh);
+    settle(fh);
 
     CHECK(size * R <= (int)(sizeof all / sizeof *all), "%d records fit", size * R);
     CHECK(MPI_File_read_at(fh, 0, all, size * R, rtype, &st) == MPI_SUCCESS &&
@@ -153,9 +140,7 @@ static void ordered(MPI_Datatype rtype)
               MPI_Get_count(&st, rtype, &n) == MPI_SUCCESS && n == rank + 1,
           "write_ordered of %d records", rank + 1);
     shared_after_ordered(fh, nrec, "write_ordered");
-    MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_sync(fh);
+    settle(fh);
     CHECK(MPI_File_read_at(fh, 0, all, nrec, rtype, &st) == MPI_SUCCESS, "read_at all %d records", nrec);
     for (int o = 0, i = 0; o < size; o++)
         for (int s = 0; s <= o; s++, i++)
@@ -186,9 +171,7 @@ static void ordered(MPI_Datatype rtype)
               MPI_Get_count(&st, rtype, &n) == MPI_SUCCESS && n == (rank == 0) &&
               (rank != 0 || (back[0].rank == size - 1 && back[0].seq == 50 + size - 1)),
           "read_ordered: rank 0 reads the last record (rank %d's), the others nothing", size - 1);
-    MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_sync(fh);
+    settle(fh);
     MPI_File_read_at(fh, 0, all, nrec, rtype, &st);
     ok = 1;
     for (int o = 0; o < size; o++)
@@ -224,9 +207,7 @@ static void mixed(MPI_Datatype rtype)
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(MPI_File_get_position_shared(fh, &sh) == MPI_SUCCESS && sh == size, "the shared pointer at %lld",
           (long long)sh);
-    MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_sync(fh);
+    settle(fh);
     CHECK(MPI_File_read_at(fh, size + rank, &back, 1, rtype, &st) == MPI_SUCCESS && back.rank == rank &&
               back.seq == 0,
           "the individual write is intact");
@@ -240,27 +221,14 @@ static void mixed(MPI_Datatype rtype)
 int main(int argc, char **argv)
 {
     MPI_Datatype rtype;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    if (argc > 1)
-        dir = argv[1];
+    io_init(&argc, &argv, "io_shared");
     CHECK(size <= 63, "at most 63 processes (%d)", size);
-    if (rank == 0) {
-        unlink(fname("shared"));
-        unlink(fname("ordered.cmp"));
-        unlink(fname("mix"));
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    IO_REMOVE_OLD("shared", "ordered.cmp", "mix");
     MPI_Type_contiguous(4, MPI_INT, &rtype);
     MPI_Type_commit(&rtype);
     shared_writes_and_reads(rtype);
     ordered(rtype);
     mixed(rtype);
     MPI_Type_free(&rtype);
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(1, "all checks passed");
-    MPI_Finalize();
-    return 0;
+    return io_finish();
 }

@@ -16,7 +16,7 @@
  * tests/c_programs_io.rs runs 4). argv[1]: the directory to write into (default: the current
  * one). io_views.*.cmp stay for the harness (compared byte for byte with MPICH's); the rest is
  * deleted. */
-#include "check.h"
+#include "io_common.h"
 #include <stddef.h>
 
 #define G 8  /* rows of the 2-D array */
@@ -24,17 +24,6 @@
 #define B 3  /* ints per block of the vector view */
 #define K 4  /* blocks per filetype of the vector view */
 
-static int rank, size;
-static const char *dir = ".";
-
-static const char *fname(const char *suffix)
-{
-    static char bufs[4][4096];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/io_views.%s", dir, suffix);
-    return b;
-}
 
 /* Whether a and b have the same size, bounds and type map (compared by packing one buffer). */
 static int same_type(MPI_Datatype a, MPI_Datatype b)
@@ -104,22 +93,6 @@ static void check_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Dat
         CHECK(MPI_Type_free(&f) == MPI_SUCCESS, "%s: the derived filetype is the caller's to free", what);
     else
         CHECK(f == ftype, "%s: a predefined filetype comes back as itself", what);
-}
-
-/* Reads the whole file as ints (every rank, collectively) into a new array of *n ints. */
-static int *whole(MPI_File fh, int *n)
-{
-    MPI_Offset sz;
-    MPI_Status st;
-    MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File_sync(fh);
-    MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);
-    MPI_File_get_size(fh, &sz);
-    *n = (int)(sz / 4);
-    int *all = calloc(*n + 1, sizeof(int));
-    MPI_File_read_at_all(fh, 0, all, *n, MPI_INT, &st);
-    return all;
 }
 
 /* Interleaved blocks of B ints: a vector resized to tile, independent individual-pointer writes;
@@ -389,26 +362,13 @@ static void view_resets_pointers(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    check_rank = rank;
-    if (argc > 1)
-        dir = argv[1];
+    io_init(&argc, &argv, "io_views");
     CHECK(G % size == 0, "%d processes split the %d rows", size, G);
-    if (rank == 0) {
-        const char *old[] = {"vector.cmp", "rows.cmp", "checker.cmp", "darray.cmp", "struct.cmp", "reset"};
-        for (unsigned i = 0; i < sizeof old / sizeof *old; i++)
-            unlink(fname(old[i]));
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    IO_REMOVE_OLD("vector.cmp", "rows.cmp", "checker.cmp", "darray.cmp", "struct.cmp", "reset");
     vector_view();
     subarray_views();
     darray_view();
     struct_view();
     view_resets_pointers();
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(1, "all checks passed");
-    MPI_Finalize();
-    return 0;
+    return io_finish();
 }
