@@ -11,98 +11,18 @@
 //! A missing compiler or launcher fails the test with the Debian package to install: these
 //! tests are never skipped.
 
+mod common;
+
+use common::{Build, HANG, Launcher, Library, assert_loads_ours, assert_passed, run_job};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use tests::jobs::{Done, madrun_path, mpi_lib_dir, require, run_limited, serial};
+use tests::jobs::{Done, mpi_lib_dir, run_limited, serial};
 
-/// A job that takes longer is a hang. Generous: `thread_multiple` (2 ranks × 4 threads × 20,000
-/// messages) in a debug build under Hydra takes 10–15 s alone and was seen above 60 s on a loaded
-/// 2-core machine.
-const HANG: Duration = Duration::from_secs(120);
-
-/// The source directory of the C programs.
-fn c_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c")
-}
-
-fn lib_dir() -> &'static Path {
-    mpi_lib_dir()
-}
-
-/// How a program was built.
-#[derive(Clone, Copy, Debug)]
-enum Build {
-    /// Our `mpicc`: madmpi's header, `-lmpi`.
-    Ours,
-    /// `mpicc.mpich` with MPICH's header, `-lmpich`.
-    Mpich,
-}
-
-/// Compiles `tests/c/<name>.c` with `build`; the executable.
+/// Compiles `tests/c/<name>.c` with `build` (into `c-programs` beside `libmpi.so`); the
+/// executable.
 fn compile(name: &str, build: Build) -> PathBuf {
-    let lib = lib_dir();
-    let out_dir = lib.join("c-programs");
-    std::fs::create_dir_all(&out_dir).expect("create the output directory");
-    let src = c_dir().join(format!("{name}.c"));
-    // gcc 12 warns about MPI_STATUSES_IGNORE passed for an array parameter, with either header.
-    let flags = ["-Wall", "-Wextra", "-Werror", "-Wno-stringop-overflow", "-g", "-pthread"];
-    let (exe, mut cmd) = match build {
-        Build::Ours => {
-            require("cc", "build-essential"); // what mpicc runs
-            let mut c = Command::new(lib.join("mpicc"));
-            c.args(flags).arg(&src);
-            (out_dir.join(format!("{name}.ours")), c)
-        }
-        Build::Mpich => {
-            let mut c = Command::new(require("mpicc.mpich", "libmpich-dev"));
-            c.args(flags).arg(&src);
-            (out_dir.join(format!("{name}.mpich")), c)
-        }
-    };
-    cmd.arg("-I").arg(c_dir()).arg("-o").arg(&exe);
-    let out = cmd.output().expect("run the C compiler");
-    assert!(
-        out.status.success(),
-        "compiling {name} ({build:?}) failed: {cmd:?}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
-/// Checks with `ldd` that `exe` loads its MPI library from [`lib_dir`].
-fn assert_loads_ours(exe: &Path, soname: &str) {
-    let out = Command::new(require("ldd", "libc-bin"))
-        .arg(exe)
-        .env("LD_LIBRARY_PATH", lib_dir())
-        .output()
-        .expect("run ldd");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line =
-        text.lines().find(|l| l.contains(soname)).unwrap_or_else(|| panic!("{soname} not in ldd:\n{text}"));
-    let expected = lib_dir().join(soname);
-    assert!(
-        line.contains(&*expected.to_string_lossy()),
-        "{} loads {line}, not {}",
-        exe.display(),
-        expected.display()
-    );
-}
-
-/// The launchers a program runs under.
-#[derive(Clone, Copy, Debug)]
-enum Launcher {
-    Madrun,
-    Hydra,
-}
-
-impl Launcher {
-    fn command(self) -> Command {
-        match self {
-            Launcher::Madrun => Command::new(madrun_path()),
-            Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
-        }
-    }
+    common::compile(name, build, &mpi_lib_dir().join("c-programs"))
 }
 
 /// Runs `exe args` as a 2-process job under `launcher`, on our library.
@@ -117,15 +37,7 @@ fn run_on(launcher: Launcher, exe: &Path, args: &[&str], n: u32) -> Done {
 
 /// [`run_on`] with `env` added to the job's environment.
 fn run_with(launcher: Launcher, exe: &Path, args: &[&str], n: u32, env: &[(&str, &str)]) -> Done {
-    let mut cmd = launcher.command();
-    cmd.envs(env.iter().copied());
-    cmd.arg("-n")
-        .arg(n.to_string())
-        .arg(exe)
-        .args(args)
-        .env("LD_LIBRARY_PATH", lib_dir())
-        .env_remove("PM2_PMI");
-    run_limited(cmd, None, HANG, |_| {})
+    run_job(launcher, exe, args, n, Library::Ours, env)
 }
 
 /// Both builds of `name`, checked to load our library.
@@ -154,12 +66,7 @@ fn passes_with(name: &str, n: u32, env: &[(&str, &str)]) -> Vec<Done> {
     for (build, exe) in both_builds(name) {
         for launcher in [Launcher::Madrun, Launcher::Hydra] {
             let done = run_with(launcher, &exe, &[], n, env);
-            let what = format!("{name} ({build:?} build, {launcher:?})");
-            assert_eq!(done.code, Some(0), "{what}: {done:?}");
-            assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
-            for rank in 0..n {
-                assert!(done.stdout.contains(&format!("OK {rank}: all checks passed")), "{what}: {done:?}");
-            }
+            assert_passed(&format!("{name} ({build:?} build, {launcher:?})"), &done, n);
             runs.push(done);
         }
     }
@@ -402,7 +309,7 @@ fn parents_spawn_children_that_talk_merge_and_disconnect() {
             assert_eq!(done.stdout.matches("all checks passed (child)").count(), 5, "{what}: {done:?}");
         }
         let mut alone = Command::new(&exe);
-        alone.env("LD_LIBRARY_PATH", lib_dir()).env_remove("PM2_PMI");
+        alone.env("LD_LIBRARY_PATH", mpi_lib_dir()).env_remove("PM2_PMI");
         let done = run_limited(alone, None, HANG, |_| {});
         assert_eq!(done.code, Some(0), "spawn ({build:?} build, singleton): {done:?}");
         assert!(
@@ -504,9 +411,7 @@ fn neighbourhood_collectives_reach_the_neighbours_mpi_defines() {
 fn dims_create_answers_as_mpich_does() {
     let _s = serial();
     let exe = compile("topo_dims", Build::Mpich);
-    let mut cmd = Launcher::Hydra.command();
-    cmd.args(["-n", "1"]).arg(&exe).env_remove("LD_LIBRARY_PATH").env_remove("PM2_PMI");
-    let mpich = run_limited(cmd, None, HANG, |_| {});
+    let mpich = run_on_mpichs_library(&exe, 1);
     assert_eq!(mpich.code, Some(0), "on MPICH's library: {mpich:?}");
     assert!(mpich.stdout.lines().count() >= 2500, "{mpich:?}");
     for launcher in [Launcher::Madrun, Launcher::Hydra] {
@@ -549,9 +454,7 @@ fn large_count_forms_go_beyond_two_gigabytes() {
 /// Runs `exe`, an MPICH build, as an `n`-process job on MPICH's own library (no
 /// `LD_LIBRARY_PATH`): the reference answers of a program.
 fn run_on_mpichs_library(exe: &Path, n: u32) -> Done {
-    let mut cmd = Launcher::Hydra.command();
-    cmd.arg("-n").arg(n.to_string()).arg(exe).env_remove("LD_LIBRARY_PATH").env_remove("PM2_PMI");
-    run_limited(cmd, None, HANG, |_| {})
+    run_job(Launcher::Hydra, exe, std::iter::empty::<&str>(), n, Library::Mpichs, &[])
 }
 
 /// Every predefined type (and a struct) through `MPI_Pack_external`/`MPI_Unpack_external`: the
@@ -694,7 +597,7 @@ fn survivors_pass_with(
             cmd.args(["-disable-auto-cleanup", "-n", &n.to_string()])
                 .arg(&exe)
                 .arg(mode)
-                .env("LD_LIBRARY_PATH", lib_dir())
+                .env("LD_LIBRARY_PATH", mpi_lib_dir())
                 .envs(env.iter().copied())
                 .env_remove("PM2_PMI");
             let done = run_limited(cmd, None, HANG, |_| {});
@@ -739,7 +642,7 @@ fn finalize_returns_after_a_death_only_the_launcher_saw() {
             let mut cmd = launcher.command();
             cmd.args(["-disable-auto-cleanup", "-n", "4"])
                 .arg(&exe)
-                .env("LD_LIBRARY_PATH", lib_dir())
+                .env("LD_LIBRARY_PATH", mpi_lib_dir())
                 .env_remove("PM2_PMI");
             let started = std::time::Instant::now();
             let done = run_limited(cmd, None, HANG, |_| {});
@@ -767,7 +670,7 @@ fn finalize_after_a_peer_died_returns_or_ends_the_job() {
             cmd.args(["-disable-auto-cleanup", "-n", "2"])
                 .arg(&exe)
                 .arg(mode)
-                .env("LD_LIBRARY_PATH", lib_dir())
+                .env("LD_LIBRARY_PATH", mpi_lib_dir())
                 .env_remove("PM2_PMI");
             let started = std::time::Instant::now();
             let done = run_limited(cmd, None, HANG, |_| {});

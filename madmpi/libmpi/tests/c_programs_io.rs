@@ -16,101 +16,17 @@
 //! which checks they therefore make on MadMPI's library only. A missing compiler or launcher
 //! fails the test with the Debian package to install: these tests are never skipped.
 
+mod common;
+
+use common::{Build, Launcher, Library, assert_loads_ours, assert_passed, run_job};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
-use tests::jobs::{Done, bin_dir, madrun_path, mpi_lib_dir, require, run_limited, serial};
-
-/// A job that takes longer is a hang (as in `c_programs.rs`).
-const HANG: Duration = Duration::from_secs(120);
-
-/// The source directory of the C programs.
-fn c_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c")
-}
+use tests::jobs::{Done, bin_dir, serial};
 
 /// Where the executables and the data directories go: `target/<profile>/c-programs-io`.
 fn out_dir() -> PathBuf {
     let dir = bin_dir().join("c-programs-io");
     std::fs::create_dir_all(&dir).expect("create the output directory");
     dir
-}
-
-fn lib_dir() -> &'static Path {
-    mpi_lib_dir()
-}
-
-/// How a program was built.
-#[derive(Clone, Copy, Debug)]
-enum Build {
-    /// Our `mpicc`: madmpi's header, `-lmpi`.
-    Ours,
-    /// `mpicc.mpich` with MPICH's header, `-lmpich`.
-    Mpich,
-}
-
-/// Compiles `tests/c/<name>.c` with `build`; the executable. The MPICH build needs nothing of
-/// ours (it runs on MPICH's library first).
-fn compile(name: &str, build: Build) -> PathBuf {
-    let src = c_dir().join(format!("{name}.c"));
-    // gcc 12 warns about MPI_STATUSES_IGNORE passed for an array parameter, with either header.
-    let flags = ["-Wall", "-Wextra", "-Werror", "-Wno-stringop-overflow", "-g", "-pthread"];
-    let (exe, mut cmd) = match build {
-        Build::Ours => {
-            require("cc", "build-essential"); // what mpicc runs
-            let mut c = Command::new(lib_dir().join("mpicc"));
-            c.args(flags).arg(&src);
-            (out_dir().join(format!("{name}.ours")), c)
-        }
-        Build::Mpich => {
-            let mut c = Command::new(require("mpicc.mpich", "libmpich-dev"));
-            c.args(flags).arg(&src);
-            (out_dir().join(format!("{name}.mpich")), c)
-        }
-    };
-    cmd.arg("-I").arg(c_dir()).arg("-o").arg(&exe);
-    let out = cmd.output().expect("run the C compiler");
-    assert!(
-        out.status.success(),
-        "compiling {name} ({build:?}) failed: {cmd:?}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
-/// Checks with `ldd` that `exe` loads its MPI library from [`lib_dir`].
-fn assert_loads_ours(exe: &Path, soname: &str) {
-    let out = Command::new(require("ldd", "libc-bin"))
-        .arg(exe)
-        .env("LD_LIBRARY_PATH", lib_dir())
-        .output()
-        .expect("run ldd");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line =
-        text.lines().find(|l| l.contains(soname)).unwrap_or_else(|| panic!("{soname} not in ldd:\n{text}"));
-    let expected = lib_dir().join(soname);
-    assert!(
-        line.contains(&*expected.to_string_lossy()),
-        "{} loads {line}, not {}",
-        exe.display(),
-        expected.display()
-    );
-}
-
-/// The launchers a program runs under.
-#[derive(Clone, Copy, Debug)]
-enum Launcher {
-    Madrun,
-    Hydra,
-}
-
-impl Launcher {
-    fn command(self) -> Command {
-        match self {
-            Launcher::Madrun => Command::new(madrun_path()),
-            Launcher::Hydra => Command::new(require("mpiexec.hydra", "mpich")),
-        }
-    }
 }
 
 /// A new empty directory `out_dir()/data/<name>/<run>`.
@@ -121,26 +37,9 @@ fn fresh_dir(name: &str, run: &str) -> PathBuf {
     dir
 }
 
-/// Runs `exe <data>` as an `n`-process job under `launcher`, on our library (`ours`) or on
-/// MPICH's.
-fn run_job(launcher: Launcher, exe: &Path, data: &Path, n: u32, ours: bool) -> Done {
-    let mut cmd = launcher.command();
-    cmd.arg("-n").arg(n.to_string()).arg(exe).arg(data).env_remove("PM2_PMI");
-    if ours {
-        cmd.env("LD_LIBRARY_PATH", lib_dir());
-    } else {
-        cmd.env_remove("LD_LIBRARY_PATH");
-    }
-    run_limited(cmd, None, HANG, |_| {})
-}
-
-/// Every rank of an `n`-process job passed all its checks.
-fn assert_passed(what: &str, done: &Done, n: u32) {
-    assert_eq!(done.code, Some(0), "{what}: {done:?}");
-    assert!(!done.stdout.contains("FAIL"), "{what}: {done:?}");
-    for rank in 0..n {
-        assert!(done.stdout.contains(&format!("OK {rank}: all checks passed")), "{what}: {done:?}");
-    }
+/// Runs `exe <data>` as an `n`-process job under `launcher` on `library`.
+fn run_io_job(launcher: Launcher, exe: &Path, data: &Path, n: u32, library: Library) -> Done {
+    run_job(launcher, exe, [data], n, library, &[])
 }
 
 /// The `*.cmp` files of `dir`, sorted by name.
@@ -185,18 +84,18 @@ fn assert_same_files(what: &str, reference: &Path, dir: &Path) {
 /// run at that count (at least `min_compared` of them), byte for byte.
 fn io_passes_and_writes_mpichs_bytes(name: &str, counts: &[u32], min_compared: usize) {
     let _s = serial();
-    let mpich_exe = compile(name, Build::Mpich);
+    let mpich_exe = common::compile(name, Build::Mpich, &out_dir());
     let mut references = Vec::new();
     for &n in counts {
         let reference = fresh_dir(name, &format!("n{n}-on-mpichs-library"));
-        let done = run_job(Launcher::Hydra, &mpich_exe, &reference, n, false);
+        let done = run_io_job(Launcher::Hydra, &mpich_exe, &reference, n, Library::Mpichs);
         assert_passed(&format!("{name} at {n} processes on MPICH's library"), &done, n);
         let compared = compared_files(&reference);
         assert!(compared.len() >= min_compared, "{name} at {n}: MPICH's run left only {compared:?}");
         references.push((n, reference));
     }
 
-    let ours = compile(name, Build::Ours);
+    let ours = common::compile(name, Build::Ours, &out_dir());
     assert_loads_ours(&ours, "libmpi.so.12");
     assert_loads_ours(&mpich_exe, "libmpich.so.12");
     for (n, reference) in &references {
@@ -204,7 +103,7 @@ fn io_passes_and_writes_mpichs_bytes(name: &str, counts: &[u32], min_compared: u
             for launcher in [Launcher::Madrun, Launcher::Hydra] {
                 let what = format!("{name} at {n} processes ({build:?} build, {launcher:?})");
                 let dir = fresh_dir(name, &format!("n{n}-{build:?}-build-{launcher:?}").to_lowercase());
-                let done = run_job(launcher, exe, &dir, *n, true);
+                let done = run_io_job(launcher, exe, &dir, *n, Library::Ours);
                 assert_passed(&what, &done, *n);
                 assert_same_files(&what, reference, &dir);
             }
@@ -212,71 +111,67 @@ fn io_passes_and_writes_mpichs_bytes(name: &str, counts: &[u32], min_compared: u
     }
 }
 
-/// Opening and closing with every access mode on `MPI_COMM_SELF` and `MPI_COMM_WORLD` (create,
-/// exclusive, read-only, write-only, delete on close, append, unique open), the amode and group
-/// of a file, sizes, preallocation, sync and delete, the individual pointer and its seeks, byte
-/// offsets and type extents through views, status counts of short reads, Fortran handles and
-/// info objects; the shared file's bytes are MPICH's.
-#[test]
-fn files_open_in_every_mode_and_keep_their_sizes_pointers_and_counts() {
-    io_passes_and_writes_mpichs_bytes("io_basic", &[1, 2, 4], 1);
+/// A test per program: `test_name: "program", min_compared;` is `#[test] fn test_name()`
+/// running [`io_passes_and_writes_mpichs_bytes`]`("program", &[1, 2, 4], min_compared)`, with the
+/// attributes (the doc) written before it; `test_name: "program" at [counts], min_compared;` runs
+/// it at other counts.
+macro_rules! io_tests {
+    ($($(#[$attr:meta])* $test:ident: $program:literal $(at $counts:tt)?, $min_compared:literal;)+) => {
+        $(
+            $(#[$attr])*
+            #[test]
+            fn $test() {
+                io_passes_and_writes_mpichs_bytes($program, &io_tests!(@counts $($counts)?), $min_compared);
+            }
+        )+
+    };
+    (@counts) => { [1, 2, 4] };
+    (@counts $counts:tt) => { $counts };
 }
 
-/// File views of derived datatypes (a resized vector, row-block and checkerboard subarrays, a
-/// darray, a struct with holes) written independently and collectively, read back through other
-/// views and into derived memory types; `get_view` gives equivalent types; `set_view` resets the
-/// pointers. Every file holds MPICH's bytes.
-#[test]
-fn file_views_of_derived_datatypes_place_each_ranks_data_where_mpich_does() {
-    io_passes_and_writes_mpichs_bytes("io_views", &[1, 2, 4], 5);
-}
+io_tests! {
+    /// Opening and closing with every access mode on `MPI_COMM_SELF` and `MPI_COMM_WORLD` (create,
+    /// exclusive, read-only, write-only, delete on close, append, unique open), the amode and group
+    /// of a file, sizes, preallocation, sync and delete, the individual pointer and its seeks, byte
+    /// offsets and type extents through views, status counts of short reads, Fortran handles and
+    /// info objects; the shared file's bytes are MPICH's.
+    files_open_in_every_mode_and_keep_their_sizes_pointers_and_counts: "io_basic", 1;
 
-/// The shared file pointer: `write_shared` from every rank lands each record exactly once,
-/// `read_shared` hands each record to one reader, `write_ordered`/`read_ordered` go in rank order
-/// (the ordered file is MPICH's byte for byte), `seek_shared` and the individual pointer apart.
-#[test]
-fn shared_file_pointers_hand_out_each_record_once_and_ordered_calls_go_in_rank_order() {
-    io_passes_and_writes_mpichs_bytes("io_shared", &[1, 2, 4], 1);
-}
+    /// File views of derived datatypes (a resized vector, row-block and checkerboard subarrays, a
+    /// darray, a struct with holes) written independently and collectively, read back through other
+    /// views and into derived memory types; `get_view` gives equivalent types; `set_view` resets the
+    /// pointers. Every file holds MPICH's bytes.
+    file_views_of_derived_datatypes_place_each_ranks_data_where_mpich_does: "io_views", 5;
 
-/// Nonblocking I/O (`iwrite_at`, `iread`, `iwrite_all`, `iread_at_all`, `iwrite_shared` ...)
-/// completed by `MPI_Wait`, `MPI_Waitall` and `MPI_Test` loops, split collectives (`_begin`/`_end`,
-/// ordered too), and a 4 MiB write overlapped with computation: the file is MPICH's.
-#[test]
-fn nonblocking_and_split_collective_io_complete_with_the_data_of_blocking_calls() {
-    io_passes_and_writes_mpichs_bytes("io_nonblocking", &[1, 2, 4], 1);
-}
+    /// The shared file pointer: `write_shared` from every rank lands each record exactly once,
+    /// `read_shared` hands each record to one reader, `write_ordered`/`read_ordered` go in rank order
+    /// (the ordered file is MPICH's byte for byte), `seek_shared` and the individual pointer apart.
+    shared_file_pointers_hand_out_each_record_once_and_ordered_calls_go_in_rank_order: "io_shared", 1;
 
-/// Atomic mode: concurrent writes through overlapping strided views leave each overlap whole from
-/// one writer, as if they had run one after the other, and a write is seen after a barrier; in
-/// nonatomic mode after sync-barrier-sync.
-#[test]
-fn atomic_mode_keeps_concurrent_overlapping_writes_whole() {
-    io_passes_and_writes_mpichs_bytes("io_atomic", &[2, 4], 1);
-}
+    /// Nonblocking I/O (`iwrite_at`, `iread`, `iwrite_all`, `iread_at_all`, `iwrite_shared` ...)
+    /// completed by `MPI_Wait`, `MPI_Waitall` and `MPI_Test` loops, split collectives (`_begin`/`_end`,
+    /// ordered too), and a 4 MiB write overlapped with computation: the file is MPICH's.
+    nonblocking_and_split_collective_io_complete_with_the_data_of_blocking_calls: "io_nonblocking", 1;
 
-/// Failing I/O calls return the error classes MPI and MPICH give (missing file, existing file,
-/// access modes, read-only and write-only files, unknown and duplicate data representations,
-/// invalid arguments, seeking a sequential file) under the default `MPI_ERRORS_RETURN`; user
-/// file error handlers are called with the file and the code, and `MPI_FILE_NULL`'s handler
-/// serves failing opens and is inherited by the files opened afterwards.
-#[test]
-fn io_errors_return_their_classes_and_reach_file_error_handlers() {
-    io_passes_and_writes_mpichs_bytes("io_errors", &[1, 2, 4], 0);
-}
+    /// Atomic mode: concurrent writes through overlapping strided views leave each overlap whole from
+    /// one writer, as if they had run one after the other, and a write is seen after a barrier; in
+    /// nonatomic mode after sync-barrier-sync.
+    atomic_mode_keeps_concurrent_overlapping_writes_whole: "io_atomic" at [2, 4], 1;
 
-/// Data representations: "native" files hold the memory bytes, "internal" reads back,
-/// "external32" files hold big-endian bytes (MPICH's, byte for byte) with the external32 type
-/// extents, and a representation registered with conversion functions stores ints byte-swapped
-/// (on our library only: MPICH 4.0.2 refuses conversion functions).
-#[test]
-fn native_external32_and_user_representations_write_the_bytes_mpi_defines() {
-    io_passes_and_writes_mpichs_bytes("io_datarep", &[1, 2, 4], 2);
-}
+    /// Failing I/O calls return the error classes MPI and MPICH give (missing file, existing file,
+    /// access modes, read-only and write-only files, unknown and duplicate data representations,
+    /// invalid arguments, seeking a sequential file) under the default `MPI_ERRORS_RETURN`; user
+    /// file error handlers are called with the file and the code, and `MPI_FILE_NULL`'s handler
+    /// serves failing opens and is inherited by the files opened afterwards.
+    io_errors_return_their_classes_and_reach_file_error_handlers: "io_errors", 0;
 
-/// The large-count (`_c`) forms of the I/O calls with small counts, every access family, with
-/// `MPI_Get_count_c`/`MPI_Get_elements_c` on their statuses: the file is MPICH's.
-#[test]
-fn large_count_io_calls_write_and_read_as_their_int_twins() {
-    io_passes_and_writes_mpichs_bytes("io_large", &[1, 2, 4], 1);
+    /// Data representations: "native" files hold the memory bytes, "internal" reads back,
+    /// "external32" files hold big-endian bytes (MPICH's, byte for byte) with the external32 type
+    /// extents, and a representation registered with conversion functions stores ints byte-swapped
+    /// (on our library only: MPICH 4.0.2 refuses conversion functions).
+    native_external32_and_user_representations_write_the_bytes_mpi_defines: "io_datarep", 2;
+
+    /// The large-count (`_c`) forms of the I/O calls with small counts, every access family, with
+    /// `MPI_Get_count_c`/`MPI_Get_elements_c` on their statuses: the file is MPICH's.
+    large_count_io_calls_write_and_read_as_their_int_twins: "io_large", 1;
 }

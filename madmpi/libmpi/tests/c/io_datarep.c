@@ -221,8 +221,9 @@ static int32_t swap32(int32_t v)
     return (int32_t)((u >> 24) | ((u >> 8) & 0xff00) | ((u << 8) & 0xff0000) | (u << 24));
 }
 
-/* File to memory: count ints at userbuf[position...]. */
-static int swap_read(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *extra)
+/* A conversion of count ints of type t from `from` to `to`, byte-swapped; counted, with its extra
+ * state kept. */
+static int swap_ints(MPI_Datatype t, void *to, const void *from, int count, void *extra)
 {
     if (t != MPI_INT)
         return MPI_ERR_TYPE;
@@ -230,27 +231,23 @@ static int swap_read(void *userbuf, MPI_Datatype t, int count, void *filebuf, MP
     last_extra = *(int *)extra;
     for (int i = 0; i < count; i++) {
         int32_t v;
-        memcpy(&v, (char *)filebuf + 4 * i, 4);
+        memcpy(&v, (const char *)from + 4 * i, 4);
         v = swap32(v);
-        memcpy((char *)userbuf + 4 * (position + i), &v, 4);
+        memcpy((char *)to + 4 * i, &v, 4);
     }
     return MPI_SUCCESS;
+}
+
+/* File to memory: count ints at userbuf[position...]. */
+static int swap_read(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *extra)
+{
+    return swap_ints(t, (char *)userbuf + 4 * position, filebuf, count, extra);
 }
 
 /* Memory to file. */
 static int swap_write(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset position, void *extra)
 {
-    if (t != MPI_INT)
-        return MPI_ERR_TYPE;
-    conversions++;
-    last_extra = *(int *)extra;
-    for (int i = 0; i < count; i++) {
-        int32_t v;
-        memcpy(&v, (char *)userbuf + 4 * (position + i), 4);
-        v = swap32(v);
-        memcpy((char *)filebuf + 4 * i, &v, 4);
-    }
-    return MPI_SUCCESS;
+    return swap_ints(t, filebuf, (char *)userbuf + 4 * position, count, extra);
 }
 
 static int swap_extent(MPI_Datatype t, MPI_Aint *extent, void *extra)
