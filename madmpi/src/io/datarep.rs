@@ -154,8 +154,9 @@ impl Datarep {
                 unsafe { r.conv.write(buf.ptr, &buf.datatype, count, &mut out, 0) }?;
             }
             _ => {
+                let mut at = 0;
                 // SAFETY: the caller vouches for the buffer; `out` holds its packed size.
-                unsafe { gather(buf, &mut out) }?;
+                unsafe { buf.datatype.pack(buf.ptr, count, &mut out, &mut at) }?;
             }
         }
         Ok(out)
@@ -196,24 +197,8 @@ fn count(buf: &Buffer) -> Result<i64> {
     i64::try_from(buf.count).map_err(|_| too_big())
 }
 
-/// Copies `buf`'s blocks, in order, into `out` (their packed size).
-///
-/// # Safety
-/// `buf`'s blocks are readable and do not overlap `out`.
-unsafe fn gather(buf: &Buffer, out: &mut [u8]) -> Result<()> {
-    let layout = buf.datatype.layout(count(buf)?)?;
-    let mut rest = out;
-    layout.blocks(0, &mut |off, len| {
-        let (dst, tail) = std::mem::take(&mut rest).split_at_mut(len);
-        // SAFETY: a block of the buffer, readable by the caller's contract; `dst` has `len` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(buf.ptr.wrapping_offset(off), dst.as_mut_ptr(), len) };
-        rest = tail;
-        true
-    });
-    Ok(())
-}
-
-/// Copies `data` into `buf`'s blocks, in order, as far as it goes; the bytes copied.
+/// Copies `data` into `buf`'s blocks, in order, as far as it goes (`Datatype::unpack` without
+/// its whole-elements rule: a short read fills part of an element); the bytes copied.
 ///
 /// # Safety
 /// `buf`'s blocks are writable and do not overlap `data`.

@@ -219,30 +219,27 @@ impl Inner {
     pub(super) fn preallocate(&self, size: i64) -> Result<()> {
         let size = u64::try_from(size).map_err(|_| Error::arg(format!("negative size ({size})")))?;
         self.check_same(size as i64, "size")?;
-        let r = if self.comm.rank() == 0 {
-            let len = self.file.metadata().map_err(|e| os_error("stat", &self.path, e))?.len();
-            if len < size {
-                // SAFETY: an open descriptor; posix_fallocate reads only its arguments.
-                let rc = unsafe { libc::posix_fallocate(self.file_raw(), 0, size as i64) };
-                if rc != 0 && rc != libc::EOPNOTSUPP && rc != libc::EINVAL {
-                    Err(os_error("preallocate", &self.path, std::io::Error::from_raw_os_error(rc)))
-                } else if rc != 0 {
-                    self.file.set_len(size).map_err(|e| os_error("extend", &self.path, e))
-                } else {
-                    Ok(())
-                }
-            } else {
-                Ok(())
-            }
-        } else {
-            Ok(())
-        };
+        // The first process grows the file; every process hears how it went (an error must not
+        // leave the others waiting in `agree`).
+        let r = if self.comm.rank() == 0 { self.grow_to(size) } else { Ok(()) };
         agree(&self.comm, r)
     }
 
-    fn file_raw(&self) -> i32 {
+    /// Reserves the file's first `size` bytes (never shrinks it): `posix_fallocate`, or a
+    /// plain extension where the file system cannot.
+    fn grow_to(&self, size: u64) -> Result<()> {
+        if self.size()? as u64 >= size {
+            return Ok(());
+        }
         use std::os::fd::AsRawFd;
-        self.file.as_raw_fd()
+        // SAFETY: an open descriptor of ours; posix_fallocate reads only its arguments.
+        match unsafe { libc::posix_fallocate(self.fd().as_raw_fd(), 0, size as i64) } {
+            0 => Ok(()),
+            libc::EOPNOTSUPP | libc::EINVAL => {
+                self.file.set_len(size).map_err(|e| os_error("extend", &self.path, e))
+            }
+            rc => Err(os_error("preallocate", &self.path, std::io::Error::from_raw_os_error(rc))),
+        }
     }
 
     pub(super) fn size(&self) -> Result<i64> {

@@ -74,21 +74,21 @@ impl SharedPointer {
     /// Collective `MPI_File_seek_shared`; `end` is the end of the file in etypes.
     pub(super) fn seek(&self, comm: &Comm, offset: i64, whence: Whence, end: i64) -> Result<()> {
         comm.barrier()?;
-        let mut r = Ok(());
-        if comm.rank() == 0 {
-            let base = match whence {
-                Whence::Set => 0,
-                Whence::Cur => self.get()?,
-                Whence::End => end,
-            };
-            r = match base.checked_add(offset).filter(|&n| n >= 0) {
-                Some(n) => self.store(n),
-                None => {
-                    Err(Error::arg(format!("seeking the shared pointer to a negative offset ({offset})")))
-                }
-            };
-        }
+        // The first process moves the pointer; every process hears how it went.
+        let r = if comm.rank() == 0 { self.move_to(offset, whence, end) } else { Ok(()) };
         super::open::agree(comm, r)
+    }
+
+    fn move_to(&self, offset: i64, whence: Whence, end: i64) -> Result<()> {
+        let base = match whence {
+            Whence::Set => 0,
+            Whence::Cur => self.get()?,
+            Whence::End => end,
+        };
+        match base.checked_add(offset).filter(|&n| n >= 0) {
+            Some(n) => self.store(n),
+            None => Err(Error::arg(format!("seeking the shared pointer to a negative offset ({offset})"))),
+        }
     }
 
     /// Collective `_ordered` access of `n` etypes by this process: where its part starts (after
