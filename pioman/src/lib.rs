@@ -68,6 +68,7 @@ mod watch;
 
 pub use cond::Cond;
 pub use ltask::{LTASK_CANCELLED, LTASK_DONE};
+pub use own_cpu::CONTENDED_HOLD;
 pub use policy::{AfterSpin, IdleAction, MachineState, Policy, WaitPlan};
 pub use source::{Binding, BlockingWait, Context, Hints, Kind, Options, Poll, PollCtx, Source};
 pub use stats::{HistogramSnapshot, Snapshot, SourceSnapshot};
