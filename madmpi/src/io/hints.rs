@@ -1,7 +1,10 @@
 //! The info hints a file honours, by ROMIO's names so that programs tuned for MPICH or Open MPI
 //! tune us too: collective buffering (`cb_buffer_size`, `cb_nodes`, `romio_cb_read`,
 //! `romio_cb_write`) and data sieving (`ind_rd_buffer_size`, `ind_wr_buffer_size`,
-//! `romio_ds_read`, `romio_ds_write`). A value that does not parse is ignored, as MPI allows.
+//! `romio_ds_read`, `romio_ds_write`), and ours: `madmpi_io_uring` (batches of strided pieces
+//! through io_uring). A value that does not parse is ignored, as MPI allows. A file named by
+//! `ROMIO_HINTS` (lines `key value`, as ROMIO reads it) gives defaults that a program's own
+//! hints override.
 
 use crate::info::Info;
 
@@ -46,6 +49,9 @@ pub struct Hints {
     pub ind_wr_buffer_size: usize,
     pub ds_read: Switch,
     pub ds_write: Switch,
+    /// Many pieces of an independent access in a few system calls (io_uring): `enable` only
+    /// (automatic does not: it loses on the page cache).
+    pub io_uring: Switch,
 }
 
 impl Hints {
@@ -60,7 +66,9 @@ impl Hints {
             ind_wr_buffer_size: 512 << 10,
             ds_read: Switch::Automatic,
             ds_write: Switch::Automatic,
+            io_uring: Switch::Disable,
         }
+        .with(system_hints(), usize::MAX)
     }
 
     /// These hints with `info`'s on top; `procs` bounds `cb_nodes`.
@@ -77,6 +85,7 @@ impl Hints {
         h.ind_wr_buffer_size = size("ind_wr_buffer_size").unwrap_or(h.ind_wr_buffer_size);
         h.ds_read = switch("romio_ds_read").unwrap_or(h.ds_read);
         h.ds_write = switch("romio_ds_write").unwrap_or(h.ds_write);
+        h.io_uring = switch("madmpi_io_uring").unwrap_or(h.io_uring);
         h
     }
 
@@ -92,12 +101,44 @@ impl Hints {
             ("ind_wr_buffer_size", self.ind_wr_buffer_size.to_string()),
             ("romio_ds_read", self.ds_read.name().to_string()),
             ("romio_ds_write", self.ds_write.name().to_string()),
+            ("madmpi_io_uring", self.io_uring.name().to_string()),
         ];
         for (k, v) in pairs {
             info.set(k, v).expect("short keys and values");
         }
         info
     }
+}
+
+/// The hints of the file `ROMIO_HINTS` names (read once; none if unset or unreadable).
+fn system_hints() -> &'static Info {
+    static HINTS: std::sync::OnceLock<Info> = std::sync::OnceLock::new();
+    HINTS.get_or_init(|| {
+        let Some(path) = std::env::var_os("ROMIO_HINTS") else {
+            return Info::new();
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => parse_hints_file(&text),
+            Err(e) => {
+                log::warn!("io: ROMIO_HINTS={}: {e}", path.to_string_lossy());
+                Info::new()
+            }
+        }
+    })
+}
+
+/// `key value` per line; blank lines and `#` comments skipped.
+fn parse_hints_file(text: &str) -> Info {
+    let mut info = Info::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let mut words = line.split_whitespace();
+        if let (Some(k), Some(v)) = (words.next(), words.next())
+            && info.set(k, v).is_err()
+        {
+            log::warn!("io: ROMIO_HINTS: `{line}` is too long for a hint");
+        }
+    }
+    info
 }
 
 #[cfg(test)]
@@ -117,5 +158,13 @@ mod tests {
             (1 << 20, 4, Switch::Enable, Switch::Automatic)
         );
         assert_eq!(h.to_info().get("cb_nodes"), Some(&b"4"[..]));
+    }
+
+    #[test]
+    fn a_hints_file_reads_like_romios() {
+        let info = parse_hints_file("# tuned\ncb_nodes 2\n\n  madmpi_io_uring   disable\nlonely\n");
+        let h = Hints::defaults(1).with(&info, 4);
+        assert_eq!((h.cb_nodes, h.io_uring), (2, Switch::Disable));
+        assert_eq!(info.get("lonely"), None);
     }
 }

@@ -19,6 +19,7 @@
 
 mod access;
 mod amode;
+mod batch;
 mod collective;
 mod datarep;
 mod hints;

@@ -6,6 +6,7 @@
 //! match the program's.
 
 use super::amode::Amode;
+use super::batch::Batch;
 use super::datarep::Datarep;
 use super::hints::Hints;
 use super::pointer::SharedPointer;
@@ -36,6 +37,7 @@ pub(crate) struct Inner {
     pub(super) node_leaders: Vec<u32>,
     /// Orders this process's threads over a locked span (OFD locks do not).
     pub(super) local: Mutex<()>,
+    pub(super) batch: Batch,
 }
 
 struct State {
@@ -149,6 +151,7 @@ pub(super) fn open(user: &Comm, path: &str, amode: Amode, info: &Info) -> Result
         queue: Arc::default(),
         node_leaders,
         local: Mutex::new(()),
+        batch: Batch::default(),
     })
 }
 

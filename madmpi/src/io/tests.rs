@@ -233,3 +233,36 @@ fn external32_stores_big_endian_ints() {
     assert_eq!(std::fs::read(&p).unwrap(), [1, 2, 3, 4, 0xff, 0xff, 0xff, 0xfe]);
     std::fs::remove_file(&p).unwrap();
 }
+
+#[test]
+fn strided_pieces_batched_through_io_uring_land_as_one_call_each_would() {
+    // One int in every three, 200 pieces (many batches of the ring's 64), written and read
+    // back with the ring and without; the read runs past the end of the file and is short.
+    let files: Vec<Vec<u8>> = ["enable", "disable"]
+        .into_iter()
+        .map(|ring| {
+            let p = path(&format!("batch-{ring}"));
+            let ps = p.to_str().unwrap().to_string();
+            on_all(1, |world| {
+                let hints = info(&[("madmpi_io_uring", ring), ("romio_ds_read", "disable")]);
+                let f = File::open(&world, &ps, rw_create(), &hints).unwrap();
+                let ft = Datatype::resized(&int(), 0, 12).unwrap();
+                ft.commit().unwrap();
+                f.set_view(Disp::Bytes(4), &int(), &ft, "native", &Info::new()).unwrap();
+                let mine: Vec<i32> = (0..200).collect();
+                f.write_at_from(0, &mine).unwrap();
+                let mut back = vec![-1i32; 210];
+                let s = f.read_at_into(0, &mut back).unwrap();
+                assert_eq!(s.bytes, 800, "the read stops at the end of the file");
+                assert_eq!(back[..200], mine[..]);
+                assert_eq!(back[200..], [-1; 10]);
+                f.close().unwrap();
+            });
+            let bytes = std::fs::read(&p).unwrap();
+            std::fs::remove_file(&p).unwrap();
+            bytes
+        })
+        .collect();
+    assert_eq!(files[0].len(), 4 + 199 * 12 + 4);
+    assert_eq!(files[0], files[1]);
+}
