@@ -287,22 +287,26 @@ impl Inner {
         datarep: &str,
         info: &Info,
     ) -> Result<()> {
-        let rep = Datarep::named(datarep)?;
         self.queue.drain();
-        let disp = match disp {
-            Disp::Bytes(d) => d,
-            Disp::Current if self.amode.has(Amode::SEQUENTIAL) => {
-                // The shared pointer's byte position under the current view.
-                let at = self.shared.get()?;
-                self.view().byte_offset(at)?
-            }
-            Disp::Current => {
-                return Err(Error::arg(
-                    "MPI_DISPLACEMENT_CURRENT is for files opened with MPI_MODE_SEQUENTIAL",
-                ));
-            }
-        };
-        let view = View::new(disp, etype, filetype, rep);
+        // Every failure goes through the agreement: a process that returned before it would
+        // leave the others waiting there.
+        let view = (|| {
+            let rep = Datarep::named(datarep)?;
+            let disp = match disp {
+                Disp::Bytes(d) => d,
+                Disp::Current if self.amode.has(Amode::SEQUENTIAL) => {
+                    // The shared pointer's byte position under the current view.
+                    let at = self.shared.get()?;
+                    self.view().byte_offset(at)?
+                }
+                Disp::Current => {
+                    return Err(Error::arg(
+                        "MPI_DISPLACEMENT_CURRENT is for files opened with MPI_MODE_SEQUENTIAL",
+                    ));
+                }
+            };
+            View::new(disp, etype, filetype, rep)
+        })();
         let view = agree(&self.comm, view)?;
         self.check_same(view.etype_size() as i64, "etype size")?;
         {
