@@ -336,6 +336,9 @@ pub(super) fn span(ranges: &[(i64, u64)]) -> (i64, i64) {
 /// Reads the span of `ranges` a window of `window` bytes at a time and copies their bytes to
 /// `out`; the bytes before the end of the file.
 fn sieve_read(inner: &Inner, ranges: &[(i64, u64)], out: &mut [u8], window: usize) -> Result<usize> {
+    // No bigger than the span: a short access does not fault in the whole window's pages.
+    let (lo, hi) = span(ranges);
+    let window = window.min((hi - lo) as usize).max(1);
     let mut buf = vec![0u8; window];
     let (mut r, mut skip) = (0usize, 0u64); // the next range, and bytes of it already copied
     let mut at = 0usize;

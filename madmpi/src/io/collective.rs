@@ -29,6 +29,13 @@ use std::os::fd::AsRawFd;
 /// it and writes it whole.
 const RUNS_BEFORE_SIEVING: usize = 16;
 
+/// A write's rounds are at most this long when its domains hold [`PIPELINED_FROM`] bytes: the
+/// more rounds, the more of the data moves while the aggregator writes (256 MiB checkerboard, 4
+/// processes: 2.5–2.75 GB/s on tmpfs in 4 MiB rounds, 2.25–2.4 in 16 MiB ones; ext4 4.0 against
+/// 3.0), but each round costs a few collective calls (a 16 MiB write does better in one round).
+const PIPELINED_ROUND: i64 = 4 << 20;
+const PIPELINED_FROM: i64 = 16 * PIPELINED_ROUND;
+
 /// One piece of a process's access: its file position, length, and where it lies in the
 /// process's stream.
 #[derive(Clone, Copy, Debug)]
@@ -98,7 +105,10 @@ fn plan(inner: &Inner, ranges: &[(i64, u64)], switch: Switch, write: bool) -> Re
     }
     aggregators.sort_unstable();
     let domain = ((hi - lo) as u64).div_ceil(n as u64).max(1) as i64;
-    let round = (hints.cb_buffer_size as i64).max(1);
+    let mut round = (hints.cb_buffer_size as i64).max(1);
+    if write && domain >= PIPELINED_FROM {
+        round = round.min(PIPELINED_ROUND);
+    }
     let rounds = (domain as u64).div_ceil(round as u64) as i64;
     Ok(Some(Plan { aggregators, lo, hi, domain, rounds, round }))
 }
