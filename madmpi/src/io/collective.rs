@@ -189,25 +189,77 @@ impl Round {
                 pieces.push((d[0], d[1] as u64, from));
             }
         }
-        let consecutive = mine.iter().all(|ps| ps.windows(2).all(|w| w[0].at + w[0].len == w[1].at));
-        let (packed, send_displs) = match data {
-            Some(d) if !consecutive => {
-                let mut bytes = Vec::with_capacity(send_counts.iter().sum());
-                for p in mine.iter().flatten() {
-                    bytes.extend_from_slice(&d[p.at as usize..(p.at + p.len) as usize]);
-                }
-                (Some(bytes), displacements(&send_counts))
-            }
-            _ => {
-                let mut at = vec![0usize; size];
-                for (a, pieces) in mine.iter().enumerate() {
-                    at[plan.aggregators[a] as usize] = pieces.first().map_or(0, |p| p.at as usize);
-                }
-                (None, at)
-            }
-        };
+        let (packed, send_displs) = send_layout(plan, mine, data, &send_counts);
         let recv_counts = (0..size).map(|i| got[2 * i + 1] as usize).collect();
         Ok(Round { pieces, send_counts, send_displs, recv_counts, packed })
+    }
+
+    /// A write's rounds, agreed at once (as ROMIO does): one `alltoall` of every round's counts
+    /// and one `alltoallv` of every descriptor, so that a round then costs only its data's
+    /// exchange, one collective call instead of three (on this machine within the noise: a
+    /// 256 MiB checkerboard on tmpfs, pinned, 2.22–2.34 GB/s against 2.16–2.24).
+    fn agree_all(
+        inner: &Inner,
+        plan: &Plan,
+        ranges: &[(i64, u64)],
+        starts: &[u64],
+        data: &[u8],
+    ) -> Result<Vec<Round>> {
+        let comm = &inner.comm;
+        let size = comm.size() as usize;
+        let n = plan.rounds as usize;
+        // mine[r][a]: this process's pieces for aggregator a in round r.
+        let mine: Vec<Vec<Vec<Piece>>> = (0..plan.rounds)
+            .map(|r| {
+                let mut m = vec![Vec::new(); plan.aggregators.len()];
+                pieces_in_round(plan, r, ranges, starts, &mut m);
+                m
+            })
+            .collect();
+        // Per destination: its n rounds' piece counts, then their byte counts.
+        let mut counts = vec![0u64; 2 * n * size];
+        for (r, m) in mine.iter().enumerate() {
+            for (a, pieces) in m.iter().enumerate() {
+                let to = plan.aggregators[a] as usize;
+                counts[to * 2 * n + r] = pieces.len() as u64;
+                counts[to * 2 * n + n + r] = pieces.iter().map(|p| p.len).sum();
+            }
+        }
+        let mut got = vec![0u64; 2 * n * size];
+        comm.alltoall(&counts, &mut got)?;
+        // Descriptors per destination (aggregators in rank order), round after round.
+        let mut desc = Vec::new();
+        let mut sd = vec![0usize; size];
+        for (a, &to) in plan.aggregators.iter().enumerate() {
+            for m in &mine {
+                for p in &m[a] {
+                    desc.extend_from_slice(&[p.pos, p.len as i64]);
+                }
+                sd[to as usize] += 2 * m[a].len();
+            }
+        }
+        let from = |s: usize, r: usize| got[s * 2 * n + r] as usize;
+        let rd: Vec<usize> = (0..size).map(|s| 2 * (0..n).map(|r| from(s, r)).sum::<usize>()).collect();
+        let mut rdesc = vec![0i64; rd.iter().sum()];
+        comm.alltoallv(&desc, &sd, &displacements(&sd), &mut rdesc, &rd, &displacements(&rd))?;
+        let mut next = displacements(&rd); // each sender's next descriptor
+        let mut rounds = Vec::with_capacity(n);
+        for (r, m) in mine.iter().enumerate() {
+            let mut pieces = Vec::new();
+            for (s, at) in next.iter_mut().enumerate() {
+                let k = 2 * from(s, r);
+                pieces.extend(rdesc[*at..*at + k].chunks(2).map(|d| (d[0], d[1] as u64, s)));
+                *at += k;
+            }
+            let recv_counts: Vec<usize> = (0..size).map(|s| got[s * 2 * n + n + r] as usize).collect();
+            let mut send_counts = vec![0usize; size];
+            for (a, pieces) in m.iter().enumerate() {
+                send_counts[plan.aggregators[a] as usize] = pieces.iter().map(|p| p.len as usize).sum();
+            }
+            let (packed, send_displs) = send_layout(plan, m, Some(data), &send_counts);
+            rounds.push(Round { pieces, send_counts, send_displs, recv_counts, packed });
+        }
+        Ok(rounds)
     }
 
     /// Starts moving the round's data (`data`: the stream) into `into` (resized to what this
@@ -217,6 +269,34 @@ impl Round {
         let send = self.packed.as_deref().unwrap_or(data);
         let rdispls = displacements(&self.recv_counts);
         comm.ialltoallv(send, &self.send_counts, &self.send_displs, into, &self.recv_counts, &rdispls)
+    }
+}
+
+/// Where a round's data for the aggregators is sent from: the stream itself where each
+/// aggregator's pieces lie end to end in it (displacements into `data`), else a copy of them in
+/// order (`send_counts` per rank).
+fn send_layout(
+    plan: &Plan,
+    mine: &[Vec<Piece>],
+    data: Option<&[u8]>,
+    send_counts: &[usize],
+) -> (Option<Vec<u8>>, Vec<usize>) {
+    let consecutive = mine.iter().all(|ps| ps.windows(2).all(|w| w[0].at + w[0].len == w[1].at));
+    match data {
+        Some(d) if !consecutive => {
+            let mut bytes = Vec::with_capacity(send_counts.iter().sum());
+            for p in mine.iter().flatten() {
+                bytes.extend_from_slice(&d[p.at as usize..(p.at + p.len) as usize]);
+            }
+            (Some(bytes), displacements(send_counts))
+        }
+        _ => {
+            let mut at = vec![0usize; send_counts.len()];
+            for (a, pieces) in mine.iter().enumerate() {
+                at[plan.aggregators[a] as usize] = pieces.first().map_or(0, |p| p.at as usize);
+            }
+            (None, at)
+        }
     }
 }
 
@@ -259,25 +339,16 @@ pub(super) unsafe fn write(inner: &Inner, view: &View, start: u64, buf: &Buffer)
         return unsafe { inner.write_independent(view, start, buf) };
     };
     let starts = starts_of(&ranges);
-    let mut mine = vec![Vec::new(); plan.aggregators.len()];
     let aggregator = plan.aggregators.contains(&inner.comm.rank());
+    let rounds = Round::agree_all(inner, &plan, &ranges, &starts, data)?;
     // Round r + 1's data moves (its senders copy) while the aggregators write round r's.
     let (mut current, mut next) = (Vec::new(), Vec::new());
-    pieces_in_round(&plan, 0, &ranges, &starts, &mut mine);
-    let mut round = Round::agree(inner, &plan, &mine, Some(data))?;
-    round.start(&inner.comm, data, &mut current)?.wait()?;
+    rounds[0].start(&inner.comm, data, &mut current)?.wait()?;
     // The first failure to write; the rounds go on (the others' exchanges need this process)
     // and every process learns of it at the end.
     let mut written = Ok(());
-    for r in 0..plan.rounds {
-        let upcoming = match r + 1 < plan.rounds {
-            true => {
-                pieces_in_round(&plan, r + 1, &ranges, &starts, &mut mine);
-                Some(Round::agree(inner, &plan, &mine, Some(data))?)
-            }
-            false => None,
-        };
-        let moving = upcoming.as_ref().map(|u| u.start(&inner.comm, data, &mut next)).transpose()?;
+    for (r, round) in rounds.iter().enumerate() {
+        let moving = rounds.get(r + 1).map(|u| u.start(&inner.comm, data, &mut next)).transpose()?;
         if aggregator && written.is_ok() && !round.pieces.is_empty() {
             written = write_round(inner, &round.pieces, &current);
         }
@@ -285,9 +356,6 @@ pub(super) unsafe fn write(inner: &Inner, view: &View, start: u64, buf: &Buffer)
             m.wait()?;
         }
         std::mem::swap(&mut current, &mut next);
-        if let Some(u) = upcoming {
-            round = u;
-        }
     }
     super::open::agree(&inner.comm, written)?;
     Ok(done)
