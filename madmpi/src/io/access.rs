@@ -187,7 +187,7 @@ impl Inner {
         let data: &[u8] = &data;
         let ranges = ranges_of(view, start, data.len() as u64);
         let _atomic = self.atomic_span(&ranges, true)?;
-        self.write_ranges(&ranges, data)?;
+        self.write_ranges(&ranges, data, self.hints().io_uring)?;
         Ok(Done { stream: data.len() as u64, memory: buf.datatype.size() * buf.count })
     }
 
@@ -229,7 +229,7 @@ impl Inner {
         if sieve {
             return sieve_read(self, ranges, out, hints.ind_rd_buffer_size.max(1));
         }
-        if let Some(pieces) = self.batched(ranges, out.as_mut_ptr(), Dir::Read) {
+        if let Some(pieces) = self.batched(hints.io_uring, ranges, out.as_mut_ptr(), Dir::Read) {
             // Each piece read in full, or short at the end of the file (or by a signal:
             // finished by ordinary calls).
             let mut at = 0usize;
@@ -257,10 +257,10 @@ impl Inner {
         Ok(at)
     }
 
-    /// Writes `data` to `ranges` (its bytes in order).
-    fn write_ranges(&self, ranges: &[(i64, u64)], data: &[u8]) -> Result<()> {
+    /// Writes `data` to `ranges` (its bytes in order); `ring`: the `madmpi_io_uring` hint.
+    fn write_ranges(&self, ranges: &[(i64, u64)], data: &[u8], ring: Switch) -> Result<()> {
         // The kernel only reads through a write's pointer.
-        if let Some(pieces) = self.batched(ranges, data.as_ptr().cast_mut(), Dir::Write) {
+        if let Some(pieces) = self.batched(ring, ranges, data.as_ptr().cast_mut(), Dir::Write) {
             let mut at = 0usize;
             for p in &pieces {
                 let done = checked(p, "write", self)?;
@@ -280,11 +280,11 @@ impl Inner {
     }
 
     /// `ranges` read into or written from the memory at `base` (their bytes in order) through
-    /// the file's batch, if the `madmpi_io_uring` hint and the ranges call for one and the
-    /// batch ran: the pieces with the kernel's answers. `None`: make the calls one by one
+    /// the file's batch, if the `madmpi_io_uring` hint (`ring`) and the ranges call for one and
+    /// the batch ran: the pieces with the kernel's answers. `None`: make the calls one by one
     /// (also after a failure of the ring itself, which gives the ring up).
-    fn batched(&self, ranges: &[(i64, u64)], base: *mut u8, dir: Dir) -> Option<Vec<Piece>> {
-        let wanted = self.hints().io_uring == Switch::Enable && ranges.len() >= BATCH_FROM;
+    fn batched(&self, ring: Switch, ranges: &[(i64, u64)], base: *mut u8, dir: Dir) -> Option<Vec<Piece>> {
+        let wanted = ring == Switch::Enable && ranges.len() >= BATCH_FROM;
         if !wanted || ranges.iter().any(|&(_, len)| len > batch::PIECE_MAX) {
             return None;
         }

@@ -3,8 +3,9 @@
 //! The span every process accesses is split into one contiguous file domain per aggregator (the
 //! first process of each node by default; `cb_nodes` more or fewer). In rounds of at most
 //! `cb_buffer_size` bytes per aggregator, each process sends the pieces of its ranges that fall
-//! in a domain's round window to that domain's aggregator (`alltoall` of counts, `alltoallv` of
-//! piece descriptors and data); the aggregator makes large contiguous accesses: one write when
+//! in a domain's round window to that domain's aggregator (the descriptors of every round agreed
+//! at once by an `alltoall` of counts and an `alltoallv`, then an `alltoallv` of data per
+//! round); the aggregator makes large contiguous accesses: one write when
 //! the pieces cover their span (vectored, from where they were received), each merged run when
 //! they leave holes, a locked read-modify-write when the runs are many; for reads it reads the
 //! span and sends the pieces back. A write's rounds are pipelined: round r + 1's data moves
@@ -140,9 +141,11 @@ fn pieces_in_round(plan: &Plan, r: i64, ranges: &[(i64, u64)], starts: &[u64], o
 /// A piece an aggregator received: file position, length, sender.
 type Received = (i64, u64, usize);
 
-/// One round's exchange, agreed by every process: on an aggregator the pieces it gets
-/// (position, length, sender, in sender order); the data's layout both ways.
+/// One round's exchange, agreed by every process: this process's pieces for each aggregator;
+/// on an aggregator the pieces it gets (position, length, sender, in sender order); the data's
+/// layout both ways (a write's: a read's data comes back in `read`).
 struct Round {
+    mine: Vec<Vec<Piece>>,
     pieces: Vec<Received>,
     send_counts: Vec<usize>,
     send_displs: Vec<usize>,
@@ -153,57 +156,20 @@ struct Round {
 }
 
 impl Round {
-    /// Agrees this round's requests: sends `mine[a]`'s descriptors (and, when writing, the
-    /// sizes of their data: `data` is the stream) to aggregator `a`.
+    /// Every round's requests, agreed at once (as ROMIO does): one `alltoall` of every round's
+    /// counts and one `alltoallv` of every descriptor, so that a round then costs only its
+    /// data's exchange, one collective call instead of three (on this machine within the noise:
+    /// a 256 MiB checkerboard write on tmpfs, pinned, 2.22–2.34 GB/s against 2.16–2.24).
+    /// `data`: a write's stream (`None` for a read: no data goes to the aggregators).
     ///
     /// A process's pieces for one aggregator are, for a view (whose file order is its stream
     /// order), consecutive bytes of its stream: they are sent from `data` where they lie.
-    fn agree(inner: &Inner, plan: &Plan, mine: &[Vec<Piece>], data: Option<&[u8]>) -> Result<Round> {
-        let comm = &inner.comm;
-        let size = comm.size() as usize;
-        let mut counts = vec![0u64; 2 * size];
-        for (a, pieces) in mine.iter().enumerate() {
-            let to = plan.aggregators[a] as usize;
-            counts[2 * to] = pieces.len() as u64;
-            counts[2 * to + 1] = if data.is_some() { pieces.iter().map(|p| p.len).sum() } else { 0 };
-        }
-        let mut got = vec![0u64; 2 * size];
-        comm.alltoall(&counts, &mut got)?;
-        // Descriptors: (position, length) pairs.
-        let mut desc = Vec::new();
-        let (mut sd, mut send_counts) = (vec![0usize; size], vec![0usize; size]);
-        for (a, pieces) in mine.iter().enumerate() {
-            let to = plan.aggregators[a] as usize;
-            for p in pieces {
-                desc.extend_from_slice(&[p.pos, p.len as i64]);
-            }
-            sd[to] = 2 * pieces.len();
-            send_counts[to] = counts[2 * to + 1] as usize;
-        }
-        let rd: Vec<usize> = (0..size).map(|i| 2 * got[2 * i] as usize).collect();
-        let mut rdesc = vec![0i64; rd.iter().sum()];
-        comm.alltoallv(&desc, &sd, &displacements(&sd), &mut rdesc, &rd, &displacements(&rd))?;
-        let mut pieces = Vec::with_capacity(rdesc.len() / 2);
-        for (from, (&n, start)) in rd.iter().zip(displacements(&rd)).enumerate() {
-            for d in rdesc[start..start + n].chunks(2) {
-                pieces.push((d[0], d[1] as u64, from));
-            }
-        }
-        let (packed, send_displs) = send_layout(plan, mine, data, &send_counts);
-        let recv_counts = (0..size).map(|i| got[2 * i + 1] as usize).collect();
-        Ok(Round { pieces, send_counts, send_displs, recv_counts, packed })
-    }
-
-    /// A write's rounds, agreed at once (as ROMIO does): one `alltoall` of every round's counts
-    /// and one `alltoallv` of every descriptor, so that a round then costs only its data's
-    /// exchange, one collective call instead of three (on this machine within the noise: a
-    /// 256 MiB checkerboard on tmpfs, pinned, 2.22–2.34 GB/s against 2.16–2.24).
-    fn agree_all(
+    fn agree(
         inner: &Inner,
         plan: &Plan,
         ranges: &[(i64, u64)],
         starts: &[u64],
-        data: &[u8],
+        data: Option<&[u8]>,
     ) -> Result<Vec<Round>> {
         let comm = &inner.comm;
         let size = comm.size() as usize;
@@ -222,7 +188,8 @@ impl Round {
             for (a, pieces) in m.iter().enumerate() {
                 let to = plan.aggregators[a] as usize;
                 counts[to * 2 * n + r] = pieces.len() as u64;
-                counts[to * 2 * n + n + r] = pieces.iter().map(|p| p.len).sum();
+                counts[to * 2 * n + n + r] =
+                    if data.is_some() { pieces.iter().map(|p| p.len).sum() } else { 0 };
             }
         }
         let mut got = vec![0u64; 2 * n * size];
@@ -244,7 +211,7 @@ impl Round {
         comm.alltoallv(&desc, &sd, &displacements(&sd), &mut rdesc, &rd, &displacements(&rd))?;
         let mut next = displacements(&rd); // each sender's next descriptor
         let mut rounds = Vec::with_capacity(n);
-        for (r, m) in mine.iter().enumerate() {
+        for (r, m) in mine.into_iter().enumerate() {
             let mut pieces = Vec::new();
             for (s, at) in next.iter_mut().enumerate() {
                 let k = 2 * from(s, r);
@@ -253,11 +220,13 @@ impl Round {
             }
             let recv_counts: Vec<usize> = (0..size).map(|s| got[s * 2 * n + n + r] as usize).collect();
             let mut send_counts = vec![0usize; size];
-            for (a, pieces) in m.iter().enumerate() {
-                send_counts[plan.aggregators[a] as usize] = pieces.iter().map(|p| p.len as usize).sum();
+            if data.is_some() {
+                for (a, pieces) in m.iter().enumerate() {
+                    send_counts[plan.aggregators[a] as usize] = pieces.iter().map(|p| p.len as usize).sum();
+                }
             }
-            let (packed, send_displs) = send_layout(plan, m, Some(data), &send_counts);
-            rounds.push(Round { pieces, send_counts, send_displs, recv_counts, packed });
+            let (packed, send_displs) = send_layout(plan, &m, data, &send_counts);
+            rounds.push(Round { mine: m, pieces, send_counts, send_displs, recv_counts, packed });
         }
         Ok(rounds)
     }
@@ -340,7 +309,7 @@ pub(super) unsafe fn write(inner: &Inner, view: &View, start: u64, buf: &Buffer)
     };
     let starts = starts_of(&ranges);
     let aggregator = plan.aggregators.contains(&inner.comm.rank());
-    let rounds = Round::agree_all(inner, &plan, &ranges, &starts, data)?;
+    let rounds = Round::agree(inner, &plan, &ranges, &starts, Some(data))?;
     // Round r + 1's data moves (its senders copy) while the aggregators write round r's.
     let (mut current, mut next) = (Vec::new(), Vec::new());
     rounds[0].start(&inner.comm, data, &mut current)?.wait()?;
@@ -480,10 +449,8 @@ pub(super) unsafe fn read(inner: &Inner, view: &View, start: u64, buf: &Buffer) 
     };
     let comm = &inner.comm;
     let size = comm.size() as usize;
-    let mut mine = vec![Vec::new(); plan.aggregators.len()];
-    for r in 0..plan.rounds {
-        pieces_in_round(&plan, r, &ranges, &starts, &mut mine);
-        let pieces = Round::agree(inner, &plan, &mine, None)?.pieces;
+    for round in Round::agree(inner, &plan, &ranges, &starts, None)? {
+        let Round { mine, pieces, .. } = round;
         // The aggregator reads the span of what was asked and answers each sender in order.
         let mut answer = Vec::new();
         let mut sends = vec![0usize; size];
