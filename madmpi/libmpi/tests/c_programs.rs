@@ -727,31 +727,23 @@ fn large_one_sided_transfers_on_every_flavour_and_synchronization() {
 }
 
 /// Passive-target progress: the target computes 300 ms without calling MPI while the other
-/// ranks lock, put, accumulate, get and unlock; each origin's epoch ends within 5 ms per origin
-/// (applied by the target's progression, not at its next MPI call), at 2, 4 and 8 processes.
-///
-/// Over a network driver (`NMAD_DRIVERS=udp` or `tcp`) with more ranks than CPUs, the target's
-/// progression thread wakes from its socket wait and waits for a scheduler slice among the
-/// origins' waiting threads: 8 ranks on 2 CPUs over udp, 15 runs, the slowest epoch mostly
-/// 1–7 ms, once 18 and once 50 ms (tcp: once 24, once 40 ms); CI once saw 77 ms, a full test
-/// run 185 ms (exclusive epochs queue behind one another). There the target computes 1 s and
-/// the bound is 500 ms: far over what the scheduler costs, still far under the second of
-/// progress made only at the target's next MPI call (as in the namespace-host test of
-/// `tests/hosts.rs`). Shared memory keeps the 5 ms per origin at every count.
+/// ranks lock, put, accumulate, get and unlock; each origin's epoch ends before the target's
+/// computation does (applied by the target's progression, not at its next MPI call), at 2, 4
+/// and 8 processes. The instants are compared, not a duration against a bound: a 5 ms bound
+/// per origin failed under CI's load (5.3 ms, 2 ranks on shm), and over a network with 8 ranks
+/// on 2 CPUs the target's progression thread waits for a scheduler slice at each wake-up
+/// (epochs of 1–7 ms, up to 185 ms seen). There the target computes 1 s.
 #[test]
 fn passive_target_operations_progress_while_the_target_computes() {
     let network = std::env::var("NMAD_DRIVERS").is_ok_and(|d| !d.is_empty() && !d.starts_with("shm"));
     let cpus = std::thread::available_parallelism().map_or(1, |c| c.get()) as u32;
     for n in [2, 4, 8] {
         let oversubscribed = network && n > cpus;
-        let slow = [("RMA_PASSIVE_COMPUTE_MS", "1000"), ("RMA_PASSIVE_BOUND_MS", "500")];
+        let slow = [("RMA_PASSIVE_COMPUTE_MS", "1000")];
         passes_with("rma_passive", n, if oversubscribed { &slow } else { &[] });
     }
 }
 
-/// MPI_THREAD_MULTIPLE one-sided traffic: 4 threads per rank, each with 1000 accumulates and
-/// 1000 fetch_and_ops (each flushed) on the same ints at rank 0 inside one lock_all epoch; the
-/// sums and the distinctness of the fetched values are checked exactly, at 2, 4 and 8 processes.
 #[test]
 fn threads_accumulate_and_fetch_and_op_on_one_int_at_once() {
     for n in [2, 4, 8] {

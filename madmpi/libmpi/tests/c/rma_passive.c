@@ -1,11 +1,11 @@
-/* Passive-target progress: the target computes for 300 ms without calling MPI while every
- * other rank locks its window, puts, gets, accumulates and unlocks. The operations are applied
- * by the target's progression, not by its next MPI call: each origin's epoch ends within 5 ms
- * per origin, long before the target's computation does (MPICH's and Open MPI's wait for the
- * target). RMA_PASSIVE_BOUND_MS, if set, is the bound for the whole epoch instead (for jobs
- * whose ranks oversubscribe the machine: a progression thread's wake-up then waits for the
- * scheduler), and RMA_PASSIVE_COMPUTE_MS the target's computation (a bound that stays well
- * under it still tells progress by the target's library from progress at its next call). */
+/* Passive-target progress: the target computes for 300 ms (RMA_PASSIVE_COMPUTE_MS, if set)
+ * without calling MPI while every other rank locks its window, puts, gets, accumulates and
+ * unlocks. The operations are applied by the target's progression, not by its next MPI call:
+ * each origin's epoch ends before the target's computation does (MPICH's and Open MPI's wait
+ * for the target). The check compares the two instants on the machine's monotonic clock (every
+ * rank runs on this kernel, namespace hosts too), not a duration against a bound, so a loaded
+ * machine slows the epochs without failing the test unless it delays them by the whole
+ * computation; the epoch's duration is printed. */
 #include "check.h"
 #include <time.h>
 
@@ -23,12 +23,12 @@ int main(int argc, char **argv)
     const int target = 0;
     const char *compute_ms = getenv("RMA_PASSIVE_COMPUTE_MS");
     const double compute = compute_ms && atof(compute_ms) > 0 ? atof(compute_ms) * 1e-3 : 0.3;
-    double took = 0;
+    double took = 0, epoch_end = 0, compute_end = 0;
     if (rank == target) {
         MPI_Barrier(MPI_COMM_WORLD);
         double end = check_now() + compute;
         volatile double x = 1;
-        while (check_now() < end)
+        while ((compute_end = check_now()) < end)
             x = x * 1.0000001 + 1e-9; /* no MPI call */
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -41,19 +41,16 @@ int main(int argc, char **argv)
         MPI_Accumulate(&one, 1, MPI_INT, target, 0, 1, MPI_INT, MPI_SUM, win);
         MPI_Get(got, 4, MPI_INT, target, 4 * rank, 4, MPI_INT, win);
         MPI_Win_unlock(target, win);
-        took = check_now() - t0;
+        epoch_end = check_now();
+        took = epoch_end - t0;
         CHECK(got[0] == 100 * rank && got[3] == 100 * rank + 3, "the get read the put's values back");
-        /* The origins' exclusive epochs follow one another: 5 ms each is a wide margin over
-         * the tenths of a millisecond they take, and 60 times under the computation even with
-         * 7 origins. */
-        double bound = 5e-3 * (size - 1);
-        const char *forced = getenv("RMA_PASSIVE_BOUND_MS");
-        if (forced && atof(forced) > 0)
-            bound = atof(forced) * 1e-3;
-        CHECK(took < bound, "lock/put/accumulate/get/unlock took %.3f ms (bound %.0f ms) while the target computed %.0f ms",
-              took * 1e3, bound * 1e3, compute * 1e3);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Bcast(&compute_end, 1, MPI_DOUBLE, target, MPI_COMM_WORLD);
+    if (rank != target)
+        CHECK(epoch_end < compute_end,
+              "lock/put/accumulate/get/unlock took %.3f ms and ended %.1f ms before the target's %.0f ms computation did",
+              took * 1e3, (compute_end - epoch_end) * 1e3, compute * 1e3);
     if (rank == target) {
         CHECK(mem[0] == size - 1, "every origin's accumulate landed (%d)", mem[0]);
         int ok = 1;
