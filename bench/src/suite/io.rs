@@ -294,13 +294,10 @@ impl Ctx<'_> {
                     match self.io_launch(imp, variant, place, pattern, &fit, &cpus) {
                         Ok(v) => ms.extend(v),
                         Err(e) => {
-                            *self.failures += 1;
                             let reason = why(&e);
-                            p.warn(&format!(
-                                "io {pattern} {}{label} on {}: {reason}",
-                                imp.label(),
-                                place.label
-                            ));
+                            let what =
+                                format!("io {pattern} {}{label} on {}: {reason}", imp.label(), place.label);
+                            self.run_failed(p, imp, &what);
                             ms.push(failed(pattern, imp, variant, place, reason));
                         }
                     }

@@ -224,8 +224,7 @@ impl Ctx<'_> {
                 })
                 .collect(),
             Err(e) => {
-                *self.failures += 1;
-                p.warn(&format!("{name}: {e}"));
+                self.run_failed(p, imp, &format!("{name}: {e}"));
                 vec![]
             }
         }

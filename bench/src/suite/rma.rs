@@ -52,8 +52,8 @@ impl Ctx<'_> {
                             e.lines().next().unwrap_or("").trim_end_matches(':')
                         )),
                         Err(e) => {
-                            *self.failures += 1;
-                            p.warn(&format!("rma {part} {}{label} over {}: {e}", imp.label(), t.label()));
+                            let what = format!("rma {part} {}{label} over {}: {e}", imp.label(), t.label());
+                            self.run_failed(p, imp, &what);
                         }
                     }
                 }
