@@ -34,6 +34,7 @@ mod leb128;
 mod loom;
 pub mod observe;
 pub mod reliable;
+mod small_copy;
 pub mod strategies;
 
 pub use crate::core::am::AmHandler;

@@ -3,7 +3,8 @@
 
 use nmad::drivers::MAX_KEY;
 use nmad::wire::{
-    Chunk, Decoder, Encoder, FLAG_READ, FLAG_SYNC, MAX_AM_HEADER, MsgHeader, Piece, RemoteMem, VERSION,
+    Chunk, Decoder, Encoder, FLAG_READ, FLAG_SYNC, MAX_AM_HEADER, MsgHeader, Piece, RemoteMem, SmallPacket,
+    VERSION, small_packet,
 };
 use proptest::prelude::*;
 
@@ -155,6 +156,36 @@ proptest! {
                 (g, c) => prop_assert!(false, "{:?} decoded as {:?}", c, g),
             }
         }
+    }
+
+    /// The latency path's decoder (`small_packet`) answers only for packets whose chunks the
+    /// general decoder reads as one DATA without flags and at most one CREDIT, and then with
+    /// the same header, payload and credit: on valid packets of any chunks, cut short or with a
+    /// byte changed.
+    #[test]
+    fn the_small_packet_decoder_agrees_with_the_general_one(chunks in prop::collection::vec(chunk(), 1..3), cut in any::<prop::sample::Index>(), flip in any::<(prop::sample::Index, u8)>()) {
+        let b = encode(&chunks);
+        let mut m = b.clone();
+        let i = flip.0.index(m.len() - 1) + 1;
+        m[i] ^= flip.1 | 1;
+        for p in [&b[..], &b[..cut.index(b.len()).max(1)], &m[..]] {
+            let Some(SmallPacket { h, payload, credit }) = small_packet(p) else { continue };
+            let general: Vec<Chunk<'_>> = Decoder::new(p).unwrap().collect::<Result<_, _>>().unwrap();
+            let mut want = vec![Chunk::Data { h, cookie: 0, payload }];
+            want.extend(credit.map(|(bytes, slots)| Chunk::Credit { bytes, slots }));
+            prop_assert_eq!(general, want);
+            prop_assert_eq!(h.flags, 0);
+        }
+    }
+
+    /// Packets of the latency path's shape, as the general encoder writes them, decode at once
+    /// to what was encoded.
+    #[test]
+    fn small_packets_decode_at_once(h in header(0), payload in prop::collection::vec(any::<u8>(), 0..300), credit in prop::option::of((any::<u64>(), any::<u64>()))) {
+        let mut chunks = vec![Gen::Data(h, 0, payload.clone())];
+        chunks.extend(credit.map(|(b, s)| Gen::Credit(b, s)));
+        let b = encode(&chunks);
+        prop_assert_eq!(small_packet(&b), Some(SmallPacket { h, payload: &payload, credit }));
     }
 
     /// Valid packets cut short or with a byte changed: errors or valid chunks, never a panic.

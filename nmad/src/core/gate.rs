@@ -262,6 +262,8 @@ pub(crate) struct Out {
     outbox: Option<Box<failover::Outbox>>,
     /// Rails whose send failed during this flush, and why (handled once the lock is released).
     lost_rails: Vec<(usize, String)>,
+    /// The latency path's packet headers (`eager_now.rs`), written in place.
+    small: wire::Small,
 }
 
 impl Out {
@@ -367,6 +369,7 @@ impl Gate {
         let eager_limit = rails
             .iter()
             .map(|r| r.info.caps.eager_limit.min(r.info.room().saturating_sub(wire::MAX_HEADER + 16)))
+            .map(|limit| limit.min(wire::MAX_DATA))
             .min()
             .unwrap_or(0)
             .min(eager_cap);
@@ -395,6 +398,7 @@ impl Gate {
                 stalled: false,
                 outbox: failover.is_some().then(|| Box::new(failover::Outbox::new())),
                 lost_rails: Vec::new(),
+                small: wire::Small::new(),
             }),
             large_in: Mutex::new(Slab::default()),
             owed_bytes: AtomicU64::new(0),

@@ -741,6 +741,18 @@ impl Core {
     /// The chunks of `bytes`, the part of a packet from byte `at` (0: the whole packet), in
     /// order, until one breaks the protocol.
     fn on_rest(&self, gate: &Gate, from: PeerId, bytes: &[u8], at: usize) {
+        if at == 0
+            && let Some(wire::SmallPacket { h, payload, credit }) = wire::small_packet(bytes)
+        {
+            // The chunks in the order the general decoder gives them.
+            let data = Payload::Bytes(Cow::Borrowed(payload));
+            if self.on_chunk_data(gate, from, h, 0, data)
+                && let Some((credit, slots)) = credit
+            {
+                gate.add_credit(self, credit, slots);
+            }
+            return;
+        }
         let chunks = if at == 0 { wire::Decoder::new(bytes) } else { Ok(wire::Decoder::rest(bytes)) };
         let fail = |e: wire::DecodeError| {
             let e = wire::DecodeError { at: at + e.at, ..e };
@@ -1023,12 +1035,13 @@ impl Sink for CoreSink<'_> {
 
     fn packet(&mut self, from: PeerId, bytes: &[u8]) {
         self.core.counters.received(self.driver, bytes.len());
-        if let Some(g) = self.core.made_gate(from)
-            && g.failover.is_some()
-        {
-            return self.core.on_failover_packet(g, self.driver, from, bytes);
+        match self.core.made_gate(from) {
+            Some(g) if g.failover.is_some() => self.core.on_failover_packet(g, self.driver, from, bytes),
+            // `Core::on_packet` without a second look for the gate.
+            Some(g) if g.failed.get().is_none() => self.core.on_rest(g, from, bytes, 0),
+            Some(_) => {}
+            None => self.core.on_packet(from, bytes),
         }
-        self.core.on_packet(from, bytes);
     }
 
     fn packet_lent(&mut self, from: PeerId, packet: &dyn LentPacket) {

@@ -13,7 +13,7 @@
 use super::{EAGER_OVERHEAD, Gate, Out, SendError};
 use crate::core::Core;
 use crate::core::request::{Kind, ReqPtr};
-use crate::core::wire::{FLAG_SYNC, MsgHeader, Small};
+use crate::core::wire::{FLAG_SYNC, MsgHeader, SMALL_INLINE};
 use crate::drivers::{Segment, Sent};
 use std::io::IoSlice;
 use std::sync::atomic::Ordering::Relaxed;
@@ -122,9 +122,19 @@ impl Gate {
             g.owed_bytes.fetch_add(owed.0, Relaxed);
             g.owed_slots.fetch_add(owed.1, Relaxed);
         };
-        let headers = Small::packet(h, len, owed);
-        let (head, tail) = (headers.head(), headers.tail());
-        let bytes = head.len() + len + tail.len();
+        // A small contiguous payload goes inside the packet: one slice for the link to write.
+        let inline = match o.segs.as_slice() {
+            [] => Some(&[][..]),
+            // SAFETY: readable until this returns (our contract).
+            [s] if s.len <= SMALL_INLINE => Some(unsafe { std::slice::from_raw_parts(s.ptr, s.len) }),
+            _ => None,
+        };
+        match inline {
+            Some(payload) => o.small.set_inline(h, payload, owed),
+            None => o.small.set(h, len, owed),
+        }
+        let (head, tail) = (o.small.head(), o.small.tail());
+        let bytes = if inline.is_some() { o.small.packet().len() } else { head.len() + len + tail.len() };
         if bytes > self.rails[0].info.caps.max_packet {
             give_back(self);
             return Ok(Now::NotNow);
@@ -137,17 +147,23 @@ impl Gate {
             }
         };
         let mut iov = [IoSlice::new(&[]); MAX_PIECES + 2];
-        iov[0] = IoSlice::new(head);
-        let mut n = 1;
-        for s in o.segs.iter().filter(|s| s.len > 0) {
-            // SAFETY: readable until this returns (our contract).
-            iov[n] = IoSlice::new(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
-            n += 1;
-        }
-        if !tail.is_empty() {
-            iov[n] = IoSlice::new(tail);
-            n += 1;
-        }
+        let n = if inline.is_some() {
+            iov[0] = IoSlice::new(o.small.packet());
+            1
+        } else {
+            iov[0] = IoSlice::new(head);
+            let mut n = 1;
+            for s in o.segs.iter().filter(|s| s.len > 0) {
+                // SAFETY: readable until this returns (our contract).
+                iov[n] = IoSlice::new(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
+                n += 1;
+            }
+            if !tail.is_empty() {
+                iov[n] = IoSlice::new(tail);
+                n += 1;
+            }
+            n
+        };
         let iov = &iov[..n];
         // Plain eager data (no answer asked: `may_send_now` refused synchronous sends) is lazy
         // unless it carries credit that was due, or its request is watched (`Gate::urgent`).
