@@ -90,6 +90,11 @@ const CLOCK_EVERY: u32 = 16;
 /// round costs about as much as this many direct polls of one shared-memory source.
 pub(crate) const FIRST_POLLS: u32 = 8;
 
+/// Probes of a waiter's own reentrant source between two rounds over every task, at most (a
+/// round ends after [`FIRST_POLLS`] polls too): a probe of a shared-memory source costs a few
+/// dozen instructions, a round about 1,000, and an arrival during a round waits for it.
+pub(crate) const FIRST_PROBES: u32 = 128;
+
 /// A waiter's polls of a reentrant source outside the run state, counted locally and added to
 /// the task's statistics once per spin.
 #[derive(Default)]
@@ -108,6 +113,19 @@ impl DirectPolls {
         let found = p != Poll::Idle;
         self.useful += u64::from(found);
         found
+    }
+
+    /// Probes `lt`'s source (see `Source::probe`); a panic there cancels the task as a poll's
+    /// would, and says "poll it" (the poll then finds the task cancelled).
+    fn probe(&mut self, lt: &Arc<Ltask>) -> bool {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt.source.probe())) {
+            Ok(p) => p,
+            Err(_) => {
+                log::error!("source {:?} panicked in probe; its task is cancelled", lt.source.name());
+                let _ = lt.state.cancel();
+                true
+            }
+        }
     }
 
     fn record(&self, lt: &Ltask) {
@@ -465,7 +483,8 @@ impl Inner {
     ///
     /// `first`, if given, is the task of what the waiter waits on: the spin polls it
     /// [`FIRST_POLLS`] times between two rounds over every task (directly if its source is
-    /// reentrant), so that an arrival there is seen within one poll rather than one round.
+    /// reentrant, when its probe says so, probing it up to [`FIRST_PROBES`] times), so that an
+    /// arrival there is seen within one poll or probe rather than one round.
     pub(crate) fn wait_until(
         &self,
         cond: &Cond,
@@ -562,15 +581,27 @@ impl Inner {
         let spun = 'spin: loop {
             let mut useful = 0;
             if let Some(first) = first {
-                let now_ns = crate::clock::now_ns();
-                for _ in 0..FIRST_POLLS {
-                    let found = match reentrant {
-                        true => direct.poll(first),
-                        false => self.run_one(first, Context::Waiter, now_ns) == Some(true),
-                    };
-                    useful += usize::from(found);
-                    if cond.test(mask) {
-                        break 'spin Some(true);
+                if reentrant {
+                    let mut polls = 0;
+                    for _ in 0..FIRST_PROBES {
+                        if direct.probe(first) {
+                            useful += usize::from(direct.poll(first));
+                            polls += 1;
+                        }
+                        if cond.test(mask) {
+                            break 'spin Some(true);
+                        }
+                        if polls == FIRST_POLLS {
+                            break;
+                        }
+                    }
+                } else {
+                    let now_ns = crate::clock::now_ns();
+                    for _ in 0..FIRST_POLLS {
+                        useful += usize::from(self.run_one(first, Context::Waiter, now_ns) == Some(true));
+                        if cond.test(mask) {
+                            break 'spin Some(true);
+                        }
                     }
                 }
             }

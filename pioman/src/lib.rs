@@ -346,8 +346,10 @@ impl Pioman {
 
     /// Like [`Pioman::wait`], polling `first` — the task of the source the waiter waits on —
     /// several times between two rounds over every task: an arrival there is seen within one
-    /// poll of that source, not one round. The polls count in the task's statistics as a
-    /// waiter's; the policy still decides how long to spin and when to sleep.
+    /// poll of that source, not one round. A reentrant source is probed between those polls
+    /// ([`Source::probe`]) and polled when its probe says so: an arrival is then seen within
+    /// one probe. The polls count in the task's statistics as a waiter's; the policy still
+    /// decides how long to spin and when to sleep.
     pub fn wait_polling(&self, cond: &Cond, mask: u32, first: &Poller) {
         self.inner.wait_until(cond, mask, None, Some(&first.0));
     }

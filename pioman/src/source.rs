@@ -88,6 +88,16 @@ pub trait Source: Send + Sync + 'static {
         false
     }
 
+    /// A look at whether `poll` may find something now, cheaper than a poll (a few loads: no
+    /// system call, no lock another context holds long): a thread waiting on this reentrant
+    /// source probes it between two rounds over every task and polls it only when the probe
+    /// says so ([`crate::Pioman::wait_polling`]), so that an arrival is seen within a probe
+    /// rather than within a poll. `true` when unsure: a `false` that was wrong delays the event
+    /// to the next round, which polls every task. Default: `true` (poll every time).
+    fn probe(&self) -> bool {
+        true
+    }
+
     /// Whether the source has outstanding work; busy contexts (context switches) skip inactive
     /// sources. Default: always active.
     fn is_active(&self) -> bool {

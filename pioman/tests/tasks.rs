@@ -569,3 +569,80 @@ fn a_waiter_polls_its_own_source_first_and_counts_it() {
         pio.shutdown();
     }
 }
+
+/// A reentrant source whose probe says whether polling may find something: `ready`, or never.
+struct Probed {
+    probes: AtomicU64,
+    polls: AtomicU64,
+    ready: AtomicBool,
+    /// The poll that signals whatever the probe says (0: only when ready).
+    fire: u64,
+    done: Arc<Cond>,
+}
+
+impl Source for Probed {
+    fn name(&self) -> &str {
+        "probed"
+    }
+    fn reentrant(&self) -> bool {
+        true
+    }
+    fn probe(&self) -> bool {
+        self.probes.fetch_add(1, SeqCst);
+        self.ready.load(SeqCst)
+    }
+    fn poll(&self, _: &mut PollCtx) -> Poll {
+        let n = self.polls.fetch_add(1, SeqCst) + 1;
+        if self.ready.load(SeqCst) || n == self.fire {
+            self.done.signal(1);
+            return Poll::Progress;
+        }
+        Poll::Idle
+    }
+}
+
+/// A waiter probes its reentrant source between polls and polls it only when the probe says
+/// so: while the probe says no, the source is polled once per round over every task (once per
+/// 128 probes at most), and an event the probe missed is still found by such a round.
+#[test]
+fn a_waiter_polls_its_own_source_when_its_probe_says_so() {
+    for fire in [0, 30] {
+        let pio = Pioman::builder()
+            .policy(policy::by_name("poll").unwrap())
+            .without_marcel()
+            .threads(0)
+            .build()
+            .unwrap();
+        let done = Arc::new(Cond::new());
+        let src = Arc::new(Probed {
+            probes: AtomicU64::new(0),
+            polls: AtomicU64::new(0),
+            ready: AtomicBool::new(false),
+            fire,
+            done: done.clone(),
+        });
+        let h = pio.register(src.clone(), Options::default()).unwrap();
+        let setter = (fire == 0).then(|| {
+            let src = src.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                src.ready.store(true, SeqCst);
+            })
+        });
+        pio.wait_polling(&done, 1, &h.poller());
+        assert!(done.test(1));
+        let (probes, polls) = (src.probes.load(SeqCst), src.polls.load(SeqCst));
+        assert!(probes > 0, "fire {fire}: never probed");
+        // Rounds poll once per 128 probes (and when a spin re-plans); the probe said yes at
+        // most once before the signal.
+        assert!(polls <= probes / 64 + 10, "fire {fire}: {polls} polls for {probes} probes");
+        if fire != 0 {
+            assert_eq!(polls, fire, "the event the probe missed was found by the rounds");
+        }
+        if let Some(t) = setter {
+            t.join().unwrap();
+        }
+        h.remove();
+        pio.shutdown();
+    }
+}

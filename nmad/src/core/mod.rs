@@ -330,8 +330,21 @@ impl Core {
             counters: Counters::new(ndrivers),
         });
         for (i, d) in core.drivers.iter().enumerate() {
-            let task =
-                DriverTask { core: Arc::downgrade(&core), driver: i, name: format!("nmad-{}", d.name()) };
+            let probe = TaskProbe {
+                driver: d.clone(),
+                queues: [
+                    core.reads.length(),
+                    core.writes.length(),
+                    core.ams.jobs.length(),
+                    core.backlog.length(),
+                ],
+            };
+            let task = DriverTask {
+                core: Arc::downgrade(&core),
+                driver: i,
+                name: format!("nmad-{}", d.name()),
+                probe,
+            };
             let opts = Options { may_block: d.caps().blocking, ..Options::default() };
             let h = core.pioman.register(Arc::new(task), opts)?;
             core.tasks.lock().unwrap().push(h);
@@ -1107,6 +1120,18 @@ struct DriverTask {
     core: Weak<Core>,
     driver: usize,
     name: String,
+    probe: TaskProbe,
+}
+
+/// What a [`DriverTask`]'s probe reads, held apart from the core: a probe must not upgrade the
+/// core's weak reference (two atomic read-modify-writes on a shared line, the cost of the
+/// probe ten times over). The driver outlives the core by the task's life at most (the core
+/// shuts it down before removing its tasks).
+struct TaskProbe {
+    driver: Arc<dyn Driver>,
+    /// The lengths of the core's reads, writes, active messages and backlogged gates (the
+    /// work a poll runs besides the driver's).
+    queues: [Arc<std::sync::atomic::AtomicUsize>; 4],
 }
 
 impl Source for DriverTask {
@@ -1119,6 +1144,10 @@ impl Source for DriverTask {
     /// at once.
     fn reentrant(&self) -> bool {
         true
+    }
+
+    fn probe(&self) -> bool {
+        self.probe.driver.probe() || self.probe.queues.iter().any(|q| q.load(Acquire) != 0)
     }
 
     fn poll(&self, _: &mut PollCtx) -> Poll {

@@ -2,17 +2,19 @@
 //! second and it is almost always empty).
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering::*};
+use std::sync::{Arc, Mutex};
 
 pub(crate) struct WorkQueue<T> {
     q: Mutex<VecDeque<T>>,
-    len: AtomicUsize,
+    /// Shared with the driver tasks' probes ([`WorkQueue::length`]), which must not hold the
+    /// core.
+    len: Arc<AtomicUsize>,
 }
 
 impl<T> Default for WorkQueue<T> {
     fn default() -> Self {
-        WorkQueue { q: Mutex::new(VecDeque::new()), len: AtomicUsize::new(0) }
+        WorkQueue { q: Mutex::new(VecDeque::new()), len: Arc::new(AtomicUsize::new(0)) }
     }
 }
 
@@ -45,5 +47,10 @@ impl<T> WorkQueue<T> {
     /// Lock-free; may be stale by one concurrent push or pop.
     pub(crate) fn is_empty(&self) -> bool {
         self.len.load(Acquire) == 0
+    }
+
+    /// The queue's length, to read without the queue (as [`WorkQueue::is_empty`] reads it).
+    pub(crate) fn length(&self) -> Arc<AtomicUsize> {
+        self.len.clone()
     }
 }

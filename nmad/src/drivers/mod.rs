@@ -217,6 +217,13 @@ pub trait Driver: Send + Sync {
     fn polls_cheaply(&self) -> bool {
         false
     }
+    /// Whether `poll` may find something now, by a look cheaper than a poll (loads, no system
+    /// call): a thread waiting on one of this driver's peers probes between its polls and
+    /// polls when this says so (see `pioman::Source::probe`). `true` when unsure (the
+    /// default: poll every time).
+    fn probe(&self) -> bool {
+        true
+    }
     /// An fd that becomes readable when `poll` has something to do (after [`Driver::arm`]).
     fn wait_fd(&self) -> Option<RawFd> {
         None

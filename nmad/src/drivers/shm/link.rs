@@ -163,6 +163,14 @@ impl ShmLink {
         self.failed.load(Acquire)
     }
 
+    /// Whether the driver's poll has something to do on this link (see `Driver::probe`).
+    pub(crate) fn probe(&self) -> bool {
+        self.failed()
+            || self.tx_pending.load(Relaxed)
+            || self.tx_stalled.load(Relaxed)
+            || ring::has_record(&self.inc, self.rx_head.load(Relaxed))
+    }
+
     /// Marks the link failed (the first reason wins) and closes the control socket, so the peer
     /// learns it too. Returns whether this call failed it.
     pub(crate) fn fail(&self, kind: io::ErrorKind, why: String) -> bool {

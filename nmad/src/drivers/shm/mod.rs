@@ -226,6 +226,18 @@ impl Driver for ShmDriver {
         Ok(link)
     }
 
+    /// Something for `poll`: a connection accepted, an eventfd to drain, a link added, failed,
+    /// with a record at its head or bulk data to push. A poll in another context (the lock
+    /// taken) finds what there is: nothing for this one.
+    fn probe(&self) -> bool {
+        let sh = &*self.shared;
+        if sh.events.load(Relaxed) || sh.armed.load(Relaxed) {
+            return true;
+        }
+        let Some(st) = self.poll.try_lock() else { return false };
+        sh.generation.load(Acquire) != st.generation || st.links.iter().any(|l| l.probe())
+    }
+
     fn poll(&self, sink: &mut dyn Sink) -> usize {
         let sh = &*self.shared;
         let Some(mut guard) = self.poll.try_lock() else { return 0 };
