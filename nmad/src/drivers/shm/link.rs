@@ -21,7 +21,7 @@ use std::net::Shutdown;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Bulk pieces taken by `send_bulk` itself (the rest is pushed from `poll`).
 const BULK_PIECES_AT_START: usize = 4;
@@ -70,7 +70,7 @@ struct Tx {
 }
 
 /// Which end of the link this process is (the connector writes ring 0).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub(crate) enum Side {
     Connector,
     Acceptor,
@@ -120,16 +120,6 @@ pub(crate) struct ShmLink {
     pub(crate) reported: AtomicBool,
     read_pid: Option<u32>,
     exposable: bool,
-    /// We connected (rather than accepted) this link.
-    dialed: bool,
-    /// Where our sends go instead, once retired ([`ShmLink::retire`]).
-    redirect: OnceLock<Arc<ShmLink>>,
-    /// Retired with bulk data still to push: RETIRE goes after it (`poll_tx`).
-    retire_pending: AtomicBool,
-    /// Our RETIRE is in the ring: nothing more of ours follows.
-    retired_out: AtomicBool,
-    /// The peer's RETIRE was read: nothing more of its follows.
-    pub(crate) retired_in: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -160,11 +150,6 @@ impl ShmLink {
             reported: AtomicBool::new(false),
             read_pid: p.read_pid,
             exposable: p.exposable,
-            dialed: p.side == Side::Connector,
-            redirect: OnceLock::new(),
-            retire_pending: AtomicBool::new(false),
-            retired_out: AtomicBool::new(false),
-            retired_in: AtomicBool::new(false),
         })
     }
 
@@ -178,66 +163,8 @@ impl ShmLink {
         self.failed.load(Acquire)
     }
 
-    /// Whether we dialed this link (rather than accepted it).
-    pub(crate) fn dialed(&self) -> bool {
-        self.dialed
-    }
-
-    /// Two processes that connected to each other at once have two links, and each would poll
-    /// both rings it reads for ever (the peer sends on one): our sends on this link go to `keep`
-    /// (another link to the same peer) from now on, and a RETIRE record tells the peer that
-    /// nothing more of ours comes here (after the bulk data queued before, if any). When the
-    /// peer's RETIRE arrives too, the driver stops polling this link ([`ShmLink::retired`]).
-    /// Messages sent here before and on `keep` after may arrive out of order: sessions order
-    /// them by sequence number, as across rails.
-    pub(crate) fn retire(&self, keep: Arc<ShmLink>) {
-        let mut guard = self.tx.lock();
-        if self.failed() || self.redirect.set(keep).is_err() {
-            return;
-        }
-        let tx = &mut *guard;
-        if tx.bulk.is_empty() {
-            self.publish_retire(tx);
-        } else {
-            self.retire_pending.store(true, Relaxed);
-            self.tx_pending.store(true, Relaxed);
-        }
-        drop(guard);
-        self.wake_peer(true);
-    }
-
-    /// Publishes our RETIRE, or leaves it to the next `poll_tx` if the ring is full.
-    fn publish_retire(&self, tx: &mut Tx) {
-        match tx.prod.reserve(&self.out, record_size(PACKET_HEADER, 0), 0) {
-            Ok(Some(_)) => {
-                tx.prod.publish(&self.out, Body::Retire, 0);
-                self.retire_pending.store(false, Relaxed);
-                self.retired_out.store(true, Relaxed);
-            }
-            Ok(None) => {
-                self.retire_pending.store(true, Relaxed);
-                self.tx_pending.store(true, Relaxed);
-            }
-            Err(m) => {
-                self.corrupt(m);
-            }
-        }
-    }
-
-    /// Retired both ways with nothing left to push: the driver's poll and probe pass it by. It
-    /// stays in the driver's lists (its sleepers, the monitor's watch): taking it out of them
-    /// hung one test in a few under load (`rendezvous_data_written_by_the_sender_over_shm`),
-    /// for a reason not found; passing it by costs three loads per poll.
-    pub(crate) fn retired(&self) -> bool {
-        self.retired_out.load(Relaxed) && self.retired_in.load(Relaxed) && !self.tx_pending.load(Relaxed)
-    }
-
     /// Whether the driver's poll has something to do on this link (see `Driver::probe`).
     pub(crate) fn probe(&self) -> bool {
-        !self.retired() && self.probe_pending()
-    }
-
-    fn probe_pending(&self) -> bool {
         self.failed()
             || self.tx_pending.load(Relaxed)
             || self.tx_stalled.load(Relaxed)
@@ -359,10 +286,7 @@ impl ShmLink {
         }
         let n = self.push_bulk(tx, usize::MAX).map_err(|m| self.corrupt(m))?;
         tokens.append(&mut tx.sent);
-        if tx.bulk.is_empty() && self.retire_pending.load(Relaxed) {
-            self.publish_retire(tx);
-        }
-        self.tx_pending.store(!tx.bulk.is_empty() || self.retire_pending.load(Relaxed), Relaxed);
+        self.tx_pending.store(!tx.bulk.is_empty(), Relaxed);
         if tx.bulk.is_empty() {
             self.unstall();
         }
@@ -392,10 +316,6 @@ impl ShmLink {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "packet larger than max_packet"));
         }
         let mut guard = self.tx.lock();
-        if let Some(keep) = self.redirect.get() {
-            drop(guard);
-            return keep.send_packet(packet, urgent);
-        }
         let tx = &mut *guard;
         self.check()?;
         let pos = match tx.prod.reserve(&self.out, record_size(PACKET_HEADER, len as u64), 0) {
@@ -446,11 +366,6 @@ impl Link for ShmLink {
     unsafe fn send_bulk(&self, hdr: BulkHeader, src: &[Segment], token: u64) -> io::Result<()> {
         crate::drivers::check_bulk(&hdr, src)?;
         let mut guard = self.tx.lock();
-        if let Some(keep) = self.redirect.get() {
-            drop(guard);
-            // SAFETY: the caller's contract, passed on.
-            return unsafe { keep.send_bulk(hdr, src, token) };
-        }
         let tx = &mut *guard;
         self.check()?;
         tx.bulk.push_back(BulkJob { hdr, src: src.to_vec(), index: 0, offset: 0, done: 0, token });

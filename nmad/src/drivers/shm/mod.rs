@@ -269,9 +269,6 @@ impl Driver for ShmDriver {
                 lost = true;
                 continue;
             }
-            if link.retired() {
-                continue; // nothing comes or goes there any more (see `ShmLink::retire`)
-            }
             match link.poll_tx(&mut st.tokens) {
                 Ok(_) => {
                     n += st.tokens.len();

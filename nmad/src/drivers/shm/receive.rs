@@ -65,9 +65,6 @@ pub(crate) fn receive(
     s: &mut Scratch,
     budget: usize,
 ) -> Result<usize, String> {
-    if link.retired_in.load(Relaxed) {
-        return Ok(0); // the peer said nothing follows: nothing more is read here
-    }
     let mut head = link.rx_head.load(Relaxed);
     // A spinning waiter's usual poll: nothing at the head (one load, no record parsed). The
     // space check below is not due either: the head has not moved since the last one.
@@ -93,12 +90,6 @@ pub(crate) fn receive(
             Body::Packet => {
                 sink.packet_lent(link.peer, &RingPacket { link, pos: r.payload, len });
                 consumed(link, head);
-            }
-            Body::Retire => {
-                consumed(link, head);
-                link.retired_in.store(true, Relaxed);
-                n += 1;
-                break;
             }
             Body::Bulk { cookie, offset } => {
                 if offset.checked_add(r.len).is_none() {

@@ -42,7 +42,6 @@ const ZERO_AHEAD: u64 = 4 * SLOT;
 
 pub(crate) const KIND_PACKET: u64 = 1;
 pub(crate) const KIND_BULK: u64 = 2;
-pub(crate) const KIND_RETIRE: u64 = 3;
 
 /// A word of a ring: in the control block, or at a position of the data area (8-byte aligned).
 #[derive(Clone, Copy, Debug)]
@@ -89,19 +88,13 @@ pub(crate) const fn record_size(header: u64, len: u64) -> u64 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Body {
     Packet,
-    Bulk {
-        cookie: u64,
-        offset: u64,
-    },
-    /// Nothing follows in this ring: its producer sends on another link to the same peer (see
-    /// `ShmLink::retire`). No payload.
-    Retire,
+    Bulk { cookie: u64, offset: u64 },
 }
 
 impl Body {
     fn header(self) -> u64 {
         match self {
-            Body::Packet | Body::Retire => PACKET_HEADER,
+            Body::Packet => PACKET_HEADER,
             Body::Bulk { .. } => BULK_HEADER,
         }
     }
@@ -177,7 +170,6 @@ impl Producer {
         let pos = self.tail;
         let kind = match body {
             Body::Packet => KIND_PACKET,
-            Body::Retire => KIND_RETIRE,
             Body::Bulk { cookie, offset } => {
                 m.store(Word::Data(pos + 16), cookie, Ordering::Relaxed);
                 m.store(Word::Data(pos + 24), offset, Ordering::Relaxed);
@@ -219,7 +211,6 @@ pub(crate) fn peek(m: &impl RingMem, head: u64) -> Result<Option<Record>, Malfor
     let (kind, len) = (meta >> 32, meta & 0xffff_ffff);
     let body = match kind {
         KIND_PACKET => Body::Packet,
-        KIND_RETIRE if len == 0 => Body::Retire,
         KIND_BULK => {
             let cookie = m.load(Word::Data(head + 16), Ordering::Relaxed);
             let offset = m.load(Word::Data(head + 24), Ordering::Relaxed);

@@ -67,29 +67,10 @@ impl Shared {
 
     /// Starts polling, watching and flagging `link`.
     pub(crate) fn add_link(&self, link: &Arc<ShmLink>) {
-        let mut links = self.links.lock().unwrap_or_else(PoisonError::into_inner);
-        let twin = links.iter().find(|l| l.peer == link.peer && !l.failed()).cloned();
-        links.push(link.clone());
-        drop(links);
+        self.links.lock().unwrap_or_else(PoisonError::into_inner).push(link.clone());
         self.generation.fetch_add(1, Release);
         self.sleepers.add(link.clone());
         signal(&self.ctl);
-        if let Some(twin) = twin {
-            self.uncross(&twin, link);
-        }
-    }
-
-    /// Two links to one peer (both processes connected at once): both keep the one the lower
-    /// rank dialed and retire the other ([`ShmLink::retire`]), so that each polls one ring
-    /// for that peer once the RETIRE records crossed.
-    fn uncross(&self, a: &Arc<ShmLink>, b: &Arc<ShmLink>) {
-        let rank = self.local.rank;
-        let lower_dialed = |l: &ShmLink| if l.dialed() { rank < l.peer } else { l.peer < rank };
-        match (lower_dialed(a), lower_dialed(b)) {
-            (true, false) => b.retire(a.clone()),
-            (false, true) => a.retire(b.clone()),
-            _ => {} // not a crossing (say, a link made again after a failure): both stay
-        }
     }
 
     /// Forgets failed links whose failure was reported.
