@@ -118,14 +118,7 @@ impl DirectPolls {
     /// Probes `lt`'s source (see `Source::probe`); a panic there cancels the task as a poll's
     /// would, and says "poll it" (the poll then finds the task cancelled).
     fn probe(&mut self, lt: &Arc<Ltask>) -> bool {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt.source.probe())) {
-            Ok(p) => p,
-            Err(_) => {
-                log::error!("source {:?} panicked in probe; its task is cancelled", lt.source.name());
-                let _ = lt.state.cancel();
-                true
-            }
-        }
+        guarded(lt, "probe", || lt.source.probe(), true)
     }
 
     fn record(&self, lt: &Ltask) {
@@ -144,12 +137,19 @@ impl DirectPolls {
 /// Polls `lt`'s source: a panicking source must not take a marcel LWP, a progression thread or a
 /// waiter down with it — its task is cancelled and the poll counts as idle.
 fn guarded_poll(lt: &Ltask, pctx: &mut PollCtx) -> Poll {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lt.source.poll(pctx))) {
-        Ok(p) => p,
+    guarded(lt, "poll", || lt.source.poll(pctx), Poll::Idle)
+}
+
+/// Runs `call` (the source's `what`), or cancels `lt`'s task if it panics and answers
+/// `panicked`.
+#[inline]
+fn guarded<T>(lt: &Ltask, what: &str, call: impl FnOnce() -> T, panicked: T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
+        Ok(v) => v,
         Err(_) => {
-            log::error!("source {:?} panicked in poll; its task is cancelled", lt.source.name());
+            log::error!("source {:?} panicked in {what}; its task is cancelled", lt.source.name());
             let _ = lt.state.cancel();
-            Poll::Idle
+            panicked
         }
     }
 }

@@ -129,12 +129,16 @@ impl Gate {
             [s] if s.len <= SMALL_INLINE => Some(unsafe { std::slice::from_raw_parts(s.ptr, s.len) }),
             _ => None,
         };
-        match inline {
-            Some(payload) => o.small.set_inline(h, payload, owed),
-            None => o.small.set(h, len, owed),
-        }
-        let (head, tail) = (o.small.head(), o.small.tail());
-        let bytes = if inline.is_some() { o.small.packet().len() } else { head.len() + len + tail.len() };
+        let bytes = match inline {
+            Some(payload) => {
+                o.small.set_inline(h, payload, owed);
+                o.small.packet().len()
+            }
+            None => {
+                o.small.set(h, len, owed);
+                o.small.head().len() + len + o.small.tail().len()
+            }
+        };
         if bytes > self.rails[0].info.caps.max_packet {
             give_back(self);
             return Ok(Now::NotNow);
@@ -151,13 +155,14 @@ impl Gate {
             iov[0] = IoSlice::new(o.small.packet());
             1
         } else {
-            iov[0] = IoSlice::new(head);
+            iov[0] = IoSlice::new(o.small.head());
             let mut n = 1;
             for s in o.segs.iter().filter(|s| s.len > 0) {
                 // SAFETY: readable until this returns (our contract).
                 iov[n] = IoSlice::new(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
                 n += 1;
             }
+            let tail = o.small.tail();
             if !tail.is_empty() {
                 iov[n] = IoSlice::new(tail);
                 n += 1;
