@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
+mod hang_report;
+
 pub const MARKER: &str = "MADRUN_TEST_MARKER";
 /// A failing job must be reported and gone within this.
 pub const FAILURE_DEADLINE: Duration = Duration::from_secs(5);
@@ -21,14 +23,18 @@ static BUILD: Once = Once::new();
 /// `tool` from `PATH`, or a test failure naming the Debian package that provides it (tests that
 /// need MPICH, a compiler or Hydra are never skipped).
 pub fn require(tool: &str, package: &str) -> PathBuf {
-    let found = std::env::var_os("PATH")
+    which(tool).unwrap_or_else(|| {
+        panic!("`{tool}` is not installed: this test needs it (Debian: apt-get install {package})")
+    })
+}
+
+/// `tool` from `PATH`, if installed.
+pub fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
         .iter()
         .flat_map(std::env::split_paths)
         .map(|d| d.join(tool))
-        .find(|p| p.is_file());
-    found.unwrap_or_else(|| {
-        panic!("`{tool}` is not installed: this test needs it (Debian: apt-get install {package})")
-    })
+        .find(|p| p.is_file())
 }
 
 /// Builds `libmpi.so` and the tools (madrun, mpicc) in the calling test's profile; their directory
@@ -173,9 +179,15 @@ pub fn run_limited(mut cmd: Command, input: Option<&[u8]>, hang: Duration, durin
             break st;
         }
         if start.elapsed() > hang {
-            let _ = child.kill();
+            let stacks = hang_report::stacks(child.id());
+            let _ = hang_report::kill_tree(child.id());
             let _ = child.wait();
-            panic!("job hung for {hang:?}: {cmd:?}");
+            let (stdout, stderr) = (out_t.join().unwrap_or_default(), err_t.join().unwrap_or_default());
+            panic!(
+                "job hung for {hang:?}: {cmd:?}\n--- stdout (end)\n{}--- stderr (end)\n{}--- stacks\n{stacks}",
+                hang_report::tail(&stdout, 40),
+                hang_report::tail(&stderr, 40)
+            );
         }
         std::thread::sleep(Duration::from_millis(10));
     };

@@ -399,7 +399,8 @@ fn the_mpi_c_tests_pass_with_a_rail_cut_in_the_middle() {
         assert!(ok, "compiling {name}");
         let mut cmd = r.madrun(n, "shm,tcp:rail1,tcp:rail2", &[("NMAD_TEST_CUT", "packet:3")]);
         cmd.arg(&exe);
-        let done = run(cmd, Duration::from_secs(240));
+        // Under madrun's own limit (240 s), so that a hang is reported with the job's stacks.
+        let done = run(cmd, Duration::from_secs(120));
         assert_eq!(done.code, Some(0), "{name}: {done:?}");
         assert!(!done.stdout.contains("FAIL"), "{name}: {done:?}");
         for rank in 0..n {
