@@ -20,6 +20,7 @@ use crate::ltask::Ltask;
 use crate::machine::Scope;
 use crate::policy::IdleAction;
 use crate::source::Context;
+use crate::timer_slack::until_tick;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::*;
 use std::time::{Duration, Instant};
@@ -259,7 +260,8 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                     let (useful, candidates) = inner.progress(Context::Idle, scope, true, Some(&m));
                     served |= useful > 0 && inner.waiters_quiet_in(node, APP_QUIET).is_zero();
                     if candidates == 0 {
-                        std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now()));
+                        let left = next_tick.saturating_duration_since(Instant::now());
+                        until_tick(inner.tick, || std::thread::park_timeout(left));
                         break;
                     }
                     if useful > 0 {
@@ -278,7 +280,9 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                     && inner.watch(node).try_take() =>
             {
                 let woke = inner.sleep_armed(scope, || {
-                    ws.wait(Some(next_tick.saturating_duration_since(Instant::now())))
+                    until_tick(inner.tick, || {
+                        ws.wait(Some(next_tick.saturating_duration_since(Instant::now())))
+                    })
                 });
                 // Waiters that came meanwhile sleep passively: hand them the watch.
                 inner.watch(node).release(inner.waiter_blocks_on(node));
@@ -328,9 +332,9 @@ const HANDOVER_GAP_MAX: u32 = 32;
 /// cost every shm message about a microsecond), and even asking at every tick cost its 0-byte
 /// latency 5–10 %.
 fn stand_back(inner: &Inner, node: usize, next_tick: Instant, h: &mut Handover) -> bool {
-    let until_tick = || next_tick.saturating_duration_since(Instant::now());
+    let left = || next_tick.saturating_duration_since(Instant::now());
     if Instant::now() < h.from {
-        std::thread::park_timeout(until_tick());
+        until_tick(inner.tick, || std::thread::park_timeout(left()));
         return false;
     }
     // An unpark left over from an earlier poke would end the park at once and lose the
@@ -340,7 +344,7 @@ fn stand_back(inner: &Inner, node: usize, next_tick: Instant, h: &mut Handover) 
         // Other pokes (a spinning waiter going to sleep, a registration) do not end the wait:
         // only the last waiter's leaving, the tick or shutdown do.
         loop {
-            std::thread::park_timeout(until_tick());
+            until_tick(inner.tick, || std::thread::park_timeout(left()));
             if !inner.handover_pending(node) {
                 break;
             }
@@ -355,7 +359,7 @@ fn stand_back(inner: &Inner, node: usize, next_tick: Instant, h: &mut Handover) 
     }
     let quiet = inner.waiters_quiet_in(node, APP_QUIET);
     if !quiet.is_zero() {
-        std::thread::park_timeout(quiet.min(until_tick()));
+        std::thread::park_timeout(quiet.min(left()));
     }
     let out = inner.waiters_quiet_in(node, APP_QUIET).is_zero();
     h.gap = if out { 1 } else { (h.gap * 2).min(HANDOVER_GAP_MAX) };
@@ -383,7 +387,7 @@ fn poll_burst(inner: &Inner, scope: Scope) {
 fn tick_only(inner: Arc<Inner>, scope: Scope) {
     PROGRESSION_THREAD.set(true);
     while !inner.shutdown.load(Relaxed) {
-        std::thread::park_timeout(inner.tick);
+        until_tick(inner.tick, || std::thread::park_timeout(inner.tick));
         inner.progress(Context::Tick, scope, false, None);
     }
 }
@@ -397,11 +401,11 @@ pub(crate) fn custom_wait_main(inner: Arc<Inner>, lt: Arc<Ltask>, scope: Scope) 
         let m = inner.machine(None);
         if inner.policy().idle(&m) == IdleAction::Block && lt.state.try_begin_block() {
             lt.stats.blocking_waits.fetch_add(1, Relaxed);
-            lt.source.wait(Some(inner.tick));
+            until_tick(inner.tick, || lt.source.wait(Some(inner.tick)));
             lt.state.end_block();
             inner.progress(Context::Blocking, scope, false, None);
         } else {
-            std::thread::park_timeout(inner.tick);
+            until_tick(inner.tick, || std::thread::park_timeout(inner.tick));
         }
     }
 }
