@@ -6,6 +6,7 @@
 
 use crate::clock;
 use crate::cond::{Cond, Wake};
+use crate::handover_alarm::HandoverAlarm;
 use crate::ltask::{Cancel, Ended, LTASK_CANCELLED, LTASK_DONE, Ltask, State};
 use crate::machine::{self, Scope};
 use crate::observe::Event;
@@ -42,6 +43,9 @@ pub(crate) struct Inner {
     /// Per NUMA node, the waiters spinning on its sources or sleeping in their blocking waits
     /// (progression threads rest while they cover the sources), and the handover.
     waiters: Vec<Waiters>,
+    /// Per NUMA node, the alarm the last waiter to leave arms for a progression thread that
+    /// asked for the handover.
+    handover_alarms: Vec<HandoverAlarm>,
     /// Per NUMA node, who sleeps in the sources' fds (the other blocked contexts sleep on their
     /// doorbells).
     watches: Vec<Watch<Arc<Doorbell>>>,
@@ -187,6 +191,7 @@ impl Inner {
             tick,
             shutdown: AtomicBool::new(false),
             waiters: (0..nodes).map(|_| Waiters::default()).collect(),
+            handover_alarms: (0..nodes).map(|_| HandoverAlarm::new()).collect::<io::Result<_>>()?,
             watches: (0..nodes).map(|_| Watch::new()).collect(),
             last_spin_ns: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
             last_wait_ns: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
@@ -325,16 +330,14 @@ impl Inner {
         }
     }
 
-    /// Unparks the progression threads (not the doorbells or marcel's LWPs: see `poke`).
-    fn unpark_threads(&self) {
-        for t in self.pokes.lock().unwrap().iter() {
-            t.unpark();
-        }
-    }
-
     /// A progression thread of `node` is about to park because waiters cover its sources: asks
     /// the last one to unpark it when it leaves the library. `false` if nobody waits any more
     /// (then nobody will: do not wait for them).
+    /// The alarm of `node`'s handover (see `handover_alarm`).
+    pub(crate) fn handover_alarm(&self, node: usize) -> &HandoverAlarm {
+        &self.handover_alarms[node.min(self.handover_alarms.len() - 1)]
+    }
+
     pub(crate) fn ask_handover(&self, node: usize) -> bool {
         self.waiters.get(node).is_some_and(Waiters::ask_handover)
     }
@@ -500,7 +503,9 @@ impl Inner {
         let node = self.node_index(scope);
         self.last_wait_ns[node].store(crate::clock::now_ns(), Relaxed);
         if self.waiters[node].left_library() {
-            self.unpark_threads(); // the application leaves the library: hand over
+            // The application leaves the library: the progression thread that asked takes the
+            // sources over once it stayed out (see `handover_alarm`).
+            self.handover_alarms[node].arm(crate::threads::APP_QUIET);
         }
         r
     }

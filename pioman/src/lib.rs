@@ -54,6 +54,7 @@ pub mod clock;
 mod cond;
 mod engine;
 pub mod eventfd;
+mod handover_alarm;
 mod hooks;
 mod loom;
 mod ltask;

@@ -7,9 +7,10 @@
 //!   on the node's sources (idle LWPs, switches and ticks do the rest).
 //!
 //!   While the application waits in the library (it polls the sources itself) a progression
-//!   thread stands back; the last waiter to leave hands the sources over (it unparks the thread,
-//!   at most once per tick, less while the application keeps coming back at once: `waiters.rs`,
-//!   `stand_back`), and once the application has stayed out a while, the thread serves the
+//!   thread stands back; the last waiter to leave hands the sources over (it arms the thread's
+//!   alarm, at most once per tick, less while the application keeps coming back at once:
+//!   `waiters.rs`, `handover_alarm.rs`, `stand_back`), and once the application has stayed out
+//!   [`APP_QUIET`], the thread serves the
 //!   sources until a waiter is back: a passive target's operations do not each wait for the
 //!   next tick.
 //! - One per core that has tasks bound to it, without marcel (pinned there).
@@ -21,6 +22,7 @@ use crate::machine::Scope;
 use crate::policy::IdleAction;
 use crate::source::Context;
 use crate::timer_slack::until_tick;
+use crate::waitset::WaitSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::*;
 use std::time::{Duration, Instant};
@@ -34,7 +36,7 @@ const POLL_SLICE: Duration = Duration::from_micros(200);
 /// (Re-checking every 200 µs whether the application left, to take over its sources sooner than
 /// the next tick, was tried and dropped: intra-node fetch_op and compare_and_swap epochs and
 /// small round trips got slower in some runs.)
-const APP_QUIET: Duration = Duration::from_micros(200);
+pub(crate) const APP_QUIET: Duration = Duration::from_micros(200);
 
 /// How long a progression thread on the application's one CPU polls on after its last useful
 /// poll before it sleeps in the sources' fds again ([`poll_burst`]). Every microsecond of it is
@@ -224,7 +226,7 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
             // The application polls every source itself right now: neither the machine's state
             // nor a tick's poll is of use, and each would take the spinner's CPU (a rank pinned
             // to one core shares it with us) just when a message may arrive.
-            served |= stand_back(&inner, node, next_tick, &mut handover);
+            served |= stand_back(&inner, &ws, node, next_tick, &mut handover);
             if Instant::now() >= next_tick {
                 next_tick = Instant::now() + inner.tick;
             }
@@ -252,7 +254,7 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                 // waiter until this thread's time slice ends (a rank pinned to one core measured
                 // 200 µs per message instead of 30). The last waiter to leave unparks us (the
                 // handover, `stand_back`).
-                served |= stand_back(&inner, node, next_tick, &mut handover);
+                served |= stand_back(&inner, &ws, node, next_tick, &mut handover);
             }
             IdleAction::Poll => {
                 let end = Instant::now() + POLL_SLICE;
@@ -293,7 +295,7 @@ pub(crate) fn progression_main(inner: Arc<Inner>, scope: Scope, cpus: Vec<usize>
                     poll_burst(&inner, scope);
                 }
             }
-            _ => served |= stand_back(&inner, node, next_tick, &mut handover),
+            _ => served |= stand_back(&inner, &ws, node, next_tick, &mut handover),
         }
         if !under_marcel && Instant::now() >= next_tick {
             if p.poll_at_tick(&m) {
@@ -320,31 +322,28 @@ struct Handover {
 }
 
 /// Most ticks between two asks: a ping-pong (back in the library at once every time) costs one
-/// unpark per this many ticks, and an application that leaves for good waits at most for the
+/// alarm and wake-up per this many ticks, and an application that leaves for good waits at most for the
 /// next tick's own poll anyway.
 const HANDOVER_GAP_MAX: u32 = 32;
 
-/// Parks until the next tick while the application waits in the library (or the policy says
+/// Sleeps until the next tick while the application waits in the library (or the policy says
 /// sleep), asking the waiters for the handover (see [`Handover`]): `true` when the last one left
-/// the library (unparking us, or before we asked) and the application then stayed out
+/// the library (arming our alarm, or before we asked) and the application then stayed out
 /// [`APP_QUIET`] — the sources are ours to serve, whenever traffic comes. A ping-pong's
 /// application is back in the library by then (taking its sources at once, armed in their fds,
 /// cost every shm message about a microsecond), and even asking at every tick cost its 0-byte
 /// latency 5–10 %.
-fn stand_back(inner: &Inner, node: usize, next_tick: Instant, h: &mut Handover) -> bool {
+fn stand_back(inner: &Inner, ws: &WaitSet, node: usize, next_tick: Instant, h: &mut Handover) -> bool {
     let left = || next_tick.saturating_duration_since(Instant::now());
     if Instant::now() < h.from {
         until_tick(inner.tick, || std::thread::park_timeout(left()));
         return false;
     }
-    // An unpark left over from an earlier poke would end the park at once and lose the
-    // handover: consume it first.
-    std::thread::park_timeout(Duration::ZERO);
     if inner.ask_handover(node) {
         // Other pokes (a spinning waiter going to sleep, a registration) do not end the wait:
-        // only the last waiter's leaving, the tick or shutdown do.
+        // only the last waiter's leaving (its alarm), the tick or shutdown do.
         loop {
-            until_tick(inner.tick, || std::thread::park_timeout(left()));
+            until_tick(inner.tick, || inner.handover_alarm(node).wait(&ws.doorbell, left()));
             if !inner.handover_pending(node) {
                 break;
             }

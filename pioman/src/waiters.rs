@@ -1,17 +1,18 @@
 //! Who waits in the library on a NUMA node now — spinning on its sources, or sleeping in their
 //! blocking waits — and the *handover*: a progression thread that stands back while waiters
-//! cover the sources asks the last waiter to leave to unpark it, so that it takes the sources
-//! over as soon as the application leaves the library, not at its next tick (which a passive
+//! cover the sources asks the last waiter to leave to wake it (the engine arms the thread's
+//! alarm: `handover_alarm`), so that it takes the sources over once the application has left
+//! the library, not at its next tick (which a passive
 //! target's first operation would otherwise wait for).
 //!
 //! The protocol is a store-then-load on each side, all sequentially consistent (see
 //! `after_decrement` for how the loom model sees it): a waiter leaving the library has
 //! decremented its count, then reads both counts and the request; the progression thread stores
 //! the request, then reads both counts. Either the thread sees nobody and does not park for
-//! them, or a last waiter sees the request and unparks it (two waiters leaving together may both
+//! them, or a last waiter sees the request and wakes it (two waiters leaving together may both
 //! see themselves last; the request is taken once). Moving from spinning to sleeping is not
-//! leaving: only the end of a wait hands over. It owns these words; who is unparked, and when a
-//! wait ends, are the engine's business.
+//! leaving: only the end of a wait hands over. It owns these words; who is woken, how, and when
+//! a wait ends, are the engine's business.
 
 use crate::loom::atomic::{AtomicBool, AtomicUsize, Ordering::*, fence};
 
@@ -59,7 +60,7 @@ impl Waiters {
     }
 
     /// A waiter that left ([`Waiters::leave`]) returns to the application: `true` when nobody
-    /// waits any more and a progression thread asked for the handover (the caller unparks it;
+    /// waits any more and a progression thread asked for the handover (the caller wakes it;
     /// once per request).
     pub(crate) fn left_library(&self) -> bool {
         after_decrement();
@@ -83,9 +84,9 @@ impl Waiters {
         self.count(kind).load(Acquire) > 0
     }
 
-    /// A progression thread is about to park because waiters cover the sources: asks the last
-    /// one to unpark it. `false` if nobody waits any more (nobody would: do not park for them;
-    /// a waiter that left meanwhile may still unpark it once, spuriously).
+    /// A progression thread is about to sleep because waiters cover the sources: asks the last
+    /// one to wake it. `false` if nobody waits any more (nobody would: do not sleep for them;
+    /// a waiter that left meanwhile may still wake it once, spuriously).
     pub(crate) fn ask_handover(&self) -> bool {
         self.handover.store(true, SeqCst);
         fence(SeqCst); // rare (at most once per tick): spelled out, as loom needs it
@@ -101,8 +102,8 @@ impl Waiters {
         self.handover.load(Acquire)
     }
 
-    /// After an asked park: whether the last waiter took the request (the application left
-    /// the library), rather than the park timing out. Withdraws a request still pending.
+    /// After an asked sleep: whether the last waiter took the request (the application left
+    /// the library), rather than the sleep timing out. Withdraws a request still pending.
     pub(crate) fn handed_over(&self) -> bool {
         !self.handover.swap(false, AcqRel)
     }
