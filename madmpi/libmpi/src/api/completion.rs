@@ -140,19 +140,21 @@ unsafe fn express_done(
     // SAFETY: our contract, passed on.
     let (handles, mut outs) = unsafe { fast_arrays(n, reqs, statuses) }?;
     let n = handles.len();
-    // Every express one live, taken at once (nothing reported unless all can be).
-    // On the stack for a window of the usual size (`madbench mt`'s is 64).
-    let mut ops: SmallVec<[Arc<RawRequest>; 64]> = SmallVec::new();
+    // Every express one live (nothing reported unless all can be); the running ones' operations
+    // taken to wait for, on the stack for a window of the usual size (`madbench mt`'s is 64).
+    let mut running: SmallVec<[Arc<RawRequest>; 64]> = SmallVec::new();
+    let mut express = 0;
     for &h in handles.iter() {
         if h != COMPLETED && h != abi::MPI_REQUEST_NULL {
-            ops.push(EXPRESS.op(h)?);
+            running.extend(EXPRESS.running(h)?);
+            express += 1;
         }
     }
-    if ops.is_empty() {
+    if express == 0 {
         return None;
     }
-    ops.iter().for_each(|op| op.wait_done());
-    drop(ops); // each request's last reference is its slot's again
+    running.iter().for_each(|op| op.wait_done());
+    drop(running); // each request's last reference is its slot's again
     let mut failed = Vec::new();
     let mut reported = 0;
     for (i, h) in handles.iter_mut().enumerate() {

@@ -10,7 +10,10 @@
 //! Slots sit in segments allocated once and kept (a segment never moves: a slot is found from
 //! its handle without a table lock); each slot has its own lock, held for a read or an update
 //! only, never across a wait. Free slots are kept per shard (slot `i` in shard `i % SHARDS`),
-//! as the general table keeps them: a thread takes from the shard its id hashes to.
+//! as the general table keeps them: a thread takes from the shard its id hashes to. A thread
+//! keeps the slots it freed (up to [`LOCAL_FREE`]) for its next receives, without the shard's
+//! lock — a message-rate window posts and completes its receives on one thread; they go back
+//! to their shards when the thread ends.
 //!
 //! Owns express slots and their handles; it must not fill statuses nor decide when a request
 //! completes.
@@ -28,6 +31,21 @@ const SHARDS: u32 = 8;
 const SEGMENT: u32 = 4096;
 /// Segments at most: past 256 Ki live express requests, `MPI_Irecv` takes the general path.
 const SEGMENTS: usize = 64;
+/// Free slots a thread keeps for itself at most (a window of `madbench mt` is 64 receives).
+const LOCAL_FREE: usize = 256;
+
+/// The free slots this thread keeps, given back to their shards when it ends.
+struct LocalFree(Vec<u32>);
+
+impl Drop for LocalFree {
+    fn drop(&mut self) {
+        self.0.drain(..).for_each(|i| EXPRESS.release_shared(i));
+    }
+}
+
+thread_local! {
+    static LOCAL: std::cell::RefCell<LocalFree> = const { std::cell::RefCell::new(LocalFree(Vec::new())) };
+}
 
 /// The table (one per process: it outlives states, and is emptied when one ends).
 pub(crate) static EXPRESS: Express = Express::new();
@@ -98,6 +116,10 @@ impl Express {
 
     /// A free slot, or `None` when the table is full.
     pub(crate) fn reserve(&self) -> Option<Ticket> {
+        let mine = LOCAL.try_with(|l| l.try_borrow_mut().ok()?.0.pop()).ok().flatten();
+        if let Some(i) = mine {
+            return Some(Ticket(i));
+        }
         let shard = crate::table::home_shard();
         let index = {
             let mut s = self.shards[shard as usize].lock().unwrap_or_else(PoisonError::into_inner);
@@ -129,6 +151,15 @@ impl Express {
     pub(crate) fn op(&self, h: Handle) -> Option<Arc<RawRequest>> {
         match &*self.made(index(h)?)?.lock() {
             Body::Live(l) => Some(l.op.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether live express request `h` is still running: its operation to wait for if so,
+    /// `Some(None)` if it completed (no reference taken), `None` if `h` is no live one.
+    pub(crate) fn running(&self, h: Handle) -> Option<Option<Arc<RawRequest>>> {
+        match &*self.made(index(h)?)?.lock() {
+            Body::Live(l) => Some((!l.op.is_complete()).then(|| l.op.clone())),
             _ => None,
         }
     }
@@ -212,8 +243,24 @@ impl Express {
         out
     }
 
-    /// Puts free slot `i` back on its shard's list.
+    /// Puts free slot `i` back: on this thread's own list, or its shard's when that is full.
     fn release(&self, i: u32) {
+        let kept = LOCAL
+            .try_with(|l| match l.try_borrow_mut() {
+                Ok(mut l) if l.0.len() < LOCAL_FREE => {
+                    l.0.push(i);
+                    true
+                }
+                _ => false,
+            })
+            .unwrap_or(false);
+        if !kept {
+            self.release_shared(i);
+        }
+    }
+
+    /// Puts free slot `i` back on its shard's list.
+    fn release_shared(&self, i: u32) {
         let mut s = self.shards[(i % SHARDS) as usize].lock().unwrap_or_else(PoisonError::into_inner);
         s.free.push(i);
     }
@@ -259,6 +306,23 @@ pub(crate) fn is_express(h: Handle) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_reuses_the_slots_it_freed_and_gives_them_back_when_it_ends() {
+        let i = std::thread::spawn(|| {
+            let t = EXPRESS.reserve().unwrap();
+            let i = t.0;
+            drop(t); // freed: kept by this thread
+            let again = EXPRESS.reserve().unwrap();
+            assert_eq!(again.0, i, "the slot this thread freed, without its shard");
+            assert!(!EXPRESS.shards[(i % SHARDS) as usize].lock().unwrap().free.contains(&i));
+            i
+        })
+        .join()
+        .unwrap();
+        let shard = EXPRESS.shards[(i % SHARDS) as usize].lock().unwrap();
+        assert!(shard.free.contains(&i), "back on its shard once the thread ended");
+    }
 
     #[test]
     fn the_quick_decoding_agrees_with_the_abis() {
