@@ -35,6 +35,7 @@ mod loom;
 pub mod observe;
 pub mod reliable;
 mod small_copy;
+pub mod spin;
 pub mod strategies;
 
 pub use crate::core::am::AmHandler;

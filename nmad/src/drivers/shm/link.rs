@@ -12,9 +12,9 @@ use super::ring::{
     self, BULK_HEADER, Body, MAX_PAYLOAD, Malformed, PACKET_HEADER, Producer, RingMem, record_size,
 };
 use super::socket::signal;
-use super::spin::{Guard, SpinLock};
 use super::wake::Sleeper;
 use crate::drivers::{Access, BulkHeader, Exposed, Link, PeerId, Segment, SegmentMut, Sent, memkey};
+use crate::spin::{Guard, SpinLock};
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::Shutdown;

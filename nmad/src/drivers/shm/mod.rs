@@ -37,7 +37,6 @@ mod ring;
 mod setup;
 mod shared;
 mod socket;
-mod spin;
 #[cfg(all(test, not(loom)))]
 mod tests;
 mod wake;
@@ -76,7 +75,7 @@ struct PollState {
 pub struct ShmDriver {
     shared: Arc<Shared>,
     card: String,
-    poll: spin::SpinLock<PollState>,
+    poll: crate::spin::SpinLock<PollState>,
     monitor: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -122,7 +121,7 @@ impl ShmDriver {
         Ok(Arc::new(ShmDriver {
             shared,
             card: format!("{},{name}", env.node),
-            poll: spin::SpinLock::new(PollState {
+            poll: crate::spin::SpinLock::new(PollState {
                 links: Vec::new(),
                 generation: 0,
                 scratch: Scratch::new(),

@@ -1,15 +1,17 @@
-//! A small lock for the two hot critical sections (a link's send side, the driver's poll state):
-//! taken with one compare-and-swap, released with a plain store. `std::sync::Mutex` releases with
-//! an atomic swap, a second full barrier on x86 on every send and every poll.
+//! A small lock for hot, short critical sections (the shm driver's send side and poll state, the
+//! MPI library's express request slots): taken with one compare-and-swap, released with a plain
+//! store. `std::sync::Mutex` releases with an atomic swap, a second full barrier on x86 on
+//! every send, every poll, every request.
 //!
-//! Critical sections are short (at most one 64 KiB copy), so waiters spin, then yield. It owns
-//! only the lock word; no poisoning (the data it guards stays consistent at every step).
+//! Critical sections must be short (at most one 64 KiB copy), so waiters spin, then yield. It
+//! owns only the lock word; no poisoning (a guard dropped by a panic releases the lock, and its
+//! users keep their data consistent at every step).
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering::*};
 
-pub(crate) struct SpinLock<T> {
+pub struct SpinLock<T> {
     locked: AtomicBool,
     value: UnsafeCell<T>,
 }
@@ -18,20 +20,20 @@ pub(crate) struct SpinLock<T> {
 // `T` between threads.
 unsafe impl<T: Send> Sync for SpinLock<T> {}
 
-pub(crate) struct Guard<'a, T> {
+pub struct Guard<'a, T> {
     lock: &'a SpinLock<T>,
 }
 
 impl<T> SpinLock<T> {
-    pub(crate) fn new(value: T) -> SpinLock<T> {
+    pub const fn new(value: T) -> SpinLock<T> {
         SpinLock { locked: AtomicBool::new(false), value: UnsafeCell::new(value) }
     }
 
-    pub(crate) fn try_lock(&self) -> Option<Guard<'_, T>> {
+    pub fn try_lock(&self) -> Option<Guard<'_, T>> {
         self.locked.compare_exchange(false, true, Acquire, Relaxed).ok().map(|_| Guard { lock: self })
     }
 
-    pub(crate) fn lock(&self) -> Guard<'_, T> {
+    pub fn lock(&self) -> Guard<'_, T> {
         let mut spins = 0u32;
         loop {
             if let Some(g) = self.try_lock() {
@@ -46,6 +48,12 @@ impl<T> SpinLock<T> {
                 }
             }
         }
+    }
+}
+
+impl<T: Default> Default for SpinLock<T> {
+    fn default() -> Self {
+        SpinLock::new(T::default())
     }
 }
 
