@@ -29,16 +29,17 @@ impl<T> Spares<T> {
     pub fn make(&self, v: T) -> Arc<T> {
         let spare = self.list.try_borrow_mut().ok().and_then(|mut l| l.pop());
         match spare {
-            Some(mut a) => {
-                // Kept ones are held by nobody else (see `give_back`).
-                match Arc::get_mut(&mut a) {
-                    Some(slot) => {
-                        slot.write(v);
-                        // SAFETY: just written.
-                        unsafe { a.assume_init() }
-                    }
-                    None => Arc::new(v),
-                }
+            Some(a) => {
+                let p = Arc::into_raw(a).cast_mut();
+                // SAFETY: a kept allocation is referred to by nothing but this list's `Arc`
+                // (`give_back` keeps only those no other `Arc` or `Weak` refers to, and the list
+                // hands each out once), which `p` now stands for: writing it races with nobody,
+                // and `MaybeUninit` takes any value. (`Arc::get_mut` would check it again with a
+                // locked compare-and-swap on every request.)
+                unsafe { (*p).write(v) };
+                // SAFETY: `p` came from `Arc::<MaybeUninit<T>>::into_raw`, `MaybeUninit<T>` has
+                // `T`'s layout, and the value is initialized just above.
+                unsafe { Arc::from_raw(p.cast_const().cast::<T>()) }
             }
             None => Arc::new(v),
         }
@@ -46,10 +47,16 @@ impl<T> Spares<T> {
 
     /// Drops `a`'s value and keeps its allocation, if `a` is its only holder (no other `Arc`,
     /// no `Weak`) and there is room; otherwise just drops `a`.
-    pub fn give_back(&self, mut a: Arc<T>) {
-        if Arc::get_mut(&mut a).is_none() || self.list.try_borrow().map_or(true, |l| l.len() >= MAX) {
+    pub fn give_back(&self, a: Arc<T>) {
+        // Ours alone: a strong count of one is `a`, and no `Weak` exists (none can be made
+        // without an `Arc`, and `a` is the only one). Plain loads where `Arc::get_mut` takes a
+        // locked compare-and-swap; the fence orders the other holders' releasing decrements
+        // before the drop below, as `Arc`'s own drop does.
+        let alone = Arc::strong_count(&a) == 1 && Arc::weak_count(&a) == 0;
+        if !alone || self.list.try_borrow().map_or(true, |l| l.len() >= MAX) {
             return;
         }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
         let p = Arc::into_raw(a).cast_mut();
         // SAFETY: `p` is the value of an `Arc` nobody else holds (checked above, and `into_raw`
         // keeps its count at one): we may drop it in place; the allocation stays ours.
@@ -120,5 +127,18 @@ mod tests {
         assert_eq!(DROPS.load(Relaxed), before + 2);
         drop(s); // an empty allocation kept is freed without dropping anything
         assert_eq!(DROPS.load(Relaxed), before + 2);
+    }
+
+    #[test]
+    fn an_allocation_a_weak_refers_to_is_not_kept() {
+        let s = Spares::new();
+        let d = s.make(7u64);
+        let at = Arc::as_ptr(&d) as usize;
+        let w = Arc::downgrade(&d);
+        s.give_back(d);
+        assert!(w.upgrade().is_none(), "dropped");
+        let e = s.make(8u64);
+        assert_ne!(Arc::as_ptr(&e) as usize, at, "not handed out again while the Weak lives");
+        assert_eq!(*e, 8);
     }
 }
