@@ -330,14 +330,14 @@ impl Inner {
         }
     }
 
-    /// A progression thread of `node` is about to park because waiters cover its sources: asks
-    /// the last one to unpark it when it leaves the library. `false` if nobody waits any more
-    /// (then nobody will: do not wait for them).
     /// The alarm of `node`'s handover (see `handover_alarm`).
     pub(crate) fn handover_alarm(&self, node: usize) -> &HandoverAlarm {
         &self.handover_alarms[node.min(self.handover_alarms.len() - 1)]
     }
 
+    /// A progression thread of `node` is about to sleep because waiters cover its sources: asks
+    /// the last one to wake it (arming its alarm) when it leaves the library. `false` if nobody
+    /// waits any more (then nobody will: do not wait for them).
     pub(crate) fn ask_handover(&self, node: usize) -> bool {
         self.waiters.get(node).is_some_and(Waiters::ask_handover)
     }

@@ -41,9 +41,9 @@
 //!
 //! Configuration (builder values win): `PIOMAN_POLICY` (`poll`, `block`, `timer`, `adaptive`
 //! (default), or a name registered with [`policy::register`]), `PIOMAN_TICK_US` (default 1000),
-//! `PIOMAN_TICK_SLACK_US` (how late a progression thread's tick may come, to share an interrupt the
-//! CPU takes anyway: default four ticks, 0 for the kernel's 50 µs), `PIOMAN_SPIN_US` (waiters' spin
-//! before sleeping, default 100), `PIOMAN_THREADS` (progression
+//! `PIOMAN_TICK_SLACK_US` (how late a progression thread's tick may come, to share an interrupt
+//! the CPU takes anyway: default 4 ms, or four ticks when less; 0 for the kernel's 50 µs),
+//! `PIOMAN_SPIN_US` (waiters' spin before sleeping, default 100), `PIOMAN_THREADS` (progression
 //! threads without marcel: `0`, or a count; default one per NUMA node), `PIOMAN_THREAD_NICE`
 //! (the nice value of a progression thread pinned to the application's one CPU, where allowed;
 //! default -10, 0 keeps the process's), `PIOMAN_STATS=path` (JSON

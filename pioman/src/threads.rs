@@ -10,9 +10,8 @@
 //!   thread stands back; the last waiter to leave hands the sources over (it arms the thread's
 //!   alarm, at most once per tick, less while the application keeps coming back at once:
 //!   `waiters.rs`, `handover_alarm.rs`, `stand_back`), and once the application has stayed out
-//!   [`APP_QUIET`], the thread serves the
-//!   sources until a waiter is back: a passive target's operations do not each wait for the
-//!   next tick.
+//!   [`APP_QUIET`], the thread serves the sources until a waiter is back: a passive target's
+//!   operations do not each wait for the next tick.
 //! - One per core that has tasks bound to it, without marcel (pinned there).
 //! - One per source with a custom blocking wait (it cannot be multiplexed in epoll).
 
@@ -322,8 +321,8 @@ struct Handover {
 }
 
 /// Most ticks between two asks: a ping-pong (back in the library at once every time) costs one
-/// alarm and wake-up per this many ticks, and an application that leaves for good waits at most for the
-/// next tick's own poll anyway.
+/// alarm and wake-up per this many ticks, and an application that leaves for good waits at most
+/// for the next tick's own poll anyway.
 const HANDOVER_GAP_MAX: u32 = 32;
 
 /// Sleeps until the next tick while the application waits in the library (or the policy says

@@ -9,8 +9,9 @@
 //!
 //! Slots sit in segments allocated once and kept (a segment never moves: a slot is found from
 //! its handle without a table lock); each slot has its own lock, held for a read or an update
-//! only, never across a wait (each update is one assignment: a panic leaves it consistent). Free slots are kept per shard (slot `i` in shard `i % SHARDS`),
-//! as the general table keeps them: a thread takes from the shard its id hashes to. A thread
+//! only, never across a wait (each update is one assignment: a panic leaves it consistent).
+//! Free slots are kept per shard (slot `i` in shard `i % SHARDS`), as the general table keeps
+//! them: a thread takes from the shard its id hashes to. A thread
 //! keeps the slots it freed (up to [`LOCAL_FREE`]) for its next receives, without the shard's
 //! lock — a message-rate window posts and completes its receives on one thread; they go back
 //! to their shards when the thread ends.
