@@ -11,7 +11,8 @@
 //!   nmad layouts, pack/unpack, external32, darray, f90 types, the Rust types that map to them),
 //!   [`error`] (classes, codes, user classes, handlers), [`op`] (reduction operations),
 //!   [`group`], [`info`] (info objects, `MPI_INFO_ENV`, hints, thread levels), [`attr`]
-//!   (keyvals, attribute caching), [`grequest`] (generalized requests' callbacks);
+//!   (keyvals, attribute caching), [`grequest`] (generalized requests' callbacks), `node_shm`
+//!   (memory segments the processes of a node share, and their passing);
 //! - [`comm`]: communicators (context ids agreed over a parent or over a group alone, the small
 //!   collectives creation needs, the message envelope and nmad tag layout, the runtime the
 //!   communicators of a process share, and the slots where the features above keep their state:
@@ -52,6 +53,7 @@ pub mod info;
 pub mod intercomm;
 pub mod io;
 mod loom;
+mod node_shm;
 pub mod op;
 pub mod operation;
 pub mod p2p;

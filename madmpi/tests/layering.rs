@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// The top-level modules, from the bottom layer up.
 const LAYERS: &[&[&str]] = &[
     // Plain data and the ABI.
-    &["abi", "attr", "datatype", "error", "grequest", "group", "info", "loom", "op"],
+    &["abi", "attr", "datatype", "error", "grequest", "group", "info", "loom", "node_shm", "op"],
     // Communicators: the features above keep their state in them without being named.
     &["comm"],
     // One request type; the kinds other modules run are handed to it.

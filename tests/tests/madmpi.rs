@@ -195,6 +195,27 @@ fn pending_calls_fail_when_a_connected_peer_dies() {
     }
 }
 
+/// Rank 1 dies while rank 0 waits in a barrier that runs through the node's shared segment
+/// (no message to fail): rank 0 learns it from nmad and fails the barrier, the next allreduce
+/// and finalize, each within the bound.
+#[test]
+fn a_node_local_barrier_fails_when_a_peer_dies_in_it() {
+    let _g = serial();
+    let d = peer_failure_job(
+        &["-disable-auto-cleanup", "-genv", "PM2_LOG", "madmpi::coll::shared=info,warn"],
+        &["kill-in-barrier"],
+    );
+    assert!(matches!(d.code, Some(137) | Some(1)), "{d:?}");
+    assert!(d.stderr.contains("node-local area for the 2 ranks"), "the barrier ran node-locally: {d:?}");
+    for step in ["barrier", "allreduce", "finalize"] {
+        let want = format!("OK 0: {step}: true ");
+        let line =
+            d.stdout.lines().find(|l| l.starts_with(&want)).unwrap_or_else(|| panic!("no {want:?}: {d:?}"));
+        let ms: u128 = line[want.len()..].trim().parse().unwrap();
+        assert!(ms < FINALIZE_BOUND_MS, "{step} took {ms} ms: {d:?}");
+    }
+}
+
 /// Rank 1 is stopped (alive, unreachable: rank 0's connection times out): rank 0's calls fail,
 /// its finalize returns an error instead of waiting for rank 1, and the job ends.
 #[test]

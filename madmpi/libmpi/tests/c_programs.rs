@@ -235,6 +235,29 @@ fn express_collectives_match_the_general_path_on_the_wire() {
     }
 }
 
+/// The node-local collectives (a segment the ranks share): thousands of back-to-back calls,
+/// every root, sizes across the 1 KiB limit, predefined types beside scattered derived ones
+/// (the general path must take the same road), non-commutative operations in rank order, the
+/// same bits at every rank, nonblocking collectives in flight, duplicated, split and freed
+/// communicators; at 1, 2, 3, 4 and 8 processes, and again with the path turned off.
+#[test]
+fn node_local_collectives_match_local_references() {
+    for n in [1, 2, 3, 8] {
+        passes_on("coll_shared", n);
+    }
+    // Taken indeed: each of the 4 ranks reports the areas it made (world, dup, split, three
+    // short-lived dups), none in the run where the path is off.
+    let log = ("PM2_LOG", "madmpi::coll::shared=info,warn");
+    for done in passes_with("coll_shared", 4, &[log]) {
+        let made = done.stderr.matches("collectives: node-local area for the ").count();
+        assert_eq!(made, 4 * 6, "{done:?}");
+        assert!(!done.stderr.contains("fenced publishes"), "membarrier refused: {done:?}");
+    }
+    for done in passes_with("coll_shared", 3, &[("MADMPI_COLL_SHARED", "0"), log]) {
+        assert!(!done.stderr.contains("node-local area"), "{done:?}");
+    }
+}
+
 #[test]
 fn collectives_and_reduction_operations_match_local_references() {
     for n in [1, 2, 3, 4, 8] {

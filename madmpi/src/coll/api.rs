@@ -22,6 +22,7 @@ use super::choice::{self, Forced};
 use super::engine::{Exec, Handle};
 use super::inline;
 use super::plan::{self, Site};
+use super::raw::Mem as Bound;
 use super::schedule::{RECV, SEND, Schedule};
 use super::state::PlanKey;
 use crate::comm::Comm;
@@ -191,6 +192,18 @@ impl Comm {
     /// `MPI_Reduce`: `send` of every rank combined by `op` in rank order into `recv` at `root`
     /// (of `send`'s length there; ignored elsewhere: pass `&mut []`).
     pub fn reduce<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: &Op, root: u32) -> Result<()> {
+        let len = std::mem::size_of_val(send);
+        let input = Bound::Contiguous((send.as_ptr().cast_mut().cast(), len));
+        let output = (self.rank() == root && recv.len() == send.len())
+            .then(|| Bound::Contiguous((recv.as_mut_ptr().cast(), len)));
+        let dtype = Datatype::predefined(T::DATATYPE);
+        // SAFETY: the slices are borrowed for the call (`recv` exclusively).
+        let shared = unsafe {
+            self.shared_reduce(Some(&input), output.as_ref(), Some(root), send.len(), (op, &dtype))
+        };
+        if let Some(done) = shared {
+            return done;
+        }
         let forced = Forced::from_env()?.reduce;
         let (s, bind, r) = self.reduce_plan::<T>(send, Some(recv), op, root, forced)?;
         // SAFETY: the slices are borrowed for the call.
@@ -211,6 +224,13 @@ impl Comm {
     /// `MPI_Reduce` with `MPI_IN_PLACE` at the root: there `buf` is the input and receives the
     /// result; elsewhere it is the input only.
     pub fn reduce_in_place<T: Equivalence>(&self, buf: &mut [T], op: &Op, root: u32) -> Result<()> {
+        let m = Bound::Contiguous((buf.as_mut_ptr().cast(), std::mem::size_of_val(buf)));
+        let dtype = Datatype::predefined(T::DATATYPE);
+        let (send, recv) = if self.rank() == root { (None, Some(&m)) } else { (Some(&m), None) };
+        // SAFETY: `buf` is borrowed exclusively for the call.
+        if let Some(done) = unsafe { self.shared_reduce(send, recv, Some(root), buf.len(), (op, &dtype)) } {
+            return done;
+        }
         let forced = Forced::from_env()?.reduce;
         let (s, bind, r) = if self.rank() == root {
             let n = buf.len();

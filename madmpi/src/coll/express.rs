@@ -14,6 +14,7 @@
 //! `choice` would pick its algorithm).
 
 use super::choice::{self, Allreduce, Bcast, Forced};
+use super::raw::Mem;
 use super::schedule::lowbit;
 use crate::comm::tags::{self, Kind};
 use crate::comm::{Comm, from_nmad};
@@ -39,6 +40,9 @@ impl Comm {
 
     /// `MPI_Barrier` by the dissemination schedule's messages; `None`: declined.
     pub fn barrier_now(&self) -> Option<Result<()>> {
+        if let Some(done) = self.shared_barrier() {
+            return Some(done);
+        }
         let n = self.express_site(|_, _| true)?;
         let (seq, me) = (self.next_coll_seq(), self.rank());
         let (mut dist, mut step) = (1u32, 0u32);
@@ -60,7 +64,14 @@ impl Comm {
     /// `buf` holds `len` bytes, readable at the root and writable elsewhere, untouched by others
     /// during the call.
     pub unsafe fn bcast_now(&self, buf: *mut u8, len: usize, root: u32) -> Option<Result<()>> {
-        if len > MAX_BYTES || buf.is_null() && len > 0 {
+        if buf.is_null() && len > 0 {
+            return None;
+        }
+        // SAFETY: our contract.
+        if let Some(done) = unsafe { self.shared_bcast(&Mem::Contiguous((buf, len)), root) } {
+            return Some(done);
+        }
+        if len > MAX_BYTES {
             return None;
         }
         let n = self.express_site(|f, n| root < n && choice::bcast(f.bcast, n, len) == Bcast::Binomial)?;
@@ -110,8 +121,17 @@ impl Comm {
             return None;
         }
         let len = count.checked_mul(usize::try_from(dtype.size()).ok()?)?;
+        if recv.is_null() && len > 0 || send.is_some_and(|s| s.is_null() && len > 0) {
+            return None;
+        }
         let commutative = op.reorderable();
-        if len > MAX_BYTES || recv.is_null() && len > 0 || send.is_some_and(|s| s.is_null() && len > 0) {
+        let (inp, out) = (send.map(|s| Mem::Contiguous((s.cast_mut(), len))), Mem::Contiguous((recv, len)));
+        // SAFETY: our contract.
+        if let Some(done) = unsafe { self.shared_reduce(inp.as_ref(), Some(&out), None, count, (op, dtype)) }
+        {
+            return Some(done);
+        }
+        if len > MAX_BYTES {
             return None;
         }
         let n = self.express_site(|f, n| {
@@ -167,7 +187,7 @@ impl Comm {
     }
 
     /// Sends `out` to rank `to` with `tag` and waits until it left.
-    fn send_to(&self, to: u32, tag: u64, out: &[u8]) -> Result<()> {
+    pub(super) fn send_to(&self, to: u32, tag: u64, out: &[u8]) -> Result<()> {
         let req = std::pin::pin!(nmad::Request::new());
         // SAFETY: `out` outlives the request, waited for here.
         if unsafe { self.post_send(to, tag, out, req.as_ref()) }? {
@@ -201,7 +221,7 @@ impl Comm {
     }
 
     /// Receives exactly `inp.len()` bytes from rank `from` with `tag`.
-    fn recv_exact(&self, from: u32, tag: u64, inp: &mut [u8]) -> Result<()> {
+    pub(super) fn recv_exact(&self, from: u32, tag: u64, inp: &mut [u8]) -> Result<()> {
         let from_w = self.express_world(from)?;
         let st = self.session().recv(Source::Rank(from_w), TagMatch::exact(tag), inp).map_err(from_nmad)?;
         if st.len != inp.len() as u64 {

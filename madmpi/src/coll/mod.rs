@@ -63,6 +63,10 @@
 //! - `rounds`: the engine's round state machine and completion accounting (loom-modelled);
 //! - `state`: what the collectives keep per communicator (in its extensions: the collective
 //!   count, the node layout);
+//! - `express`: blocking barrier, bcast and allreduce of a few bytes replaying the flat
+//!   schedule's messages without a schedule;
+//! - `shared`: blocking barrier, bcast, reduce and allreduce of up to 1 KiB per rank through a
+//!   segment the ranks of one node share (no messages), chosen alike at every rank;
 //! - `api_gather`: the Rust API of gather, scatter, allgather and alltoall (and their `v`
 //!   forms, and alltoallw);
 //! - `api`: the Rust API (`Comm::barrier`, `bcast`, `reduce`, `allreduce`, nonblocking and
@@ -75,8 +79,9 @@
 //!   neighbour lists a topology gives);
 //! - `sim` (tests): an in-process simulator running the schedules of n ranks against each other.
 //!
-//! Owns the collective layer; it talks to nmad through sessions and requests only and must not
-//! use `internal` (communicator management's own exchanges).
+//! Owns the collective layer; it talks to nmad through sessions and requests only (and, node-locally,
+//! through `node_shm` segments) and must not use `internal` (communicator management's own
+//! exchanges).
 
 mod algo;
 mod api;
@@ -89,12 +94,14 @@ mod express;
 mod inline;
 pub mod inter;
 pub mod neighbor;
+mod node_local;
 mod plan;
 mod planned;
 pub mod raw;
 pub mod raw_inter;
 mod rounds;
 mod schedule;
+mod shared;
 #[cfg(test)]
 mod sim;
 mod state;

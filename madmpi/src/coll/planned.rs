@@ -15,6 +15,7 @@
 use super::bound::{Bind, Reducer};
 use super::engine::{Exec, Handle};
 use super::inline;
+use super::node_local::SharedCall;
 use super::schedule::Schedule;
 use crate::comm::Comm;
 use crate::error::Result;
@@ -27,6 +28,8 @@ pub struct Planned {
     sched: Arc<Schedule>,
     bind: Bind,
     reducer: Option<Reducer>,
+    /// The call as the node-local path would run it, blocking (`None`: it never would).
+    shared: Option<SharedCall>,
 }
 
 // SAFETY: the pointers in `bind` are only addresses here: nothing dereferences them before a
@@ -38,7 +41,13 @@ unsafe impl Sync for Planned {}
 
 impl Planned {
     pub(super) fn new(comm: &Comm, sched: Arc<Schedule>, bind: Bind, reducer: Option<Reducer>) -> Planned {
-        Planned { comm: comm.clone(), sched, bind, reducer }
+        Planned { comm: comm.clone(), sched, bind, reducer, shared: None }
+    }
+
+    /// The same, which a blocking start may run node-locally as `call` (`coll::shared`).
+    pub(super) fn with_shared(mut self, call: SharedCall) -> Planned {
+        self.shared = Some(call);
+        self
     }
 
     /// Starts it as the communicator's next collective (a blocking or nonblocking call).
@@ -60,6 +69,12 @@ impl Planned {
     /// The memory bound at planning must stay valid (inputs readable, outputs writable) and
     /// untouched by others until this returns.
     pub unsafe fn run(self) -> Result<Outcome> {
+        if let Some(call) = &self.shared
+            // SAFETY: the memory contract is this function's own, passed on.
+            && let Some(done) = unsafe { self.comm.run_shared(call, self.reducer.as_ref()) }
+        {
+            return Ok(Outcome { error: done.err(), ..Outcome::DONE });
+        }
         let seq = self.comm.next_coll_seq();
         // SAFETY: the memory contract is this function's own, passed on.
         let error = unsafe { inline::run(&self.comm, seq, self.sched, self.bind, self.reducer) }?;

@@ -34,6 +34,7 @@
 
 use super::bound::{Bind, Reducer};
 use super::choice::{self, Forced};
+use super::node_local::{MAX_BYTES as SHARED_BYTES, SharedCall};
 use super::plan;
 pub use super::planned::{Persistent, Planned};
 use super::schedule::{BufId, Local, RECV, Range, Round, SEND, Schedule};
@@ -235,6 +236,25 @@ pub(super) fn reducer(call: &str, op: &Op, dtype: &Datatype) -> Result<Reducer> 
     Ok(Reducer { op: op.clone(), dtype: dtype.clone() })
 }
 
+/// A reduction's count and datatype in basic elements: a builtin operation on a derived type
+/// whose elements are all one predefined type works on that type's packed elements, so every
+/// rank plans the same schedule whatever type it passed (MPI makes only the type signatures
+/// agree: one rank's 4 × `MPI_INT` is another's 1 × a contiguous type of 4 ints, and an
+/// algorithm that splits the vector by elements must split both alike).
+fn in_elements(op: &Op, count: usize, dtype: &Datatype) -> (usize, Datatype) {
+    if op.as_builtin().is_some()
+        && dtype.as_predefined().is_none()
+        && let Ok(Some(p)) = crate::op::element(dtype)
+    {
+        let basic = Datatype::predefined(p);
+        let (size, unit) = (dtype.size(), basic.size());
+        if unit > 0 && size % unit == 0 {
+            return (count * (size / unit) as usize, basic);
+        }
+    }
+    (count, dtype.clone())
+}
+
 pub(super) fn elem_size(dtype: &Datatype) -> Result<usize> {
     usize::try_from(dtype.size()).map_err(|_| Error::count("datatype too large"))
 }
@@ -247,7 +267,7 @@ pub fn barrier(comm: &Comm) -> Result<Planned> {
     let f = Forced::from_env()?;
     let key = PlanKey::of("barrier", f);
     let s = comm.planned(key, || Ok(plan::barrier(&comm.coll_site(&f)?, &f)))?;
-    Ok(Planned::new(comm, s, Bind { send: NONE, recv: NONE }, None))
+    Ok(Planned::new(comm, s, Bind { send: NONE, recv: NONE }, None).with_shared(SharedCall::Barrier))
 }
 
 /// `MPI_Ibcast` of `buf` from `root`.
@@ -262,7 +282,8 @@ pub fn bcast(comm: &Comm, buf: &RawBuf, root: u32) -> Result<Planned> {
         || Ok(wrap(plan::bcast(&comm.coll_site(&f)?, &f, root, len), None, Some(&m), is_root, !is_root));
     let s =
         kept(comm, m.is_scattered(), PlanKey { root: root as usize, len, ..PlanKey::of("bcast", f) }, plan)?;
-    Ok(Planned::new(comm, s, Bind { send: NONE, recv: m.bind() }, None))
+    let p = Planned::new(comm, s, Bind { send: NONE, recv: m.bind() }, None);
+    Ok(if len <= SHARED_BYTES { p.with_shared(SharedCall::Bcast { buf: m, root }) } else { p })
 }
 
 /// `MPI_Ireduce`: `send` (`None`: in place, the input is `recv`, at the root only) of every
@@ -288,11 +309,11 @@ pub fn reduce(
         (None, Some(r)) => r,
         (None, None) => return Err(Error::buffer("MPI_Reduce: MPI_IN_PLACE is only for the root")),
     };
-    let r = reducer("MPI_Reduce", op, &input.dtype)?;
+    let (count, dtype) = in_elements(op, input.count, &input.dtype);
+    let r = reducer("MPI_Reduce", op, &dtype)?;
     let sm = send.map(Mem::of).transpose()?;
     let rm = recv.map(Mem::of).transpose()?;
-    let count = input.count;
-    let elem = elem_size(&input.dtype)?;
+    let elem = elem_size(&dtype)?;
     if let Some(rm) = &rm
         && rm.packed_len() != count * elem
     {
@@ -320,7 +341,12 @@ pub fn reduce(
     let s = kept(comm, scattered, key, plan)?;
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
     let rb = rm.as_ref().map_or(NONE, Mem::bind);
-    Ok(Planned::new(comm, s, Bind { send: sb, recv: rb }, Some(r)))
+    let p = Planned::new(comm, s, Bind { send: sb, recv: rb }, Some(r));
+    Ok(if count * elem <= SHARED_BYTES {
+        p.with_shared(SharedCall::Reduce { send: sm, recv: rm, root, count })
+    } else {
+        p
+    })
 }
 
 /// `MPI_Iallreduce`: `send` (`None`: in place, the input is `recv`) of every rank combined by
@@ -331,11 +357,11 @@ pub fn allreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> 
         return super::raw_inter::allreduce(comm, send, recv, op);
     }
     let input = send.unwrap_or(recv);
-    let r = reducer("MPI_Allreduce", op, &input.dtype)?;
+    let (count, dtype) = in_elements(op, input.count, &input.dtype);
+    let r = reducer("MPI_Allreduce", op, &dtype)?;
     let sm = send.map(Mem::of).transpose()?;
     let rm = Mem::of(recv)?;
-    let count = input.count;
-    let elem = elem_size(&input.dtype)?;
+    let elem = elem_size(&dtype)?;
     if rm.packed_len() != count * elem {
         return Err(Error::count(format!(
             "MPI_Allreduce: {} bytes of output for {} bytes of input",
@@ -358,7 +384,12 @@ pub fn allreduce(comm: &Comm, send: Option<&RawBuf>, recv: &RawBuf, op: &Op) -> 
     };
     let s = kept(comm, rm.is_scattered() || sm.as_ref().is_some_and(Mem::is_scattered), key, plan)?;
     let sb = sm.as_ref().map_or(NONE, Mem::bind);
-    Ok(Planned::new(comm, s, Bind { send: sb, recv: rm.bind() }, Some(r)))
+    let p = Planned::new(comm, s, Bind { send: sb, recv: rm.bind() }, Some(r));
+    Ok(if count * elem <= SHARED_BYTES {
+        p.with_shared(SharedCall::Allreduce { send: sm, recv: rm, count })
+    } else {
+        p
+    })
 }
 
 // ---------------------------------------------------------------------- gather family

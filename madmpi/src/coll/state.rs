@@ -56,6 +56,11 @@ impl Comm {
         self.extensions().get_or_default()
     }
 
+    /// How many collective operations this communicator started (the same at every member).
+    pub(crate) fn coll_started(&self) -> u64 {
+        self.coll().started.load(Relaxed)
+    }
+
     /// The sequence number of the next collective operation on this communicator.
     pub(crate) fn next_coll_seq(&self) -> u64 {
         self.coll().started.fetch_add(1, Relaxed)

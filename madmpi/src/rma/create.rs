@@ -8,7 +8,7 @@
 //!
 //! Shared memory: `MPI_Win_allocate_shared` needs every member on one node (else
 //! `MPI_ERR_RMA_SHARED` everywhere, found in the first exchange). Member 0 creates one memfd
-//! segment for all the parts and serves its fd to the others ([`super::fdpass`]); each maps it.
+//! segment for all the parts and serves its fd to the others ([`crate::node_shm::fdpass`]); each maps it.
 //! Parts are contiguous (member i+1's starts where member i's ends) unless
 //! `alloc_shared_noncontig` (member 0's value) asks for each on a page of its own.
 //!
@@ -17,15 +17,15 @@
 //! loads and stores. Across
 //! nodes each member allocates its part privately (64-byte aligned).
 
-use super::fdpass::{self, Server};
 use super::hints::WinHints;
-use super::segment::{Segment, page_rounded, page_size};
 use super::shm;
 use super::window::{Exposure, Flavor, Memory, Win};
 use crate::comm::internal::allgather;
 use crate::comm::{Comm, from_nmad};
 use crate::error::{Error, ErrorClass, Result};
 use crate::info::Info;
+use crate::node_shm::fdpass::{self, Server};
+use crate::node_shm::segment::{Segment, page_rounded, page_size};
 use std::alloc::Layout;
 
 /// Alignment of privately allocated parts (a cache line).

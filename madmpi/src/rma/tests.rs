@@ -121,7 +121,7 @@ fn shared_windows_alias_across_mappings() {
             let (p1, _) = w.shared_part(1).unwrap();
             let gap = p1 as usize - p0 as usize;
             if noncontig {
-                assert_eq!(gap % super::segment::page_size(), 0);
+                assert_eq!(gap % crate::node_shm::segment::page_size(), 0);
             } else {
                 assert_eq!(gap, 4, "contiguous parts");
             }
@@ -158,7 +158,7 @@ fn typed_windows_keep_their_memory_and_free_on_drop() {
 fn shared_layouts_and_the_one_node_rule() {
     use super::create::{Plan, in_segment, layout};
     let plan = |node, size, noncontig| Plan { node, pid: 1, nonce: 0, size, noncontig, direct: true };
-    let page = super::segment::page_size();
+    let page = crate::node_shm::segment::page_size();
     let one_node = [plan(7, 10, false), plan(7, 0, true), plan(7, 3, true)];
     assert_eq!(Plan::decode(&one_node[2].encode()), one_node[2]);
     // Member 0's noncontig value decides.
@@ -180,8 +180,8 @@ fn shared_layouts_and_the_one_node_rule() {
 
 #[test]
 fn the_segment_fd_passes_over_the_socket_and_maps_the_same_memory() {
-    use super::fdpass;
-    use super::segment::{Segment, page_size};
+    use crate::node_shm::fdpass;
+    use crate::node_shm::segment::{Segment, page_size};
     let page = page_size();
     let server = fdpass::Server::bind().unwrap();
     let (seg, fd) = Segment::create(page).unwrap();

@@ -8,13 +8,13 @@ use super::dynamic::Regions;
 use super::fast::Fast;
 use super::hints::WinHints;
 use super::origin::Origin;
-use super::segment::Segment;
 use super::service::Service;
 use super::target::WinCore;
 use crate::comm::Comm;
 use crate::comm::internal::allgather;
 use crate::error::{Error, Result};
 use crate::group::Group;
+use crate::node_shm::segment::Segment;
 use std::alloc::Layout;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 

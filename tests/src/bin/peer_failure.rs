@@ -5,7 +5,8 @@
 //! on, unaware, to its finalize). Rank 0 talks to it anyway, a receive first (nothing connected
 //! them yet): every call towards it must fail, and `MPI_Finalize` must return an error instead
 //! of waiting for it. `kill-linked`: rank 1 dies once connected, while rank 0 has a receive from
-//! it and a rendezvous send to it pending.
+//! it and a rendezvous send to it pending. `kill-in-barrier`: after enough collectives for the
+//! node-local ones to run through a shared segment, rank 1 dies while rank 0 waits in a barrier.
 //!
 //! Rank 0 prints `OK 0: <step>: <failed> <ms>`, and exits with status 1 if its finalize failed
 //! (as under `MPI_ERRORS_ARE_FATAL`), unless `ignore` is given (a program ignoring the error).
@@ -30,6 +31,9 @@ fn main() {
     let report = |what: &str, failed: bool, t: Instant| println!("OK {me}: {what}: {failed} {}", ms(t));
     if mode == "kill-linked" {
         return pending_operations_fail_when_a_linked_peer_dies(u);
+    }
+    if mode == "kill-in-barrier" {
+        return a_barrier_fails_when_a_peer_dies_in_it(u);
     }
     if me == 1 {
         let sig = if mode == "stop" { libc::SIGSTOP } else { libc::SIGKILL };
@@ -129,6 +133,44 @@ fn pending_operations_fail_when_a_linked_peer_dies(u: universe::Universe) {
     let t = Instant::now();
     let r = world.barrier();
     report("barrier", r.is_err(), t);
+    let t = Instant::now();
+    let r = u.finalize();
+    report("finalize", r.is_err(), t);
+    if r.is_err() {
+        std::process::exit(1);
+    }
+}
+
+/// `kill-in-barrier`: both ranks run collectives until the node-local path is set up (it is
+/// from the fifth), then rank 1 dies 200 ms into rank 0's next barrier: the barrier, an
+/// allreduce after it and finalize must fail, not wait.
+fn a_barrier_fails_when_a_peer_dies_in_it(u: universe::Universe) {
+    let world = u.world();
+    let me = world.rank();
+    let report = |what: &str, failed: bool, t: Instant| {
+        println!("OK {me}: {what}: {failed} {}", t.elapsed().as_millis());
+    };
+    for i in 0..20 {
+        world.barrier().expect("a barrier before the failure");
+        let mut sum = [0u64];
+        world
+            .allreduce(&[1u64], &mut sum, &madmpi::coll::Op::builtin(madmpi::coll::Builtin::Sum))
+            .expect("allreduce");
+        assert_eq!(sum[0], 2, "allreduce {i}");
+    }
+    if me == 1 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // SAFETY: raise has no preconditions; SIGKILL ends the process here.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    let t = Instant::now();
+    let r = world.barrier();
+    report("barrier", r.is_err(), t);
+    eprintln!("peer_failure: barrier: {r:?}");
+    let t = Instant::now();
+    let mut sum = [0u64];
+    let r = world.allreduce(&[1u64], &mut sum, &madmpi::coll::Op::builtin(madmpi::coll::Builtin::Sum));
+    report("allreduce", r.is_err(), t);
     let t = Instant::now();
     let r = u.finalize();
     report("finalize", r.is_err(), t);

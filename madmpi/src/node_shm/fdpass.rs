@@ -1,4 +1,4 @@
-//! Passing a shared window's memfd from the member that created it to the other members on its
+//! Passing a shared segment's memfd from the member that created it to the other members on its
 //! node: over a Unix socket in the abstract namespace (no file to clean up after a crash), with
 //! SCM_RIGHTS (`tools::unix_socket`, which nmad's shm driver uses too; this one-message exchange
 //! is separate from the driver's protocol).
@@ -22,7 +22,7 @@ const ACCEPT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The abstract socket name of the creator `pid`'s `nonce`-th shared segment.
 fn name(pid: u32, nonce: u64) -> String {
-    format!("madmpi-win.{pid}.{nonce}")
+    format!("madmpi-seg.{pid}.{nonce}")
 }
 
 /// A bound socket the creator serves its fd on.
@@ -33,7 +33,7 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Binds a socket under a name no other window of this process uses.
+    /// Binds a socket under a name no other segment of this process uses.
     pub(crate) fn bind() -> io::Result<Server> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let nonce = NEXT.fetch_add(1, Relaxed);
@@ -54,7 +54,7 @@ impl Server {
             let (s, _) = self.listener.accept()?;
             let (pid, peer_uid) = peer_cred(&s)?;
             let Some(i) = waiting.iter().position(|&p| p == pid).filter(|_| peer_uid == uid) else {
-                log::warn!("window segment: refused a connection from pid {pid} uid {peer_uid}");
+                log::warn!("shared segment: refused a connection from pid {pid} uid {peer_uid}");
                 continue;
             };
             waiting.swap_remove(i);

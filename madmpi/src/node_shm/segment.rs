@@ -1,12 +1,13 @@
-//! The memory of a window shared by the members on one node: one anonymous memory file (memfd),
-//! sealed against resizing, mapped by every member at an address of its own.
+//! Memory shared by the processes of one node (a shared window, a communicator's collective
+//! area): one anonymous memory file (memfd), sealed against resizing, mapped by every member at
+//! an address of its own.
 //!
 //! A memfd has no name in the file system (a crash leaves nothing in `/dev/shm`) and only the
 //! processes it is passed to can map it ([`super::fdpass`]). The seals forbid shrinking and
 //! growing, so no member can truncate the file under another's mapping (which would turn that
 //! member's next load into SIGBUS); the attaching side checks them and the size before mapping.
 //!
-//! Owns the mapping; what lives in it (each member's part) is [`super::window`]'s.
+//! Owns the mapping; what lives in it is its user's (`rma::window`, `coll::shared`).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -21,7 +22,7 @@ pub(crate) struct Segment {
     len: usize,
 }
 
-// SAFETY: the mapping is plain memory the program accesses through the window's base pointers;
+// SAFETY: the mapping is plain memory its users access through their own pointers;
 // the handle itself only holds its address and length.
 unsafe impl Send for Segment {}
 // SAFETY: as for Send: no method reads or writes the memory.
@@ -37,7 +38,7 @@ impl Drop for Segment {
 fn check(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
     if r < 0 {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("window segment: {what}: {e}")));
+        return Err(io::Error::new(e.kind(), format!("shared segment: {what}: {e}")));
     }
     Ok(r)
 }
@@ -61,7 +62,7 @@ impl Segment {
     pub(crate) fn create(len: usize) -> io::Result<(Segment, OwnedFd)> {
         // SAFETY: the name is a NUL-terminated literal; a non-negative return is our new fd.
         let fd = unsafe {
-            libc::memfd_create(c"madmpi-win".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
+            libc::memfd_create(c"madmpi-seg".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
         };
         let fd = check(fd, "memfd_create")?;
         // SAFETY: `fd` was just returned by memfd_create and is owned by nobody else.
@@ -113,7 +114,7 @@ impl Segment {
         };
         if p == libc::MAP_FAILED {
             let e = io::Error::last_os_error();
-            return Err(io::Error::new(e.kind(), format!("window segment: mmap: {e}")));
+            return Err(io::Error::new(e.kind(), format!("shared segment: mmap: {e}")));
         }
         Ok(Segment { ptr: NonNull::new(p.cast()).expect("mmap never returns null on success"), len })
     }
