@@ -234,6 +234,9 @@ fn pick<T: Copy>(
 static IN_FORCE: LazyLock<ArcSwap<std::result::Result<Forced, String>>> =
     LazyLock::new(|| ArcSwap::from_pointee(Forced::parse(|k| std::env::var(k).ok())));
 
+/// [`Forced::nothing_forced`]'s answer: not known (at first, and after a `replace`), yes, no.
+static NOTHING_FORCED: AtomicU8 = AtomicU8::new(0);
+
 /// `MADMPI_COLL_TRACE`: unread, off, on.
 static TRACE: AtomicU8 = AtomicU8::new(0);
 
@@ -271,10 +274,31 @@ impl Forced {
         (**IN_FORCE.load()).clone().map_err(Error::arg)
     }
 
+    /// `f` of the choice in force, without copying it (`None`: the environment holds an
+    /// error, which [`Forced::from_env`] reports).
+    pub(crate) fn peek<R>(f: impl FnOnce(&Forced) -> R) -> Option<R> {
+        IN_FORCE.load().as_ref().as_ref().ok().map(f)
+    }
+
     /// Replaces the choice in force. Every rank must make the same change between the same
     /// collective calls: ranks running different algorithms would not match each other.
     pub fn replace(f: Forced) {
         IN_FORCE.store(std::sync::Arc::new(Ok(f)));
+        NOTHING_FORCED.store(0, Relaxed);
+    }
+
+    /// Whether no algorithm is forced (and the environment read well): what the hot paths ask
+    /// first, one load instead of [`Forced::peek`]'s.
+    pub(crate) fn nothing_forced() -> bool {
+        match NOTHING_FORCED.load(Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let none = Forced::peek(|f| *f == Forced::default()) == Some(true);
+                NOTHING_FORCED.store(if none { 1 } else { 2 }, Relaxed);
+                none
+            }
+        }
     }
 }
 

@@ -117,23 +117,23 @@ impl Comm {
         dtype: &Datatype,
         op: &Op,
     ) -> Option<Result<()>> {
-        if dtype.contiguous_offset() != Some(0) || op.check(dtype).is_err() {
+        if dtype.contiguous_offset() != Some(0) {
             return None;
         }
         let len = count.checked_mul(usize::try_from(dtype.size()).ok()?)?;
         if recv.is_null() && len > 0 || send.is_some_and(|s| s.is_null() && len > 0) {
             return None;
         }
-        let commutative = op.reorderable();
         let (inp, out) = (send.map(|s| Mem::Contiguous((s.cast_mut(), len))), Mem::Contiguous((recv, len)));
-        // SAFETY: our contract.
+        // SAFETY: our contract (the operation is checked there).
         if let Some(done) = unsafe { self.shared_reduce(inp.as_ref(), Some(&out), None, count, (op, dtype)) }
         {
             return Some(done);
         }
-        if len > MAX_BYTES {
+        if len > MAX_BYTES || op.check(dtype).is_err() {
             return None;
         }
+        let commutative = op.reorderable();
         let n = self.express_site(|f, n| {
             n.is_power_of_two()
                 && choice::allreduce(f.allreduce, n, count, len, commutative) == Allreduce::RecursiveDoubling
@@ -170,6 +170,36 @@ impl Comm {
             step += 1;
         }
         Some(Ok(()))
+    }
+
+    /// `MPI_Reduce` of `count` elements of `dtype` (contiguous) from `send` (`None`: in place,
+    /// at the root) into `recv` at `root`, node-locally only; `None`: declined (the general
+    /// path runs it, and reports every argument error).
+    ///
+    /// # Safety
+    /// `send` (if given) is readable for `count` elements, `recv` at the root writable (and
+    /// readable in place), the two not overlapping, untouched by others during the call.
+    pub unsafe fn reduce_now(
+        &self,
+        send: Option<*const u8>,
+        recv: *mut u8,
+        count: usize,
+        dtype: &Datatype,
+        op: &Op,
+        root: u32,
+    ) -> Option<Result<()>> {
+        if dtype.contiguous_offset() != Some(0) {
+            return None;
+        }
+        let len = count.checked_mul(usize::try_from(dtype.size()).ok()?)?;
+        let at_root = self.rank() == root;
+        if send.is_some_and(|s| s.is_null() && len > 0) || at_root && recv.is_null() && len > 0 {
+            return None;
+        }
+        let input = send.map(|s| Mem::Contiguous((s.cast_mut(), len)));
+        let output = at_root.then_some(Mem::Contiguous((recv, len)));
+        // SAFETY: our contract (the operation is checked there).
+        unsafe { self.shared_reduce(input.as_ref(), output.as_ref(), Some(root), count, (op, dtype)) }
     }
 
     /// Sends `out` to rank `to` with `tag` while receiving exactly `inp.len()` bytes from

@@ -57,14 +57,20 @@ impl Comm {
         if bytes > MAX_BYTES || self.is_inter() || choice::tracing() {
             return None;
         }
-        let f = Forced::from_env().ok()?;
-        let forced = match which {
-            Which::Barrier => f.barrier.is_some(),
-            Which::Bcast => f.bcast.is_some(),
-            Which::Reduce => f.reduce.is_some(),
-            Which::Allreduce => f.allreduce.is_some(),
+        let forced = if Forced::nothing_forced() {
+            Some(false)
+        } else {
+            Forced::peek(|f| {
+                f.hierarchical.is_some()
+                    || match which {
+                        Which::Barrier => f.barrier.is_some(),
+                        Which::Bcast => f.bcast.is_some(),
+                        Which::Reduce => f.reduce.is_some(),
+                        Which::Allreduce => f.allreduce.is_some(),
+                    }
+            })
         };
-        if forced || f.hierarchical.is_some() {
+        if forced != Some(false) {
             return None;
         }
         super::shared::call(self)
@@ -92,28 +98,25 @@ impl Comm {
             Ok(x) => x,
             Err(e) => return Some(Err(e)),
         };
-        let mut tmp = [0u8; MAX_BYTES];
-        let tmp = &mut tmp[..len];
         let is_root = self.rank() == root;
-        if is_root {
-            // SAFETY: readable at the root (our contract).
-            unsafe { pack(buf, tmp) };
-        }
-        let r = shared::bcast(a, c, root, tmp, &mut shared::watch(self));
+        let mut tmp = Packed::default();
+        // SAFETY: readable at the root, writable elsewhere (our contract).
+        let bytes = unsafe { tmp.of(buf, is_root) };
+        let r = shared::bcast(a, c, root, bytes, &mut shared::watch(self));
         if r.is_ok() && !is_root {
             // SAFETY: writable away from the root (our contract).
-            unsafe { unpack(tmp, buf) };
+            unsafe { tmp.unpack_into(buf) };
         }
         Some(r)
     }
 
     /// `MPI_Reduce` (`root: Some`) or `MPI_Allreduce` (`None`) of `count` elements of the
-    /// datatype, combined by the operation, from `send` (`None`: in place, the input is `recv`) into `recv` (`None` away from a
-    /// reduce's root) node-locally; `None`: declined.
+    /// datatype, combined by the operation, from `send` (`None`: in place, the input is `recv`)
+    /// into `recv` (`None` away from a reduce's root) node-locally; `None`: declined.
     ///
     /// # Safety
     /// The memories are valid (`send` readable, `recv` writable, and readable when in place)
-    /// and untouched by others during the call.
+    /// and untouched by others during the call, `send` apart from `recv`.
     pub(super) unsafe fn shared_reduce(
         &self,
         send: Option<&Mem>,
@@ -122,30 +125,35 @@ impl Comm {
         count: usize,
         (op, dtype): (&Op, &Datatype),
     ) -> Option<Result<()>> {
-        let input = send.or(recv)?;
-        let len = input.packed_len();
+        let len = send.or(recv)?.packed_len();
         let elem = usize::try_from(dtype.size()).ok()?;
+        let gets = root.is_none_or(|x| x == self.rank());
         if count.checked_mul(elem) != Some(len)
             || recv.is_some_and(|m| m.packed_len() != len)
-            || root.is_some_and(|x| x >= self.size() || x == self.rank() && recv.is_none())
-            || op.check(dtype).is_err()
+            || root.is_some_and(|x| x >= self.size())
+            || gets && recv.is_none()
         {
             return None; // the message path reports it
         }
+        let combine = op.prepared(dtype).ok()?;
         let which = if root.is_some() { Which::Reduce } else { Which::Allreduce };
         let (a, c) = match self.shared_call(which, len)? {
             Ok(x) => x,
             Err(e) => return Some(Err(e)),
         };
-        let (mut inp, mut out) = ([0u8; MAX_BYTES], [0u8; MAX_BYTES]);
-        let (inp, out) = (&mut inp[..len], &mut out[..len]);
-        // SAFETY: the input is readable (our contract).
-        unsafe { pack(input, inp) };
-        let res = shared::reduce(a, c, root, inp, out, (count, op, dtype), &mut shared::watch(self));
-        let gets = root.is_none_or(|x| x == self.rank());
+        let (mut inp, mut out) = (Packed::default(), Packed::default());
+        // SAFETY: `send` is readable (our contract).
+        let input = send.map(|m| &*unsafe { inp.of(m, true) });
+        let output = match recv {
+            // SAFETY: writable, and readable when in place (our contract), apart from `send`.
+            Some(m) if gets => unsafe { out.of(m, send.is_none()) },
+            _ => &mut [],
+        };
+        let fold = |i: &[u8], o: &mut [u8]| combine.reduce(i, o, count);
+        let res = shared::reduce(a, c, root, input, output, &fold, &mut shared::watch(self));
         if let (Ok(()), true, Some(recv)) = (&res, gets, recv) {
             // SAFETY: writable (our contract).
-            unsafe { unpack(out, recv) };
+            unsafe { out.unpack_into(recv) };
         }
         Some(res)
     }
@@ -178,41 +186,59 @@ impl Comm {
     }
 }
 
-/// Copies `m`'s packed bytes into `out` (of its packed length).
-///
-/// # Safety
-/// `m`'s memory is readable.
-unsafe fn pack(m: &Mem, out: &mut [u8]) {
-    match m {
-        // SAFETY: readable (our contract), `out.len()` = the packed length.
-        Mem::Contiguous((p, _)) => unsafe { std::ptr::copy_nonoverlapping(*p, out.as_mut_ptr(), out.len()) },
-        Mem::Scattered { span, blocks, .. } => {
-            let mut at = 0;
-            for &(off, len) in blocks {
-                // SAFETY: each block lies in the span, readable (our contract); the blocks add
-                // up to the packed length.
-                unsafe { std::ptr::copy_nonoverlapping(span.0.add(off), out[at..].as_mut_ptr(), len) };
-                at += len;
+/// A call's view of the caller's memory as packed bytes: the memory itself when it is
+/// contiguous, else a packed copy here (unpacked back by [`Packed::unpack_into`]).
+#[derive(Default)]
+struct Packed {
+    /// The packed copy of scattered memory (none for contiguous memory: nothing allocated).
+    tmp: Vec<u8>,
+}
+
+impl Packed {
+    /// `m`'s packed bytes (at most [`MAX_BYTES`]), with its content when `read`.
+    ///
+    /// # Safety
+    /// `m`'s memory is valid, readable when `read`, writable if the caller writes the bytes,
+    /// and no other reference to it lives as long as the bytes.
+    unsafe fn of(&mut self, m: &Mem, read: bool) -> &mut [u8] {
+        let len = m.packed_len();
+        assert!(len <= MAX_BYTES, "{len} bytes for the node-local path");
+        match m {
+            // SAFETY: valid for `len` bytes, not otherwise referenced (our contract).
+            Mem::Contiguous((p, _)) if len > 0 => unsafe { std::slice::from_raw_parts_mut(*p, len) },
+            Mem::Contiguous(_) => &mut [],
+            Mem::Scattered { span, blocks, .. } => {
+                self.tmp = vec![0; len];
+                if read {
+                    let mut off = 0;
+                    for &(o, l) in blocks {
+                        // SAFETY: each block lies in the span, readable (our contract); the
+                        // blocks add up to `len`, the copy's length.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(span.0.add(o), self.tmp[off..].as_mut_ptr(), l)
+                        };
+                        off += l;
+                    }
+                }
+                &mut self.tmp
             }
         }
     }
-}
 
-/// Copies packed `inp` into `m`'s memory.
-///
-/// # Safety
-/// `m`'s memory is writable.
-unsafe fn unpack(inp: &[u8], m: &Mem) {
-    match m {
-        // SAFETY: writable (our contract), `inp.len()` = the packed length.
-        Mem::Contiguous((p, _)) => unsafe { std::ptr::copy_nonoverlapping(inp.as_ptr(), *p, inp.len()) },
-        Mem::Scattered { span, blocks, .. } => {
-            let mut at = 0;
-            for &(off, len) in blocks {
-                // SAFETY: as in `pack`, writable.
-                unsafe { std::ptr::copy_nonoverlapping(inp[at..].as_ptr(), span.0.add(off), len) };
-                at += len;
+    /// Copies the packed bytes back into `m`'s blocks, if they were copied out of it.
+    ///
+    /// # Safety
+    /// `m` is the memory [`Packed::of`] viewed, writable.
+    unsafe fn unpack_into(&self, m: &Mem) {
+        let Mem::Scattered { span, blocks, .. } = m else { return };
+        let mut off = 0;
+        for &(o, l) in blocks {
+            if off + l > self.tmp.len() {
+                return; // not copied out of it
             }
+            // SAFETY: as in `of`, writable.
+            unsafe { std::ptr::copy_nonoverlapping(self.tmp[off..].as_ptr(), span.0.add(o), l) };
+            off += l;
         }
     }
 }

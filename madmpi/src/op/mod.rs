@@ -267,6 +267,44 @@ impl Op {
     }
 }
 
+/// An operation checked once for a datatype ([`Op::prepared`]): a collective combining several
+/// members' contributions looks the kernel up once, not per pair of buffers.
+pub(crate) struct Prepared<'a> {
+    op: &'a Op,
+    dt: &'a Datatype,
+    /// A builtin's plan (`None`: a user function).
+    plan: Option<Plan>,
+}
+
+impl Op {
+    /// The operation on elements of `dt`, checked as [`Op::check`] does.
+    pub(crate) fn prepared<'a>(&'a self, dt: &'a Datatype) -> Result<Prepared<'a>> {
+        let plan = match &*self.0 {
+            Inner::Builtin(b) => Some(plan(*b, dt)?),
+            Inner::User { .. } => None,
+        };
+        Ok(Prepared { op: self, dt, plan })
+    }
+}
+
+impl Prepared<'_> {
+    /// [`Op::reduce`] of `count` elements, the same rules.
+    pub(crate) fn reduce(&self, input: &[u8], inout: &mut [u8], count: usize) -> Result<()> {
+        match &self.plan {
+            Some(plan) => {
+                check_lengths(input, inout, count, self.dt)?;
+                match plan {
+                    Plan::Copy => inout.copy_from_slice(input),
+                    Plan::Nothing => {}
+                    Plan::Kernel(k) => k(input, inout),
+                }
+                Ok(())
+            }
+            None => self.op.reduce(input, inout, count, self.dt),
+        }
+    }
+}
+
 impl fmt::Debug for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.0 {

@@ -214,7 +214,7 @@ family! {
     )
     /// Reduce to `root`: `MPI_IN_PLACE` as the send buffer at the root only.
     => reduce[];
-    run MPI_Reduce / PMPI_Reduce, MPI_Reduce_c / PMPI_Reduce_c;
+    run_hot MPI_Reduce / PMPI_Reduce, MPI_Reduce_c / PMPI_Reduce_c;
     start MPI_Ireduce / PMPI_Ireduce, MPI_Ireduce_c / PMPI_Ireduce_c;
     init_info MPI_Reduce_init / PMPI_Reduce_init, MPI_Reduce_init_c / PMPI_Reduce_init_c;
 
@@ -232,10 +232,11 @@ family! {
     init_info MPI_Allreduce_init / PMPI_Allreduce_init, MPI_Allreduce_init_c / PMPI_Allreduce_init_c;
 }
 
-/// The express paths of the blocking barrier, broadcast and allreduce (`run_hot`): a builtin
-/// datatype (and operation) and a few bytes on this thread's recent communicator go to
-/// `madmpi::coll::express`, which replays the flat schedule's messages or declines (`None`,
-/// nothing done); the general path then runs and reports every argument error.
+/// The express paths of the blocking barrier, broadcast, reduce and allreduce (`run_hot`): a
+/// builtin datatype (and operation) and a few bytes on this thread's recent communicator go to
+/// `madmpi::coll::express`, which runs them node-locally, replays the flat schedule's messages
+/// (not for reduce) or declines (`None`, nothing done); the general path then runs and reports
+/// every argument error.
 #[allow(non_snake_case)]
 mod hot {
     use super::*;
@@ -304,4 +305,35 @@ mod hot {
     }
 
     pub(super) use MPI_Allreduce as MPI_Allreduce_c;
+
+    /// # Safety
+    /// The buffers hold `count` elements of `datatype` (MPI's contract).
+    #[inline(always)]
+    pub(super) unsafe fn MPI_Reduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: impl CInt,
+        datatype: abi::Datatype,
+        op: abi::Op,
+        root: c_int,
+        comm: abi::Comm,
+    ) -> Option<Outcome> {
+        let (p, _) = builtin_elem(datatype)?;
+        let b = ops::builtin(op)?;
+        let count = usize::try_from(count.wide()).ok()?;
+        let root = u32::try_from(root).ok()?;
+        let send = (!in_place(sendbuf)).then_some(sendbuf.cast::<u8>());
+        if send.is_some_and(|s| std::ptr::eq(s, recvbuf.cast_const().cast())) {
+            return None; // aliased: the general path reports it
+        }
+        let (dtype, op) = (Datatype::predefined(p), Op::builtin(b));
+        let (dtype, op) = (&dtype, &op);
+        // SAFETY: the buffers hold `count` elements, ours during the call (our contract).
+        let r = crate::comms::hot(comm, |c| unsafe {
+            c.comm.reduce_now(send, recvbuf.cast(), count, dtype, op, root)
+        })?;
+        Some(reported(comm, r))
+    }
+
+    pub(super) use MPI_Reduce as MPI_Reduce_c;
 }

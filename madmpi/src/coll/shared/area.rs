@@ -5,13 +5,14 @@
 //! number that announces them.
 //!
 //! The protocol (every call numbered 1, 2, … alike at every member; call `c` uses buffer
-//! `c % 3`): each member publishes `c` once in every call `c`, after writing its data if the
-//! call has it (`publish`); a member that reads another's data for call `c` first waits until
-//! that member published `c` (`wait`). Before writing its buffer for call `c`, a member waits
-//! until every member published `c − 2` (`wait_writable`): each finished reading call `c − 3`'s
-//! data before it entered call `c − 2`, so nobody still reads what is overwritten. A member is
-//! thus at most two calls ahead of the slowest, and a root broadcasting again and again does
-//! not wait for a round trip per call.
+//! `c % B`, `B` = 16): each member publishes `c` once in every call `c`, after writing its data
+//! if the call has it (`publish`); a member that reads another's data for call `c` first waits
+//! until that member published `c` (`wait`). Before writing its buffer for call `c`, a member
+//! waits until every member published `c − (B − 1)` (`wait_writable`): each finished reading
+//! call `c − B`'s data before it entered call `c − (B − 1)`, so nobody still reads what is
+//! overwritten. A member is thus at most `B − 1` calls ahead of the slowest: a root
+//! broadcasting again and again, or members reducing to a root, do not wait for a round trip
+//! per call, and ranks sharing a CPU get through many calls per time slice.
 //!
 //! Waiting spins first (the announcement usually comes within a cache-line transfer), then
 //! sleeps on a futex of the announcing word; a publisher wakes only when its control line
@@ -42,7 +43,7 @@ pub(crate) const DATA: usize = 1024;
 const LINE: usize = 64;
 /// One buffer: the call number, then the data (rounded up to whole lines).
 const BUF: usize = (8 + DATA).div_ceil(LINE) * LINE;
-/// Buffers per member (see the module docs for why three).
+/// Buffers per member (`B` in the module docs): how far a member may run ahead.
 const BUFFERS: u64 = 16;
 /// One member's part: the control line and the buffers.
 const MEMBER: usize = LINE + BUFFERS as usize * BUF;
@@ -167,9 +168,16 @@ impl Area {
         }
     }
 
-    /// Waits until this member's buffer for call `c` is free: every member published `c − 2`.
+    /// Waits until this member's buffer for call `c` is free: every member published
+    /// `c − (BUFFERS − 1)`. A member that must wait runs ahead: it then waits until the others
+    /// are at most half the buffers behind, so that it does not wait again at its next calls,
+    /// each time spinning on the very line the slowest member writes next.
     pub(crate) fn wait_writable(&self, c: u64, m: &mut dyn Meanwhile) -> Result<()> {
-        self.wait_all(c.saturating_sub(BUFFERS - 1), m)
+        let free = c.saturating_sub(BUFFERS - 1);
+        if (0..self.n).all(|j| self.published(j, free)) {
+            return Ok(());
+        }
+        self.wait_all(c.saturating_sub(BUFFERS / 2), m)
     }
 
     /// Waits until every member published `c`.

@@ -7,9 +7,7 @@
 //! Owns the steps of each call; the packing of the caller's memory is `shared`'s.
 
 use super::area::{Area, Meanwhile};
-use crate::datatype::Datatype;
 use crate::error::Result;
-use crate::op::Op;
 
 /// Every member entered call `c`.
 pub(crate) fn barrier(a: &Area, c: u64, m: &mut dyn Meanwhile) -> Result<()> {
@@ -30,29 +28,48 @@ pub(crate) fn bcast(a: &Area, c: u64, root: u32, buf: &mut [u8], m: &mut dyn Mea
     Ok(())
 }
 
-/// Every member's `input` (`count` elements of `dtype`, packed) combined by `op` into `out`:
-/// at every member (`root: None`, an allreduce) or at `root` only (`out` is ignored elsewhere).
-/// `out` has `input`'s length; it may hold `input` (in place).
+/// `fold(x, acc)` sets `acc = x op acc` (an operation on the packed elements of one call).
+pub(crate) type Fold<'a> = dyn Fn(&[u8], &mut [u8]) -> Result<()> + 'a;
+
+/// Every member's input combined by `fold` (`fold(x, acc)` sets `acc = x op acc`) into `out`: at
+/// every member (`root: None`, an allreduce) or at `root` only (`out` is ignored elsewhere).
+/// The input is `input`, or `out` itself when `None` (in place); inputs have one length at
+/// every member, and so has `out` where it receives.
 pub(crate) fn reduce(
     a: &Area,
     c: u64,
     root: Option<u32>,
-    input: &[u8],
+    input: Option<&[u8]>,
     out: &mut [u8],
-    (count, op, dtype): (usize, &Op, &Datatype),
+    fold: &Fold<'_>,
     m: &mut dyn Meanwhile,
 ) -> Result<()> {
-    a.wait_writable(c, m)?;
-    a.write(c, input);
+    let len = input.map_or(out.len(), <[u8]>::len);
+    let me = a.me();
+    let combines = root.is_none_or(|root| root == me);
+    // A reduce's root reads its own input where it is (nobody else does); otherwise (an
+    // allreduce, a non-root, a root in place) the input goes to our buffer.
+    let own = match input {
+        Some(i) if root.is_some() && combines => Some(i),
+        _ => {
+            a.wait_writable(c, m)?;
+            a.write(c, input.unwrap_or(out));
+            None
+        }
+    };
     a.publish(c);
-    if root.is_some_and(|root| root != a.me()) {
+    if !combines {
         return Ok(());
     }
     a.wait_all(c, m)?;
-    let (n, len) = (a.members(), input.len());
-    out.copy_from_slice(a.data(n - 1, c, len));
+    let n = a.members();
+    let of = |j: u32| match own {
+        Some(i) if j == me => i,
+        _ => a.data(j, c, len),
+    };
+    out.copy_from_slice(of(n - 1));
     for j in (0..n - 1).rev() {
-        op.reduce(a.data(j, c, len), out, count, dtype)?;
+        fold(of(j), out)?;
     }
     Ok(())
 }
@@ -61,9 +78,9 @@ pub(crate) fn reduce(
 mod tests {
     use super::super::area::{self, Area, Meanwhile};
     use super::*;
-    use crate::datatype::Predefined;
+    use crate::datatype::{Datatype, Predefined};
     use crate::node_shm::segment::{Segment, page_rounded};
-    use crate::op::Builtin;
+    use crate::op::{Builtin, Op};
 
     struct Idle(bool);
 
@@ -123,7 +140,8 @@ mod tests {
                                     .collect();
                                 let mut out = vec![0u8; input.len()];
                                 let at = (k == 2).then_some(root);
-                                reduce(&a, c, at, &input, &mut out, (count, &sum, &dtype), m).unwrap();
+                                let fold = |i: &[u8], o: &mut [u8]| sum.reduce(i, o, count, &dtype);
+                                reduce(&a, c, at, Some(&input), &mut out, &fold, m).unwrap();
                                 if at.is_none_or(|r| r == me) {
                                     for i in 0..count {
                                         let got =
