@@ -162,8 +162,14 @@ impl Comm {
         }
         let go = card.ok && cards.iter().all(|c| c.ok && c.node == card.node);
         let fenced = !(card.asymmetric && cards.iter().all(|c| c.asymmetric));
-        let made =
-            if go { make_segment(len) } else { Err("members on several nodes, or no shm driver".into()) };
+        let made = if go {
+            make_segment(len)
+        } else {
+            Err(format!("{n} ranks, on several nodes or some without nmad's shm driver"))
+        };
+        if let Err(why) = &made {
+            log::info!("collectives: context {:#x} cannot share an area: {why}", self.context_id());
+        }
         let verdict = match &made {
             Ok((server, _, _)) => Verdict { go: true, nonce: server.nonce, pid: card.pid, fenced },
             Err(_) => Verdict { go: false, nonce: 0, pid: 0, fenced },
