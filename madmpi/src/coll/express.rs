@@ -117,10 +117,7 @@ impl Comm {
         dtype: &Datatype,
         op: &Op,
     ) -> Option<Result<()>> {
-        if dtype.contiguous_offset() != Some(0) {
-            return None;
-        }
-        let len = count.checked_mul(usize::try_from(dtype.size()).ok()?)?;
+        let len = contiguous_len(count, dtype)?;
         if recv.is_null() && len > 0 || send.is_some_and(|s| s.is_null() && len > 0) {
             return None;
         }
@@ -188,10 +185,7 @@ impl Comm {
         op: &Op,
         root: u32,
     ) -> Option<Result<()>> {
-        if dtype.contiguous_offset() != Some(0) {
-            return None;
-        }
-        let len = count.checked_mul(usize::try_from(dtype.size()).ok()?)?;
+        let len = contiguous_len(count, dtype)?;
         let at_root = self.rank() == root;
         if send.is_some_and(|s| s.is_null() && len > 0) || at_root && recv.is_null() && len > 0 {
             return None;
@@ -266,6 +260,15 @@ impl Comm {
     fn express_world(&self, r: u32) -> Result<u32> {
         self.coll_world_rank(r).ok_or_else(|| Error::intern(format!("collective: no rank {r}")))
     }
+}
+
+/// The bytes of `count` elements of `dtype` if they are its packed bytes (a contiguous type
+/// starting at its address).
+fn contiguous_len(count: usize, dtype: &Datatype) -> Option<usize> {
+    if dtype.contiguous_offset() != Some(0) {
+        return None;
+    }
+    count.checked_mul(usize::try_from(dtype.size()).ok()?)
 }
 
 /// Waits for the send started on `req`: its error, if it failed.

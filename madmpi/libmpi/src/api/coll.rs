@@ -288,14 +288,7 @@ mod hot {
         op: abi::Op,
         comm: abi::Comm,
     ) -> Option<Outcome> {
-        let (p, _) = builtin_elem(datatype)?;
-        let b = ops::builtin(op)?;
-        let count = usize::try_from(count.wide()).ok()?;
-        let send = (!in_place(sendbuf)).then_some(sendbuf.cast::<u8>());
-        if send.is_some_and(|s| std::ptr::eq(s, recvbuf.cast_const().cast())) {
-            return None; // aliased: the general path reports it
-        }
-        let (dtype, op) = (Datatype::predefined(p), Op::builtin(b));
+        let (send, count, dtype, op) = reduction(sendbuf, recvbuf, count, datatype, op)?;
         let (dtype, op) = (&dtype, &op);
         // SAFETY: the buffers hold `count` elements, ours during the call (our contract).
         let r = crate::comms::hot(comm, |c| unsafe {
@@ -305,6 +298,26 @@ mod hot {
     }
 
     pub(super) use MPI_Allreduce as MPI_Allreduce_c;
+
+    /// A reduction's express arguments: the input (`None`: in place), the count, the builtin
+    /// datatype and operation; `None` for anything else (a derived type, a user operation, a
+    /// negative count, aliased buffers: the general path reports what is wrong).
+    fn reduction(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: impl CInt,
+        datatype: abi::Datatype,
+        op: abi::Op,
+    ) -> Option<(Option<*const u8>, usize, Datatype, Op)> {
+        let (p, _) = builtin_elem(datatype)?;
+        let b = ops::builtin(op)?;
+        let count = usize::try_from(count.wide()).ok()?;
+        let send = (!in_place(sendbuf)).then_some(sendbuf.cast::<u8>());
+        if send.is_some_and(|s| std::ptr::eq(s, recvbuf.cast_const().cast())) {
+            return None;
+        }
+        Some((send, count, Datatype::predefined(p), Op::builtin(b)))
+    }
 
     /// # Safety
     /// The buffers hold `count` elements of `datatype` (MPI's contract).
@@ -318,15 +331,8 @@ mod hot {
         root: c_int,
         comm: abi::Comm,
     ) -> Option<Outcome> {
-        let (p, _) = builtin_elem(datatype)?;
-        let b = ops::builtin(op)?;
-        let count = usize::try_from(count.wide()).ok()?;
         let root = u32::try_from(root).ok()?;
-        let send = (!in_place(sendbuf)).then_some(sendbuf.cast::<u8>());
-        if send.is_some_and(|s| std::ptr::eq(s, recvbuf.cast_const().cast())) {
-            return None; // aliased: the general path reports it
-        }
-        let (dtype, op) = (Datatype::predefined(p), Op::builtin(b));
+        let (send, count, dtype, op) = reduction(sendbuf, recvbuf, count, datatype, op)?;
         let (dtype, op) = (&dtype, &op);
         // SAFETY: the buffers hold `count` elements, ours during the call (our contract).
         let r = crate::comms::hot(comm, |c| unsafe {

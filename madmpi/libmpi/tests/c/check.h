@@ -111,4 +111,17 @@ static inline int on_madmpi(void)
               "%s fails with %s: \"%s\"", #call, #cls, s_);                                    \
     } while (0)
 
+/* A non-commutative user operation (MPI_User_function): products of 2x2 int matrices, each 4
+ * ints, `inout = in x inout` element by element. */
+static inline void check_matmul(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+    (void)t;
+    int *a = in, *b = inout;
+    for (int k = 0; k < *len; k++, a += 4, b += 4) {
+        int c[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2],
+                    a[2] * b[1] + a[3] * b[3]};
+        memcpy(b, c, sizeof c);
+    }
+}
+
 #endif

@@ -77,26 +77,14 @@ static void interleaved(void)
           "nonblocking collectives in flight across express ones: %d %d %g %d", sum, y, dmax, z);
 }
 
-/* A non-commutative user operation: 2x2 matrix products in rank order. */
-static void matmul(void *in, void *inout, int *len, MPI_Datatype *t)
-{
-    (void)t;
-    int *a = in, *b = inout;
-    for (int k = 0; k < *len; k++, a += 4, b += 4) {
-        int c[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2],
-                    a[2] * b[1] + a[3] * b[3]};
-        memcpy(b, c, sizeof c);
-    }
-}
-
 static void noncommutative(void)
 {
     MPI_Op op;
-    CHECK(MPI_Op_create(matmul, 0, &op) == MPI_SUCCESS, "MPI_Op_create (non-commutative)");
+    CHECK(MPI_Op_create(check_matmul, 0, &op) == MPI_SUCCESS, "MPI_Op_create (non-commutative)");
     int m[4] = {rank + 2, 1, 0, 1}, out[4], want[4] = {1, 0, 0, 1};
     for (int r = size - 1; r >= 0; r--) { /* want = A_0 A_1 ... A_{size-1} */
         int a[4] = {r + 2, 1, 0, 1}, n = 1;
-        matmul(a, want, &n, NULL);
+        check_matmul(a, want, &n, NULL);
     }
     CHECK(MPI_Allreduce(m, out, 1, int4, op, MPI_COMM_WORLD) == MPI_SUCCESS, "allreduce matmul");
     CHECK(!memcmp(out, want, sizeof want), "non-commutative allreduce in rank order: %d %d %d %d", out[0],

@@ -12,18 +12,6 @@
 
 static int rank, size;
 
-/* A non-commutative user operation: 2x2 integer matrix products. */
-static void matmul(void *in, void *inout, int *len, MPI_Datatype *t)
-{
-    (void)t;
-    int *a = in, *b = inout;
-    for (int k = 0; k < *len; k++, a += 4, b += 4) {
-        int c[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2],
-                    a[2] * b[1] + a[3] * b[3]};
-        memcpy(b, c, sizeof c);
-    }
-}
-
 /* Many back-to-back calls: barrier, broadcast from a moving root, allreduce, reduce. */
 static void many(MPI_Comm comm, int calls, const char *what)
 {
@@ -125,11 +113,11 @@ static void noncommutative(void)
     MPI_Datatype int4;
     MPI_Type_contiguous(4, MPI_INT, &int4);
     MPI_Type_commit(&int4);
-    CHECK(MPI_Op_create(matmul, 0, &op) == MPI_SUCCESS, "MPI_Op_create (non-commutative)");
+    CHECK(MPI_Op_create(check_matmul, 0, &op) == MPI_SUCCESS, "MPI_Op_create (non-commutative)");
     int want[4] = {1, 0, 0, 1};
     for (int r = size - 1; r >= 0; r--) { /* want = A_0 A_1 ... A_{size-1} */
         int a[4] = {r + 2, 1, 0, 1}, n = 1;
-        matmul(a, want, &n, NULL);
+        check_matmul(a, want, &n, NULL);
     }
     for (int i = 0; i < 50; i++) {
         int m[4] = {rank + 2, 1, 0, 1}, out[4] = {0};
