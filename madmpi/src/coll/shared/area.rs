@@ -50,8 +50,9 @@ const MEMBER: usize = LINE + BUFFERS as usize * BUF;
 
 /// How long a waiter spins when its CPU is its own, then sleeps.
 const SPIN: Duration = Duration::from_micros(100);
-/// When the node runs more processes than CPUs (the one it waits for may need this CPU): how
-/// long a waiter spins, then yields its CPU between looks, then sleeps.
+/// When the node runs more processes than CPUs (the one it waits for may need this CPU), or on
+/// a marcel user thread (its LWP's other threads may need it): how long a waiter spins, then
+/// yields between looks, then sleeps.
 const SPIN_SHARED_CPU: Duration = Duration::ZERO;
 const YIELD_SHARED_CPU: Duration = Duration::from_micros(500);
 /// Time between two looks at the rest of the library (progress, failures) while spinning, and
@@ -196,7 +197,8 @@ impl Area {
             return Ok(());
         }
         let start = Instant::now();
-        let shared_cpu = m.shared_cpu();
+        // A marcel user thread yields at once too: its LWP's other user threads may need it.
+        let shared_cpu = m.shared_cpu() || marcel::is_user_thread();
         let (spin, yielding) =
             if shared_cpu { (SPIN_SHARED_CPU, YIELD_SHARED_CPU) } else { (SPIN, Duration::ZERO) };
         let mut looked = start;
@@ -217,7 +219,7 @@ impl Area {
                 break;
             }
             if waited >= spin {
-                std::thread::yield_now();
+                marcel::yield_now();
             }
         }
         loop {
