@@ -212,8 +212,14 @@ impl Datatype {
 
     /// The predefined type `p` (always the same object, already committed).
     pub fn predefined(p: Predefined) -> Datatype {
+        Datatype::predefined_ref(p).clone()
+    }
+
+    /// The predefined type `p`, borrowed for the program's life: no reference count touched
+    /// (what the express calls pass down).
+    pub fn predefined_ref(p: Predefined) -> &'static Datatype {
         static TABLE: OnceLock<Vec<Datatype>> = OnceLock::new();
-        TABLE.get_or_init(constructors::predefined_table)[p.index()].clone()
+        &TABLE.get_or_init(constructors::predefined_table)[p.index()]
     }
 
     /// Whether `self` and `other` are the same MPI object.

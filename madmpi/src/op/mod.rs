@@ -148,11 +148,17 @@ pub(crate) enum Plan {
 impl Op {
     /// The builtin `b` (the same object on every call).
     pub fn builtin(b: Builtin) -> Op {
+        Op::builtin_ref(b).clone()
+    }
+
+    /// The builtin `b`, borrowed for the program's life: no reference count touched (what
+    /// the express calls pass down).
+    pub fn builtin_ref(b: Builtin) -> &'static Op {
         static TABLE: OnceLock<Vec<Op>> = OnceLock::new();
         let table =
             TABLE.get_or_init(|| Builtin::ALL.iter().map(|&b| Op(Arc::new(Inner::Builtin(b)))).collect());
         let i = Builtin::ALL.iter().position(|&x| x == b).expect("ALL lists every builtin");
-        table[i].clone()
+        &table[i]
     }
 
     /// A user operation (`MPI_Op_create`): `f` combines elements, `commutative` says whether the

@@ -289,7 +289,6 @@ mod hot {
         comm: abi::Comm,
     ) -> Option<Outcome> {
         let (send, count, dtype, op) = reduction(sendbuf, recvbuf, count, datatype, op)?;
-        let (dtype, op) = (&dtype, &op);
         // SAFETY: the buffers hold `count` elements, ours during the call (our contract).
         let r = crate::comms::hot(comm, |c| unsafe {
             c.comm.allreduce_now(send, recvbuf.cast(), count, dtype, op)
@@ -308,7 +307,7 @@ mod hot {
         count: impl CInt,
         datatype: abi::Datatype,
         op: abi::Op,
-    ) -> Option<(Option<*const u8>, usize, Datatype, Op)> {
+    ) -> Option<(Option<*const u8>, usize, &'static Datatype, &'static Op)> {
         let (p, _) = builtin_elem(datatype)?;
         let b = ops::builtin(op)?;
         let count = usize::try_from(count.wide()).ok()?;
@@ -316,7 +315,7 @@ mod hot {
         if send.is_some_and(|s| std::ptr::eq(s, recvbuf.cast_const().cast())) {
             return None;
         }
-        Some((send, count, Datatype::predefined(p), Op::builtin(b)))
+        Some((send, count, Datatype::predefined_ref(p), Op::builtin_ref(b)))
     }
 
     /// # Safety
@@ -333,7 +332,6 @@ mod hot {
     ) -> Option<Outcome> {
         let root = u32::try_from(root).ok()?;
         let (send, count, dtype, op) = reduction(sendbuf, recvbuf, count, datatype, op)?;
-        let (dtype, op) = (&dtype, &op);
         // SAFETY: the buffers hold `count` elements, ours during the call (our contract).
         let r = crate::comms::hot(comm, |c| unsafe {
             c.comm.reduce_now(send, recvbuf.cast(), count, dtype, op, root)
