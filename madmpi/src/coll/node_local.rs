@@ -210,15 +210,9 @@ impl Packed {
             Mem::Scattered { span, blocks, .. } => {
                 self.tmp = vec![0; len];
                 if read {
-                    let mut off = 0;
-                    for &(o, l) in blocks {
-                        // SAFETY: each block lies in the span, readable (our contract); the
-                        // blocks add up to `len`, the copy's length.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(span.0.add(o), self.tmp[off..].as_mut_ptr(), l)
-                        };
-                        off += l;
-                    }
+                    // SAFETY: the blocks lie in the span, readable (our contract), and add up
+                    // to `len`, the copy's length.
+                    unsafe { copy_blocks(span.0, blocks, self.tmp.as_mut_ptr(), true) };
                 }
                 &mut self.tmp
             }
@@ -230,15 +224,29 @@ impl Packed {
     /// # Safety
     /// `m` is the memory [`Packed::of`] viewed, writable.
     unsafe fn unpack_into(&self, m: &Mem) {
-        let Mem::Scattered { span, blocks, .. } = m else { return };
-        let mut off = 0;
-        for &(o, l) in blocks {
-            if off + l > self.tmp.len() {
-                return; // not copied out of it
-            }
-            // SAFETY: as in `of`, writable.
-            unsafe { std::ptr::copy_nonoverlapping(self.tmp[off..].as_ptr(), span.0.add(o), l) };
-            off += l;
+        let Mem::Scattered { span, blocks, packed } = m else { return };
+        if self.tmp.len() != *packed {
+            return; // not copied out of it
         }
+        // SAFETY: as in `of`, the span writable; `tmp` holds the blocks' `packed` bytes.
+        unsafe { copy_blocks(span.0, blocks, self.tmp.as_ptr().cast_mut(), false) };
+    }
+}
+
+/// Copies the blocks `(offset, length)` of the memory at `span` into consecutive bytes at
+/// `packed` (`to_packed`), or back.
+///
+/// # Safety
+/// Each block lies in readable (or, back, writable) memory from `span`; `packed` holds the
+/// blocks' total length, writable when `to_packed`; the two do not overlap.
+unsafe fn copy_blocks(span: *mut u8, blocks: &[(usize, usize)], packed: *mut u8, to_packed: bool) {
+    let mut off = 0;
+    for &(o, l) in blocks {
+        // SAFETY: within the block and within `packed` (our contract).
+        let (user, flat) = unsafe { (span.add(o), packed.add(off)) };
+        let (from, to) = if to_packed { (user.cast_const(), flat) } else { (flat.cast_const(), user) };
+        // SAFETY: `l` bytes readable at `from`, writable at `to`, apart (our contract).
+        unsafe { std::ptr::copy_nonoverlapping(from, to, l) };
+        off += l;
     }
 }
