@@ -313,3 +313,37 @@ fn a_revocation_fails_the_senders_waiting_for_an_answer() {
         finalize_all(nms);
     }
 }
+
+/// A rank waiting on a receive from one peer (whose link its waits look at before anything
+/// else) still takes in what another peer sends meanwhile: that peer sends twice what its
+/// ring holds, and finishes before the awaited message is even sent.
+#[test]
+fn a_waiter_on_one_peer_still_takes_in_what_the_others_send() {
+    const N: u64 = 128;
+    const LEN: usize = 16 << 10;
+    let nms = ranks(3, "shm", "default");
+    let (flooded, go) = std::sync::mpsc::channel();
+    std::thread::scope(|t| {
+        let (a, b, c) = (&nms[0], &nms[1], &nms[2]);
+        let (s0, s1, s2) = (a.session(1), b.session(1), c.session(1));
+        t.spawn(move || {
+            for i in 0..N {
+                s2.send(0, 1000 + i, &pattern(i, LEN)).unwrap();
+            }
+            flooded.send(()).unwrap();
+        });
+        t.spawn(move || {
+            go.recv().unwrap();
+            s1.send(0, 7, b"late").unwrap();
+        });
+        let mut late = [0u8; 4];
+        let st = s0.recv(Source::Rank(1), 7, &mut late).unwrap();
+        assert_eq!((&late, st.len), (b"late", 4));
+        let mut buf = vec![0u8; LEN];
+        for i in 0..N {
+            s0.recv(Source::Rank(2), 1000 + i, &mut buf).unwrap();
+            assert!(buf == pattern(i, LEN), "message {i} from rank 2");
+        }
+    });
+    finalize_all(nms);
+}

@@ -99,6 +99,12 @@ pub(crate) const FIRST_POLLS: u32 = 8;
 /// dozen instructions, a round about 1,000, and an arrival during a round waits for it.
 pub(crate) const FIRST_PROBES: u32 = 128;
 
+/// How long a waiter probes its own reentrant source before it enters the general loop (see
+/// `Inner::pre_spin`): a reply on shared memory comes within this, and the general loop's set-up
+/// (the caller's scope, the machine state, the policy's plan, the waiter counts: ~900
+/// instructions) costs about as much as the whole receive it waits for.
+const PRE_SPIN_NS: u64 = 1_000;
+
 /// A waiter's polls of a reentrant source outside the run state, counted locally and added to
 /// the task's statistics once per spin.
 #[derive(Default)]
@@ -123,6 +129,15 @@ impl DirectPolls {
     /// would, and says "poll it" (the poll then finds the task cancelled).
     fn probe(&mut self, lt: &Arc<Ltask>) -> bool {
         guarded(lt, "probe", || lt.source.probe(), true)
+    }
+
+    /// Runs the waiter's own look `q` at `lt`'s source (a panic there cancels the task as a
+    /// poll's would); whether it found something.
+    fn quick(&mut self, lt: &Ltask, q: &mut dyn FnMut() -> Option<bool>) -> bool {
+        let Some(found) = guarded(lt, "poll", q, None) else { return false };
+        self.polls += 1;
+        self.useful += u64::from(found);
+        found
     }
 
     fn record(&self, lt: &Ltask) {
@@ -160,6 +175,10 @@ fn guarded<T>(lt: &Ltask, what: &str, call: impl FnOnce() -> T, panicked: T) -> 
 
 /// What a waiter polls first, if anything: the task of the source it waits on.
 pub(crate) type First<'a> = Option<&'a Arc<Ltask>>;
+
+/// The waiter's own look at what it waits on, used before its source's probe and poll while it
+/// pre-spins (see [`crate::Pioman::wait_polling_with`]).
+pub(crate) type Quick<'a> = Option<&'a mut dyn FnMut() -> Option<bool>>;
 
 impl Inner {
     pub(crate) fn new(
@@ -476,7 +495,7 @@ impl Inner {
     /// Waits until some bit of `mask` is set in `cond`, as the policy says: spin while driving
     /// progress, then sleep in the sources' blocking waits or park.
     pub(crate) fn wait(&self, cond: &Cond, mask: u32) {
-        self.wait_until(cond, mask, None, None);
+        self.wait_until(cond, mask, None, None, None);
     }
 
     /// Like `wait`, giving up at `deadline`. Returns whether the condition holds.
@@ -494,20 +513,81 @@ impl Inner {
         mask: u32,
         deadline: Option<Instant>,
         first: First<'_>,
+        quick: Quick<'_>,
     ) -> bool {
         if cond.test(mask) {
             return true;
         }
+        if let Some(lt) = first
+            && deadline.is_none()
+            && self.pre_spin(cond, mask, lt, quick)
+        {
+            return true;
+        }
         let (scope, vp) = self.caller_scope();
         let r = self.wait_rounds(cond, mask, deadline, scope, vp, first);
-        let node = self.node_index(scope);
+        self.left_library(self.node_index(scope));
+        r
+    }
+
+    /// The waiter's first [`PRE_SPIN_NS`]: probes its own source `lt`, polling it when the probe
+    /// says so, and nothing else; whether the condition came. Only for a reentrant source (polled
+    /// without the run state), a process with a core of its own and a thread alone waiting (an
+    /// oversubscribed process, or threads that may share a CPU, leave the choice to spin at all
+    /// to the policy). The policy decides everything past it: a spin this short is what any plan
+    /// starts with.
+    fn pre_spin(&self, cond: &Cond, mask: u32, lt: &Arc<Ltask>, mut quick: Quick<'_>) -> bool {
+        if !lt.source.reentrant() || self.oversubscribed.load(Relaxed) {
+            return false;
+        }
+        // Counted as spinning: a progression thread stands back (it would take the source's
+        // poll lock and make our probes fail).
+        let node = if self.waiters.len() == 1 { 0 } else { self.node_index(self.caller_scope().0) };
+        let waiters = &self.waiters[node];
+        if waiters.waiting() > 0 {
+            // Other threads wait too: they may share our CPU; the policy decides.
+            return false;
+        }
+        waiters.enter(WaitKind::Spin);
+        let mut direct = DirectPolls::default();
+        let end = crate::clock::now_ns() + PRE_SPIN_NS;
+        let mut round = 0u32;
+        let came = loop {
+            match quick.as_deref_mut() {
+                Some(q) => {
+                    direct.quick(lt, q);
+                }
+                None => {
+                    if direct.probe(lt) {
+                        direct.poll(lt);
+                    }
+                }
+            }
+            if cond.test(mask) {
+                break true;
+            }
+            round = round.wrapping_add(1);
+            if round.is_multiple_of(CLOCK_EVERY) && crate::clock::now_ns() >= end {
+                break false;
+            }
+            std::hint::spin_loop();
+        };
+        direct.record(lt);
+        waiters.leave(WaitKind::Spin);
+        if came {
+            self.left_library(node);
+        }
+        came
+    }
+
+    /// A wait on NUMA node `node` ends: the application leaves the library.
+    fn left_library(&self, node: usize) {
         self.last_wait_ns[node].store(crate::clock::now_ns(), Relaxed);
         if self.waiters[node].left_library() {
-            // The application leaves the library: the progression thread that asked takes the
-            // sources over once it stayed out (see `handover_alarm`).
+            // The progression thread that asked takes the sources over once the application
+            // stayed out (see `handover_alarm`).
             self.handover_alarms[node].arm(crate::threads::APP_QUIET);
         }
-        r
     }
 
     fn wait_rounds(

@@ -345,7 +345,7 @@ impl Pioman {
 
     /// Like [`Pioman::wait`], for at most `timeout`. Returns whether the condition holds.
     pub fn wait_timeout(&self, cond: &Cond, mask: u32, timeout: Duration) -> bool {
-        self.inner.wait_until(cond, mask, Instant::now().checked_add(timeout), None)
+        self.inner.wait_until(cond, mask, Instant::now().checked_add(timeout), None, None)
     }
 
     /// Like [`Pioman::wait`], polling `first` — the task of the source the waiter waits on —
@@ -355,7 +355,21 @@ impl Pioman {
     /// one probe. The polls count in the task's statistics as a waiter's; the policy still
     /// decides how long to spin and when to sleep.
     pub fn wait_polling(&self, cond: &Cond, mask: u32, first: &Poller) {
-        self.inner.wait_until(cond, mask, None, Some(&first.0));
+        self.inner.wait_until(cond, mask, None, Some(&first.0), None);
+    }
+
+    /// [`Pioman::wait_polling`] with the waiter's own look at what it waits on: for its first
+    /// microsecond the waiter calls `quick` (`None`: nothing there; `Some(found)`: it polled)
+    /// instead of `first`'s probe and poll — a narrower poll (one peer's link, say) that skips
+    /// the source's general work. The polls count as `first`'s; the policy decides the rest.
+    pub fn wait_polling_with(
+        &self,
+        cond: &Cond,
+        mask: u32,
+        first: &Poller,
+        quick: &mut dyn FnMut() -> Option<bool>,
+    ) {
+        self.inner.wait_until(cond, mask, None, Some(&first.0), Some(quick));
     }
 
     /// Changes the policy at run time.

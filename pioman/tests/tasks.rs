@@ -646,3 +646,63 @@ fn a_waiter_polls_its_own_source_when_its_probe_says_so() {
         pio.shutdown();
     }
 }
+
+/// A waiter with its own look at what it waits on (`wait_polling_with`) calls it before the
+/// source's probe and poll: an event there is found without polling the source, and counts as
+/// the task's useful poll; an event the look never sees is still found by the source's rounds
+/// once the first microsecond is over; an oversubscribed process does not look at all (its
+/// policy alone decides whether to spin).
+#[test]
+fn a_waiter_looks_at_what_it_waits_on_first() {
+    for (case, oversubscribed) in
+        [("quick finds it", false), ("source finds it", false), ("oversubscribed", true)]
+    {
+        let pio = Pioman::builder()
+            .policy(policy::by_name("poll").unwrap())
+            .without_marcel()
+            .threads(0)
+            .build()
+            .unwrap();
+        pio.set_oversubscribed(oversubscribed);
+        let done = Arc::new(Cond::new());
+        let fire = if case == "quick finds it" { 0 } else { 5 };
+        let src = Arc::new(Probed {
+            probes: AtomicU64::new(0),
+            polls: AtomicU64::new(0),
+            ready: AtomicBool::new(false),
+            fire,
+            done: done.clone(),
+        });
+        let h = pio.register(src.clone(), Options::default()).unwrap();
+        let mut looks = 0u64;
+        let mut quick = || {
+            looks += 1;
+            match case {
+                "quick finds it" if looks == 3 => {
+                    done.signal(1);
+                    Some(true)
+                }
+                "quick finds it" => Some(false),
+                _ => None,
+            }
+        };
+        pio.wait_polling_with(&done, 1, &h.poller(), &mut quick);
+        assert!(done.test(1));
+        let polls = src.polls.load(SeqCst);
+        match case {
+            "quick finds it" => {
+                assert_eq!(looks, 3, "{case}: looked until found");
+                assert_eq!(polls, 0, "{case}: the source itself was not polled");
+                let st = h.stats();
+                assert!(st.useful_polls >= 1 && st.polls >= 3, "{case}: the looks count as polls: {st:?}");
+            }
+            "source finds it" => {
+                assert!(looks > 0, "{case}: never looked");
+                assert_eq!(polls, 5, "{case}: the rounds found what the look did not");
+            }
+            _ => assert_eq!(looks, 0, "{case}: looked"),
+        }
+        h.remove();
+        pio.shutdown();
+    }
+}

@@ -359,9 +359,35 @@ impl Core {
 
     /// The driver a thread waiting on traffic from `peer` polls first: rail 0's, if that driver
     /// polls cheaply and the gate exists.
-    pub(crate) fn first_driver(&self, peer: PeerId) -> Option<usize> {
+    pub(crate) fn first_driver(&self, peer: PeerId) -> Option<(usize, PeerId)> {
         let d = self.made_gate(peer)?.rails.first()?.driver;
-        self.drivers[d].polls_cheaply().then_some(d)
+        self.drivers[d].polls_cheaply().then_some((d, peer))
+    }
+
+    /// Polls driver `driver`'s link to `peer` alone, then what deliveries left to do (see
+    /// `Driver::poll_peer`): a waiter's look at what it waits on. Returns the events.
+    pub(crate) fn poll_peer(&self, driver: usize, peer: PeerId) -> usize {
+        let mut sink = CoreSink { core: self, driver };
+        self.drivers[driver].poll_peer(peer, &mut sink) + self.after_poll()
+    }
+
+    /// What a driver's poll leaves to do: reads of rendezvous data, writes, active messages,
+    /// backlogged gates. Returns the events.
+    fn after_poll(&self) -> usize {
+        let mut n = 0;
+        if !self.reads.is_empty() {
+            n += deliver::run_reads(self);
+        }
+        if !self.writes.is_empty() {
+            n += gate::write_rdv::run_writes(self);
+        }
+        if !self.ams.jobs.is_empty() {
+            n += am::run_ams(self);
+        }
+        if !self.backlog.is_empty() {
+            n += self.flush_backlog();
+        }
+        n
     }
 
     /// The progression task of driver `driver`, for a waiter to poll first.
@@ -1153,19 +1179,7 @@ impl Source for DriverTask {
     fn poll(&self, _: &mut PollCtx) -> Poll {
         let Some(core) = self.core.upgrade() else { return Poll::Done };
         let mut sink = CoreSink { core: &core, driver: self.driver };
-        let mut n = core.drivers[self.driver].poll(&mut sink);
-        if !core.reads.is_empty() {
-            n += deliver::run_reads(&core);
-        }
-        if !core.writes.is_empty() {
-            n += gate::write_rdv::run_writes(&core);
-        }
-        if !core.ams.jobs.is_empty() {
-            n += am::run_ams(&core);
-        }
-        if !core.backlog.is_empty() {
-            n += core.flush_backlog();
-        }
+        let n = core.drivers[self.driver].poll(&mut sink) + core.after_poll();
         if n > 0 { Poll::Progress } else { Poll::Idle }
     }
 

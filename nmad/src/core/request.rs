@@ -165,7 +165,8 @@ pub struct Request {
     owner: UnsafeCell<Owner>,
     matched: UnsafeCell<Matched>,
     state: UnsafeCell<State>,
-    /// The driver a waiter polls first (the peer's, when it polls cheaply), or [`NO_DRIVER`].
+    /// What a waiter polls first: the peer's driver when it polls cheaply (high 32 bits) and
+    /// the peer (low 32), or [`NO_DRIVER`].
     first: AtomicUsize,
     _pinned: PhantomPinned,
 }
@@ -273,8 +274,14 @@ impl Request {
     }
 
     fn core(&self) -> Option<Arc<Core>> {
+        self.core_ref().cloned()
+    }
+
+    /// [`Request::core`] borrowed (no reference count): valid while the owner does not submit
+    /// the request again, which it cannot do during a call on `&self` of its own.
+    fn core_ref(&self) -> Option<&Arc<Core>> {
         // SAFETY: the owner cell is only written by the owner when submitting; we are the owner.
-        unsafe { (*self.owner.get()).core.clone() }
+        unsafe { (*self.owner.get()).core.as_ref() }
     }
 
     /// Waits for completion, driving progress through pioman as its policy says. Returns at
@@ -286,20 +293,24 @@ impl Request {
         if self.test() {
             return;
         }
-        let Some(c) = self.core() else { return };
+        let Some(c) = self.core_ref() else { return };
         let _waiting = Waiting::on(self);
-        match self.first.load(Relaxed) {
-            NO_DRIVER => c.pioman.wait(&self.cond, COMPLETED),
-            d => match c.poller(d) {
-                Some(p) => c.pioman.wait_polling(&self.cond, COMPLETED, p),
-                None => c.pioman.wait(&self.cond, COMPLETED),
-            },
+        let first = self.first.load(Relaxed);
+        let (driver, peer) = (first >> 32, first as PeerId);
+        match c.poller(driver) {
+            Some(p) if first != NO_DRIVER => {
+                // Only the peer's link, first: no other peer's records, no connection.
+                let mut quick = || c.drivers[driver].probe_peer(peer).then(|| c.poll_peer(driver, peer) > 0);
+                c.pioman.wait_polling_with(&self.cond, COMPLETED, p, &mut quick)
+            }
+            _ => c.pioman.wait(&self.cond, COMPLETED),
         }
     }
 
-    /// Makes waits poll `driver` first (see [`Request::wait`]).
-    pub(crate) fn poll_first(&self, driver: Option<usize>) {
-        self.first.store(driver.unwrap_or(NO_DRIVER), Relaxed);
+    /// Makes waits poll driver `d` first, and its link to `peer` before anything else, for
+    /// `Some((d, peer))` (see [`Request::wait`]).
+    pub(crate) fn poll_first(&self, first: Option<(usize, PeerId)>) {
+        self.first.store(first.map_or(NO_DRIVER, |(d, peer)| d << 32 | peer as usize), Relaxed);
     }
 
     /// [`Request::wait`] for at most `timeout`; returns whether the request completed.

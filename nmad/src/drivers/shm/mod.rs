@@ -71,6 +71,17 @@ struct PollState {
     tokens: Vec<u64>,
 }
 
+impl PollState {
+    /// Takes the driver's links again if they changed since the last look.
+    fn refresh(&mut self, sh: &Shared) {
+        let g = sh.generation.load(Acquire);
+        if g != self.generation {
+            self.links = sh.links.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            self.generation = g;
+        }
+    }
+}
+
 /// A `shm` driver context.
 pub struct ShmDriver {
     shared: Arc<Shared>,
@@ -159,6 +170,45 @@ impl ShmDriver {
         1
     }
 
+    /// Polls one link of `links` (the poller's snapshot): its failure reported (after what it
+    /// still delivers), its bulk sends pushed, its records received. Returns the events and
+    /// whether it is lost.
+    fn poll_link(
+        link: &Arc<ShmLink>,
+        links: &[Arc<ShmLink>],
+        tokens: &mut Vec<u64>,
+        scratch: &mut Scratch,
+        sink: &mut dyn Sink,
+    ) -> (usize, bool) {
+        let mut n = 0;
+        if link.failed() {
+            if !link.reported.load(Acquire) && link.drain_after_failure() {
+                while let Ok(k @ 1..) = receive(link, sink, scratch, RECORDS_PER_POLL) {
+                    n += k;
+                }
+            }
+            return (n + ShmDriver::report(link, links, sink), true);
+        }
+        match link.poll_tx(tokens) {
+            Ok(_) => {
+                n += tokens.len();
+                for t in tokens.drain(..) {
+                    sink.bulk_sent(link.peer, t);
+                }
+            }
+            Err(_) => return (n + ShmDriver::report(link, links, sink), true),
+        }
+        match receive(link, sink, scratch, RECORDS_PER_POLL) {
+            Ok(k) => (n + k, false),
+            Err(why) => {
+                let why = format!("shm: malformed data from rank {}: {why}", link.peer);
+                log::error!("{why}");
+                link.fail(io::ErrorKind::InvalidData, why);
+                (n + ShmDriver::report(link, links, sink), true)
+            }
+        }
+    }
+
     /// Arms the driver for a context woken as `how` says (see [`Driver::arm`]).
     fn arm_as(&self, how: Sleep) -> bool {
         let sh = &*self.shared;
@@ -237,6 +287,33 @@ impl Driver for ShmDriver {
         sh.generation.load(Acquire) != st.generation || st.links.iter().any(|l| l.probe())
     }
 
+    fn probe_peer(&self, peer: PeerId) -> bool {
+        let Some(st) = self.poll.try_lock() else { return false };
+        self.shared.generation.load(Acquire) != st.generation
+            || st.links.iter().any(|l| l.peer == peer && l.probe())
+    }
+
+    fn poll_peer(&self, peer: PeerId, sink: &mut dyn Sink) -> usize {
+        let sh = &*self.shared;
+        let Some(mut guard) = self.poll.try_lock() else { return 0 };
+        let st = &mut *guard;
+        if sh.closed.load(Relaxed) {
+            return 0;
+        }
+        st.refresh(sh);
+        let (mut n, mut lost) = (0, false);
+        // Usually one link; two while a failed one still delivers what it holds.
+        for link in st.links.iter().filter(|l| l.peer == peer) {
+            let (k, l) = ShmDriver::poll_link(link, &st.links, &mut st.tokens, &mut st.scratch, sink);
+            n += k;
+            lost |= l;
+        }
+        if lost {
+            sh.forget_reported();
+        }
+        n
+    }
+
     fn poll(&self, sink: &mut dyn Sink) -> usize {
         let sh = &*self.shared;
         let Some(mut guard) = self.poll.try_lock() else { return 0 };
@@ -251,46 +328,12 @@ impl Driver for ShmDriver {
         if sh.events.load(Relaxed) && sh.events.swap(false, SeqCst) {
             n += self.announce_accepted(sink);
         }
-        let g = sh.generation.load(Acquire);
-        if g != st.generation {
-            st.links = sh.links.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            st.generation = g;
-        }
+        st.refresh(sh);
         let mut lost = false;
         for link in &st.links {
-            if link.failed() {
-                if !link.reported.load(Acquire) && link.drain_after_failure() {
-                    while let Ok(k @ 1..) = receive(link, sink, &mut st.scratch, RECORDS_PER_POLL) {
-                        n += k;
-                    }
-                }
-                n += ShmDriver::report(link, &st.links, sink);
-                lost = true;
-                continue;
-            }
-            match link.poll_tx(&mut st.tokens) {
-                Ok(_) => {
-                    n += st.tokens.len();
-                    for t in st.tokens.drain(..) {
-                        sink.bulk_sent(link.peer, t);
-                    }
-                }
-                Err(_) => {
-                    n += ShmDriver::report(link, &st.links, sink);
-                    lost = true;
-                    continue;
-                }
-            }
-            match receive(link, sink, &mut st.scratch, RECORDS_PER_POLL) {
-                Ok(k) => n += k,
-                Err(why) => {
-                    let why = format!("shm: malformed data from rank {}: {why}", link.peer);
-                    log::error!("{why}");
-                    link.fail(io::ErrorKind::InvalidData, why);
-                    n += ShmDriver::report(link, &st.links, sink);
-                    lost = true;
-                }
-            }
+            let (k, l) = ShmDriver::poll_link(link, &st.links, &mut st.tokens, &mut st.scratch, sink);
+            n += k;
+            lost |= l;
         }
         if lost {
             sh.forget_reported();
