@@ -132,12 +132,22 @@ impl DirectPolls {
     }
 
     /// Runs the waiter's own look `q` at `lt`'s source (a panic there cancels the task as a
-    /// poll's would); whether it found something.
-    fn quick(&mut self, lt: &Ltask, q: &mut dyn FnMut() -> Option<bool>) -> bool {
-        let Some(found) = guarded(lt, "poll", q, None) else { return false };
+    /// poll's would): `None` if it did not poll, else whether its poll found something.
+    fn quick(&mut self, lt: &Ltask, q: &mut (dyn FnMut() -> Option<bool> + '_)) -> Option<bool> {
+        let found = guarded(lt, "poll", q, None)?;
         self.polls += 1;
         self.useful += u64::from(found);
-        found
+        Some(found)
+    }
+
+    /// One look at `lt`'s source for a waiter: its own ([`DirectPolls::quick`]) if it has one,
+    /// else the source's probe, then its poll if the probe says so. `None` if it did not
+    /// poll, else whether the poll found something.
+    fn look(&mut self, lt: &Arc<Ltask>, quick: Quick<'_, '_>) -> Option<bool> {
+        match quick {
+            Some(q) => self.quick(lt, q),
+            None => self.probe(lt).then(|| self.poll(lt)),
+        }
     }
 
     fn record(&self, lt: &Ltask) {
@@ -178,7 +188,7 @@ pub(crate) type First<'a> = Option<&'a Arc<Ltask>>;
 
 /// The waiter's own look at what it waits on, used before its source's probe and poll while it
 /// pre-spins (see [`crate::Pioman::wait_polling_with`]).
-pub(crate) type Quick<'a> = Option<&'a mut dyn FnMut() -> Option<bool>>;
+pub(crate) type Quick<'a, 'f> = Option<&'a mut (dyn FnMut() -> Option<bool> + 'f)>;
 
 impl Inner {
     pub(crate) fn new(
@@ -513,19 +523,19 @@ impl Inner {
         mask: u32,
         deadline: Option<Instant>,
         first: First<'_>,
-        quick: Quick<'_>,
+        mut quick: Quick<'_, '_>,
     ) -> bool {
         if cond.test(mask) {
             return true;
         }
         if let Some(lt) = first
             && deadline.is_none()
-            && self.pre_spin(cond, mask, lt, quick)
+            && self.pre_spin(cond, mask, lt, quick.as_deref_mut())
         {
             return true;
         }
         let (scope, vp) = self.caller_scope();
-        let r = self.wait_rounds(cond, mask, deadline, scope, vp, first);
+        let r = self.wait_rounds(cond, mask, deadline, scope, vp, first, quick);
         self.left_library(self.node_index(scope));
         r
     }
@@ -536,7 +546,7 @@ impl Inner {
     /// oversubscribed process, or threads that may share a CPU, leave the choice to spin at all
     /// to the policy). The policy decides everything past it: a spin this short is what any plan
     /// starts with.
-    fn pre_spin(&self, cond: &Cond, mask: u32, lt: &Arc<Ltask>, mut quick: Quick<'_>) -> bool {
+    fn pre_spin(&self, cond: &Cond, mask: u32, lt: &Arc<Ltask>, mut quick: Quick<'_, '_>) -> bool {
         if !lt.source.reentrant() || self.oversubscribed.load(Relaxed) {
             return false;
         }
@@ -553,16 +563,7 @@ impl Inner {
         let end = crate::clock::now_ns() + PRE_SPIN_NS;
         let mut round = 0u32;
         let came = loop {
-            match quick.as_deref_mut() {
-                Some(q) => {
-                    direct.quick(lt, q);
-                }
-                None => {
-                    if direct.probe(lt) {
-                        direct.poll(lt);
-                    }
-                }
-            }
+            direct.look(lt, quick.as_deref_mut());
             if cond.test(mask) {
                 break true;
             }
@@ -590,6 +591,7 @@ impl Inner {
         }
     }
 
+    #[allow(clippy::too_many_arguments)] // one wait's state, passed once
     fn wait_rounds(
         &self,
         cond: &Cond,
@@ -598,6 +600,7 @@ impl Inner {
         scope: Scope,
         vp: Option<usize>,
         first: First<'_>,
+        mut quick: Quick<'_, '_>,
     ) -> bool {
         // The run-queue delay at the previous re-plan (read only once a spin ran out: the fast
         // path makes no system call), and whether this round follows one.
@@ -613,7 +616,8 @@ impl Inner {
                 own_cpu::fill(&mut machine, replan, w.waiting(), w.spinning());
             }
             let plan = self.policy.load().0.wait(&machine);
-            if let Some(r) = self.spin(cond, mask, scope, &plan, deadline, first, machine.waiters_only) {
+            let q = quick.as_deref_mut();
+            if let Some(r) = self.spin(cond, mask, scope, &plan, deadline, first, q, machine.waiters_only) {
                 return r;
             }
             let slept = match plan.then {
@@ -647,6 +651,7 @@ impl Inner {
         plan: &crate::policy::WaitPlan,
         deadline: Option<Instant>,
         first: First<'_>,
+        mut quick: Quick<'_, '_>,
         plan_shares: bool,
     ) -> Option<bool> {
         let in_user_thread = marcel::current_lwp().is_some();
@@ -669,8 +674,8 @@ impl Inner {
                 if reentrant {
                     let mut polls = 0;
                     for _ in 0..FIRST_PROBES {
-                        if direct.probe(first) {
-                            useful += usize::from(direct.poll(first));
+                        if let Some(found) = direct.look(first, quick.as_deref_mut()) {
+                            useful += usize::from(found);
                             polls += 1;
                         }
                         if cond.test(mask) {

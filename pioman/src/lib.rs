@@ -358,10 +358,12 @@ impl Pioman {
         self.inner.wait_until(cond, mask, None, Some(&first.0), None);
     }
 
-    /// [`Pioman::wait_polling`] with the waiter's own look at what it waits on: for its first
-    /// microsecond the waiter calls `quick` (`None`: nothing there; `Some(found)`: it polled)
-    /// instead of `first`'s probe and poll — a narrower poll (one peer's link, say) that skips
-    /// the source's general work. The polls count as `first`'s; the policy decides the rest.
+    /// [`Pioman::wait_polling`] with the waiter's own look at what it waits on: the waiter calls
+    /// `quick` (`None`: nothing there; `Some(found)`: it polled) instead of `first`'s probe and
+    /// poll — a narrower poll (one peer's link, say) that skips the source's general work — for
+    /// its first microsecond before anything else (unless oversubscribed or other threads wait),
+    /// then between its rounds over every task. The polls count as `first`'s; the policy
+    /// decides how long to spin and when to sleep.
     pub fn wait_polling_with(
         &self,
         cond: &Cond,

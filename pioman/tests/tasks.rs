@@ -647,16 +647,15 @@ fn a_waiter_polls_its_own_source_when_its_probe_says_so() {
     }
 }
 
-/// A waiter with its own look at what it waits on (`wait_polling_with`) calls it before the
+/// A waiter with its own look at what it waits on (`wait_polling_with`) calls it instead of the
 /// source's probe and poll: an event there is found without polling the source, and counts as
-/// the task's useful poll; an event the look never sees is still found by the source's rounds
-/// once the first microsecond is over; an oversubscribed process does not look at all (its
-/// policy alone decides whether to spin).
+/// the task's useful poll, in the first microsecond's spin as in the policy's (an oversubscribed
+/// process has only the latter); an event the look never sees is still found by the rounds
+/// over every task.
 #[test]
 fn a_waiter_looks_at_what_it_waits_on_first() {
-    for (case, oversubscribed) in
-        [("quick finds it", false), ("source finds it", false), ("oversubscribed", true)]
-    {
+    for (quick_finds, oversubscribed) in [(true, false), (false, false), (true, true)] {
+        let case = format!("quick finds it: {quick_finds}, oversubscribed: {oversubscribed}");
         let pio = Pioman::builder()
             .policy(policy::by_name("poll").unwrap())
             .without_marcel()
@@ -665,42 +664,37 @@ fn a_waiter_looks_at_what_it_waits_on_first() {
             .unwrap();
         pio.set_oversubscribed(oversubscribed);
         let done = Arc::new(Cond::new());
-        let fire = if case == "quick finds it" { 0 } else { 5 };
         let src = Arc::new(Probed {
             probes: AtomicU64::new(0),
             polls: AtomicU64::new(0),
             ready: AtomicBool::new(false),
-            fire,
+            fire: if quick_finds { 0 } else { 5 },
             done: done.clone(),
         });
         let h = pio.register(src.clone(), Options::default()).unwrap();
         let mut looks = 0u64;
         let mut quick = || {
             looks += 1;
-            match case {
-                "quick finds it" if looks == 3 => {
+            match quick_finds {
+                true if looks == 3 => {
                     done.signal(1);
                     Some(true)
                 }
-                "quick finds it" => Some(false),
-                _ => None,
+                true => Some(false),
+                false => None,
             }
         };
         pio.wait_polling_with(&done, 1, &h.poller(), &mut quick);
         assert!(done.test(1));
         let polls = src.polls.load(SeqCst);
-        match case {
-            "quick finds it" => {
-                assert_eq!(looks, 3, "{case}: looked until found");
-                assert_eq!(polls, 0, "{case}: the source itself was not polled");
-                let st = h.stats();
-                assert!(st.useful_polls >= 1 && st.polls >= 3, "{case}: the looks count as polls: {st:?}");
-            }
-            "source finds it" => {
-                assert!(looks > 0, "{case}: never looked");
-                assert_eq!(polls, 5, "{case}: the rounds found what the look did not");
-            }
-            _ => assert_eq!(looks, 0, "{case}: looked"),
+        if quick_finds {
+            assert_eq!(looks, 3, "{case}: looked until found");
+            assert_eq!(src.probes.load(SeqCst), 0, "{case}: the source's probe was used");
+            let st = h.stats();
+            assert!(st.useful_polls >= 1 && st.polls >= 3, "{case}: the looks count as polls: {st:?}");
+        } else {
+            assert!(looks > 0, "{case}: never looked");
+            assert_eq!(polls, 5, "{case}: the rounds found what the look did not");
         }
         h.remove();
         pio.shutdown();
