@@ -82,6 +82,17 @@ fn take<R>(q: &mut VecDeque<Posted<R>>, i: usize) -> Option<R> {
     if i == 0 { q.pop_front() } else { q.remove(i) }.map(|p| p.req)
 }
 
+/// The index of the earliest receive of `q` that accepts `tag`. The usual answer, the front
+/// or an empty list, costs no iterator over the deque's two halves.
+#[inline]
+fn first_accepting<R>(q: &VecDeque<Posted<R>>, tag: u64) -> Option<usize> {
+    match q.front() {
+        None => None,
+        Some(p) if p.accepts(tag) => Some(0),
+        Some(_) => q.iter().skip(1).position(|p| p.accepts(tag)).map(|i| i + 1),
+    }
+}
+
 fn tag_matches(msg_tag: u64, tag: u64, mask: u64) -> bool {
     (msg_tag ^ tag) & mask == 0
 }
@@ -185,9 +196,8 @@ impl<R: Copy + PartialEq> Matching<R> {
     /// A message from `source` with `tag` arrives (in sequence order): takes the earliest posted
     /// receive that matches it.
     pub(crate) fn arrive(&mut self, source: PeerId, tag: u64) -> Option<R> {
-        let any = self.any.iter().position(|p| p.accepts(tag));
-        let own =
-            self.sources.get(source as usize).and_then(|s| s.posted.iter().position(|p| p.accepts(tag)));
+        let any = first_accepting(&self.any, tag);
+        let own = self.sources.get(source as usize).and_then(|s| first_accepting(&s.posted, tag));
         match (own, any) {
             (Some(o), Some(a)) if self.any[a].order < self.sources[source as usize].posted[o].order => {
                 take(&mut self.any, a)

@@ -71,7 +71,14 @@ impl Gate {
 }
 
 /// Moves the waiting AMs that the credit covers, in order, to the control queue.
+#[inline]
 pub(super) fn admit_ams(o: &mut Out) {
+    if !o.ams.is_empty() {
+        admit_waiting_ams(o);
+    }
+}
+
+fn admit_waiting_ams(o: &mut Out) {
     while let Some(am) = o.ams.front() {
         let cost = am.cost();
         if cost > o.credit {
