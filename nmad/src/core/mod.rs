@@ -364,11 +364,13 @@ impl Core {
         self.drivers[d].polls_cheaply().then_some((d, peer))
     }
 
-    /// Polls driver `driver`'s link to `peer` alone, then what deliveries left to do (see
-    /// `Driver::poll_peer`): a waiter's look at what it waits on. Returns the events.
-    pub(crate) fn poll_peer(&self, driver: usize, peer: PeerId) -> usize {
+    /// Polls driver `driver`'s link to `peer` alone if it has something, then what deliveries
+    /// left to do (see `Driver::poll_peer`): a waiter's look at what it waits on. `None` when
+    /// it did not poll, else the events.
+    pub(crate) fn poll_peer(&self, driver: usize, peer: PeerId) -> Option<usize> {
         let mut sink = CoreSink { core: self, driver };
-        self.drivers[driver].poll_peer(peer, &mut sink) + self.after_poll()
+        let n = self.drivers[driver].poll_peer(peer, &mut sink)?;
+        Some(n + self.after_poll())
     }
 
     /// What a driver's poll leaves to do: reads of rendezvous data, writes, active messages,

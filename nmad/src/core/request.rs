@@ -300,7 +300,7 @@ impl Request {
         match c.poller(driver) {
             Some(p) if first != NO_DRIVER => {
                 // Only the peer's link, first: no other peer's records, no connection.
-                let mut quick = || c.drivers[driver].probe_peer(peer).then(|| c.poll_peer(driver, peer) > 0);
+                let mut quick = || c.poll_peer(driver, peer).map(|n| n > 0);
                 c.pioman.wait_polling_with(&self.cond, COMPLETED, p, &mut quick)
             }
             _ => c.pioman.wait(&self.cond, COMPLETED),

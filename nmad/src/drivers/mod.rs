@@ -224,18 +224,14 @@ pub trait Driver: Send + Sync {
     fn probe(&self) -> bool {
         true
     }
-    /// [`Driver::probe`] for what `peer` sent alone: a thread waiting on a receive from `peer`
-    /// probes this before anything else. Default: `probe`.
-    fn probe_peer(&self, peer: PeerId) -> bool {
-        let _ = peer;
-        self.probe()
-    }
     /// [`Driver::poll`] of `peer`'s link alone (what it sent, our bulk sends to it, its
-    /// failure), for a thread waiting on a receive from `peer`; connections and other peers
-    /// wait for the next whole poll, which the waiter's rounds run. Default: `poll`.
-    fn poll_peer(&self, peer: PeerId, sink: &mut dyn Sink) -> usize {
+    /// failure), for a thread waiting on a receive from `peer`, if a look as cheap as
+    /// [`Driver::probe`]'s says there is something: `None` when it did not poll, else the
+    /// events. Connections and other peers wait for the next whole poll, which the waiter's
+    /// rounds run. Default: `probe`, then `poll`.
+    fn poll_peer(&self, peer: PeerId, sink: &mut dyn Sink) -> Option<usize> {
         let _ = peer;
-        self.poll(sink)
+        self.probe().then(|| self.poll(sink))
     }
     /// An fd that becomes readable when `poll` has something to do (after [`Driver::arm`]).
     fn wait_fd(&self) -> Option<RawFd> {

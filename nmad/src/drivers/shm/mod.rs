@@ -73,6 +73,7 @@ struct PollState {
 
 impl PollState {
     /// Takes the driver's links again if they changed since the last look.
+    #[inline]
     fn refresh(&mut self, sh: &Shared) {
         let g = sh.generation.load(Acquire);
         if g != self.generation {
@@ -173,6 +174,7 @@ impl ShmDriver {
     /// Polls one link of `links` (the poller's snapshot): its failure reported (after what it
     /// still delivers), its bulk sends pushed, its records received. Returns the events and
     /// whether it is lost.
+    #[inline]
     fn poll_link(
         link: &Arc<ShmLink>,
         links: &[Arc<ShmLink>],
@@ -287,18 +289,17 @@ impl Driver for ShmDriver {
         sh.generation.load(Acquire) != st.generation || st.links.iter().any(|l| l.probe())
     }
 
-    fn probe_peer(&self, peer: PeerId) -> bool {
-        let Some(st) = self.poll.try_lock() else { return false };
-        self.shared.generation.load(Acquire) != st.generation
-            || st.links.iter().any(|l| l.peer == peer && l.probe())
-    }
-
-    fn poll_peer(&self, peer: PeerId, sink: &mut dyn Sink) -> usize {
+    fn poll_peer(&self, peer: PeerId, sink: &mut dyn Sink) -> Option<usize> {
         let sh = &*self.shared;
-        let Some(mut guard) = self.poll.try_lock() else { return 0 };
+        let mut guard = self.poll.try_lock()?;
         let st = &mut *guard;
         if sh.closed.load(Relaxed) {
-            return 0;
+            return None;
+        }
+        if sh.generation.load(Acquire) == st.generation
+            && !st.links.iter().any(|l| l.peer == peer && l.probe())
+        {
+            return None;
         }
         st.refresh(sh);
         let (mut n, mut lost) = (0, false);
@@ -311,7 +312,7 @@ impl Driver for ShmDriver {
         if lost {
             sh.forget_reported();
         }
-        n
+        Some(n)
     }
 
     fn poll(&self, sink: &mut dyn Sink) -> usize {
