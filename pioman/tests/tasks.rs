@@ -541,12 +541,7 @@ impl Source for Firing {
 #[test]
 fn a_waiter_polls_its_own_source_first_and_counts_it() {
     for reentrant in [true, false] {
-        let pio = Pioman::builder()
-            .policy(policy::by_name("poll").unwrap())
-            .without_marcel()
-            .threads(1)
-            .build()
-            .unwrap();
+        let pio = polling_without_marcel(1);
         let done = Arc::new(Cond::new());
         let src = Arc::new(Firing {
             reentrant,
@@ -570,6 +565,16 @@ fn a_waiter_polls_its_own_source_first_and_counts_it() {
     }
 }
 
+/// A pioman with the `poll` policy, `threads` progression threads and no marcel.
+fn polling_without_marcel(threads: usize) -> Pioman {
+    Pioman::builder()
+        .policy(policy::by_name("poll").unwrap())
+        .without_marcel()
+        .threads(threads)
+        .build()
+        .unwrap()
+}
+
 /// A reentrant source whose probe says whether polling may find something: `ready`, or never.
 struct Probed {
     probes: AtomicU64,
@@ -578,6 +583,18 @@ struct Probed {
     /// The poll that signals whatever the probe says (0: only when ready).
     fire: u64,
     done: Arc<Cond>,
+}
+
+impl Probed {
+    fn new(fire: u64, done: &Arc<Cond>) -> Arc<Probed> {
+        Arc::new(Probed {
+            probes: AtomicU64::new(0),
+            polls: AtomicU64::new(0),
+            ready: AtomicBool::new(false),
+            fire,
+            done: done.clone(),
+        })
+    }
 }
 
 impl Source for Probed {
@@ -607,20 +624,9 @@ impl Source for Probed {
 #[test]
 fn a_waiter_polls_its_own_source_when_its_probe_says_so() {
     for fire in [0, 30] {
-        let pio = Pioman::builder()
-            .policy(policy::by_name("poll").unwrap())
-            .without_marcel()
-            .threads(0)
-            .build()
-            .unwrap();
+        let pio = polling_without_marcel(0);
         let done = Arc::new(Cond::new());
-        let src = Arc::new(Probed {
-            probes: AtomicU64::new(0),
-            polls: AtomicU64::new(0),
-            ready: AtomicBool::new(false),
-            fire,
-            done: done.clone(),
-        });
+        let src = Probed::new(fire, &done);
         let h = pio.register(src.clone(), Options::default()).unwrap();
         let setter = (fire == 0).then(|| {
             let src = src.clone();
@@ -656,21 +662,10 @@ fn a_waiter_polls_its_own_source_when_its_probe_says_so() {
 fn a_waiter_looks_at_what_it_waits_on_first() {
     for (quick_finds, oversubscribed) in [(true, false), (false, false), (true, true)] {
         let case = format!("quick finds it: {quick_finds}, oversubscribed: {oversubscribed}");
-        let pio = Pioman::builder()
-            .policy(policy::by_name("poll").unwrap())
-            .without_marcel()
-            .threads(0)
-            .build()
-            .unwrap();
+        let pio = polling_without_marcel(0);
         pio.set_oversubscribed(oversubscribed);
         let done = Arc::new(Cond::new());
-        let src = Arc::new(Probed {
-            probes: AtomicU64::new(0),
-            polls: AtomicU64::new(0),
-            ready: AtomicBool::new(false),
-            fire: if quick_finds { 0 } else { 5 },
-            done: done.clone(),
-        });
+        let src = Probed::new(if quick_finds { 0 } else { 5 }, &done);
         let h = pio.register(src.clone(), Options::default()).unwrap();
         let mut looks = 0u64;
         let mut quick = || {
