@@ -365,12 +365,24 @@ impl Core {
     }
 
     /// Polls driver `driver`'s link to `peer` alone if it has something, then what deliveries
-    /// left to do (see `Driver::poll_peer`): a waiter's look at what it waits on. `None` when
-    /// it did not poll, else the events.
+    /// left to do (see `Driver::poll_peer`): a waiter's look at what it waits on. Rendezvous
+    /// reads and writes run at every look, as at every poll of the driver's task (a sender
+    /// waits on its half of a written rendezvous). `None` when it did neither, else the events.
     pub(crate) fn poll_peer(&self, driver: usize, peer: PeerId) -> Option<usize> {
         let mut sink = CoreSink { core: self, driver };
-        let n = self.drivers[driver].poll_peer(peer, &mut sink)?;
-        Some(n + self.after_poll())
+        let polled = self.drivers[driver].poll_peer(peer, &mut sink);
+        if polled.is_none() && !self.work_pending() {
+            return None;
+        }
+        Some(polled.unwrap_or(0) + self.after_poll())
+    }
+
+    /// Whether [`Core::after_poll`] has something to do (loads only).
+    fn work_pending(&self) -> bool {
+        !self.reads.is_empty()
+            || !self.writes.is_empty()
+            || !self.ams.jobs.is_empty()
+            || !self.backlog.is_empty()
     }
 
     /// What a driver's poll leaves to do: reads of rendezvous data, writes, active messages,
