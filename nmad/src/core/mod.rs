@@ -635,6 +635,7 @@ impl Core {
 
     /// A message for a session: deliver it, or keep it until the session exists. `Err`: the
     /// peer broke the protocol (see [`budget`]).
+    #[inline(always)]
     fn incoming(&self, gate: &Gate, inc: Incoming<'_>) -> Result<(), String> {
         let id = inc.h.session;
         if let Some(s) = self.sessions.get(id) {

@@ -122,6 +122,7 @@ impl SessionInner {
 
     /// A message arrives from its gate: match it in sequence order or keep it. `Err`: its
     /// sequence number breaks the protocol (see `budget`); nothing was kept.
+    #[inline(always)]
     pub(crate) fn deliver(self: &Arc<Self>, gate: &Gate, inc: Incoming<'_>) -> Result<(), String> {
         let core = &*self.core;
         let from = inc.from;
