@@ -99,7 +99,7 @@ pub(crate) const FIRST_POLLS: u32 = 8;
 /// dozen instructions, a round about 1,000, and an arrival during a round waits for it.
 pub(crate) const FIRST_PROBES: u32 = 128;
 
-/// How long a waiter probes its own reentrant source before it enters the general loop (see
+/// How long a waiter looks at its own reentrant source before it enters the general loop (see
 /// `Inner::pre_spin`): a reply on shared memory comes within this, and the general loop's set-up
 /// (the caller's scope, the machine state, the policy's plan, the waiter counts: ~900
 /// instructions) costs about as much as the whole receive it waits for.
@@ -186,8 +186,8 @@ fn guarded<T>(lt: &Ltask, what: &str, call: impl FnOnce() -> T, panicked: T) -> 
 /// What a waiter polls first, if anything: the task of the source it waits on.
 pub(crate) type First<'a> = Option<&'a Arc<Ltask>>;
 
-/// The waiter's own look at what it waits on, used before its source's probe and poll while it
-/// pre-spins (see [`crate::Pioman::wait_polling_with`]).
+/// The waiter's own look at what it waits on, used instead of its source's probe and poll (see
+/// [`crate::Pioman::wait_polling_with`]).
 pub(crate) type Quick<'a, 'f> = Option<&'a mut (dyn FnMut() -> Option<bool> + 'f)>;
 
 impl Inner {
@@ -540,8 +540,8 @@ impl Inner {
         r
     }
 
-    /// The waiter's first [`PRE_SPIN_NS`]: probes its own source `lt`, polling it when the probe
-    /// says so, and nothing else; whether the condition came. Only for a reentrant source (polled
+    /// The waiter's first [`PRE_SPIN_NS`]: looks at its own source `lt` ([`DirectPolls::look`])
+    /// and nothing else; whether the condition came. Only for a reentrant source (polled
     /// without the run state), a process with a core of its own and a thread alone waiting (an
     /// oversubscribed process, or threads that may share a CPU, leave the choice to spin at all
     /// to the policy). The policy decides everything past it: a spin this short is what any plan

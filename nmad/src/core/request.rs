@@ -297,8 +297,8 @@ impl Request {
         let _waiting = Waiting::on(self);
         let first = self.first.load(Relaxed);
         let (driver, peer) = (first >> 32, first as PeerId);
-        match c.poller(driver) {
-            Some(p) if first != NO_DRIVER => {
+        match (first != NO_DRIVER).then(|| c.poller(driver)).flatten() {
+            Some(p) => {
                 // Only the peer's link, first: no other peer's records, no connection.
                 let mut quick = || c.poll_peer(driver, peer).map(|n| n > 0);
                 c.pioman.wait_polling_with(&self.cond, COMPLETED, p, &mut quick)

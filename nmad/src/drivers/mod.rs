@@ -225,7 +225,7 @@ pub trait Driver: Send + Sync {
         true
     }
     /// [`Driver::poll`] of `peer`'s link alone (what it sent, our bulk sends to it, its
-    /// failure), for a thread waiting on a receive from `peer`, if a look as cheap as
+    /// failure), for a thread waiting on a send to or a receive from `peer`, if a look as cheap as
     /// [`Driver::probe`]'s says there is something: `None` when it did not poll, else the
     /// events. Connections and other peers wait for the next whole poll, which the waiter's
     /// rounds run. Default: `probe`, then `poll`.
